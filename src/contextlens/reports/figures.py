@@ -1,0 +1,60 @@
+"""Figures (matplotlib PNG) for analysis results. Reports draw; analyses only compute."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from contextlens.analyses.divergence import Comparison  # noqa: E402
+
+
+def save(fig: plt.Figure, path: Path | str) -> Path:
+    """Write a figure as PNG (parent folders created) and free it."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=130, bbox_inches="tight")
+    plt.close(fig)
+    return path
+
+
+def divergence_figure(result: Comparison, title: str | None = None) -> plt.Figure:
+    """The lesson's "same start, diverging paths": cosine of the target against layer.
+
+    For two sentences one line; for more, one line per pair plus their mean. The static vector
+    and the input row are drawn as flat lines at their (1.0) cosine.
+    """
+    fig, ax = plt.subplots(figsize=(7.5, 4.5))
+    layers = result.layers
+    n = result.n
+    if n == 2:
+        ax.plot(layers, result.layer_cosines, marker="o", lw=2.2, color="#c2410c", label="hidden state (contextual)")
+    else:
+        for i in range(n):
+            for j in range(i + 1, n):
+                ax.plot(layers, result.matrices[:, i, j], lw=1, alpha=0.45, label=f"sentences {i + 1}-{j + 1}")
+        ax.plot(layers, result.layer_cosines, marker="o", lw=2.6, color="#c2410c", label="mean over pairs")
+    if result.static_cosine is not None:
+        ax.axhline(result.static_cosine, color="#1d4ed8", ls="--", lw=1.6, label=f"static ({result.static_model})")
+    ax.axhline(result.input_row_cosine, color="#15803d", ls=":", lw=2, label="input row (embedding table)")
+    worst = result.most_divergent_layer
+    ax.annotate(
+        f"most divergent: layer {worst}",
+        xy=(worst, result.layer_cosines[layers.index(worst)]),
+        xytext=(0.35, 0.12),
+        textcoords="axes fraction",
+        arrowprops={"arrowstyle": "->", "color": "#444"},
+    )
+    words = sorted({o.word.lower() for o in result.occurrences})
+    ax.set_title(title or f"“{'/'.join(words)}” across {n} sentences — {result.model}")
+    ax.set_xlabel("layer (0 = embedding output)")
+    ax.set_ylabel("cosine similarity")
+    ax.set_xticks(layers)
+    low = min(min(result.layer_cosines), float(result.matrices.min()))
+    ax.set_ylim(max(-1.0, low - 0.1), 1.05)
+    ax.grid(alpha=0.3)
+    ax.legend(loc="lower left", fontsize=8)
+    return fig
