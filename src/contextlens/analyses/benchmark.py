@@ -1,0 +1,40 @@
+"""The one result shape every benchmark shares: a tidy table of rows.
+
+``{"benchmark": "wic", "model": "minilm", "rows": [{"system": ..., "layer": 3, "split": "test",
+"metric": "accuracy", "value": 0.61}, ...], "meta": {...}}``. Rows are plain dicts so that each
+benchmark can carry the columns it needs (retrieval adds ``kind``, ``dim``, ``dtype``,
+``bytes_per_vector``); ``meta`` holds data counts, timings and notes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class BenchmarkResult:
+    """Tidy benchmark output: one row per (system, layer, split, metric) measurement."""
+
+    benchmark: str
+    model: str | None
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def add(self, **row: Any) -> None:
+        self.rows.append(row)
+
+    def select(self, **where: Any) -> list[dict[str, Any]]:
+        """Rows whose columns equal every given value."""
+        return [r for r in self.rows if all(r.get(k) == v for k, v in where.items())]
+
+    def columns(self) -> list[str]:
+        """Column names in first-seen order."""
+        seen: dict[str, None] = {}
+        for r in self.rows:
+            for k in r:
+                seen.setdefault(k, None)
+        return list(seen)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"benchmark": self.benchmark, "model": self.model, "rows": self.rows, "meta": self.meta}

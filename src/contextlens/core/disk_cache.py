@@ -1,0 +1,53 @@
+"""A small on-disk cache for expensive arrays (encoded benchmark sentences, embeddings).
+
+Keyed by everything that determines the result (model name, weights checksum or path, data
+version, request); stored as ``.npz`` under the contextlens cache folder, written atomically.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from contextlens.core.resources import cache_dir
+
+
+def cache_key(*parts: Any) -> str:
+    """A stable hex key for JSON-serializable parts."""
+    blob = json.dumps(parts, sort_keys=True, default=str).encode()
+    return hashlib.sha256(blob).hexdigest()[:32]
+
+
+def cache_path(namespace: str, key: str) -> Path:
+    folder = cache_dir() / "arrays" / namespace
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder / f"{key}.npz"
+
+
+def cached_arrays(
+    namespace: str, key: str, compute: Callable[[], dict[str, np.ndarray]], *, enabled: bool = True
+) -> dict[str, np.ndarray]:
+    """Load the arrays stored under ``namespace/key``, or compute, store and return them.
+
+    ``CONTEXTLENS_NO_CACHE=1`` (or ``enabled=False``) always recomputes.
+    """
+    if not enabled or os.environ.get("CONTEXTLENS_NO_CACHE") == "1":
+        return compute()
+    path = cache_path(namespace, key)
+    if path.exists():
+        try:
+            with np.load(path, allow_pickle=False) as data:
+                return {k: data[k] for k in data.files}
+        except (OSError, ValueError):
+            path.unlink(missing_ok=True)  # a damaged cache entry is recomputed, never trusted
+    arrays = compute()
+    tmp = path.with_name(path.stem + f".{os.getpid()}.tmp.npz")
+    np.savez(tmp, **arrays)
+    os.replace(tmp, path)
+    return arrays
