@@ -1,0 +1,296 @@
+"""WordNet 3.0, read offline from Debian's ``wordnet-base`` and ``wordnet-sense-index``.
+
+NLTK's :class:`WordNetCorpusReader` expects a ``corpora/wordnet`` folder holding a
+``lexnames`` file, which Debian does not ship. :func:`wordnet` builds that folder once under
+the contextlens cache (copies of the files in ``/usr/share/wordnet`` plus the fixed list of
+lexicographer files written here) and returns a cached reader. The helpers expose what the
+benchmarks need: usage examples with the target word located (inflections included), glosses,
+and the SemCor sense counts that WordNet ships (``cntlist.rev``).
+
+Set ``CONTEXTLENS_WORDNET_DIR`` to read the dictionary files from another folder.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import re
+import shutil
+import warnings
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from contextlens.core.occurrences import Occurrence
+from contextlens.core.resources import cache_dir
+from contextlens.errors import ContextlensError
+
+if TYPE_CHECKING:
+    from nltk.corpus.reader.wordnet import Synset, WordNetCorpusReader
+
+DEBIAN_WORDNET_DIR = Path("/usr/share/wordnet")
+INSTALL_HINT = "run scripts/install-system-deps.sh (Debian packages wordnet-base and wordnet-sense-index)"
+
+# WordNet's lexicographer files, in file-number order (lexnames(5WN)): number, name, part of speech
+# (1 noun, 2 verb, 3 adjective, 4 adverb). The Debian packages omit this file; NLTK needs it.
+LEXNAMES: tuple[tuple[str, int], ...] = (
+    ("adj.all", 3),
+    ("adj.pert", 3),
+    ("adv.all", 4),
+    ("noun.Tops", 1),
+    ("noun.act", 1),
+    ("noun.animal", 1),
+    ("noun.artifact", 1),
+    ("noun.attribute", 1),
+    ("noun.body", 1),
+    ("noun.cognition", 1),
+    ("noun.communication", 1),
+    ("noun.event", 1),
+    ("noun.feeling", 1),
+    ("noun.food", 1),
+    ("noun.group", 1),
+    ("noun.location", 1),
+    ("noun.motive", 1),
+    ("noun.object", 1),
+    ("noun.person", 1),
+    ("noun.phenomenon", 1),
+    ("noun.plant", 1),
+    ("noun.possession", 1),
+    ("noun.process", 1),
+    ("noun.quantity", 1),
+    ("noun.relation", 1),
+    ("noun.shape", 1),
+    ("noun.state", 1),
+    ("noun.substance", 1),
+    ("noun.time", 1),
+    ("verb.body", 2),
+    ("verb.change", 2),
+    ("verb.cognition", 2),
+    ("verb.communication", 2),
+    ("verb.competition", 2),
+    ("verb.consumption", 2),
+    ("verb.contact", 2),
+    ("verb.creation", 2),
+    ("verb.emotion", 2),
+    ("verb.motion", 2),
+    ("verb.perception", 2),
+    ("verb.possession", 2),
+    ("verb.social", 2),
+    ("verb.stative", 2),
+    ("verb.weather", 2),
+    ("adj.ppl", 3),
+)
+
+# Files NLTK opens, and which Debian package ships each of them.
+REQUIRED_FILES: dict[str, str] = {
+    **{f"{kind}.{pos}": "wordnet-base" for kind in ("data", "index") for pos in ("noun", "verb", "adj", "adv")},
+    **{f"{pos}.exc": "wordnet-base" for pos in ("noun", "verb", "adj", "adv")},
+    "index.sense": "wordnet-sense-index",
+    "cntlist.rev": "wordnet-sense-index",
+}
+
+# Bump when the extraction of usage examples below changes, so cached copies are rebuilt.
+EXAMPLES_VERSION = 1
+_WORD_RE = re.compile(r"[A-Za-z]+(?:'[A-Za-z]+)?")
+
+
+class WordNetNotInstalledError(ContextlensError):
+    """The WordNet dictionary files are not installed on this machine."""
+
+
+def source_dir() -> Path:
+    """The folder holding WordNet's dictionary files (Debian's by default)."""
+    return Path(os.environ.get("CONTEXTLENS_WORDNET_DIR") or DEBIAN_WORDNET_DIR)
+
+
+def check_installed(folder: Path | None = None) -> Path:
+    """The dictionary folder, or a one-line error naming the missing package and the fix."""
+    folder = folder or source_dir()
+    missing = [name for name in REQUIRED_FILES if not (folder / name).is_file()]
+    if missing:
+        packages = sorted({REQUIRED_FILES[name] for name in missing})
+        raise WordNetNotInstalledError(
+            f"WordNet 3.0 files missing in {folder} ({', '.join(missing[:3])}"
+            f"{'...' if len(missing) > 3 else ''}; package {' and '.join(packages)}); {INSTALL_HINT}"
+        )
+    return folder
+
+
+def nltk_root() -> Path:
+    """Build (once) ``<cache>/nltk_data/corpora/wordnet``: the dictionary files plus ``lexnames``.
+
+    The files are copied (~35 MB, once; refreshed when size or mtime change): NLTK 3.10's path
+    sandbox refuses symlinks that resolve outside its corpus root and multiply-linked files.
+    """
+    folder = check_installed()
+    root = cache_dir() / "nltk_data" / "corpora" / "wordnet"
+    root.mkdir(parents=True, exist_ok=True)
+    for name in REQUIRED_FILES:
+        _mirror(folder / name, root / name)
+    lexnames = "".join(f"{i:02d}\t{name}\t{pos}\n" for i, (name, pos) in enumerate(LEXNAMES))
+    lex_path = root / "lexnames"
+    if not lex_path.is_file() or lex_path.read_text() != lexnames:
+        tmp = root / f".lexnames.{os.getpid()}.tmp"
+        tmp.write_text(lexnames)
+        os.replace(tmp, lex_path)
+    return root
+
+
+def _mirror(source: Path, dest: Path) -> None:
+    """Put an up-to-date copy of ``source`` at ``dest``, atomically."""
+    src_stat = source.stat()
+    if dest.is_file() and not dest.is_symlink():
+        dst_stat = dest.stat()
+        if (dst_stat.st_size, dst_stat.st_mtime_ns) == (src_stat.st_size, src_stat.st_mtime_ns):
+            return
+    tmp = dest.with_name(f".{dest.name}.{os.getpid()}.tmp")
+    tmp.unlink(missing_ok=True)
+    shutil.copy2(source, tmp)
+    os.replace(tmp, dest)
+
+
+@functools.cache
+def wordnet() -> WordNetCorpusReader:
+    """NLTK's WordNet 3.0 reader over the Debian files (built once, then cached in-process)."""
+    import nltk.data
+    from nltk.corpus.reader.wordnet import WordNetCorpusReader
+
+    root = nltk_root()
+    if str(root.parent.parent) not in nltk.data.path:  # NLTK only opens files under its data roots
+        nltk.data.path.append(str(root.parent.parent))
+    with warnings.catch_warnings():  # no Open Multilingual Wordnet here; English needs none
+        warnings.simplefilter("ignore")
+        return WordNetCorpusReader(str(root), None)
+
+
+# --- usage examples -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class UsageExample:
+    """One WordNet usage example with the lemma it illustrates located in the text."""
+
+    synset: str  # e.g. "bank.n.01"
+    lemma: str  # the lemma found in the text, e.g. "bank"
+    pos: str  # n, v, a, r (satellites "s" are folded into "a")
+    text: str
+    start: int
+    end: int
+
+    @property
+    def word(self) -> str:
+        """The form written in the text ("banks" for the lemma "bank")."""
+        return self.text[self.start : self.end]
+
+    def occurrence(self) -> Occurrence:
+        return Occurrence(self.text, self.start, self.end)
+
+
+def find_lemma(text: str, lemma: str, pos: str) -> tuple[int, int] | None:
+    """Character span of the first word in ``text`` whose base form (WordNet morphy) is ``lemma``.
+
+    Handles inflections ("banks", "ran" for "run") through WordNet's own rules and exception
+    lists. Only single-word lemmas are located; multi-word lemmas return None.
+    """
+    if "_" in lemma or " " in lemma:
+        return None
+    reader = wordnet()
+    wn_pos = "a" if pos == "s" else pos
+    target = lemma.lower()
+    for m in _WORD_RE.finditer(text):
+        form = m.group().lower()
+        if form == target or target in reader._morphy(form, wn_pos):
+            return m.start(), m.end()
+    return None
+
+
+def usage_examples() -> list[UsageExample]:
+    """Every WordNet usage example whose synset has a single-word lemma found in the text.
+
+    When several lemmas of the synset occur, the first in WordNet's order is taken. The list
+    is deterministic (synsets in file order) and cached on disk after the first build (~30 s).
+    """
+    path = cache_dir() / "wordnet" / f"usage-examples-v{EXAMPLES_VERSION}.json"
+    if path.is_file():
+        rows = json.loads(path.read_text())
+        return [UsageExample(**r) for r in rows]
+    examples = list(_extract_usage_examples())
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps([asdict(e) for e in examples]))
+    os.replace(tmp, path)
+    return examples
+
+
+def usage_example_stats() -> dict[str, int]:
+    """How many examples WordNet has, and how many had a locatable single-word lemma."""
+    path = cache_dir() / "wordnet" / f"usage-example-stats-v{EXAMPLES_VERSION}.json"
+    if path.is_file():
+        return json.loads(path.read_text())
+    total = located = synsets_with_examples = 0
+    for synset in _all_synsets():
+        texts = synset.examples()
+        if texts:
+            synsets_with_examples += 1
+        total += len(texts)
+    located = len(usage_examples())
+    stats = {"examples": total, "located": located, "not_located": total - located, "synsets": synsets_with_examples}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(stats))
+    return stats
+
+
+def _all_synsets() -> Iterator[Synset]:
+    reader = wordnet()
+    for pos in ("n", "v", "a", "r"):  # "a" also yields the satellites
+        yield from reader.all_synsets(pos)
+
+
+def _extract_usage_examples() -> Iterator[UsageExample]:
+    for synset in _all_synsets():
+        pos = "a" if synset.pos() == "s" else synset.pos()
+        lemmas = [lemma.name() for lemma in synset.lemmas()]
+        for text in synset.examples():
+            text = text.strip()
+            if not text:
+                continue
+            for lemma in lemmas:
+                span = find_lemma(text, lemma, pos)
+                if span is not None:
+                    yield UsageExample(synset.name(), lemma.lower(), pos, text, span[0], span[1])
+                    break
+
+
+# --- glosses and sense counts -------------------------------------------------------------
+
+
+def glosses() -> Iterator[tuple[str, str]]:
+    """``(synset name, definition)`` for every synset, in file order."""
+    for synset in _all_synsets():
+        yield synset.name(), synset.definition()
+
+
+def sense_count(synset: str, lemma: str) -> int:
+    """SemCor tag count of ``lemma`` in ``synset`` (from ``cntlist.rev``; 0 when untagged)."""
+    reader = wordnet()
+    for candidate in reader.synset(synset).lemmas():
+        if candidate.name().lower() == lemma.lower():
+            return int(candidate.count())
+    raise ContextlensError(f"{lemma!r} is not a lemma of {synset}; pick one of its lemmas")
+
+
+def sense_counts(lemma: str, pos: str) -> dict[str, int]:
+    """SemCor counts of every sense of ``lemma`` with part of speech ``pos``, by synset name."""
+    reader = wordnet()
+    counts: dict[str, int] = {}
+    for synset in reader.synsets(lemma, pos=pos):
+        if pos == "a" and synset.pos() not in ("a", "s"):
+            continue
+        if pos != "a" and synset.pos() != pos:
+            continue
+        for candidate in synset.lemmas():
+            if candidate.name().lower() == lemma.lower():
+                counts[synset.name()] = int(candidate.count())
+    return counts
