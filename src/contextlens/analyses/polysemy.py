@@ -1,0 +1,308 @@
+"""The polysemy explorer: one word in many sentences, sense by sense, layer by layer.
+
+For each word the target's hidden states in all its sentences give a pairwise cosine matrix per
+layer. Two numbers summarise it:
+
+* **spread** = 1 - mean off-diagonal cosine: how far apart the word's occurrences lie at a layer
+  (0 when every sentence gives the same vector, as a static vector does);
+* **separation gap** = mean same-sense cosine - mean cross-sense cosine, when senses are labelled.
+  One pair of sentences can mislead, so the gap comes with a permutation-test p-value: the sense
+  labels are shuffled (fixed seed) and the p-value is the share of shuffles whose gap is at least
+  the observed one, ``(1 + count) / (1 + permutations)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from contextlens.core.contextual_models import ContextualModel
+from contextlens.core.occurrences import Occurrence, parse_marked
+from contextlens.core.similarity import cosine_matrix_values
+from contextlens.data import POLYSEMY_FILE, builtin_path, read_tsv
+from contextlens.errors import ContextlensError, DataFileError, InputError
+
+TSV_COLUMNS = "word<TAB>sense<TAB>sentence with the target in [brackets]"
+
+
+@dataclass(frozen=True)
+class SenseSentence:
+    """One labelled occurrence from a data file (``sense`` is None when unlabelled)."""
+
+    word: str
+    sense: str | None
+    occurrence: Occurrence
+    source: str
+
+
+def load_sense_sentences(path: Path | str | None = None) -> list[SenseSentence]:
+    """Read ``word<TAB>sense<TAB>[marked] sentence`` (or ``word<TAB>sentence``) lines.
+
+    ``None`` reads the built-in set (bank, bat, light, lead, spring; three senses, four sentences each).
+    """
+    path = builtin_path(POLYSEMY_FILE) if path is None else Path(path)
+    out = []
+    for rec in read_tsv(path, (2, 3), TSV_COLUMNS):
+        word, sense, sentence = (rec.fields[0], None, rec.fields[1]) if len(rec.fields) == 2 else rec.fields
+        try:
+            occ = parse_marked(sentence)
+        except ContextlensError as exc:
+            raise DataFileError(f"{rec.where()}: {exc}") from exc
+        out.append(SenseSentence(word.lower(), sense, occ, rec.where()))
+    if not out:
+        raise DataFileError(f"{path} holds no sentences; write lines {TSV_COLUMNS}")
+    return out
+
+
+def spread(matrix: np.ndarray) -> float:
+    """1 - mean off-diagonal cosine of a pairwise matrix."""
+    n = matrix.shape[0]
+    if n < 2:
+        raise InputError("spread needs at least two sentences")
+    iu = np.triu_indices(n, k=1)
+    return float(1.0 - matrix[iu].mean())
+
+
+def separation_gap(matrix: np.ndarray, labels: Sequence[str]) -> float:
+    """Mean same-label cosine minus mean cross-label cosine (distinct pairs only)."""
+    return float(_gaps(matrix[None], np.asarray(_codes(labels))[None])[0, 0])
+
+
+def permutation_test(
+    matrices: np.ndarray, labels: Sequence[str], permutations: int = 1000, seed: int = 0
+) -> tuple[np.ndarray, np.ndarray]:
+    """Observed gap per layer and its one-sided permutation p-value (labels shuffled, same shuffles
+    for every layer). ``matrices`` is (layers, n, n)."""
+    if permutations < 1:
+        raise InputError(f"permutations must be at least 1, got {permutations}")
+    codes = np.asarray(_codes(labels))
+    if matrices.shape[1:] != (len(codes), len(codes)):
+        raise InputError(f"{len(codes)} labels for matrices of shape {matrices.shape}")
+    observed = _gaps(matrices, codes[None])[:, 0]
+    rng = np.random.default_rng(seed)
+    shuffled = np.stack([rng.permutation(codes) for _ in range(permutations)])
+    null = _gaps(matrices, shuffled)  # (layers, permutations)
+    exceed = (null >= observed[:, None] - 1e-12).sum(axis=1)
+    return observed, (1.0 + exceed) / (1.0 + permutations)
+
+
+@dataclass
+class WordExploration:
+    """Everything the explorer measured for one word."""
+
+    word: str
+    occurrences: list[Occurrence]
+    senses: list[str | None]
+    target_tokens: list[list[str]]
+    layers: list[int]
+    layer: int  # the chosen layer (heatmap, PCA, ranking)
+    matrices: np.ndarray = field(repr=False)  # (layers, n, n)
+    spreads: list[float]
+    gaps: list[float] | None  # per layer, when senses are labelled
+    same_sense: list[float] | None
+    cross_sense: list[float] | None
+    p_values: list[float] | None
+    pca: np.ndarray = field(repr=False)  # (n, 2) at the chosen layer
+    pca_explained: list[float]
+
+    @property
+    def labelled(self) -> bool:
+        return self.gaps is not None
+
+    @property
+    def matrix(self) -> np.ndarray:
+        return self.matrices[self.layers.index(self.layer)]
+
+    @property
+    def spread(self) -> float:
+        return self.spreads[self.layers.index(self.layer)]
+
+    @property
+    def gap(self) -> float | None:
+        return None if self.gaps is None else self.gaps[self.layers.index(self.layer)]
+
+    @property
+    def p_value(self) -> float | None:
+        return None if self.p_values is None else self.p_values[self.layers.index(self.layer)]
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "word": self.word,
+            "layer": self.layer,
+            "spread": self.spread,
+            "gap": self.gap,
+            "p_value": self.p_value,
+            "sentences": [
+                {**o.to_dict(), "sense": s, "tokens": t}
+                for o, s, t in zip(self.occurrences, self.senses, self.target_tokens, strict=True)
+            ],
+            "matrix": self.matrix.tolist(),
+            "layers": [
+                {
+                    "layer": layer,
+                    "spread": self.spreads[k],
+                    "same_sense": None if self.same_sense is None else self.same_sense[k],
+                    "cross_sense": None if self.cross_sense is None else self.cross_sense[k],
+                    "gap": None if self.gaps is None else self.gaps[k],
+                    "p_value": None if self.p_values is None else self.p_values[k],
+                    "matrix": self.matrices[k].tolist(),
+                }
+                for k, layer in enumerate(self.layers)
+            ],
+            "pca": {"coordinates": self.pca.tolist(), "explained_variance_ratio": self.pca_explained},
+        }
+
+
+@dataclass
+class Exploration:
+    """The explorer's result: words ranked by spread at the chosen layer (largest first)."""
+
+    model: str
+    layer: int
+    permutations: int
+    seed: int
+    source: str
+    words: list[WordExploration]
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "model": self.model,
+            "layer": self.layer,
+            "source": self.source,
+            "spread_definition": "1 - mean off-diagonal cosine",
+            "gap_definition": "mean same-sense cosine - mean cross-sense cosine",
+            "permutation_test": {"permutations": self.permutations, "seed": self.seed, "alternative": "greater"},
+            "ranking": [w.word for w in self.words],
+            "words": [w.to_dict() for w in self.words],
+        }
+
+
+def explore(
+    words: Sequence[str],
+    model: ContextualModel,
+    sentences: Sequence[SenseSentence] | None = None,
+    layer: int = -1,
+    permutations: int = 1000,
+    seed: int = 0,
+    source: str | None = None,
+    show_progress_bar: bool = False,
+) -> Exploration:
+    """Explore each word over its sentences (built-in set when ``sentences`` is None).
+
+    An empty ``words`` means every word in the sentences. Raises InputError for a word with no
+    (or only one) sentence and for a layer out of range.
+    """
+    if sentences is None:
+        sentences = load_sense_sentences()
+        source = source or "built-in polysemy set"
+    (chosen,) = model.check_layers([layer])
+    by_word: dict[str, list[SenseSentence]] = {}
+    for s in sentences:
+        by_word.setdefault(s.word, []).append(s)
+    wanted = [w.lower().strip() for w in words] if words else list(by_word)
+    for w in wanted:
+        if not w:
+            raise InputError("a word is empty; name the words to explore, e.g. bank bat")
+        if w not in by_word:
+            raise InputError(
+                f"no sentences for {w!r} in {source or 'the sentences'}; words there: {', '.join(sorted(by_word))}; "
+                "give your own with --sentences FILE"
+            )
+        if len(by_word[w]) < 2:
+            raise InputError(f"{w!r} has only one sentence in {source or 'the sentences'}; give at least two")
+    everything = [s for w in wanted for s in by_word[w]]
+    encodings = model.encode_occurrences(
+        [s.occurrence for s in everything], layers=None, show_progress_bar=show_progress_bar
+    )
+    results, start = [], 0
+    for w in wanted:
+        group = by_word[w]
+        encs = encodings[start : start + len(group)]
+        start += len(group)
+        results.append(_explore_word(w, group, encs, chosen, permutations, seed))
+    results.sort(key=lambda r: -r.spread)
+    return Exploration(model.name, chosen, permutations, seed, source or "given sentences", results)
+
+
+def _explore_word(word, group, encs, chosen, permutations, seed) -> WordExploration:
+    layers = list(encs[0].layers)
+    stack = np.stack([e.hidden for e in encs], axis=1)  # (layers, n, d)
+    matrices = np.stack([cosine_matrix_values(stack[k]) for k in range(len(layers))])
+    senses = [s.sense for s in group]
+    gaps = same = cross = pvals = None
+    if all(s is not None for s in senses) and _has_both_kinds_of_pairs(senses):
+        observed, p = permutation_test(matrices, senses, permutations, seed)
+        gaps, pvals = observed.tolist(), p.tolist()
+        same, cross = _same_and_cross(matrices, senses)
+    return WordExploration(
+        word=word,
+        occurrences=[s.occurrence for s in group],
+        senses=senses,
+        target_tokens=[e.target_tokens for e in encs],
+        layers=layers,
+        layer=chosen,
+        matrices=matrices,
+        spreads=[spread(m) for m in matrices],
+        gaps=gaps,
+        same_sense=same,
+        cross_sense=cross,
+        p_values=pvals,
+        pca=_pca(stack[layers.index(chosen)]),
+        pca_explained=_pca_explained(stack[layers.index(chosen)]),
+    )
+
+
+def _codes(labels: Sequence[str]) -> list[int]:
+    index: dict[str, int] = {}
+    return [index.setdefault(str(label), len(index)) for label in labels]
+
+
+def _has_both_kinds_of_pairs(labels: Sequence[str | None]) -> bool:
+    codes = _codes([str(x) for x in labels])
+    return len(set(codes)) >= 2 and len(set(codes)) < len(codes)
+
+
+def _gaps(matrices: np.ndarray, codes: np.ndarray) -> np.ndarray:
+    """Gap for each layer (rows of ``matrices``) and each labelling (rows of ``codes``):
+    (layers, labellings)."""
+    n = matrices.shape[1]
+    iu = np.triu_indices(n, k=1)
+    values = matrices[:, iu[0], iu[1]]  # (layers, pairs)
+    same = (codes[:, iu[0]] == codes[:, iu[1]]).astype(np.float64)  # (labellings, pairs)
+    n_same = same.sum(axis=1)
+    n_cross = same.shape[1] - n_same
+    if np.any(n_same == 0) or np.any(n_cross == 0):
+        raise InputError("a separation gap needs at least one same-sense pair and one cross-sense pair")
+    same_mean = values @ same.T / n_same
+    cross_mean = values @ (1.0 - same).T / n_cross
+    return same_mean - cross_mean
+
+
+def _same_and_cross(matrices: np.ndarray, labels: Sequence[str]) -> tuple[list[float], list[float]]:
+    codes = np.asarray(_codes(labels))
+    iu = np.triu_indices(len(codes), k=1)
+    same = codes[iu[0]] == codes[iu[1]]
+    values = matrices[:, iu[0], iu[1]]
+    return values[:, same].mean(axis=1).tolist(), values[:, ~same].mean(axis=1).tolist()
+
+
+def _pca(x: np.ndarray) -> np.ndarray:
+    """2-D projection on the top two principal components (zeros past the rank)."""
+    centred = x.astype(np.float64) - x.mean(axis=0)
+    u, s, _ = np.linalg.svd(centred, full_matrices=False)
+    coords = np.zeros((x.shape[0], 2))
+    k = min(2, len(s))
+    coords[:, :k] = u[:, :k] * s[:k]
+    return coords
+
+
+def _pca_explained(x: np.ndarray) -> list[float]:
+    centred = x.astype(np.float64) - x.mean(axis=0)
+    s = np.linalg.svd(centred, compute_uv=False)
+    var = s**2
+    total = var.sum()
+    ratios = (var / total).tolist() if total > 0 else [0.0] * len(var)
+    return (ratios + [0.0, 0.0])[:2]

@@ -1,0 +1,160 @@
+"""The sense probe: score the target's hidden state against anchor words, layer by layer.
+
+The second seed's bar chart: "bank" in "river bank" scores high against *shore* and low against
+*deposit*, and the other way round in "bank account". An anchor is represented the same way as the
+target - a hidden state of the same model at the same layer - either in a neutral template
+sentence (``"The word is [shore]."``) or as the mean over sentences the user gives for it. Hidden
+states of one model share a space at each layer, so the cosine is meaningful; all of them are
+contextual, so the absolute values are high (anisotropy) and the *difference* between anchors is
+what carries the sense.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from contextlens.analyses.ranking import DEFAULT_TEMPLATE, in_template
+from contextlens.core.contextual_models import ContextualModel
+from contextlens.core.occurrences import Occurrence, parse_marked
+from contextlens.core.similarity import cosine_values
+from contextlens.data import read_tsv
+from contextlens.errors import ContextlensError, DataFileError, InputError, OutOfVocabularyError
+
+ANCHOR_COLUMNS = "anchor<TAB>sentence with the anchor in [brackets]"
+_WORD = re.compile(r"^\w+(?:[-']\w+)*$")
+
+
+def load_anchor_sentences(path: Path | str) -> dict[str, list[Occurrence]]:
+    """Read ``anchor<TAB>[marked] sentence`` lines into sentences per anchor word."""
+    out: dict[str, list[Occurrence]] = {}
+    for rec in read_tsv(path, (2,), ANCHOR_COLUMNS):
+        anchor, sentence = rec.fields
+        try:
+            out.setdefault(anchor.lower(), []).append(parse_marked(sentence))
+        except ContextlensError as exc:
+            raise DataFileError(f"{rec.where()}: {exc}") from exc
+    if not out:
+        raise DataFileError(f"{path} holds no anchor sentences; write lines {ANCHOR_COLUMNS}")
+    return out
+
+
+def check_anchor(word: str, model: ContextualModel) -> str:
+    """An anchor must be one word that the model's tokenizer knows (no [UNK] token)."""
+    if not isinstance(word, str) or not word.strip():
+        raise InputError("an anchor is empty; give anchor words such as --anchors shore deposit")
+    word = word.strip()
+    if not _WORD.match(word):
+        raise InputError(f"anchor {word!r} is not a single word; give words such as shore or deposit")
+    unk = model.tokenizer.unk_token_id
+    ids = model.tokenizer(word, add_special_tokens=False)["input_ids"]
+    if not ids or (unk is not None and unk in ids):
+        raise OutOfVocabularyError(
+            f"anchor {word!r} is not in {model.name}'s vocabulary (the tokenizer maps it to "
+            f"{model.tokenizer.unk_token}); choose another anchor word"
+        )
+    return word
+
+
+@dataclass
+class ProbedSentence:
+    occurrence: Occurrence
+    target_tokens: list[str]
+    scores: np.ndarray = field(repr=False)  # (layers, anchors)
+
+
+@dataclass
+class ProbeResult:
+    """Cosine of each target with each anchor at every layer."""
+
+    model: str
+    layers: list[int]
+    layer: int  # the layer shown in the bar chart
+    anchors: list[str]
+    anchor_sources: list[str]  # "template" or "N sentences"
+    template: str
+    sentences: list[ProbedSentence]
+
+    def at(self, layer: int | None = None) -> np.ndarray:
+        """(sentences, anchors) scores at ``layer`` (default: the chosen layer)."""
+        k = self.layers.index(self.layer if layer is None else layer)
+        return np.stack([s.scores[k] for s in self.sentences])
+
+    def best_anchor(self, sentence: int) -> str:
+        return self.anchors[int(np.argmax(self.at()[sentence]))]
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "model": self.model,
+            "layer": self.layer,
+            "template": self.template,
+            "anchors": [
+                {"word": a, "representation": s} for a, s in zip(self.anchors, self.anchor_sources, strict=True)
+            ],
+            "sentences": [
+                {
+                    **s.occurrence.to_dict(),
+                    "tokens": s.target_tokens,
+                    "scores": dict(zip(self.anchors, self.at()[i].tolist(), strict=True)),
+                    "best_anchor": self.best_anchor(i),
+                    "per_layer": [
+                        {"layer": layer, **dict(zip(self.anchors, s.scores[k].tolist(), strict=True))}
+                        for k, layer in enumerate(self.layers)
+                    ],
+                }
+                for i, s in enumerate(self.sentences)
+            ],
+        }
+
+
+def probe(
+    occurrences: Sequence[Occurrence],
+    anchors: Sequence[str],
+    model: ContextualModel,
+    anchor_sentences: Mapping[str, Sequence[Occurrence]] | None = None,
+    template: str = DEFAULT_TEMPLATE,
+    layer: int = -1,
+) -> ProbeResult:
+    """Score each target against each anchor at every layer (0..L).
+
+    Anchors with sentences in ``anchor_sentences`` are the mean of their hidden states there; the
+    rest stand in ``template``. Raises InputError / OutOfVocabularyError for unusable anchors.
+    """
+    if not occurrences:
+        raise InputError("no sentences given; pass a sentence like 'The river [bank] flooded.'")
+    anchor_sentences = {k.lower(): list(v) for k, v in (anchor_sentences or {}).items()}
+    if not anchors:
+        anchors = list(anchor_sentences)
+    if not anchors:
+        raise InputError("no anchors given; name anchor words with --anchors, e.g. --anchors shore deposit")
+    anchors = [check_anchor(a, model) for a in anchors]
+    if len({a.lower() for a in anchors}) != len(anchors):
+        raise InputError("an anchor is named twice; give each anchor word once")
+    (chosen,) = model.check_layers([layer])
+    layers = list(model.check_layers(None))
+    anchor_occs, owners, sources = [], [], []
+    for a in anchors:
+        given = anchor_sentences.get(a.lower())
+        occs = given if given else [in_template(a, template)]
+        anchor_occs.extend(occs)
+        owners.extend([a] * len(occs))
+        sources.append(f"mean of {len(occs)} sentences" if given else "template")
+    encs = model.encode_occurrences(list(occurrences) + anchor_occs, layers=layers)
+    targets, anchor_encs = encs[: len(occurrences)], encs[len(occurrences) :]
+    anchor_states = np.stack(
+        [np.mean([e.hidden for e, o in zip(anchor_encs, owners, strict=True) if o == a], axis=0) for a in anchors]
+    )  # (anchors, layers, d)
+    sentences = []
+    for occ, enc in zip(occurrences, targets, strict=True):
+        scores = np.array(
+            [
+                [cosine_values(enc.hidden[k], anchor_states[j, k]) for j in range(len(anchors))]
+                for k in range(len(layers))
+            ]
+        )
+        sentences.append(ProbedSentence(occ, enc.target_tokens, scores))
+    return ProbeResult(model.name, layers, chosen, list(anchors), sources, template, sentences)

@@ -1,0 +1,178 @@
+"""Static versus contextual similarity ranking of word pairs (the lesson's mini-project 2).
+
+Each pair is scored twice: by the cosine of its two static vectors, and by the cosine of the two
+words' hidden states when each word stands in the same neutral template sentence. Ranking the
+pairs under both scores and counting the discordant pairs (inversions) shows where the two views
+of similarity disagree; Kendall's tau-b summarises the agreement in one number.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+from scipy.stats import rankdata
+
+from contextlens.core.contextual_models import ContextualModel
+from contextlens.core.occurrences import Occurrence, parse_marked
+from contextlens.core.similarity import cosine_values
+from contextlens.core.static_models import StaticModel
+from contextlens.data import PAIRS_FILE, builtin_path, read_tsv
+from contextlens.errors import ContextlensError, DataFileError, InputError
+
+DEFAULT_TEMPLATE = "The word is [{word}]."
+PAIR_COLUMNS = "word_a<TAB>word_b"
+
+
+@dataclass(frozen=True)
+class WordPair:
+    a: str
+    b: str
+    source: str = ""
+
+
+def load_pairs(path: Path | str | None = None) -> list[WordPair]:
+    """Read ``word_a<TAB>word_b`` lines; ``None`` reads the built-in 20 pairs."""
+    path = builtin_path(PAIRS_FILE) if path is None else Path(path)
+    pairs = []
+    for rec in read_tsv(path, (2,), PAIR_COLUMNS):
+        for w in rec.fields:
+            if len(w.split()) != 1:
+                raise DataFileError(f"{rec.where()}: {w!r} is not a single word; write {PAIR_COLUMNS}")
+        pairs.append(WordPair(rec.fields[0], rec.fields[1], rec.where()))
+    if len(pairs) < 2:
+        raise DataFileError(f"{path} holds {len(pairs)} pair(s); ranking needs at least two lines {PAIR_COLUMNS}")
+    return pairs
+
+
+def in_template(word: str, template: str) -> Occurrence:
+    """The word placed in a template such as ``"The word is [{word}]."`` (brackets mark it)."""
+    if template.count("[{word}]") != 1:
+        raise InputError(
+            f"template {template!r} must contain '[{{word}}]' exactly once, e.g. 'The word is [{{word}}].'"
+        )
+    if not word.strip() or len(word.split()) != 1 or "[" in word or "]" in word:
+        raise InputError(f"{word!r} is not a single word; give words without spaces or brackets")
+    return parse_marked(template.replace("{word}", word.strip()))
+
+
+def kendall_tau_b(x: Sequence[float], y: Sequence[float]) -> tuple[float, int, int]:
+    """Kendall's tau-b of two rankings, with the numbers of concordant and discordant pairs."""
+    x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    n = len(x)
+    if n < 2 or len(y) != n:
+        raise InputError("Kendall tau needs two rankings of the same length, at least 2")
+    i, j = np.triu_indices(n, k=1)
+    dx, dy = np.sign(x[i] - x[j]), np.sign(y[i] - y[j])
+    concordant = int(np.sum(dx * dy > 0))
+    discordant = int(np.sum(dx * dy < 0))
+    pairs = len(i)
+    ties_x, ties_y = int(np.sum(dx == 0)), int(np.sum(dy == 0))
+    denom = np.sqrt(float(pairs - ties_x) * float(pairs - ties_y))
+    tau = float("nan") if denom == 0 else (concordant - discordant) / denom
+    return tau, concordant, discordant
+
+
+@dataclass
+class RankedPair:
+    pair: WordPair
+    static_cosine: float
+    contextual_cosine: float
+    static_rank: float  # 1 = most similar
+    contextual_rank: float
+
+    @property
+    def move(self) -> float:
+        """Positions gained under the contextual ranking (positive = ranked more similar)."""
+        return self.static_rank - self.contextual_rank
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "a": self.pair.a,
+            "b": self.pair.b,
+            "static_cosine": self.static_cosine,
+            "contextual_cosine": self.contextual_cosine,
+            "static_rank": self.static_rank,
+            "contextual_rank": self.contextual_rank,
+            "move": self.move,
+        }
+
+
+@dataclass
+class Ranking:
+    """Pairs in their original order with both scores and ranks, and the agreement between them."""
+
+    model: str
+    static_model: str
+    layer: int
+    template: str
+    source: str
+    pairs: list[RankedPair]
+    inversions: int
+    concordant: int
+    kendall_tau: float
+    top_moves: list[RankedPair] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "model": self.model,
+            "static_model": self.static_model,
+            "layer": self.layer,
+            "template": self.template,
+            "source": self.source,
+            "n_pairs": len(self.pairs),
+            "inversions": self.inversions,
+            "concordant": self.concordant,
+            "pairs_compared": len(self.pairs) * (len(self.pairs) - 1) // 2,
+            "kendall_tau_b": self.kendall_tau,
+            "pairs": [p.to_dict() for p in self.pairs],
+            "largest_moves": [p.to_dict() for p in self.top_moves],
+        }
+
+
+def rank_pairs(
+    pairs: Sequence[WordPair],
+    model: ContextualModel,
+    static: StaticModel,
+    template: str = DEFAULT_TEMPLATE,
+    layer: int = -1,
+    top: int = 5,
+    source: str = "built-in pairs",
+) -> Ranking:
+    """Rank the pairs by static and by contextual cosine and count where the rankings disagree."""
+    if len(pairs) < 2:
+        raise InputError(f"ranking needs at least two pairs, got {len(pairs)}")
+    (chosen,) = model.check_layers([layer])
+    static_scores = []
+    for p in pairs:
+        try:
+            static_scores.append(cosine_values(static.vector(p.a).values, static.vector(p.b).values))
+        except ContextlensError as exc:
+            where = f" ({p.source})" if p.source else ""
+            raise type(exc)(f"pair {p.a}-{p.b}{where}: {exc}") from exc
+    words = sorted({w for p in pairs for w in (p.a, p.b)})
+    encs = model.encode_occurrences([in_template(w, template) for w in words], layers=[chosen])
+    hidden = {w: e.hidden[0] for w, e in zip(words, encs, strict=True)}
+    contextual_scores = [cosine_values(hidden[p.a], hidden[p.b]) for p in pairs]
+    s_rank = rankdata(-np.asarray(static_scores), method="average")
+    c_rank = rankdata(-np.asarray(contextual_scores), method="average")
+    tau, concordant, discordant = kendall_tau_b(s_rank, c_rank)
+    ranked = [
+        RankedPair(p, float(s), float(c), float(rs), float(rc))
+        for p, s, c, rs, rc in zip(pairs, static_scores, contextual_scores, s_rank, c_rank, strict=True)
+    ]
+    moves = sorted(ranked, key=lambda r: (-abs(r.move), r.static_rank))[:top]
+    return Ranking(
+        model=model.name,
+        static_model=static.name,
+        layer=chosen,
+        template=template,
+        source=source,
+        pairs=ranked,
+        inversions=discordant,
+        concordant=concordant,
+        kendall_tau=tau,
+        top_moves=moves,
+    )
