@@ -441,7 +441,8 @@ def read_manifest(folder: Path | str) -> dict[str, Any]:
     path = folder / MANIFEST
     if not path.is_file():
         raise DamagedIndexError(
-            f"{folder} has no {MANIFEST}, so it is not a usable contextlens index; rebuild it with `contextlens index build`"
+            f"{folder} has no {MANIFEST}, so it is not a usable contextlens index; "
+            "rebuild it with `contextlens index build`"
         )
     try:
         manifest = json.loads(path.read_text(encoding="utf-8"))
