@@ -1,0 +1,339 @@
+"""Retrieval quality of the three kinds of embedding, and what each dimension and dtype costs.
+
+Two benchmarks on real data, both in the shared :class:`BenchmarkResult` shape:
+
+* ``retrieval-lee`` - gensim's Lee corpus: 50 news documents (``lee.cor``) and the mean human
+  similarity rating of every pair (``similarities0-1.txt``). That file is a 50x50 matrix whose
+  upper triangle (diagonal included, diagonal = 1) holds the ratings and whose lower triangle is
+  zero; the values run from 0.2 to 1.0, i.e. mean ratings on the study's 1-5 scale divided by 5.
+  Metrics: Spearman between the model's document-document cosines and the ratings over the
+  1,225 pairs, and nDCG@10 with each document as the query, the other 49 ranked by cosine and
+  the ratings as graded relevance (linear gain).
+* ``retrieval-wordnet`` - WordNet 3.0: the usage example of a synset is the query, and the task
+  is to find that synset's definition among the definitions of a seeded sample of synsets.
+  Metrics: MRR, Recall@1, Recall@10 (one relevant definition per query).
+
+Each benchmark runs every encoder kind (``input-row``, ``hidden-mean`` at every layer,
+``sentence``) at full dimension in float32, then a cost sweep for ``input-row`` and ``sentence``:
+dimensions cut by truncation (the first k coordinates) and by PCA (fitted on the corpus side:
+Lee's 300-document background corpus ``lee_background.cor``; WordNet's sampled definitions), each
+stored as float32, float16, int8 (FAISS scalar quantization, ranges trained on the same corpus
+side) and binary (one sign bit per dimension, scored by Hamming distance).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from functools import cache
+
+import faiss
+import numpy as np
+from scipy.stats import spearmanr
+
+from contextlens.analyses.benchmark import BenchmarkResult
+from contextlens.analyses.encoders import TextEncoder, hidden_means_every_layer
+from contextlens.core.contextual_models import ContextualModel, load_contextual, sentence_config
+from contextlens.errors import DataFileError, InputError
+
+DTYPES: tuple[str, ...] = ("float32", "float16", "int8", "binary")
+BYTES_PER_VALUE = {"float32": 4.0, "float16": 2.0, "int8": 1.0, "binary": 1 / 8}
+LEE_METRICS = ("spearman", "ndcg@10")
+WORDNET_METRICS = ("mrr", "recall@1", "recall@10")
+
+
+# --- data -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LeeCorpus:
+    documents: list[str]  # the 50 rated documents
+    ratings: np.ndarray  # (50, 50) symmetric mean human similarity, diagonal 1
+    background: list[str]  # 300 further documents from the same source (PCA / SQ fitting)
+
+
+@cache
+def load_lee() -> LeeCorpus:
+    """The Lee corpus from gensim's test data; the ratings matrix symmetrized from its upper triangle."""
+    from gensim.test.utils import datapath
+
+    docs = _latin1_lines(datapath("lee.cor"))
+    background = _latin1_lines(datapath("lee_background.cor"))
+    upper = np.loadtxt(datapath("similarities0-1.txt"))
+    if upper.shape != (len(docs), len(docs)) or np.any(np.tril(upper, -1)):
+        raise DataFileError(f"similarities0-1.txt is not the {len(docs)}x{len(docs)} upper-triangular rating matrix")
+    ratings = np.triu(upper) + np.triu(upper, 1).T
+    return LeeCorpus(docs, ratings, background)
+
+
+def _latin1_lines(path: str) -> list[str]:
+    with open(path, "rb") as f:  # the files are Latin-1 (a pound sign, byte 0xa3, appears in lee.cor)
+        return [line.strip() for line in f.read().decode("latin-1").splitlines() if line.strip()]
+
+
+@dataclass(frozen=True)
+class WordNetTask:
+    synsets: list[str]
+    examples: list[str]  # queries: one usage example per synset
+    definitions: list[str]  # corpus: the definitions of the same synsets, same order
+
+
+def load_wordnet_task(sample: int, seed: int = 0) -> WordNetTask:
+    """A seeded sample of synsets that have a usage example: (example, definition) pairs."""
+    from contextlens.core.wordnet import usage_examples, wordnet
+
+    first: dict[str, str] = {}
+    for ex in usage_examples():
+        first.setdefault(ex.synset, ex.text)
+    names = sorted(first)
+    if sample < 10:
+        raise InputError(f"--sample must be at least 10 synsets, got {sample}")
+    if sample > len(names):
+        raise InputError(f"--sample {sample} exceeds the {len(names)} synsets that have a usage example")
+    rng = np.random.default_rng(seed)
+    picked = sorted(rng.choice(len(names), size=sample, replace=False))
+    reader = wordnet()
+    synsets = [names[i] for i in picked]
+    return WordNetTask(synsets, [first[s] for s in synsets], [reader.synset(s).definition() for s in synsets])
+
+
+# --- metrics ----------------------------------------------------------------------------------
+
+
+def ndcg_at_k(similarity: np.ndarray, relevance: np.ndarray, k: int = 10) -> float:
+    """Mean nDCG@k with each row as a query over every other column (the diagonal is left out)."""
+    n = similarity.shape[0]
+    discounts = 1.0 / np.log2(np.arange(2, k + 2))
+    scores = []
+    for q in range(n):
+        others = np.array([j for j in range(n) if j != q])
+        ranked = others[np.argsort(-similarity[q, others], kind="stable")][:k]
+        ideal = np.sort(relevance[q, others])[::-1][:k]
+        dcg = float(relevance[q, ranked] @ discounts[: len(ranked)])
+        idcg = float(ideal @ discounts[: len(ideal)])
+        scores.append(dcg / idcg if idcg > 0 else 0.0)
+    return float(np.mean(scores))
+
+
+def lee_scores(similarity: np.ndarray, ratings: np.ndarray) -> dict[str, float]:
+    upper = np.triu_indices(ratings.shape[0], 1)
+    rho = spearmanr(similarity[upper], ratings[upper]).statistic
+    return {"spearman": float(rho), "ndcg@10": ndcg_at_k(similarity, ratings, 10)}
+
+
+def gold_ranks(similarity: np.ndarray) -> np.ndarray:
+    """1-based rank of the gold column (the diagonal) in each row; ties count against the gold."""
+    gold = np.diag(similarity)[:, None]
+    return (similarity >= gold).sum(axis=1)
+
+
+def wordnet_scores(similarity: np.ndarray) -> dict[str, float]:
+    ranks = gold_ranks(similarity)
+    return {
+        "mrr": float(np.mean(1.0 / ranks)),
+        "recall@1": float(np.mean(ranks <= 1)),
+        "recall@10": float(np.mean(ranks <= 10)),
+    }
+
+
+# --- dimension and dtype ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Coding:
+    """How a vector is stored: its dimension, how it was cut, and the dtype of its values."""
+
+    dim: int
+    reduction: str | None  # "truncate", "pca" or None (full dimension)
+    dtype: str
+
+    @property
+    def bytes_per_vector(self) -> float:
+        return self.dim * BYTES_PER_VALUE[self.dtype]
+
+
+def codings(full_dim: int, fit_count: int) -> list[Coding]:
+    """Full dimension in every dtype, then powers of two from 16 below it, cut both ways, in every dtype.
+
+    PCA cannot give more components than it has fitting vectors, so larger PCA dims are skipped.
+    """
+    out = [Coding(full_dim, None, dt) for dt in DTYPES]
+    dims = [2**p for p in range(4, 16) if 2**p < full_dim]
+    for reduction in ("truncate", "pca"):
+        for dim in dims:
+            if reduction == "pca" and dim > min(fit_count, full_dim):
+                continue
+            out += [Coding(dim, reduction, dt) for dt in DTYPES]
+    return out
+
+
+class Coder:
+    """Applies a :class:`Coding` to vectors; PCA and int8 ranges are fitted on the corpus side."""
+
+    def __init__(self, coding: Coding, fit: np.ndarray):
+        self.coding = coding
+        x = _unit(fit)
+        self.mean = self.components = None
+        if coding.reduction == "pca":
+            self.mean = x.mean(axis=0)
+            _, _, vt = np.linalg.svd(x - self.mean, full_matrices=False)
+            self.components = vt[: coding.dim].T.astype(np.float32)
+        self.sq = None
+        if coding.dtype == "int8":
+            self.sq = faiss.IndexScalarQuantizer(coding.dim, faiss.ScalarQuantizer.QT_8bit)
+            self.sq.train(np.ascontiguousarray(self._reduce(x), dtype=np.float32))
+
+    def _reduce(self, x: np.ndarray) -> np.ndarray:
+        if self.coding.reduction == "truncate":
+            return _unit(x[:, : self.coding.dim])
+        if self.coding.reduction == "pca":
+            return _unit((x - self.mean) @ self.components)
+        return x
+
+    def __call__(self, vectors: np.ndarray) -> np.ndarray:
+        """Rows whose dot products are the similarities the stored codes give."""
+        x = self._reduce(_unit(vectors))
+        dtype = self.coding.dtype
+        if dtype == "float16":
+            x = x.astype(np.float16).astype(np.float32)
+        elif dtype == "int8":
+            x = self.sq.sa_decode(self.sq.sa_encode(np.ascontiguousarray(x, dtype=np.float32)))
+        elif dtype == "binary":
+            return np.where(x > 0, 1.0, -1.0).astype(np.float32) / math.sqrt(x.shape[1])
+        return _unit(x)
+
+
+def _unit(x: np.ndarray) -> np.ndarray:
+    x = np.asarray(x, dtype=np.float32)
+    norms = np.linalg.norm(x, axis=1, keepdims=True)
+    return x / np.where(norms > 0, norms, 1.0)
+
+
+# --- encodings --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Encodings:
+    """Every system's vectors for one task: ``systems[(kind, layer)] = (queries, corpus, fit)``."""
+
+    systems: dict[tuple[str, int | None], tuple[np.ndarray, np.ndarray, np.ndarray]]
+
+
+def encode_task(
+    model: ContextualModel,
+    queries: Sequence[str],
+    corpus: Sequence[str],
+    fit: Sequence[str] | None,
+    show_progress_bar: bool = False,
+) -> Encodings:
+    """Input rows, hidden means at every layer (one forward pass) and sentence embeddings.
+
+    ``fit`` texts (PCA and int8 fitting) are encoded only for the two kinds of the cost sweep;
+    None means the corpus itself is the fitting set. Encodings are cached on disk.
+    """
+    same = list(queries) == list(corpus)
+    texts = list(corpus) if same else list(queries) + list(corpus)
+
+    def split(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return (x, x) if same else (x[: len(queries)], x[len(queries) :])
+
+    systems: dict[tuple[str, int | None], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+    kinds = ["input-row", "sentence"] if sentence_config(model.source) is not None else ["input-row"]
+    for kind in kinds:
+        encoder = TextEncoder(model, kind)
+        q, c = split(encoder.encode_cached(texts, show_progress_bar=show_progress_bar))
+        f = c if fit is None else encoder.encode_cached(list(fit), show_progress_bar=show_progress_bar)
+        systems[(kind, None)] = (q, c, f)
+    layers = hidden_means_every_layer(model, texts, show_progress_bar=show_progress_bar)
+    for layer in range(layers.shape[0]):
+        q, c = split(layers[layer])
+        systems[("hidden-mean", layer)] = (q, c, c)
+    order = sorted(systems, key=lambda s: (("input-row", "hidden-mean", "sentence").index(s[0]), s[1] or 0))
+    return Encodings({s: systems[s] for s in order})
+
+
+# --- the benchmark ----------------------------------------------------------------------------
+
+
+Scorer = Callable[[np.ndarray], dict[str, float]]
+
+
+def sweep(
+    result: BenchmarkResult, encodings: Encodings, score: Scorer, cost_kinds: Sequence[str] = ("input-row", "sentence")
+) -> None:
+    """Rows for every system at full float32, then the cost sweep for ``cost_kinds``."""
+    for (kind, layer), (q, c, fit) in encodings.systems.items():
+        full = Coding(q.shape[1], None, "float32")
+        plan = codings(q.shape[1], fit.shape[0]) if kind in cost_kinds else [full]
+        for coding in plan:
+            coder = Coder(coding, fit)
+            sims = coder(q) @ coder(c).T
+            for metric, value in score(sims).items():
+                result.add(
+                    kind=kind,
+                    layer=layer,
+                    dim=coding.dim,
+                    reduction=coding.reduction,
+                    dtype=coding.dtype,
+                    bytes_per_vector=coding.bytes_per_vector,
+                    metric=metric,
+                    value=value,
+                )
+
+
+def evaluate_lee(model: str = "mpnet", quick: bool = False, show_progress_bar: bool = False) -> BenchmarkResult:
+    """Document-document similarity on the Lee corpus against human ratings (see module docstring).
+
+    ``quick`` uses the first 20 rated documents and 60 background documents (for tests).
+    """
+    lee = load_lee()
+    n, n_fit = (20, 60) if quick else (len(lee.documents), len(lee.background))
+    docs, ratings, background = lee.documents[:n], lee.ratings[:n, :n], lee.background[:n_fit]
+    m = load_contextual(model)
+    encodings = encode_task(m, docs, docs, background, show_progress_bar)
+    result = BenchmarkResult("retrieval-lee", m.name)
+    sweep(result, encodings, lambda sims: lee_scores(sims, ratings))
+    rng = np.random.default_rng(0)
+    random_ndcg = float(np.mean([ndcg_at_k(rng.random((n, n)), ratings) for _ in range(200)]))
+    result.meta = {
+        "documents": n,
+        "pairs": n * (n - 1) // 2,
+        "fit_documents": n_fit,
+        "fit_on": "lee_background.cor (PCA components and int8 ranges)",
+        "quick": quick,
+        "num_layers": m.num_layers,
+        "random_ndcg@10": random_ndcg,
+        "ratings": "similarities0-1.txt: upper triangle of mean human ratings (1-5 scale / 5), symmetrized",
+        "ndcg_gain": "linear: the mean rating of the pair",
+    }
+    return result
+
+
+def evaluate_wordnet(
+    model: str = "mpnet", sample: int = 1000, seed: int = 0, quick: bool = False, show_progress_bar: bool = False
+) -> BenchmarkResult:
+    """Usage example -> its synset's definition among ``sample`` definitions (100 with ``quick``)."""
+    if quick:
+        sample = min(sample, 100)
+    task = load_wordnet_task(sample, seed)
+    m = load_contextual(model)
+    encodings = encode_task(m, task.examples, task.definitions, None, show_progress_bar)
+    result = BenchmarkResult("retrieval-wordnet", m.name)
+    sweep(result, encodings, wordnet_scores)
+    result.meta = {
+        "queries": len(task.examples),
+        "definitions": len(task.definitions),
+        "sample_seed": seed,
+        "fit_on": "the sampled definitions (PCA components and int8 ranges)",
+        "quick": quick,
+        "num_layers": m.num_layers,
+        "random_mrr": float(np.mean(1.0 / np.arange(1, sample + 1))),
+        "source": "WordNet 3.0 (Debian wordnet-base): first located usage example of each synset",
+    }
+    return result
+
+
+def full_float32(result: BenchmarkResult) -> Iterator[dict]:
+    """The layer/kind rows (full dimension, float32)."""
+    return (r for r in result.rows if r["reduction"] is None and r["dtype"] == "float32")
