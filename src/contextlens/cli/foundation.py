@@ -14,6 +14,7 @@ from contextlens.cli import app
 from contextlens.cli.common import (
     DEFAULT_MODEL,
     DEFAULT_STATIC_MODEL,
+    HtmlOpt,
     JsonOpt,
     ModelOpt,
     OccurrenceOpt,
@@ -44,6 +45,7 @@ def compare_cmd(
     pooling: Annotated[str, typer.Option(help="Pool a multi-token word: mean, first or last.")] = "mean",
     json_out: JsonOpt = False,
     plot: PlotOpt = None,
+    html: HtmlOpt = None,
 ) -> None:
     """Per-layer cosine of the target across sentences, beside its static vector and input row."""
     if pooling not in POOLINGS:
@@ -62,6 +64,10 @@ def compare_cmd(
         from contextlens.reports.figures import divergence_figure, save
 
         note(f"figure written to {save(divergence_figure(result), plot)}")
+    if html is not None:
+        from contextlens.reports.interactive import divergence_figures, write_page
+
+        note(f"interactive figure written to {write_page(divergence_figures(result), html, 'contextlens compare')}")
     if json_out:
         print_json(result.to_dict())
         return
@@ -164,9 +170,9 @@ def models_cmd(json_out: JsonOpt = False) -> None:
 def demo_cmd(
     model: ModelOpt = DEFAULT_MODEL,
     static: StaticOpt = DEFAULT_STATIC_MODEL,
-    out: Annotated[Path, typer.Option(help="Folder for the figures.")] = Path("contextlens-demo"),
+    out: Annotated[Path, typer.Option(help="Folder for the figures and report.html.")] = Path("contextlens-demo"),
 ) -> None:
-    """The lesson's worked example end to end: "bank" in two sentences, then several per sense."""
+    """The lesson end to end: "bank" in two sentences, several per sense, and report.html with every experiment."""
     static_model = load_static(static)
     contextual = load_contextual(model)
     console.rule("[bold]1. Same word, two contexts")
@@ -195,3 +201,11 @@ def demo_cmd(
     )
     p2 = save(divergence_figure(many, "“bank” in 8 sentences (4 finance, 4 river)"), out / "bank-by-sense.png")
     console.print(f"figures: {p1}, {p2}")
+    console.rule("[bold]3. The whole lesson as one offline HTML report")
+    from contextlens.analyses.lesson import run_lesson
+    from contextlens.reports.report import write_report
+
+    with console.status("running the explorer, ranking, attention, probe and trace..."):
+        lesson = run_lesson(contextual, static_model)
+    report, n_figures = write_report(lesson, out / "report.html")
+    console.print(f"report: {report} ({n_figures} interactive figures; open it in a browser, no network needed)")

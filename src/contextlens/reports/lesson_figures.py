@@ -67,8 +67,15 @@ def _heatmap(ax: plt.Axes, w: WordExploration) -> None:
     if n <= 16:
         for i in range(n):
             for j in range(n):
-                ax.text(j, i, f"{m[i, j]:.2f}", ha="center", va="center", fontsize=5.5,
-                        color="white" if m[i, j] < (low + 1) / 2 else "black")  # fmt: skip
+                ax.text(
+                    j,
+                    i,
+                    f"{m[i, j]:.2f}",
+                    ha="center",
+                    va="center",
+                    fontsize=5.5,
+                    color="white" if m[i, j] < (low + 1) / 2 else "black",
+                )
     gap = "" if w.gap is None else f", gap {w.gap:+.3f} (p={w.p_value:.3f})"
     ax.set_title(f"“{w.word}”: cosine at layer {w.layer} — spread {w.spread:.3f}{gap}", fontsize=10)
     plt.colorbar(im, ax=ax, fraction=0.04, pad=0.02)
@@ -78,8 +85,15 @@ def _pca(ax: plt.Axes, w: WordExploration) -> None:
     colours = _sense_colours(w.senses)
     for sense in colours:
         idx = [i for i, s in enumerate(w.senses) if s == sense]
-        ax.scatter(w.pca[idx, 0], w.pca[idx, 1], s=60, color=colours[sense], label=sense or "unlabelled",
-                   edgecolor="white", linewidth=0.8)  # fmt: skip
+        ax.scatter(
+            w.pca[idx, 0],
+            w.pca[idx, 1],
+            s=60,
+            color=colours[sense],
+            label=sense or "unlabelled",
+            edgecolor="white",
+            linewidth=0.8,
+        )
         for i in idx:
             ax.annotate(str(i + 1), (w.pca[i, 0], w.pca[i, 1]), xytext=(4, 3), textcoords="offset points", fontsize=7)
     ev = w.pca_explained
@@ -121,10 +135,24 @@ def slope_figure(result: Ranking) -> plt.Figure:
         colour = ("#15803d" if p.move > 0 else "#c2410c") if big else "#9ca3af"
         ax.plot([0, 1], [p.static_rank, p.contextual_rank], color=colour, lw=2.4 if big else 1.1, marker="o")
         label = f"{p.pair.a}–{p.pair.b}"
-        ax.text(-0.03, p.static_rank, f"{label}  {p.static_cosine:.2f}", ha="right", va="center", fontsize=8,
-                color=colour if big else "#333")  # fmt: skip
-        ax.text(1.03, p.contextual_rank, f"{p.contextual_cosine:.2f}  {label}", ha="left", va="center", fontsize=8,
-                color=colour if big else "#333")  # fmt: skip
+        ax.text(
+            -0.03,
+            p.static_rank,
+            f"{label}  {p.static_cosine:.2f}",
+            ha="right",
+            va="center",
+            fontsize=8,
+            color=colour if big else "#333",
+        )
+        ax.text(
+            1.03,
+            p.contextual_rank,
+            f"{p.contextual_cosine:.2f}  {label}",
+            ha="left",
+            va="center",
+            fontsize=8,
+            color=colour if big else "#333",
+        )
     ax.set_ylim(n + 0.7, 0.3)
     ax.set_xlim(-0.65, 1.65)
     ax.set_xticks(
@@ -192,8 +220,14 @@ def probe_figure(result: ProbeResult) -> plt.Figure:
         pos = x - 0.4 + width * (j + 0.5)
         bars.bar(pos, scores[:, j], width * 0.92, color=colour, label=anchor)
         for px, v in zip(pos, scores[:, j], strict=True):
-            bars.text(px, v + (0.01 if v >= 0 else -0.01), f"{v:.2f}", ha="center", va="bottom" if v >= 0 else "top",
-                      fontsize=8)  # fmt: skip
+            bars.text(
+                px,
+                v + (0.01 if v >= 0 else -0.01),
+                f"{v:.2f}",
+                ha="center",
+                va="bottom" if v >= 0 else "top",
+                fontsize=8,
+            )
     bars.set_xticks(x, [textwrap.fill(s.occurrence.marked(), 28) for s in result.sentences], fontsize=8)
     bars.axhline(0, color="#444", lw=0.8)
     bars.set_ylim(min(0.0, float(scores.min()) * 1.15), max(0.05, float(scores.max()) * 1.15))
@@ -204,8 +238,15 @@ def probe_figure(result: ProbeResult) -> plt.Figure:
     for i, s in enumerate(result.sentences):
         for j, anchor in enumerate(result.anchors):
             short = textwrap.shorten(s.occurrence.marked(), 30, placeholder="…")
-            lines.plot(result.layers, s.scores[:, j], ls=styles[i % len(styles)], marker="o", ms=3,
-                       color=SENSE_COLOURS[j % len(SENSE_COLOURS)], label=f"{i + 1}. {short} · {anchor}")  # fmt: skip
+            lines.plot(
+                result.layers,
+                s.scores[:, j],
+                ls=styles[i % len(styles)],
+                marker="o",
+                ms=3,
+                color=SENSE_COLOURS[j % len(SENSE_COLOURS)],
+                label=f"{i + 1}. {short} · {anchor}",
+            )
     lines.set_xlabel("layer (0 = embedding output)")
     lines.set_ylabel("cosine with the anchor")
     lines.set_xticks(result.layers)
@@ -221,8 +262,14 @@ def trace_figure(result: Trace) -> plt.Figure:
     """Cosine to the input row and norm per layer, and the target's attention per layer."""
     fig, (left, right) = plt.subplots(1, 2, figsize=(14, 5), gridspec_kw={"width_ratios": [1, 1.1]})
     layers = [t.layer for t in result.layers]
-    left.plot(layers, [t.cosine_to_input_row for t in result.layers], marker="o", color="#c2410c", lw=2,
-              label="cosine to its input row")  # fmt: skip
+    left.plot(
+        layers,
+        [t.cosine_to_input_row for t in result.layers],
+        marker="o",
+        color="#c2410c",
+        lw=2,
+        label="cosine to its input row",
+    )
     left.set_ylim(min(0.0, min(t.cosine_to_input_row for t in result.layers) - 0.05), 1.05)
     left.set_xlabel("layer (0 = embedding output)")
     left.set_ylabel("cosine to the input row", color="#c2410c")

@@ -1,0 +1,63 @@
+"""The whole lesson in one call: the worked example and the five experiments on the built-in data.
+
+``contextlens demo`` renders this as one offline HTML report (:mod:`contextlens.reports.report`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from contextlens.analyses.attention import AttentionResult, attend
+from contextlens.analyses.divergence import Comparison, compare
+from contextlens.analyses.polysemy import Exploration, explore
+from contextlens.analyses.probe import ProbeResult, probe
+from contextlens.analyses.ranking import Ranking, load_pairs, rank_pairs
+from contextlens.analyses.trace import Trace, trace
+from contextlens.core.contextual_models import ContextualModel
+from contextlens.core.occurrences import parse_marked
+from contextlens.core.static_models import StaticModel
+from contextlens.examples import WORKED_EXAMPLE
+
+ATTENTION_SENTENCES = ("The [bank] approved the loan.", "The river [bank] flooded.")
+PROBE_SENTENCES = ("We walked along the river [bank].", "I opened a [bank] account.")
+PROBE_ANCHORS = ("shore", "deposit")
+
+
+@dataclass
+class Lesson:
+    model: str
+    static_model: str
+    worked_example: Comparison
+    exploration: Exploration
+    ranking: Ranking
+    attention: AttentionResult
+    probe: ProbeResult
+    trace: Trace
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "model": self.model,
+            "static_model": self.static_model,
+            "worked_example": self.worked_example.to_dict(),
+            "explore": self.exploration.to_dict(),
+            "rank": self.ranking.to_dict(),
+            "attention": self.attention.to_dict(),
+            "probe": self.probe.to_dict(),
+            "trace": self.trace.to_dict(),
+        }
+
+
+def run_lesson(model: ContextualModel, static: StaticModel, permutations: int = 1000) -> Lesson:
+    """Run every experiment of the lesson on the built-in sentences and pairs."""
+    layer = min(6, model.num_layers)  # the seed's close-up: layer 6, head 3
+    head = min(3, model.num_heads - 1)
+    return Lesson(
+        model=model.name,
+        static_model=static.name,
+        worked_example=compare([parse_marked(s) for s in WORKED_EXAMPLE], model, static),
+        exploration=explore([], model, permutations=permutations),
+        ranking=rank_pairs(load_pairs(), model, static),
+        attention=attend([parse_marked(s) for s in ATTENTION_SENTENCES], model, layer=layer, head=head),
+        probe=probe([parse_marked(s) for s in PROBE_SENTENCES], PROBE_ANCHORS, model),
+        trace=trace(parse_marked(WORKED_EXAMPLE[1]), model),
+    )

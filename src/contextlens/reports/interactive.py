@@ -1,0 +1,376 @@
+"""Interactive plotly figures and self-contained HTML pages for the lesson's analyses.
+
+The pages open with no network: plotly.js is inlined once per page (no CDN), no fonts, images or
+scripts are fetched. Each ``*_figures`` function takes a result object and returns plotly figures;
+:func:`write_page` puts them into one HTML file.
+"""
+
+from __future__ import annotations
+
+import html
+import textwrap
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.offline import get_plotlyjs
+from plotly.subplots import make_subplots
+
+from contextlens.analyses.attention import AttentionResult
+from contextlens.analyses.divergence import Comparison
+from contextlens.analyses.polysemy import Exploration, WordExploration
+from contextlens.analyses.probe import ProbeResult
+from contextlens.analyses.ranking import Ranking
+from contextlens.analyses.trace import Trace
+
+COLOURS = ["#c2410c", "#1d4ed8", "#15803d", "#7c3aed", "#0e7490", "#be123c", "#a16207"]
+PLOT_CONFIG = {"displaylogo": False, "responsive": True}
+LAYOUT = {"template": "plotly_white", "font": {"family": "sans-serif", "size": 12}, "margin": {"t": 70}}
+
+
+def figure_div(fig: go.Figure) -> str:
+    """One figure as an HTML fragment that expects plotly.js already on the page."""
+    return fig.to_html(full_html=False, include_plotlyjs=False, include_mathjax=False, config=PLOT_CONFIG)
+
+
+def page(title: str, body: str) -> str:
+    """A complete HTML page with plotly.js inlined, so it opens offline."""
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>
+<style>
+body {{ font-family: sans-serif; max-width: 1200px; margin: 1.5em auto; padding: 0 1em; color: #1f2937; }}
+h1 {{ font-size: 1.7em; }} h2 {{ border-bottom: 1px solid #d1d5db; padding-bottom: .2em; margin-top: 2em; }}
+p.explain {{ font-size: 1.05em; line-height: 1.45; }} p.numbers {{ color: #374151; }}
+table {{ border-collapse: collapse; margin: .6em 0; font-size: .92em; }}
+td, th {{ border: 1px solid #d1d5db; padding: .25em .6em; text-align: right; }}
+th {{ background: #f3f4f6; }} td.text {{ text-align: left; }}
+</style>
+<script type="text/javascript">{get_plotlyjs()}</script>
+</head><body>
+<h1>{html.escape(title)}</h1>
+{body}
+</body></html>
+"""
+
+
+def write_page(figures: Sequence[go.Figure], path: Path | str, title: str) -> Path:
+    """Write figures as one self-contained interactive HTML file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(page(title, "\n".join(figure_div(f) for f in figures)), encoding="utf-8")
+    return path
+
+
+def divergence_figures(result: Comparison) -> list[go.Figure]:
+    """Interactive version of the divergence figure: cosine of the target against layer."""
+    fig = go.Figure()
+    if result.n == 2:
+        fig.add_scatter(
+            x=result.layers,
+            y=result.layer_cosines,
+            mode="lines+markers",
+            name="hidden state",
+            line={"color": COLOURS[0], "width": 3},
+        )
+    else:
+        for i in range(result.n):
+            for j in range(i + 1, result.n):
+                fig.add_scatter(
+                    x=result.layers,
+                    y=result.matrices[:, i, j],
+                    mode="lines",
+                    opacity=0.5,
+                    name=f"sentences {i + 1}-{j + 1}",
+                    line={"width": 1},
+                )
+        fig.add_scatter(
+            x=result.layers,
+            y=result.layer_cosines,
+            mode="lines+markers",
+            name="mean over pairs",
+            line={"color": COLOURS[0], "width": 3},
+        )
+    if result.static_cosine is not None:
+        fig.add_hline(
+            y=result.static_cosine,
+            line_dash="dash",
+            line_color=COLOURS[1],
+            annotation_text=f"static ({result.static_model})",
+            annotation_position="bottom right",
+        )
+    fig.add_hline(
+        y=result.input_row_cosine,
+        line_dash="dot",
+        line_color=COLOURS[2],
+        annotation_text="input row",
+        annotation_position="top right",
+    )
+    words = "/".join(sorted({o.word.lower() for o in result.occurrences}))
+    fig.update_layout(
+        **LAYOUT,
+        title=f"“{words}” across {result.n} sentences — {result.model}",
+        height=450,
+        xaxis_title="layer (0 = embedding output)",
+        yaxis_title="cosine similarity",
+    )
+    return [fig]
+
+
+def explore_figures(result: Exploration) -> list[go.Figure]:
+    """Per word a heatmap and a PCA scatter; then the separation gap per layer for all words."""
+    figs = [_word_figure(w) for w in result.words]
+    gap = go.Figure()
+    for i, w in enumerate(result.words):
+        if w.gaps is None:
+            continue
+        gap.add_scatter(
+            x=w.layers,
+            y=w.gaps,
+            mode="lines+markers",
+            name=w.word,
+            line={"color": COLOURS[i % len(COLOURS)]},
+            customdata=np.array(w.p_values),
+            hovertemplate="layer %{x}: gap %{y:.3f}, p=%{customdata:.4f}",
+        )
+    gap.add_hline(y=0, line_color="#444")
+    gap.update_layout(
+        **LAYOUT,
+        height=420,
+        title=f"Separation gap per layer (permutation test, {result.permutations} shuffles; p in the hover)",
+        xaxis_title="layer (0 = embedding output)",
+        yaxis_title="same-sense − cross-sense cosine",
+    )
+    return figs + [gap]
+
+
+def _word_figure(w: WordExploration) -> go.Figure:
+    labels = [f"{i}. {s or ''}" for i, s in enumerate(w.senses, 1)]
+    texts = [textwrap.shorten(o.marked(), 70, placeholder="…") for o in w.occurrences]
+    fig = make_subplots(
+        rows=1,
+        cols=2,
+        column_widths=[0.55, 0.45],
+        horizontal_spacing=0.12,
+        subplot_titles=(f"cosine at layer {w.layer}", f"PCA of the hidden states at layer {w.layer}"),
+    )
+    hover = [
+        [f"{texts[i]}<br>{texts[j]}<br>cosine {w.matrix[i, j]:.3f}" for j in range(len(texts))]
+        for i in range(len(texts))
+    ]
+    fig.add_trace(
+        go.Heatmap(
+            z=w.matrix,
+            x=labels,
+            y=labels,
+            colorscale="Viridis",
+            zmax=1.0,
+            text=hover,
+            hoverinfo="text",
+            colorbar={"x": 0.5, "len": 0.9},
+        ),
+        row=1,
+        col=1,
+    )
+    fig.update_yaxes(autorange="reversed", row=1, col=1)
+    for k, sense in enumerate(dict.fromkeys(w.senses)):
+        idx = [i for i, s in enumerate(w.senses) if s == sense]
+        fig.add_trace(
+            go.Scatter(
+                x=w.pca[idx, 0],
+                y=w.pca[idx, 1],
+                mode="markers+text",
+                name=sense or "unlabelled",
+                text=[str(i + 1) for i in idx],
+                textposition="top right",
+                hovertext=[texts[i] for i in idx],
+                hoverinfo="text",
+                marker={"size": 11, "color": COLOURS[k % len(COLOURS)]},
+            ),
+            row=1,
+            col=2,
+        )
+    gap = "" if w.gap is None else f", gap {w.gap:+.3f} (p={w.p_value:.3f})"
+    fig.update_layout(**LAYOUT, height=480, title=f"“{w.word}” — spread {w.spread:.3f}{gap}")
+    return fig
+
+
+def slope_figures(result: Ranking) -> list[go.Figure]:
+    fig = go.Figure()
+    moved = {id(p) for p in result.top_moves}
+    for p in result.pairs:
+        big = id(p) in moved
+        colour = (COLOURS[2] if p.move > 0 else COLOURS[0]) if big else "#9ca3af"
+        name = f"{p.pair.a}–{p.pair.b}"
+        fig.add_scatter(
+            x=["static", "contextual"],
+            y=[p.static_rank, p.contextual_rank],
+            mode="lines+markers+text",
+            name=name,
+            text=[f"{name} {p.static_cosine:.2f}", f"{p.contextual_cosine:.2f} {name}"],
+            textposition=["middle left", "middle right"],
+            line={"color": colour, "width": 3 if big else 1.2},
+            hovertemplate=f"{name}: static {p.static_cosine:.3f} (rank {p.static_rank:g}), contextual "
+            f"{p.contextual_cosine:.3f} (rank {p.contextual_rank:g})<extra></extra>",
+        )
+    fig.update_yaxes(autorange="reversed", title="rank (1 = most similar)")
+    fig.update_layout(
+        **LAYOUT,
+        height=max(500, 28 * len(result.pairs) + 150),
+        showlegend=False,
+        title=f"{len(result.pairs)} pairs: {result.inversions} inversions, Kendall τ = "
+        f"{result.kendall_tau:.3f} ({result.static_model} vs {result.model} layer {result.layer})",
+    )
+    fig.update_xaxes(range=[-0.9, 1.9])
+    return [fig]
+
+
+def attention_figures(result: AttentionResult) -> list[go.Figure]:
+    """Token × layer heatmap of each target's head-mean row, then token × token at the chosen layer/head."""
+    n = len(result.maps)
+    titles = [textwrap.shorten(m.occurrence.marked(), 50, placeholder="…") for m in result.maps]
+    rows = make_subplots(rows=1, cols=n, subplot_titles=titles, horizontal_spacing=0.15)
+    grid = make_subplots(rows=1, cols=n, subplot_titles=titles, horizontal_spacing=0.15)
+    row_max = max(float(m.head_mean.max()) for m in result.maps)  # one colour scale for all panels
+    grid_max = max(float(m.matrix(result.layer, result.head).max()) for m in result.maps)
+    for col, m in enumerate(result.maps, 1):
+        labels = [f"{i}:{'▶ ' if i in m.target_positions else ''}{t}" for i, t in enumerate(m.tokens)]
+        layers = [str(i) for i in range(1, m.num_layers + 1)]
+        rows.add_trace(
+            go.Heatmap(
+                z=m.head_mean.T,
+                x=layers,
+                y=labels,
+                colorscale="Magma",
+                reversescale=True,
+                zmin=0,
+                zmax=row_max,
+                showscale=col == n,
+                hovertemplate="layer %{x}, %{y}: %{z:.3f}<extra></extra>",
+            ),
+            row=1,
+            col=col,
+        )
+        rows.update_yaxes(autorange="reversed", row=1, col=col)
+        rows.update_xaxes(title="attention layer (block)", row=1, col=col)
+        grid.add_trace(
+            go.Heatmap(
+                z=m.matrix(result.layer, result.head),
+                x=labels,
+                y=labels,
+                colorscale="Magma",
+                reversescale=True,
+                zmin=0,
+                zmax=grid_max,
+                showscale=col == n,
+                hovertemplate="from %{y} to %{x}: %{z:.3f}<extra></extra>",
+            ),
+            row=1,
+            col=col,
+        )
+        grid.update_yaxes(autorange="reversed", row=1, col=col)
+    note = " (special tokens excluded, rows renormalised)" if result.maps[0].exclude_special else ""
+    rows.update_layout(**LAYOUT, height=460, title=f"What the target attends to, per layer (head mean){note}")
+    grid.update_layout(**LAYOUT, height=520, title=f"Layer {result.layer}, head {result.head}: token × token{note}")
+    return [rows, grid]
+
+
+def probe_figures(result: ProbeResult) -> list[go.Figure]:
+    """The seed's bar chart at the chosen layer, and the scores across layers."""
+    scores = result.at()
+    names = [textwrap.shorten(s.occurrence.marked(), 50, placeholder="…") for s in result.sentences]
+    bars = go.Figure()
+    for j, anchor in enumerate(result.anchors):
+        bars.add_bar(
+            x=names,
+            y=scores[:, j],
+            name=anchor,
+            marker_color=COLOURS[j % len(COLOURS)],
+            text=[f"{v:.2f}" for v in scores[:, j]],
+            textposition="outside",
+        )
+    bars.update_layout(
+        **LAYOUT,
+        barmode="group",
+        height=430,
+        yaxis_title="cosine with the anchor",
+        title=f"Sense probe at layer {result.layer} — {result.model}",
+    )
+    lines = go.Figure()
+    dashes = ["solid", "dash", "dot", "dashdot"]
+    for i, s in enumerate(result.sentences):
+        for j, anchor in enumerate(result.anchors):
+            lines.add_scatter(
+                x=result.layers,
+                y=s.scores[:, j],
+                mode="lines+markers",
+                name=f"{i + 1}. {anchor}",
+                line={"color": COLOURS[j % len(COLOURS)], "dash": dashes[i % len(dashes)]},
+                hovertemplate=f"{names[i]} · {anchor}<br>layer %{{x}}: %{{y:.3f}}<extra></extra>",
+            )
+    lines.update_layout(
+        **LAYOUT,
+        height=420,
+        title="The same scores across layers",
+        xaxis_title="layer (0 = embedding output)",
+        yaxis_title="cosine with the anchor",
+    )
+    return [bars, lines]
+
+
+def trace_figures(result: Trace) -> list[go.Figure]:
+    layers = [t.layer for t in result.layers]
+    fig = make_subplots(
+        rows=1,
+        cols=2,
+        specs=[[{"secondary_y": True}, {}]],
+        horizontal_spacing=0.14,
+        subplot_titles=("cosine to the input row and norm", "what the target attends to (head mean)"),
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=layers,
+            y=[t.cosine_to_input_row for t in result.layers],
+            name="cosine to input row",
+            mode="lines+markers",
+            line={"color": COLOURS[0], "width": 3},
+        ),
+        row=1,
+        col=1,
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=layers,
+            y=[t.norm for t in result.layers],
+            name="norm",
+            mode="lines+markers",
+            line={"color": COLOURS[1], "dash": "dash"},
+        ),
+        row=1,
+        col=1,
+        secondary_y=True,
+    )
+    labels = [f"{i}:{'▶ ' if i in result.target_positions else ''}{t}" for i, t in enumerate(result.tokens)]
+    fig.add_trace(
+        go.Heatmap(
+            z=result.attention_rows.T,
+            x=[str(i) for i in range(1, len(layers))],
+            y=labels,
+            colorscale="Magma",
+            reversescale=True,
+            zmin=0,
+            hovertemplate="layer %{x}, %{y}: %{z:.3f}<extra></extra>",
+        ),
+        row=1,
+        col=2,
+    )
+    fig.update_yaxes(autorange="reversed", row=1, col=2)
+    fig.update_xaxes(title="layer (0 = embedding output)", row=1, col=1)
+    fig.update_xaxes(title="attention layer (block)", row=1, col=2)
+    fig.update_layout(
+        **LAYOUT,
+        height=500,
+        title=f"Trace of {result.occurrence.marked()} — {result.model}",
+        legend={"orientation": "h", "x": 0, "y": -0.22},
+    )
+    return [fig]

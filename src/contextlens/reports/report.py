@@ -1,0 +1,151 @@
+"""The lesson as one offline HTML report: each experiment with a sentence of explanation, its key
+numbers and its interactive figures (plotly.js inlined once; nothing is fetched over the network)."""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import plotly.graph_objects as go
+
+from contextlens.analyses.lesson import Lesson
+from contextlens.reports import interactive as ix
+
+
+@dataclass
+class Section:
+    title: str
+    explanation: str
+    numbers: str
+    figures: list[go.Figure] = field(default_factory=list)
+    table: list[list[str]] | None = None  # first row is the header
+
+
+def lesson_sections(lesson: Lesson) -> list[Section]:
+    """One section per experiment, in the lesson's order."""
+    w, e, r, a, p, t = (
+        lesson.worked_example,
+        lesson.exploration,
+        lesson.ranking,
+        lesson.attention,
+        lesson.probe,
+        lesson.trace,
+    )
+    last = t.layers[-1]
+    return [
+        Section(
+            "1. Worked example: “bank” in two sentences",
+            "A static vector and the input row give “bank” the same vector in both sentences (cosine 1.0); the "
+            "hidden states start close and drift apart layer by layer as attention mixes in the context.",
+            f"static cosine {w.static_cosine:.3f}, input-row cosine {w.input_row_cosine:.3f}, hidden-state cosine "
+            f"{w.layer_cosines[0]:.3f} at layer 0 and {w.layer_cosines[-1]:.3f} at layer {w.layers[-1]}; "
+            f"most divergent layer {w.most_divergent_layer}.",
+            ix.divergence_figures(w),
+        ),
+        Section(
+            "2. Polysemy explorer",
+            "Each word appears in four sentences for each of three senses; the heatmap shows the pairwise cosine of "
+            "its hidden states, the PCA shows whether the senses form groups, and the separation gap (same-sense minus "
+            "cross-sense cosine) is tested against shuffled sense labels, because one pair of sentences can mislead.",
+            f"layer {e.layer}, {e.permutations} label shuffles (seed {e.seed}); spread = 1 − mean pairwise cosine.",
+            ix.explore_figures(e),
+            [["word", "spread", "gap", "p-value"]]
+            + [[x.word, f"{x.spread:.3f}", _num(x.gap, "+.3f"), _num(x.p_value, ".4f")] for x in e.words],
+        ),
+        Section(
+            "3. Static versus contextual ranking",
+            f"Twenty word pairs ranked by their static ({r.static_model}) cosine and by the cosine of their hidden "
+            f"states in the neutral sentence {r.template!r}; crossing lines are pairs the two views order differently.",
+            f"{r.inversions} of {len(r.pairs) * (len(r.pairs) - 1) // 2} pairs of pairs are inverted; Kendall τ-b = "
+            f"{r.kendall_tau:.3f}; largest moves: "
+            + ", ".join(f"{m.pair.a}–{m.pair.b} ({m.move:+g})" for m in r.top_moves)
+            + ".",
+            ix.slope_figures(r),
+        ),
+        Section(
+            "4. Attention attribution",
+            "Which tokens “bank” attends to in each layer (the mean over heads), and the full token × token pattern of "
+            f"the seed's close-up, layer {a.layer} head {a.head}; [CLS] often absorbs most of it.",
+            "; ".join(
+                f"{m.occurrence.marked()}: top at layer {a.layer} (head mean) "
+                + ", ".join(f"{tok} {wt:.2f}" for tok, wt in m.top(a.layer))
+                for m in a.maps
+            ),
+            ix.attention_figures(a),
+        ),
+        Section(
+            "5. Sense probe",
+            "The target's hidden state is scored against anchor words (each a hidden state of the same model in a "
+            f"neutral sentence); at layer {p.layer} the anchor that scores higher indicates the sense.",
+            "; ".join(
+                f"{s.occurrence.marked()}: "
+                + ", ".join(f"{anchor} {v:.3f}" for anchor, v in zip(p.anchors, p.at()[i], strict=True))
+                for i, s in enumerate(p.sentences)
+            ),
+            ix.probe_figures(p),
+        ),
+        Section(
+            "6. Trace: from token to hidden state",
+            "The pipeline for one target: its tokens and ids, its input row, the position information added at the "
+            "embedding step, and then at every layer how much of the input row is left and what it attended to.",
+            f"tokens {' '.join(t.tokens)}; target input-row norm {t.target_input_row_norm:.3f}; cosine to the input "
+            f"row {t.layers[0].cosine_to_input_row:.3f} at layer 0 and {t.layers[-1].cosine_to_input_row:.3f} at layer "
+            f"{last.layer}.",
+            ix.trace_figures(t),
+            [["layer", "cosine to input row", "norm", "top attended"]]
+            + [
+                [
+                    str(x.layer),
+                    f"{x.cosine_to_input_row:.3f}",
+                    f"{x.norm:.2f}",
+                    ", ".join(f"{tok} {wt:.2f}" for tok, wt in x.top_attended),
+                ]
+                for x in t.layers
+            ],
+        ),
+    ]
+
+
+def render(sections: list[Section], title: str, subtitle: str = "") -> str:
+    """The report as one HTML document."""
+    parts = [f"<p class='explain'>{html.escape(subtitle)}</p>"] if subtitle else []
+    for s in sections:
+        parts.append(f"<section><h2>{html.escape(s.title)}</h2>")
+        parts.append(f"<p class='explain'>{html.escape(s.explanation)}</p>")
+        parts.append(f"<p class='numbers'>{html.escape(s.numbers)}</p>")
+        if s.table:
+            head = "".join(f"<th>{html.escape(c)}</th>" for c in s.table[0])
+            body = "".join(
+                "<tr>"
+                + "".join(
+                    f"<td{' class=text' if k == 0 or k == 3 else ''}>{html.escape(c)}</td>" for k, c in enumerate(row)
+                )
+                + "</tr>"
+                for row in s.table[1:]
+            )
+            parts.append(f"<table><tr>{head}</tr>{body}</table>")
+        parts.extend(ix.figure_div(f) for f in s.figures)
+        parts.append("</section>")
+    return ix.page(title, "\n".join(parts))
+
+
+def figure_count(sections: list[Section]) -> int:
+    return sum(len(s.figures) for s in sections)
+
+
+def write_report(lesson: Lesson, path: Path | str) -> tuple[Path, int]:
+    """Write the lesson report; returns the path and the number of figures in it."""
+    sections = lesson_sections(lesson)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    subtitle = (
+        f"Contextual model {lesson.model}, static model {lesson.static_model}. Every number below was computed "
+        "when this report was written; the figures are interactive (hover, zoom) and work offline."
+    )
+    path.write_text(render(sections, "contextlens: contextual vs static embeddings", subtitle), encoding="utf-8")
+    return path, figure_count(sections)
+
+
+def _num(x: float | None, spec: str) -> str:
+    return "-" if x is None else format(x, spec)
