@@ -75,27 +75,38 @@ def compare_cmd(
 
 
 def render_comparison(result: Comparison) -> None:
+    """Sentences, then one row per layer with a bar, then the two static baselines."""
     for i, (o, toks) in enumerate(zip(result.occurrences, result.target_tokens, strict=True), 1):
         cut = "  [yellow](cut to a window around the target)[/yellow]" if result.truncated[i - 1] else ""
         console.print(f"[bold]{i}.[/bold] {escape(o.marked())}  [dim]tokens: {escape(' '.join(toks))}[/dim]{cut}")
-    table = Table(title=f"cosine of the target across sentences — {result.model}")
+    many = result.n > 2
+    table = Table(title=f"{result.model}: cosine of the target's hidden states", title_justify="left")
     table.add_column("layer", justify="right")
-    label = "cosine" if result.n == 2 else "mean pairwise cosine"
-    table.add_column(label, justify="right")
-    if result.n > 2:
-        table.add_column("min pair", justify="right")
+    table.add_column("mean pairwise cosine" if many else "cosine", justify="right")
+    if many:
+        table.add_column("lowest pair", justify="right")
+    table.add_column("", no_wrap=True)
     worst = result.most_divergent_layer
     for layer, cos, m in zip(result.layers, result.layer_cosines, result.matrices, strict=True):
-        cells = [str(layer), fmt(cos)]
-        if result.n > 2:
-            cells.append(fmt(float(m.min())))
-        style = "bold red" if layer == worst else None
-        table.add_row(*cells, style=style)
-    console.print(table)
+        cells = [str(layer), fmt(cos)] + ([fmt(float(m.min()))] if many else []) + [_bar(cos)]
+        table.add_row(*cells, style="bold red" if layer == worst else None)
+    table.add_section()
     if result.static_cosine is not None:
-        console.print(f"static vector ({result.static_model}) cosine: [bold]{fmt(result.static_cosine)}[/bold]")
-    console.print(f"input row (embedding table) cosine: [bold]{fmt(result.input_row_cosine)}[/bold]")
-    console.print(f"most divergent layer: [bold red]{worst}[/bold red]")
+        cells = ["static", fmt(result.static_cosine)]
+        table.add_row(*cells, *([""] if many else []), _bar(result.static_cosine), style="blue")
+    cells = ["input row", fmt(result.input_row_cosine)]
+    table.add_row(*cells, *([""] if many else []), _bar(result.input_row_cosine), style="green")
+    console.print(table)
+    console.print(
+        f"most divergent layer: [bold red]{worst}[/bold red] (cosine {fmt(min(result.layer_cosines))}); "
+        f"static vector ({result.static_model}) and input row are the same in every sentence"
+    )
+
+
+def _bar(cosine: float, width: int = 20) -> str:
+    """A text bar for a cosine in [0, 1] (negative cosines draw no bar)."""
+    filled = max(0, round(cosine * width))
+    return "█" * filled + "·" * (width - filled)
 
 
 @app.command("neighbors")
