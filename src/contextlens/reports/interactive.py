@@ -8,7 +8,9 @@ scripts are fetched. Each ``*_figures`` function takes a result object and retur
 from __future__ import annotations
 
 import html
+import re
 import textwrap
+from html.parser import HTMLParser
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -52,6 +54,42 @@ th {{ background: #f3f4f6; }} td.text {{ text-align: left; }}
 {body}
 </body></html>
 """
+
+
+class _ResourceFinder(HTMLParser):
+    """Collects every URL a browser would fetch: element attributes and CSS url()/@import."""
+
+    URL_ATTRS = {"src", "href", "srcset", "data", "poster", "action", "formaction", "background"}
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.found: list[str] = []
+        self._in_style = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self._in_style = tag == "style"
+        for name, value in attrs:
+            if value and (name in self.URL_ATTRS or name == "style") and _REMOTE.search(value):
+                self.found.append(f"<{tag} {name}={value[:80]!r}>")
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "style":
+            self._in_style = False
+
+    def handle_data(self, data: str) -> None:
+        if self._in_style and _REMOTE.search(data):
+            self.found.extend(m.group(0) for m in _CSS_URL.finditer(data))
+
+
+_REMOTE = re.compile(r"(?:https?:)?//[^\s\"')]+", re.IGNORECASE)
+_CSS_URL = re.compile(r"(?:url\(|@import)\s*['\"]?(?:https?:)?//[^'\")\s]+", re.IGNORECASE)
+
+
+def remote_resources(document: str) -> list[str]:
+    """URLs the page would load from the network (tags and styles; script text is not parsed)."""
+    finder = _ResourceFinder()
+    finder.feed(document)
+    return finder.found
 
 
 def write_page(figures: Sequence[go.Figure], path: Path | str, title: str) -> Path:

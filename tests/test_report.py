@@ -1,0 +1,75 @@
+"""The lesson report: demo writes one self-contained HTML file whose every figure renders offline."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+
+import pytest
+from plotly.offline import get_plotlyjs
+from typer.testing import CliRunner
+
+from contextlens.cli import app
+from contextlens.reports.interactive import remote_resources
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+FIN, RIVER = "The [bank] called about my account.", "The river [bank] flooded last night."
+
+
+def without_plotly_library(document: str) -> str:
+    """The page minus the inlined plotly.js bundle, whose source quotes URLs it never loads here
+    (map tiles, licence links, the svg namespace)."""
+    lib = get_plotlyjs()
+    assert document.count(lib) == 1, "plotly.js must be inlined exactly once"
+    return document.replace(lib, "")
+
+
+def render_dom(page, tmp_path) -> str:
+    """The DOM after headless Chromium ran the page's scripts, with every request routed to a dead proxy."""
+    if not shutil.which(CHROMIUM):
+        pytest.fail("chromium is not installed; run scripts/install-system-deps.sh")
+    cmd = [
+        CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--no-first-run", f"--user-data-dir={tmp_path / 'profile'}",
+        "--proxy-server=127.0.0.1:9", "--virtual-time-budget=20000", "--dump-dom", page.as_uri(),
+    ]  # fmt: skip
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=180, check=True).stdout
+
+
+def test_remote_resource_check_can_fail():
+    assert remote_resources('<script src="https://cdn.plot.ly/plotly.min.js"></script>')
+    assert remote_resources("<style>@import url(https://fonts.example/x.css);</style>")
+    assert remote_resources('<link rel="stylesheet" href="//cdn.example/x.css">')
+    assert not remote_resources('<script>var a = "https://only.a.string";</script><a href="#top">top</a>')
+
+
+def test_demo_report_renders_every_figure_offline(tmp_path):
+    out = CliRunner().invoke(app, ["demo", "-m", "minilm", "--out", str(tmp_path / "demo")])
+    assert out.exit_code == 0, out.output
+    found = re.search(r"\((\d+) interactive figures", out.stdout)
+    assert found, out.stdout
+    n_figures = int(found.group(1))
+    page = tmp_path / "demo" / "report.html"
+    document = page.read_text()
+    for section in ("Worked example", "Polysemy explorer", "ranking", "Attention", "Sense probe", "Trace"):
+        assert section in document
+    assert n_figures == document.count("Plotly.newPlot(") >= 12
+    assert remote_resources(document) == []
+    rest = without_plotly_library(document)
+    assert "http://" not in rest and "https://" not in rest
+    assert (tmp_path / "demo" / "bank-two-sentences.png").exists()
+    dom = render_dom(page, tmp_path)
+    assert dom.count('class="plot-container plotly"') == n_figures
+    assert dom.count('class="main-svg"') >= 2 * n_figures  # each rendered plot draws at least two svg layers
+
+
+def test_compare_html_is_self_contained(tmp_path):
+    page = tmp_path / "compare.html"
+    out = CliRunner().invoke(app, ["compare", FIN, RIVER, "-m", "minilm", "--html", str(page)])
+    assert out.exit_code == 0, out.output
+    document = page.read_text()
+    assert document.count("Plotly.newPlot(") == 1 and remote_resources(document) == []
+    rest = without_plotly_library(document)
+    assert "http://" not in rest and "https://" not in rest
+    assert render_dom(page, tmp_path).count('class="plot-container plotly"') == 1
