@@ -10,8 +10,8 @@ from __future__ import annotations
 import html
 import re
 import textwrap
-from html.parser import HTMLParser
 from collections.abc import Sequence
+from html.parser import HTMLParser
 from pathlib import Path
 
 import numpy as np
@@ -29,6 +29,16 @@ from contextlens.analyses.trace import Trace
 COLOURS = ["#c2410c", "#1d4ed8", "#15803d", "#7c3aed", "#0e7490", "#be123c", "#a16207"]
 PLOT_CONFIG = {"displaylogo": False, "responsive": True}
 LAYOUT = {"template": "plotly_white", "font": {"family": "sans-serif", "size": 12}, "margin": {"t": 70}}
+
+
+def plain(text: str) -> str:
+    """Text shown literally in a plotly label: plotly reads <tags>, and tokens such as <s> are not tags."""
+    return html.escape(text, quote=False)
+
+
+def token_labels(tokens: Sequence[str], targets: Sequence[int]) -> list[str]:
+    """Unique axis labels: position, a marker on the target, the token shown literally."""
+    return [f"{i}:{'▶ ' if i in targets else ''}{plain(t)}" for i, t in enumerate(tokens)]
 
 
 def figure_div(fig: go.Figure) -> str:
@@ -166,7 +176,7 @@ def explore_figures(result: Exploration) -> list[go.Figure]:
             x=w.layers,
             y=w.gaps,
             mode="lines+markers",
-            name=w.word,
+            name=plain(w.word),
             line={"color": COLOURS[i % len(COLOURS)]},
             customdata=np.array(w.p_values),
             hovertemplate="layer %{x}: gap %{y:.3f}, p=%{customdata:.4f}",
@@ -184,7 +194,7 @@ def explore_figures(result: Exploration) -> list[go.Figure]:
 
 def _word_figure(w: WordExploration) -> go.Figure:
     labels = [f"{i}. {s or ''}" for i, s in enumerate(w.senses, 1)]
-    texts = [textwrap.shorten(o.marked(), 70, placeholder="…") for o in w.occurrences]
+    texts = [plain(textwrap.shorten(o.marked(), 70, placeholder="…")) for o in w.occurrences]
     fig = make_subplots(
         rows=1,
         cols=2,
@@ -229,7 +239,7 @@ def _word_figure(w: WordExploration) -> go.Figure:
             col=2,
         )
     gap = "" if w.gap is None else f", gap {w.gap:+.3f} (p={w.p_value:.3f})"
-    fig.update_layout(**LAYOUT, height=480, title=f"“{w.word}” — spread {w.spread:.3f}{gap}")
+    fig.update_layout(**LAYOUT, height=480, title=f"“{plain(w.word)}” — spread {w.spread:.3f}{gap}")
     return fig
 
 
@@ -239,7 +249,7 @@ def slope_figures(result: Ranking) -> list[go.Figure]:
     for p in result.pairs:
         big = id(p) in moved
         colour = (COLOURS[2] if p.move > 0 else COLOURS[0]) if big else "#9ca3af"
-        name = f"{p.pair.a}–{p.pair.b}"
+        name = plain(f"{p.pair.a}–{p.pair.b}")
         fig.add_scatter(
             x=["static", "contextual"],
             y=[p.static_rank, p.contextual_rank],
@@ -266,13 +276,13 @@ def slope_figures(result: Ranking) -> list[go.Figure]:
 def attention_figures(result: AttentionResult) -> list[go.Figure]:
     """Token × layer heatmap of each target's head-mean row, then token × token at the chosen layer/head."""
     n = len(result.maps)
-    titles = [textwrap.shorten(m.occurrence.marked(), 50, placeholder="…") for m in result.maps]
+    titles = [plain(textwrap.shorten(m.occurrence.marked(), 50, placeholder="…")) for m in result.maps]
     rows = make_subplots(rows=1, cols=n, subplot_titles=titles, horizontal_spacing=0.15)
     grid = make_subplots(rows=1, cols=n, subplot_titles=titles, horizontal_spacing=0.15)
     row_max = max(float(m.head_mean.max()) for m in result.maps)  # one colour scale for all panels
     grid_max = max(float(m.matrix(result.layer, result.head).max()) for m in result.maps)
     for col, m in enumerate(result.maps, 1):
-        labels = [f"{i}:{'▶ ' if i in m.target_positions else ''}{t}" for i, t in enumerate(m.tokens)]
+        labels = token_labels(m.tokens, m.target_positions)
         layers = [str(i) for i in range(1, m.num_layers + 1)]
         rows.add_trace(
             go.Heatmap(
@@ -316,13 +326,13 @@ def attention_figures(result: AttentionResult) -> list[go.Figure]:
 def probe_figures(result: ProbeResult) -> list[go.Figure]:
     """The seed's bar chart at the chosen layer, and the scores across layers."""
     scores = result.at()
-    names = [textwrap.shorten(s.occurrence.marked(), 50, placeholder="…") for s in result.sentences]
+    names = [plain(textwrap.shorten(s.occurrence.marked(), 50, placeholder="…")) for s in result.sentences]
     bars = go.Figure()
     for j, anchor in enumerate(result.anchors):
         bars.add_bar(
             x=names,
             y=scores[:, j],
-            name=anchor,
+            name=plain(anchor),
             marker_color=COLOURS[j % len(COLOURS)],
             text=[f"{v:.2f}" for v in scores[:, j]],
             textposition="outside",
@@ -388,7 +398,7 @@ def trace_figures(result: Trace) -> list[go.Figure]:
         col=1,
         secondary_y=True,
     )
-    labels = [f"{i}:{'▶ ' if i in result.target_positions else ''}{t}" for i, t in enumerate(result.tokens)]
+    labels = token_labels(result.tokens, result.target_positions)
     fig.add_trace(
         go.Heatmap(
             z=result.attention_rows.T,
@@ -408,7 +418,7 @@ def trace_figures(result: Trace) -> list[go.Figure]:
     fig.update_layout(
         **LAYOUT,
         height=500,
-        title=f"Trace of {result.occurrence.marked()} — {result.model}",
+        title=f"Trace of {plain(result.occurrence.marked())} — {result.model}",
         legend={"orientation": "h", "x": 0, "y": -0.22},
     )
     return [fig]
