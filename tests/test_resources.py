@@ -73,3 +73,12 @@ def test_model_status_lists_installed_defaults():
     rows = {r["name"]: r for r in resources.model_status()}
     assert rows["mpnet"]["installed"] and rows["minilm"]["installed"] and rows["glove-50d"]["installed"]
     assert rows["smollm2"]["optional"]
+
+
+def test_registered_name_resolves_to_the_pinned_hub_revision_when_online(monkeypatch):
+    """Only the resolution is tested: nothing is fetched (tests never touch the network)."""
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.delenv("TRANSFORMERS_OFFLINE", raising=False)
+    spec = resources.REGISTRY["minilm"]
+    monkeypatch.setitem(resources.REGISTRY, "minilm", resources.ModelSpec(**{**spec.__dict__, "locator": lambda: None}))
+    assert resources.resolve_contextual("minilm") == ("minilm", spec.hf_id, spec.revision)

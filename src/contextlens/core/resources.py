@@ -137,14 +137,29 @@ def _locate_smollm2() -> Path | None:
 
 
 def _dequantize_gguf(gguf_path: Path, target: Path) -> None:
-    """Dequantize a GGUF file once (slow, ~30 s) and save it as a safetensors folder."""
+    """Dequantize a GGUF file once (slow, ~30-60 s) and save it as a plain safetensors folder.
+
+    A model loaded from GGUF keeps a quantization marker that forbids ``save_pretrained``, so
+    its (already dequantized) weights are copied into a fresh model built from the same config.
+    """
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     folder, name = str(gguf_path.parent), gguf_path.name
     tmp = target.with_name(target.name + ".tmp")
-    tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=name)
-    model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=name)
-    model.save_pretrained(tmp)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=name)
+        loaded = AutoModelForCausalLM.from_pretrained(folder, gguf_file=name)
+    except (ImportError, OSError, ValueError) as exc:
+        raise ModelNotInstalledError(
+            f"could not read {gguf_path} ({str(exc).splitlines()[0]}); install gguf and accelerate: "
+            "pip install gguf accelerate"
+        ) from exc
+    config = loaded.config
+    if hasattr(config, "quantization_config"):
+        del config.quantization_config
+    plain = AutoModelForCausalLM.from_config(config)
+    plain.load_state_dict(loaded.state_dict())
+    plain.save_pretrained(tmp)
     tokenizer.save_pretrained(tmp)
     if target.exists():
         shutil.rmtree(target)
