@@ -2,11 +2,275 @@
 
 from __future__ import annotations
 
-import typer
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated
 
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from contextlens.analyses.benchmark import BenchmarkResult
 from contextlens.cli import app
+from contextlens.cli.common import (
+    DEFAULT_MODEL,
+    DEFAULT_STATIC_MODEL,
+    JsonOpt,
+    ModelOpt,
+    PlotOpt,
+    StaticOpt,
+    console,
+    err_console,
+    fmt,
+    note,
+    print_json,
+)
 
 eval_app = typer.Typer(
     help="Benchmarks on real data: wic, wsd, similarity, contextuality, retrieval.", no_args_is_help=True
 )
 app.add_typer(eval_app, name="eval")
+
+QuickOpt = Annotated[
+    bool, typer.Option("--quick", help="A small subset (seconds, for tests and a first look); not comparable.")
+]
+
+
+def _size(quick: bool) -> str:
+    return "quick" if quick else "full"
+
+
+@contextmanager
+def _progress(model: str) -> Iterator[Callable[[int, int], None]]:
+    """A progress bar on stderr for the one-time encoding of the shared benchmark sentences."""
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=err_console, transient=True) as progress:
+        task = progress.add_task(f"{model}: encoding benchmark sentences (once, then cached)", total=None)
+
+        def update(done: int, total: int) -> None:
+            progress.update(task, completed=done, total=total)
+
+        yield update
+
+
+def _plot(result_or_results: object, plot: Path | None, draw: Callable) -> None:
+    if plot is None:
+        return
+    from contextlens.reports.figures import save
+
+    note(f"figure written to {save(draw(result_or_results), plot)}")
+
+
+def _footer(result: BenchmarkResult) -> None:
+    meta = result.meta
+    console.print(
+        f"[dim]{meta['size']} data; {meta['seconds']:.1f} s ({meta['encode_seconds']:.1f} s encoding, "
+        "cached on disk after the first run)[/dim]"
+    )
+
+
+# --- wic ---------------------------------------------------------------------------------
+
+
+@eval_app.command("wic")
+def wic_cmd(
+    model: ModelOpt = DEFAULT_MODEL,
+    static: StaticOpt = DEFAULT_STATIC_MODEL,
+    quick: QuickOpt = False,
+    json_out: JsonOpt = False,
+    plot: PlotOpt = None,
+) -> None:
+    """Word in context on WordNet pairs: per-layer accuracy with a dev-tuned cosine threshold."""
+    from contextlens.analyses.benchmark_suite import run_wic
+    from contextlens.reports.benchmark_figures import wic_figure
+
+    with _progress(model) as progress:
+        result = run_wic(model, static, _size(quick), progress)
+    _plot(result, plot, wic_figure)
+    if json_out:
+        print_json(result.to_dict())
+        return
+    counts = result.meta["counts"]
+    best = result.meta["best_layer"]
+    table = Table(title=f"word in context (WordNet 3.0 pairs) — {result.model}")
+    for col in ("system", "layer", "dev accuracy", "threshold", "test accuracy"):
+        table.add_column(col, justify="right" if col != "system" else "left", no_wrap=col == "system")
+    for r in result.select(split="test", metric="accuracy"):
+        dev = result.select(system=r["system"], layer=r["layer"], split="dev", metric="accuracy")
+        th = result.select(system=r["system"], layer=r["layer"], split="dev", metric="threshold")
+        layer = "-" if r["layer"] is None else str(r["layer"])
+        style = "bold red" if r["system"] == result.model and r["layer"] == best["layer_by_dev"] else None
+        table.add_row(
+            r["system"],
+            layer,
+            fmt(dev[0]["value"] if dev else None, 3),
+            fmt(th[0]["value"] if th else None, 3),
+            fmt(r["value"], 3),
+            style=style,
+        )
+    for r in result.rows:
+        if r["system"].startswith("published:"):
+            table.add_row(f"[dim]{r['system']}[/dim]", "-", "-", "-", f"[dim]{r['value']:.3f}[/dim]")
+    console.print(table)
+    console.print(
+        f"test: {counts['test']['pairs']} pairs ({counts['test']['same']} same / {counts['test']['different']} "
+        f"different) over {counts['test']['lemmas']} lemmas; dev: {counts['dev']['pairs']} pairs over "
+        f"{counts['dev']['lemmas']} lemmas; no lemma in both."
+    )
+    console.print(
+        f"best layer by dev accuracy: [bold red]{best['layer_by_dev']}[/bold red] (test "
+        f"{best['test_accuracy_at_dev_layer']:.3f}); best test layer {best['best_test_layer']} "
+        f"({best['best_test_accuracy']:.3f})"
+    )
+    console.print(f"[dim]note: {result.meta['published_note']}[/dim]")
+    _footer(result)
+
+
+# --- wsd ---------------------------------------------------------------------------------
+
+
+@eval_app.command("wsd")
+def wsd_cmd(
+    model: ModelOpt = DEFAULT_MODEL,
+    quick: QuickOpt = False,
+    json_out: JsonOpt = False,
+    plot: PlotOpt = None,
+) -> None:
+    """Sense disambiguation by the nearest sense centroid per layer, beside MFS (SemCor) and random."""
+    from contextlens.analyses.benchmark_suite import run_wsd
+    from contextlens.reports.benchmark_figures import wsd_figure
+
+    with _progress(model) as progress:
+        result = run_wsd(model, _size(quick), progress)
+    _plot(result, plot, wsd_figure)
+    if json_out:
+        print_json(result.to_dict())
+        return
+    best = result.meta.get("best_layer") or {}
+    table = Table(title=f"word sense disambiguation (WordNet 3.0 examples) — {result.model}")
+    for col in ("system", "layer", "accuracy", "macro-F1"):
+        table.add_column(col, justify="right" if col != "system" else "left", no_wrap=col == "system")
+    seen: set[tuple] = set()
+    for r in result.select(metric="accuracy"):
+        key = (r["system"], r["layer"])
+        if key in seen:
+            continue
+        seen.add(key)
+        f1 = result.select(system=r["system"], layer=r["layer"], metric="macro_f1")
+        style = "bold red" if r["system"] == result.model and r["layer"] == best.get("layer") else None
+        layer = "-" if r["layer"] is None else str(r["layer"])
+        table.add_row(r["system"], layer, fmt(r["value"], 3), fmt(f1[0]["value"] if f1 else None, 3), style=style)
+    console.print(table)
+    c = result.meta["counts"]
+    expected = result.select(system="random-sense", metric="expected_accuracy")
+    console.print(
+        f"{c['lemma_pos']} lemmas (with part of speech), {c['senses']} senses from {c['train_examples']} "
+        f"examples; {c['scored_test_examples']} held-out examples scored. Random-sense expected accuracy "
+        f"{fmt(expected[0]['value'] if expected else None, 3)}."
+    )
+    _footer(result)
+
+
+# --- similarity --------------------------------------------------------------------------
+
+
+@eval_app.command("similarity")
+def similarity_cmd(
+    model: ModelOpt = DEFAULT_MODEL,
+    static: StaticOpt = DEFAULT_STATIC_MODEL,
+    quick: QuickOpt = False,
+    json_out: JsonOpt = False,
+    plot: PlotOpt = None,
+) -> None:
+    """SimLex-999 and WordSim-353 Spearman: static model, and per layer template and pooled contexts."""
+    from contextlens.analyses.benchmark_suite import run_similarity
+    from contextlens.reports.benchmark_figures import similarity_figure
+
+    with _progress(model) as progress:
+        result = run_similarity(model, static, _size(quick), progress)
+    _plot(result, plot, similarity_figure)
+    if json_out:
+        print_json(result.to_dict())
+        return
+    datasets = list(result.meta["counts"])
+    table = Table(title=f"word similarity: Spearman with human ratings — {result.model}")
+    table.add_column("system", no_wrap=True)
+    table.add_column("layer", justify="right")
+    for ds in datasets:
+        table.add_column(f"{ds} rho", justify="right")
+        table.add_column("coverage", justify="right")
+    keys: list[tuple] = []
+    for r in result.select(metric="spearman"):
+        if (r["system"], r["layer"]) not in keys:
+            keys.append((r["system"], r["layer"]))
+    for system, layer in keys:
+        cells = [system, "-" if layer is None else str(layer)]
+        for ds in datasets:
+            rho = result.select(system=system, layer=layer, split=ds, metric="spearman")
+            cov = result.select(system=system, layer=layer, split=ds, metric="coverage")
+            cells += [fmt(rho[0]["value"] if rho else None, 3), f"{cov[0]['value']:.1%}" if cov else "-"]
+        table.add_row(*cells)
+    console.print(table)
+    console.print(
+        f"template: {result.meta['template']!r}; pooled: mean over up to {result.meta['contexts_per_word']} "
+        f"contexts from {result.meta['context_corpus']}. Coverage = share of pairs scored (1 - OOV share)."
+    )
+    _footer(result)
+
+
+# --- contextuality -----------------------------------------------------------------------
+
+
+@eval_app.command("contextuality")
+def contextuality_cmd(
+    model: ModelOpt = DEFAULT_MODEL,
+    also: Annotated[
+        list[str] | None, typer.Option("--also", help="Another model to measure and draw on the same figure.")
+    ] = None,
+    quick: QuickOpt = False,
+    json_out: JsonOpt = False,
+    plot: PlotOpt = None,
+) -> None:
+    """Ethayarajh (2019) per layer: anisotropy, self-similarity, intra-sentence similarity, MEV."""
+    from contextlens.analyses.benchmark_suite import run_contextuality
+    from contextlens.reports.benchmark_figures import contextuality_figure
+
+    results = []
+    for name in [model, *(also or [])]:
+        with _progress(name) as progress:
+            results.append(run_contextuality(name, _size(quick), progress))
+    _plot(results, plot, contextuality_figure)
+    if json_out:
+        print_json(results[0].to_dict() if len(results) == 1 else {"results": [r.to_dict() for r in results]})
+        return
+    for result in results:
+        table = Table(title=f"how contextual? (Ethayarajh 2019) — {result.model}")
+        headers = ("layer", "anisotropy", "self-sim", "adjusted", "intra-sent", "adjusted", "MEV", "adjusted")
+        for col in headers:
+            table.add_column(col, justify="right")
+        metrics = (
+            "anisotropy",
+            "self_similarity",
+            "self_similarity_adjusted",
+            "intra_sentence",
+            "intra_sentence_adjusted",
+            "mev",
+            "mev_adjusted",
+        )
+        layers = sorted({r["layer"] for r in result.rows})
+        for layer in layers:
+            cells = [str(layer)]
+            for m in metrics:
+                cells.append(fmt(result.select(layer=layer, metric=m)[0]["value"], 3))
+            table.add_row(*cells)
+        console.print(table)
+        c = result.meta["counts"]
+        console.print(
+            f"{c['words']} words x up to 10 contexts ({c['word_occurrences']} occurrences); "
+            f"{c['sentences']} sentences ({c['sentence_words']} words) for intra-sentence similarity. "
+            "Adjusted = raw minus the anisotropy baseline (MEV: minus the MEV of random words)."
+        )
+        _footer(result)
+    for metric, finding in results[0].meta["paper_findings"].items():
+        console.print(f"[dim]paper ({metric}): {finding}[/dim]")

@@ -160,9 +160,15 @@ def wordnet() -> WordNetCorpusReader:
     root = nltk_root()
     if str(root.parent.parent) not in nltk.data.path:  # NLTK only opens files under its data roots
         nltk.data.path.append(str(root.parent.parent))
+
+    class _DebianWordNet(WordNetCorpusReader):
+        def map_wn(self, version: str = "wordnet") -> None:
+            """No mapping: these files are WordNet 3.0, NLTK's own "wordnet" (skips ~10 s at start)."""
+            return None
+
     with warnings.catch_warnings():  # no Open Multilingual Wordnet here; English needs none
         warnings.simplefilter("ignore")
-        return WordNetCorpusReader(str(root), None)
+        return _DebianWordNet(str(root), None)
 
 
 # --- usage examples -----------------------------------------------------------------------

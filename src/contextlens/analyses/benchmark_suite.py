@@ -1,0 +1,227 @@
+"""The benchmark suite: all four benchmarks' data over one shared set of sentences.
+
+WiC pairs, WSD examples, word-similarity contexts and the contextuality sample all point into
+one list of texts (WordNet 3.0 usage examples, plus the similarity template sentences). The
+first ``eval`` command for a model encodes every text once (:func:`encode_spans`, cached on
+disk); the other benchmarks then read the same cached vectors. ``quick`` builds a small subset
+for tests and demos; ``full`` is sized so that the whole suite fits in the time budget
+(docs/benchmarks.md gives the measured times).
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from contextlens.analyses import contextuality as ctx
+from contextlens.analyses import word_similarity as sim
+from contextlens.analyses.benchmark import BenchmarkResult
+from contextlens.analyses.span_encoding import Progress, Span, SpanEncoding, encode_spans
+from contextlens.analyses.wic import evaluate_wic
+from contextlens.analyses.wordnet_tasks import WicData, WsdData, build_wic, build_wsd
+from contextlens.analyses.wsd import evaluate_wsd
+from contextlens.core import wordnet as wn
+from contextlens.core.contextual_models import load_contextual
+from contextlens.core.static_models import load_static
+
+SEED = 0
+
+
+@dataclass(frozen=True)
+class SuiteSize:
+    wic_lemmas: int
+    wsd_lemmas: int
+    wsd_train_per_sense: int
+    similarity_pairs: int | None  # per dataset; None = all
+    contexts_per_word: int
+    contextuality_words: int
+    contextuality_sentences: int
+
+
+SIZES = {
+    "full": SuiteSize(1000, 500, 3, None, 5, 200, 300),
+    "quick": SuiteSize(30, 12, 2, 30, 2, 12, 12),
+}
+
+
+@dataclass
+class Suite:
+    size: str
+    texts: list[str]
+    spans: list[Span]
+    wic: WicData
+    wic_rows: list[tuple[int, int]]
+    wsd: WsdData
+    wsd_rows: list[int]
+    similarity: list[sim.SimilarityDataset]
+    template_rows: dict[str, int]
+    context_rows: dict[str, list[int]]
+    contextuality: ctx.ContextualitySample
+    span_index: dict[Span, int]
+    counts: dict[str, Any] = field(default_factory=dict)
+
+
+class _Builder:
+    """Collects texts and spans, giving each distinct one a stable row."""
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+        self.text_index: dict[str, int] = {}
+        self.spans: list[Span] = []
+        self.span_index: dict[Span, int] = {}
+
+    def text(self, text: str) -> int:
+        if text not in self.text_index:
+            self.text_index[text] = len(self.texts)
+            self.texts.append(text)
+        return self.text_index[text]
+
+    def span(self, text: str, start: int, end: int) -> int:
+        key = (self.text(text), start, end)
+        if key not in self.span_index:
+            self.span_index[key] = len(self.spans)
+            self.spans.append(key)
+        return self.span_index[key]
+
+
+@functools.cache
+def build_suite(size: str = "full") -> Suite:
+    """The deterministic data of every benchmark, over one list of texts."""
+    spec = SIZES[size]
+    wn.check_installed()  # fail early and clearly, even when the examples are cached
+    examples = wn.usage_examples()
+    b = _Builder()
+    wic = build_wic(examples, max_lemmas=spec.wic_lemmas, seed=SEED)
+    wic_rows = [
+        (b.span(p.first.text, p.first.start, p.first.end), b.span(p.second.text, p.second.start, p.second.end))
+        for p in wic.pairs
+    ]
+    wsd = build_wsd(examples, max_lemmas=spec.wsd_lemmas, max_train_per_sense=spec.wsd_train_per_sense, seed=SEED)
+    wsd_rows = [b.span(it.example.text, it.example.start, it.example.end) for it in wsd.items]
+
+    datasets = [sim.load_dataset(name) for name in sim.DATASETS]
+    if spec.similarity_pairs is not None:
+        datasets = [sim.SimilarityDataset(d.name, d.pairs[: spec.similarity_pairs]) for d in datasets]
+    words = sorted({w for d in datasets for w in d.words})
+    corpus = sorted({e.text for e in examples})
+    already = {i for i, t in enumerate(corpus) if t in b.text_index}
+    contexts = sim.find_contexts(words, corpus, spec.contexts_per_word, seed=SEED, prefer=already)
+    context_rows = {w: [b.span(corpus[t], s, e) for t, s, e in spans] for w, spans in contexts.items()}
+
+    wordnet_texts = list(b.texts)  # contextuality reads sentences that are encoded anyway
+    sample = ctx.build_sample(
+        wordnet_texts, n_words=spec.contextuality_words, n_sentences=spec.contextuality_sentences, seed=SEED
+    )
+    for span in sample.spans():
+        b.span(wordnet_texts[span[0]], span[1], span[2])
+    template_rows = {}
+    for w in words:
+        text, start, end = sim.template_occurrence(w)
+        template_rows[w] = b.span(text, start, end)
+    counts = {
+        "texts": len(b.texts),
+        "spans": len(b.spans),
+        "wordnet_examples": wn.usage_example_stats(),
+        "similarity_words_with_contexts": sum(1 for w in words if context_rows.get(w)),
+        "similarity_words": len(words),
+    }
+    return Suite(
+        size,
+        b.texts,
+        b.spans,
+        wic,
+        wic_rows,
+        wsd,
+        wsd_rows,
+        datasets,
+        template_rows,
+        context_rows,
+        sample,
+        b.span_index,
+        counts,
+    )
+
+
+def encode_suite(model_name: str, size: str, progress: Progress | None = None) -> tuple[SpanEncoding, float]:
+    """Every span of the suite through ``model_name`` (disk-cached); and the seconds it took."""
+    suite = build_suite(size)
+    model = load_contextual(model_name)
+    started = time.perf_counter()
+    encoding = encode_spans(model, suite.texts, suite.spans, progress=progress)
+    return encoding, time.perf_counter() - started
+
+
+def _meta(result: BenchmarkResult, suite: Suite, seconds: float, encode_seconds: float) -> BenchmarkResult:
+    result.meta.update(
+        {
+            "size": suite.size,
+            "suite": suite.counts,
+            "seconds": round(seconds, 2),
+            "encode_seconds": round(encode_seconds, 2),
+        }
+    )
+    return result
+
+
+def _timed(run: Callable[[], tuple[BenchmarkResult, Suite, float]]) -> BenchmarkResult:
+    started = time.perf_counter()
+    result, suite, encode_seconds = run()
+    return _meta(result, suite, time.perf_counter() - started, encode_seconds)
+
+
+def run_wic(model: str, static: str, size: str = "full", progress: Progress | None = None) -> BenchmarkResult:
+    def run() -> tuple[BenchmarkResult, Suite, float]:
+        suite = build_suite(size)
+        enc, secs = encode_suite(model, size, progress)
+        result = evaluate_wic(
+            suite.wic, suite.wic_rows, enc.hidden, enc.input_rows, enc.model, load_static(static), static
+        )
+        return result, suite, secs
+
+    return _timed(run)
+
+
+def run_wsd(model: str, size: str = "full", progress: Progress | None = None) -> BenchmarkResult:
+    def run() -> tuple[BenchmarkResult, Suite, float]:
+        suite = build_suite(size)
+        enc, secs = encode_suite(model, size, progress)
+        return evaluate_wsd(suite.wsd, suite.wsd_rows, enc.hidden, enc.model, wn.sense_count, seed=SEED), suite, secs
+
+    return _timed(run)
+
+
+def run_similarity(model: str, static: str, size: str = "full", progress: Progress | None = None) -> BenchmarkResult:
+    def run() -> tuple[BenchmarkResult, Suite, float]:
+        suite = build_suite(size)
+        enc, secs = encode_suite(model, size, progress)
+        result = sim.evaluate_similarity(
+            suite.similarity,
+            enc.model,
+            load_static(static),
+            static,
+            enc.hidden,
+            suite.template_rows,
+            enc.hidden,
+            suite.context_rows,
+        )
+        result.meta["contexts_per_word"] = SIZES[size].contexts_per_word
+        result.meta["context_corpus"] = "WordNet 3.0 usage examples (exact word form, one span per sentence)"
+        return result, suite, secs
+
+    return _timed(run)
+
+
+def run_contextuality(model: str, size: str = "full", progress: Progress | None = None) -> BenchmarkResult:
+    def run() -> tuple[BenchmarkResult, Suite, float]:
+        suite = build_suite(size)
+        enc, secs = encode_suite(model, size, progress)
+        return (
+            ctx.evaluate_contextuality(enc.hidden, suite.span_index, suite.contextuality, enc.model, SEED),
+            suite,
+            secs,
+        )
+
+    return _timed(run)

@@ -1,0 +1,213 @@
+"""How contextual are the hidden states? Ethayarajh (2019), per layer, on real sentences.
+
+Ethayarajh, "How Contextual are Contextualized Word Representations? Comparing the Geometry of
+BERT, ELMo, and GPT-2 Embeddings", EMNLP 2019. For a word ``w`` seen in contexts ``s_1..s_n``
+with representations ``f_l(s_i, w)`` at layer ``l``:
+
+* anisotropy baseline - mean cosine of two random words from different contexts;
+* self-similarity - mean pairwise cosine of ``w``'s representations across its contexts;
+* intra-sentence similarity - mean cosine of each word in a sentence to the sentence's mean vector;
+* maximum explainable variance (MEV) - share of the variance of ``w``'s occurrence matrix that
+  its first principal component explains, ``sigma_1^2 / sum sigma_i^2`` (uncentred, as in the paper).
+
+Each is reported raw and anisotropy-adjusted: self- and intra-sentence similarity minus the
+anisotropy baseline, MEV minus the MEV of random words' matrices of the same size. Words are
+whole words (the mean of their subword tokens), as for every other contextlens target.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from contextlens.analyses.benchmark import BenchmarkResult
+
+Span = tuple[int, int, int]
+_WORD_RE = re.compile(r"[A-Za-z]+(?:'[A-Za-z]+)?")
+METRICS = ("anisotropy", "self_similarity", "intra_sentence", "mev")
+
+# The paper's findings for BERT-base that our curves are compared with, in its own terms (text,
+# not figure read-outs): the figures themselves are not reproduced here.
+PAPER_FINDINGS = {
+    "anisotropy": "BERT: representations are anisotropic in every layer, more so in upper layers.",
+    "self_similarity": "BERT: self-similarity falls in upper layers (more context-specific).",
+    "intra_sentence": "BERT: words in one sentence grow more dissimilar in upper layers.",
+    "mev": (
+        "all models, all layers: on average < 5% of a word's variance is explained by one static vector "
+        "(words with far more contexts than here; with n contexts MEV is at least 1/n)"
+    ),
+}
+PAPER_MEV_BOUND = 0.05
+
+
+@dataclass
+class ContextualitySample:
+    """Spans of the words measured for self-similarity/MEV, and of every word of some sentences."""
+
+    words: dict[str, list[Span]]  # word -> its occurrences, one per text
+    sentences: list[list[Span]]  # all words of each sampled sentence
+
+    def spans(self) -> list[Span]:
+        out = {s for spans in self.words.values() for s in spans}
+        out.update(s for sent in self.sentences for s in sent)
+        return sorted(out)
+
+
+def build_sample(
+    texts: Sequence[str],
+    *,
+    n_words: int,
+    n_sentences: int,
+    min_contexts: int = 5,
+    max_contexts: int = 10,
+    seed: int = 0,
+) -> ContextualitySample:
+    """A seeded sample: ``n_words`` words seen in at least ``min_contexts`` texts, and ``n_sentences``
+    sentences of at least three words. Ethayarajh also keeps words with five or more contexts."""
+    where: dict[str, list[Span]] = defaultdict(list)
+    sentence_words: list[list[Span]] = []
+    for t, text in enumerate(texts):
+        seen: set[str] = set()
+        words = []
+        for m in _WORD_RE.finditer(text):
+            w = m.group().lower()
+            words.append((t, m.start(), m.end()))
+            if w not in seen:
+                seen.add(w)
+                where[w].append((t, m.start(), m.end()))
+        sentence_words.append(words)
+    frequent = sorted(w for w, spans in where.items() if len(spans) >= min_contexts)
+    rng = random.Random(seed)
+    chosen = sorted(rng.sample(frequent, min(n_words, len(frequent))))
+    words = {}
+    for w in chosen:
+        spans = list(where[w])
+        random.Random(f"{seed}|{w}").shuffle(spans)
+        words[w] = sorted(spans[:max_contexts])
+    candidates = [i for i, ws in enumerate(sentence_words) if len(ws) >= 3]
+    picked = sorted(rng.sample(candidates, min(n_sentences, len(candidates))))
+    return ContextualitySample(words, [sentence_words[i] for i in picked])
+
+
+# --- the metrics (each on one layer's vectors) --------------------------------------------
+
+
+def _unit(x: np.ndarray) -> np.ndarray:
+    return x / np.maximum(np.linalg.norm(x, axis=-1, keepdims=True), 1e-12)
+
+
+def self_similarity(occurrences: np.ndarray) -> float:
+    """Mean cosine over all distinct pairs of rows (one word's occurrences)."""
+    n = len(occurrences)
+    u = _unit(occurrences)
+    sims = u @ u.T
+    return float((sims.sum() - np.trace(sims)) / (n * (n - 1)))
+
+
+def intra_sentence_similarity(words: np.ndarray) -> float:
+    """Mean cosine of each row (a word of one sentence) to the mean of all rows."""
+    centre = words.mean(axis=0)
+    return float((_unit(words) @ _unit(centre)).mean())
+
+
+def max_explainable_variance(occurrences: np.ndarray) -> float:
+    """``sigma_1^2 / sum_i sigma_i^2`` of the (uncentred) occurrence matrix."""
+    s = np.linalg.svd(occurrences, compute_uv=False)
+    return float(s[0] ** 2 / np.sum(s**2))
+
+
+def anisotropy_baseline(vectors: np.ndarray, texts_of: Sequence[int], n_pairs: int, seed: int) -> float:
+    """Mean cosine of ``n_pairs`` random pairs of rows that come from different texts."""
+    rng = np.random.default_rng(seed)
+    u = _unit(vectors)
+    n = len(vectors)
+    total, count = 0.0, 0
+    texts = np.asarray(texts_of)
+    while count < n_pairs:
+        a = rng.integers(0, n, size=n_pairs)
+        b = rng.integers(0, n, size=n_pairs)
+        keep = texts[a] != texts[b]
+        a, b = a[keep][: n_pairs - count], b[keep][: n_pairs - count]
+        total += float(np.einsum("ij,ij->i", u[a], u[b]).sum())
+        count += len(a)
+    return total / count
+
+
+@dataclass
+class LayerContextuality:
+    layer: int
+    anisotropy: float
+    self_similarity: float
+    intra_sentence: float
+    mev: float
+    mev_baseline: float
+
+    @property
+    def adjusted(self) -> dict[str, float]:
+        return {
+            "self_similarity": self.self_similarity - self.anisotropy,
+            "intra_sentence": self.intra_sentence - self.anisotropy,
+            "mev": self.mev - self.mev_baseline,
+        }
+
+
+def measure_layer(
+    layer: int,
+    vectors: np.ndarray,
+    span_index: dict[Span, int],
+    sample: ContextualitySample,
+    *,
+    n_pairs: int = 2000,
+    seed: int = 0,
+) -> LayerContextuality:
+    """All four metrics on one layer. ``vectors[span_index[span]]`` is a span's vector."""
+    all_spans = sample.spans()
+    rows = np.array([span_index[s] for s in all_spans])
+    texts_of = [s[0] for s in all_spans]
+    baseline = anisotropy_baseline(vectors[rows], texts_of, n_pairs, seed)
+    word_mats = [vectors[[span_index[s] for s in spans]] for spans in sample.words.values()]
+    self_sim = float(np.mean([self_similarity(m) for m in word_mats]))
+    mev = float(np.mean([max_explainable_variance(m) for m in word_mats]))
+    rng = np.random.default_rng(seed + 1)
+    random_mev = [max_explainable_variance(vectors[rng.choice(rows, size=len(m), replace=False)]) for m in word_mats]
+    intra = float(
+        np.mean([intra_sentence_similarity(vectors[[span_index[s] for s in sent]]) for sent in sample.sentences])
+    )
+    return LayerContextuality(layer, baseline, self_sim, intra, mev, float(np.mean(random_mev)))
+
+
+def evaluate_contextuality(
+    vectors: np.ndarray, span_index: dict[Span, int], sample: ContextualitySample, model: str, seed: int = 0
+) -> BenchmarkResult:
+    """The four metrics, raw and adjusted, for every layer of ``vectors`` ``(n_spans, layers + 1, d)``."""
+    result = BenchmarkResult(
+        "contextuality",
+        model,
+        meta={
+            "counts": {
+                "words": len(sample.words),
+                "word_occurrences": sum(len(v) for v in sample.words.values()),
+                "sentences": len(sample.sentences),
+                "sentence_words": sum(len(s) for s in sample.sentences),
+            },
+            "paper": "Ethayarajh 2019, EMNLP, Figures 1-4 (BERT-base, ELMo, GPT-2)",
+            "paper_findings": PAPER_FINDINGS,
+            "paper_mev_bound": PAPER_MEV_BOUND,
+        },
+    )
+    for layer in range(vectors.shape[1]):
+        m = measure_layer(layer, vectors[:, layer, :], span_index, sample, seed=seed)
+        common = {"system": model, "layer": layer, "split": "wordnet-examples"}
+        result.add(**common, metric="anisotropy", value=m.anisotropy)
+        result.add(**common, metric="self_similarity", value=m.self_similarity)
+        result.add(**common, metric="intra_sentence", value=m.intra_sentence)
+        result.add(**common, metric="mev", value=m.mev)
+        result.add(**common, metric="mev_baseline", value=m.mev_baseline)
+        for name, value in m.adjusted.items():
+            result.add(**common, metric=f"{name}_adjusted", value=value)
+    return result

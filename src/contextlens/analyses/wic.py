@@ -1,0 +1,148 @@
+"""Word in context: are two occurrences of a lemma the same sense? A cosine threshold per layer.
+
+For each layer the cosine of the two hidden states is compared with a threshold chosen on the
+dev pairs (the one with the best dev accuracy); accuracy is reported on the test pairs, whose
+lemmas never occur in dev. Baselines in the same table: the static model (one vector per
+lemma, so cosine 1.0 for every pair), the input-embedding row, and chance.
+
+Published numbers on the original WiC test set (Pilehvar & Camacho-Collados, NAACL 2019) are
+listed for context only: our pairs come from WordNet examples alone, so the data differ.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from contextlens.analyses.benchmark import BenchmarkResult
+from contextlens.analyses.wordnet_tasks import WicData, WicPair
+from contextlens.core.static_models import StaticModel
+
+PUBLISHED = {  # WiC test accuracy, Pilehvar & Camacho-Collados (2019), Table 3
+    "published:BERT-large": 0.655,
+    "published:ELMo": 0.577,
+    "published:human": 0.80,
+}
+PUBLISHED_NOTE = (
+    "published numbers are on the original WiC test set (Pilehvar & Camacho-Collados 2019); "
+    "our pairs are built from WordNet 3.0 usage examples, so the data differ"
+)
+
+
+@dataclass(frozen=True)
+class Threshold:
+    value: float
+    dev_accuracy: float
+
+
+def tune_threshold(cosines: Sequence[float], same: Sequence[bool]) -> Threshold:
+    """The threshold ``t`` (predict "same" when cosine >= t) with the best accuracy.
+
+    Candidates are midpoints between consecutive distinct cosines plus one below and one above
+    all of them; ties go to the lowest threshold.
+    """
+    c = np.asarray(cosines, dtype=np.float64)
+    y = np.asarray(same, dtype=bool)
+    if len(c) == 0:
+        raise ValueError("no pairs to tune a threshold on")
+    values = np.unique(c)
+    candidates = np.concatenate([[values[0] - 1.0], (values[:-1] + values[1:]) / 2, [values[-1] + 1.0]])
+    best = Threshold(float(candidates[0]), -1.0)
+    for t in candidates:
+        acc = float(np.mean((c >= t) == y))
+        if acc > best.dev_accuracy:
+            best = Threshold(float(t), acc)
+    return best
+
+
+def accuracy(cosines: Sequence[float], same: Sequence[bool], threshold: float) -> float:
+    return float(np.mean((np.asarray(cosines) >= threshold) == np.asarray(same, dtype=bool)))
+
+
+def _pair_cosines(vectors: np.ndarray, index: Sequence[tuple[int, int]]) -> np.ndarray:
+    a = vectors[[i for i, _ in index]]
+    b = vectors[[j for _, j in index]]
+    num = np.einsum("ij,ij->i", a, b)
+    return num / np.maximum(np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1), 1e-12)
+
+
+def evaluate_wic(
+    data: WicData,
+    pair_spans: Sequence[tuple[int, int]],
+    hidden: np.ndarray,
+    input_rows: np.ndarray,
+    model: str,
+    static: StaticModel | None,
+    static_name: str | None = None,
+) -> BenchmarkResult:
+    """Dev-tuned thresholds, test accuracy per layer, beside the baselines.
+
+    ``pair_spans[k]`` gives the rows of ``hidden`` / ``input_rows`` holding pair k's two occurrences;
+    ``hidden`` is ``(n_spans, layers + 1, d)``.
+    """
+    result = BenchmarkResult("wic", model, meta={"counts": data.counts, "published_note": PUBLISHED_NOTE})
+    splits = {name: [k for k, p in enumerate(data.pairs) if p.split == name] for name in ("dev", "test")}
+    labels = {name: [data.pairs[k].same for k in ks] for name, ks in splits.items()}
+
+    def add_system(system: str, layer: int | None, cos: np.ndarray, extra: dict | None = None) -> float:
+        dev, test = cos[splits["dev"]], cos[splits["test"]]
+        th = tune_threshold(dev, labels["dev"])
+        test_acc = accuracy(test, labels["test"], th.value)
+        common = {"system": system, "layer": layer, **(extra or {})}
+        result.add(**common, split="dev", metric="accuracy", value=th.dev_accuracy)
+        result.add(**common, split="test", metric="accuracy", value=test_acc)
+        result.add(**common, split="dev", metric="threshold", value=th.value)
+        return test_acc
+
+    for layer in range(hidden.shape[1]):
+        add_system(model, layer, _pair_cosines(hidden[:, layer, :], pair_spans))
+    add_system("input-row", None, _pair_cosines(input_rows, pair_spans))
+    if static is not None:
+        cos, covered = static_pair_cosines(data.pairs, static)
+        add_system(static_name or static.name, None, cos, {"coverage": covered})
+    test_labels = np.asarray(labels["test"], dtype=bool)
+    result.add(
+        system="chance",
+        layer=None,
+        split="test",
+        metric="accuracy",
+        value=float(max(test_labels.mean(), 1 - test_labels.mean())),
+    )
+    for system, value in PUBLISHED.items():
+        result.add(system=system, layer=None, split="WiC test (other data)", metric="accuracy", value=value)
+    best = best_layer(result, model)
+    result.meta["best_layer"] = best
+    return result
+
+
+def static_pair_cosines(pairs: Sequence[WicPair], static: StaticModel) -> tuple[np.ndarray, float]:
+    """Cosine of the lemma's static vector with itself in both contexts: 1.0 when in vocabulary.
+
+    A lemma out of vocabulary has no vector in either context; its pairs get NaN, which never
+    passes a threshold (predicted "different"). Returns the cosines and the share covered.
+    """
+    cos = np.full(len(pairs), np.nan)
+    for k, p in enumerate(pairs):
+        if p.lemma in static:
+            v = np.asarray(static.vector(p.lemma).values, dtype=np.float64)
+            cos[k] = float(v @ v / (np.linalg.norm(v) ** 2))
+    covered = float(np.mean(~np.isnan(cos))) if len(pairs) else 0.0
+    return np.nan_to_num(cos, nan=-2.0), covered
+
+
+def best_layer(result: BenchmarkResult, system: str) -> dict[str, float | int] | None:
+    """The layer with the best dev accuracy (test reported for it; ties: the lower layer)."""
+    dev = [r for r in result.select(system=system, split="dev", metric="accuracy")]
+    if not dev:
+        return None
+    top = max(dev, key=lambda r: (r["value"], -r["layer"]))
+    test = result.select(system=system, split="test", metric="accuracy", layer=top["layer"])[0]["value"]
+    best_test = max(result.select(system=system, split="test", metric="accuracy"), key=lambda r: r["value"])
+    return {
+        "layer_by_dev": top["layer"],
+        "test_accuracy_at_dev_layer": test,
+        "best_test_layer": best_test["layer"],
+        "best_test_accuracy": best_test["value"],
+    }

@@ -1,0 +1,184 @@
+"""Word similarity benchmarks (SimLex-999, WordSim-353): Spearman correlation with human ratings.
+
+Static models score a pair by the cosine of the two word vectors. Contextual models have no
+vector per word, so two reductions are measured per layer:
+
+* ``template`` - the word alone in one neutral sentence (:data:`TEMPLATE`);
+* ``pooled`` - the mean of the word's hidden states over up to ``k`` real contexts (Bommasani,
+  Davis & Cardie 2020, "Interpreting pretrained contextualized representations via reductions to
+  static embeddings"); contexts are WordNet usage examples that contain the exact word form.
+
+Pairs a system cannot score (a word out of the static vocabulary, or with no context) are left
+out of its correlation; the share left out is reported beside every Spearman value.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from scipy.stats import spearmanr
+
+from contextlens.analyses.benchmark import BenchmarkResult
+from contextlens.core.static_models import StaticModel
+from contextlens.errors import DataFileError, OutOfVocabularyError
+
+DATASETS = {"simlex999": "simlex999.txt", "wordsim353": "wordsim353.tsv"}
+TEMPLATE = "This sentence is about {word}."
+_WORD_RE = re.compile(r"[A-Za-z]+(?:'[A-Za-z]+)?")
+
+
+@dataclass(frozen=True)
+class WordPair:
+    first: str
+    second: str
+    score: float
+
+
+@dataclass(frozen=True)
+class SimilarityDataset:
+    name: str
+    pairs: tuple[WordPair, ...]
+
+    @property
+    def words(self) -> list[str]:
+        return sorted({w for p in self.pairs for w in (p.first, p.second)})
+
+
+def load_dataset(name: str, path: Path | None = None) -> SimilarityDataset:
+    """Read a gensim-shipped word-pair file: ``word1<TAB>word2<TAB>score``, ``#`` comments."""
+    if path is None:
+        from gensim.test.utils import datapath
+
+        path = Path(datapath(DATASETS[name]))
+    pairs = []
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip() or line.startswith("#"):
+            continue
+        parts = line.split("\t")
+        try:
+            pairs.append(WordPair(parts[0].strip().lower(), parts[1].strip().lower(), float(parts[2])))
+        except (IndexError, ValueError) as exc:
+            raise DataFileError(f"{path}:{n}: expected 'word1<TAB>word2<TAB>score', got {line!r}") from exc
+    return SimilarityDataset(name, tuple(pairs))
+
+
+def spearman(predicted: Sequence[float], gold: Sequence[float]) -> float:
+    """Spearman rank correlation (ties get average ranks); NaN with fewer than 3 pairs."""
+    if len(predicted) < 3:
+        return float("nan")
+    return float(spearmanr(predicted, gold).statistic)
+
+
+def _cos(a: np.ndarray, b: np.ndarray) -> float:
+    return float(np.dot(a, b) / (np.linalg.norm(a) * np.linalg.norm(b) + 1e-12))
+
+
+def score_pairs(dataset: SimilarityDataset, vectors: dict[str, np.ndarray]) -> tuple[float, int]:
+    """Spearman of cosine vs. human score over the pairs whose two words have vectors; and that count."""
+    predicted, gold = [], []
+    for p in dataset.pairs:
+        if p.first in vectors and p.second in vectors:
+            predicted.append(_cos(vectors[p.first], vectors[p.second]))
+            gold.append(p.score)
+    return spearman(predicted, gold), len(predicted)
+
+
+def static_vectors(words: Sequence[str], static: StaticModel) -> dict[str, np.ndarray]:
+    out = {}
+    for w in words:
+        try:
+            out[w] = np.asarray(static.vector(w).values, dtype=np.float64)
+        except OutOfVocabularyError:
+            continue
+    return out
+
+
+def template_occurrence(word: str) -> tuple[str, int, int]:
+    """The word in the neutral template: ``(text, start, end)``."""
+    text = TEMPLATE.format(word=word)
+    start = TEMPLATE.index("{word}")
+    return text, start, start + len(word)
+
+
+def find_contexts(
+    words: Sequence[str], texts: Sequence[str], per_word: int, seed: int = 0, prefer: set[int] | None = None
+) -> dict[str, list[tuple[int, int, int]]]:
+    """Up to ``per_word`` spans ``(text index, start, end)`` of each word's exact form, one per text.
+
+    Texts in ``prefer`` (already encoded for another benchmark) come first, then a seeded
+    sample of the rest, so that shared sentences are encoded once.
+    """
+    wanted = set(words)
+    where: dict[str, list[tuple[int, int, int]]] = defaultdict(list)
+    for t, text in enumerate(texts):
+        seen: set[str] = set()
+        for m in _WORD_RE.finditer(text):
+            w = m.group().lower()
+            if w in wanted and w not in seen:
+                seen.add(w)
+                where[w].append((t, m.start(), m.end()))
+    prefer = prefer or set()
+    chosen = {}
+    for w in sorted(where):
+        spans = where[w]
+        first = [s for s in spans if s[0] in prefer]
+        rest = [s for s in spans if s[0] not in prefer]
+        random.Random(f"{seed}|{w}").shuffle(first)
+        random.Random(f"{seed}|{w}|rest").shuffle(rest)
+        chosen[w] = sorted((first + rest)[:per_word])
+    return chosen
+
+
+def evaluate_similarity(
+    datasets: Sequence[SimilarityDataset],
+    model: str | None,
+    static: StaticModel | None,
+    static_name: str | None,
+    template_vectors: np.ndarray | None,
+    template_rows: dict[str, int],
+    context_vectors: np.ndarray | None,
+    context_rows: dict[str, list[int]],
+) -> BenchmarkResult:
+    """Spearman per dataset for the static model and, per layer, the template and pooled reductions.
+
+    ``template_vectors`` / ``context_vectors`` are ``(n_spans, layers + 1, d)``; ``template_rows[w]``
+    is the row of word ``w`` in its template, ``context_rows[w]`` the rows of its contexts.
+    """
+    result = BenchmarkResult("similarity", model, meta={"template": TEMPLATE, "counts": {}})
+    for ds in datasets:
+        result.meta["counts"][ds.name] = {"pairs": len(ds.pairs), "words": len(ds.words)}
+
+        def add(system: str, layer: int | None, vectors: dict[str, np.ndarray], ds: SimilarityDataset = ds) -> None:
+            rho, n = score_pairs(ds, vectors)
+            common = {"system": system, "layer": layer, "split": ds.name}
+            result.add(**common, metric="spearman", value=rho)
+            result.add(**common, metric="coverage", value=n / len(ds.pairs))
+            result.add(**common, metric="oov_share", value=1 - n / len(ds.pairs))
+
+        if static is not None:
+            add(static_name or static.name, None, static_vectors(ds.words, static))
+        if template_vectors is not None and model is not None:
+            for layer in range(template_vectors.shape[1]):
+                vecs = {w: template_vectors[template_rows[w], layer] for w in ds.words if w in template_rows}
+                add(f"{model}:template", layer, vecs)
+        if context_vectors is not None and model is not None:
+            for layer in range(context_vectors.shape[1]):
+                vecs = {
+                    w: context_vectors[context_rows[w], layer].mean(axis=0) for w in ds.words if context_rows.get(w)
+                }
+                add(f"{model}:pooled", layer, vecs)
+    for system in {r["system"] for r in result.rows if r["layer"] is not None}:
+        for ds in datasets:
+            rows = result.select(system=system, split=ds.name, metric="spearman")
+            best = max(rows, key=lambda r: (np.nan_to_num(r["value"], nan=-9), -r["layer"]))
+            result.meta.setdefault("best_layer", {}).setdefault(system, {})[ds.name] = {
+                "layer": best["layer"],
+                "spearman": best["value"],
+            }
+    return result

@@ -1,0 +1,101 @@
+"""Word sense disambiguation by the nearest sense centroid, per layer.
+
+Each sense (a WordNet synset of the lemma) is the mean hidden state of its training usage
+examples (Reif et al. 2019, "Visualizing and Measuring the Geometry of BERT"; LMMS, Loureiro &
+Jorge 2019). A held-out example gets the sense whose centroid has the highest cosine with it,
+among the senses of its own lemma and part of speech. Baselines: the most frequent sense by
+the SemCor counts WordNet ships (``cntlist.rev``) and a uniformly random sense, over the same
+candidate senses.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+
+import numpy as np
+from sklearn.metrics import f1_score
+
+from contextlens.analyses.benchmark import BenchmarkResult
+from contextlens.analyses.wordnet_tasks import Key, WsdData
+
+
+def centroids(vectors: np.ndarray, senses: Sequence[str]) -> dict[str, np.ndarray]:
+    """Mean vector per sense label."""
+    groups: dict[str, list[int]] = defaultdict(list)
+    for i, s in enumerate(senses):
+        groups[s].append(i)
+    return {s: vectors[idx].mean(axis=0) for s, idx in groups.items()}
+
+
+def nearest_sense(vector: np.ndarray, candidates: dict[str, np.ndarray]) -> str:
+    """The candidate with the highest cosine (ties: the first in sorted order)."""
+    names = sorted(candidates)
+    mat = np.stack([candidates[n] for n in names])
+    cos = mat @ vector / np.maximum(np.linalg.norm(mat, axis=1) * np.linalg.norm(vector), 1e-12)
+    return names[int(np.argmax(cos))]
+
+
+def scores(gold: Sequence[str], predicted: Sequence[str]) -> dict[str, float]:
+    """Accuracy and macro-F1 over the senses that occur in the gold labels."""
+    labels = sorted(set(gold))
+    return {
+        "accuracy": float(np.mean([g == p for g, p in zip(gold, predicted, strict=True)])),
+        "macro_f1": float(f1_score(gold, predicted, labels=labels, average="macro", zero_division=0)),
+    }
+
+
+def evaluate_wsd(
+    data: WsdData,
+    item_rows: Sequence[int],
+    hidden: np.ndarray,
+    model: str,
+    sense_count: Callable[[str, str], int],
+    seed: int = 0,
+) -> BenchmarkResult:
+    """Nearest-centroid accuracy and macro-F1 per layer, beside MFS and random-sense baselines.
+
+    ``item_rows[k]`` is the row of ``hidden`` (``(n_spans, layers + 1, d)``) for ``data.items[k]``;
+    ``sense_count(synset, lemma)`` gives the SemCor count used by the MFS baseline.
+    """
+    train = [k for k, it in enumerate(data.items) if it.split == "train"]
+    test = [k for k, it in enumerate(data.items) if it.split == "test"]
+    inventory: dict[Key, set[str]] = defaultdict(set)
+    for k in train:
+        inventory[data.items[k].key].add(data.items[k].example.synset)
+    test = [k for k in test if len(inventory[data.items[k].key]) >= 2]
+    gold = [data.items[k].example.synset for k in test]
+    result = BenchmarkResult("wsd", model, meta={"counts": {**data.counts, "scored_test_examples": len(test)}})
+
+    for layer in range(hidden.shape[1]):
+        vectors = hidden[:, layer, :]
+        by_key: dict[Key, list[int]] = defaultdict(list)
+        for k in train:
+            by_key[data.items[k].key].append(k)
+        sense_vectors = {
+            key: centroids(vectors[[item_rows[k] for k in ks]], [data.items[k].example.synset for k in ks])
+            for key, ks in by_key.items()
+        }
+        predicted = [nearest_sense(vectors[item_rows[k]], sense_vectors[data.items[k].key]) for k in test]
+        for metric, value in scores(gold, predicted).items():
+            result.add(system=model, layer=layer, split="test", metric=metric, value=value)
+
+    mfs = []
+    for k in test:
+        item = data.items[k]
+        candidates = sorted(inventory[item.key])
+        mfs.append(max(candidates, key=lambda s: (sense_count(s, item.example.lemma), -candidates.index(s))))
+    for metric, value in scores(gold, mfs).items():
+        result.add(system="mfs-semcor", layer=None, split="test", metric=metric, value=value)
+    rng = random.Random(seed)
+    drawn = [rng.choice(sorted(inventory[data.items[k].key])) for k in test]
+    for metric, value in scores(gold, drawn).items():
+        result.add(system="random-sense", layer=None, split="test", metric=metric, value=value)
+    expected = float(np.mean([1 / len(inventory[data.items[k].key]) for k in test])) if test else float("nan")
+    result.add(system="random-sense", layer=None, split="test", metric="expected_accuracy", value=expected)
+    layer_acc = result.select(system=model, metric="accuracy")
+    if layer_acc:
+        best = max(layer_acc, key=lambda r: (r["value"], -r["layer"]))
+        result.meta["best_layer"] = {"layer": best["layer"], "accuracy": best["value"]}
+    return result

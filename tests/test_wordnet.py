@@ -1,0 +1,69 @@
+"""WordNet 3.0 from the Debian files: the NLTK layout, lemma location, SemCor counts, clear errors."""
+
+from __future__ import annotations
+
+import pytest
+
+from contextlens.core import wordnet as wn
+from tests.helpers import run_cli
+
+
+def test_reader_reads_debian_files_with_our_lexnames():
+    reader = wn.wordnet()
+    bank = reader.synset("bank.n.01")
+    assert "sloping land" in bank.definition()
+    assert bank.lexname() == "noun.object"  # resolved through the lexnames file we write
+    lines = (wn.nltk_root() / "lexnames").read_text().splitlines()
+    assert len(lines) == 45
+    assert lines[0].split() == ["00", "adj.all", "3"] and lines[-1].split() == ["44", "adj.ppl", "3"]
+
+
+@pytest.mark.parametrize(
+    ("text", "lemma", "pos", "word"),
+    [
+        ("he ran all the way home", "run", "v", "ran"),
+        ("the banks of the river flooded", "bank", "n", "banks"),
+        ("two geese flew over", "goose", "n", "geese"),
+        ("she is taller than her brother", "tall", "a", "taller"),
+    ],
+)
+def test_find_lemma_handles_inflections(text, lemma, pos, word):
+    start, end = wn.find_lemma(text, lemma, pos)
+    assert text[start:end] == word
+
+
+def test_find_lemma_skips_absent_and_multiword_lemmas():
+    assert wn.find_lemma("the cat sat", "dog", "n") is None
+    assert wn.find_lemma("the plane will take off soon", "take_off", "v") is None
+
+
+def test_usage_examples_locate_a_lemma_of_their_synset():
+    examples = wn.usage_examples()
+    stats = wn.usage_example_stats()
+    assert stats["examples"] == 48339  # WordNet 3.0 ships 48,339 usage examples
+    assert stats["located"] == len(examples) and 0 < stats["not_located"] < stats["examples"]
+    reader = wn.wordnet()
+    for ex in examples[::997]:
+        lemmas = {lemma.name().lower() for lemma in reader.synset(ex.synset).lemmas()}
+        assert ex.lemma in lemmas
+        assert wn.find_lemma(ex.text, ex.lemma, ex.pos) == (ex.start, ex.end)
+        assert ex.occurrence().word == ex.word
+
+
+def test_sense_count_matches_cntlist_rev():
+    lemma = wn.wordnet().synset("bank.n.01").lemmas()[0]
+    key = lemma.key()
+    with open(wn.source_dir() / "cntlist.rev") as f:
+        expected = next(int(line.split()[2]) for line in f if line.split()[0] == key)
+    assert wn.sense_count("bank.n.01", "bank") == expected
+    counts = wn.sense_counts("bank", "n")
+    assert counts["bank.n.01"] == expected and len(counts) == len(wn.wordnet().synsets("bank", pos="n"))
+
+
+def test_missing_wordnet_is_a_clear_error(tmp_path, monkeypatch):
+    monkeypatch.setenv("CONTEXTLENS_WORDNET_DIR", str(tmp_path))
+    with pytest.raises(wn.WordNetNotInstalledError, match="install-system-deps.sh"):
+        wn.check_installed()
+    proc = run_cli("eval", "wic", "--model", "minilm", "--quick")
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1 and "wordnet-base" in proc.stderr and "Traceback" not in proc.stderr

@@ -1,0 +1,64 @@
+"""Word sense disambiguation: data split, the centroid classifier and scores on hand cases, the CLI."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+
+import numpy as np
+import pytest
+
+from contextlens.analyses.wordnet_tasks import build_wsd
+from contextlens.analyses.wsd import centroids, nearest_sense, scores
+from contextlens.core.wordnet import usage_examples
+from tests.helpers import run_cli
+
+
+@pytest.fixture(scope="module")
+def data():
+    return build_wsd(usage_examples(), max_lemmas=150, max_train_per_sense=3, seed=0)
+
+
+def test_held_out_examples_are_never_trained_on_and_have_a_trained_sense(data):
+    train = {(i.example.text, i.example.synset) for i in data.part("train")}
+    senses = defaultdict(set)
+    for i in data.part("train"):
+        senses[i.key].add(i.example.synset)
+    assert data.part("test")
+    for item in data.part("test"):
+        assert (item.example.text, item.example.synset) not in train
+        assert item.example.synset in senses[item.key]
+    per_sense = defaultdict(int)
+    for i in data.part("train"):
+        per_sense[(i.key, i.example.synset)] += 1
+    assert max(per_sense.values()) <= 3
+
+
+def test_split_is_deterministic(data):
+    assert build_wsd(usage_examples(), max_lemmas=150, max_train_per_sense=3, seed=0).items == data.items
+
+
+def test_centroid_classifier_on_a_hand_case():
+    vectors = np.array([[1.0, 0.0], [0.8, 0.2], [0.0, 1.0]])
+    cents = centroids(vectors, ["a", "a", "b"])
+    assert np.allclose(cents["a"], [0.9, 0.1]) and np.allclose(cents["b"], [0.0, 1.0])
+    assert nearest_sense(np.array([0.7, 0.3]), cents) == "a"
+    assert nearest_sense(np.array([0.2, 0.9]), cents) == "b"
+
+
+def test_scores_on_a_hand_case():
+    # a: precision 1, recall 1/2, F1 2/3; b: precision 1/2, recall 1, F1 2/3.
+    s = scores(["a", "a", "b"], ["a", "b", "b"])
+    assert s["accuracy"] == pytest.approx(2 / 3)
+    assert s["macro_f1"] == pytest.approx(2 / 3)
+
+
+def test_cli_quick_json_has_layers_and_baselines():
+    proc = run_cli("eval", "wsd", "--model", "minilm", "--quick", "--json")
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["benchmark"] == "wsd"
+    systems = {r["system"] for r in doc["rows"]}
+    assert {"minilm", "mfs-semcor", "random-sense"} <= systems
+    acc = {r["layer"]: r["value"] for r in doc["rows"] if r["system"] == "minilm" and r["metric"] == "accuracy"}
+    assert set(acc) == set(range(7)) and all(0 <= v <= 1 for v in acc.values())
