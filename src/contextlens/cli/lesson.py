@@ -391,7 +391,7 @@ def trace_cmd(
             f"4. positions: learned absolute position rows are added to the input rows; the target's position row "
             f"has cosine {fmt(result.position_cosine_to_input_row)} with its input row, and the embedding output "
             f"(layer 0) has cosine {fmt(result.layer0_cosine_to_row_plus_position)} with input row + position row "
-            "(the rest is token-type row and LayerNorm)"
+            "(the rest is LayerNorm and, where the model has one, the token-type row)"
         )
     else:
         console.print("4. positions: this model has no learned absolute position rows (relative or rotary positions)")
