@@ -152,3 +152,15 @@ def test_bad_tsv_line_is_one_line_and_exit_2(tmp_path):
     r = run_cli("explore", "--sentences", str(bad), "-m", "minilm")
     assert r.returncode == 2
     assert r.stderr.count("\n") == 1 and "senses.tsv, line 3" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_unlabelled_sentences_give_spread_but_no_gap(minilm, tmp_path):
+    f = tmp_path / "plain.tsv"
+    f.write_text("bank\tThe [bank] approved the loan.\nbank\tThe river [bank] was muddy.\nbank\tA [bank] of fog.\n")
+    data = load_sense_sentences(f)
+    assert [s.sense for s in data] == [None, None, None]
+    (w,) = explore(["bank"], minilm, data, permutations=10).words
+    assert w.gaps is None and w.p_value is None and w.to_dict()["gap"] is None
+    assert 0.0 < w.spread < 1.0
+    with pytest.raises(InputError, match="only one sentence"):
+        explore(["bank"], minilm, data[:1])
