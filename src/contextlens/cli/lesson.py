@@ -65,7 +65,7 @@ def explore_cmd(
         list[str] | None, typer.Argument(help="Words to explore (default: every word in the set).")
     ] = None,
     sentences: Annotated[
-        Path | None, typer.Option("--sentences", help="TSV file: word<TAB>sense<TAB>sentence with [target].")
+        Path | None, typer.Option("--sentences", help="TSV file: word<TAB>sense<TAB>sentence with \\[target].")
     ] = None,
     layer: LayerOpt = -1,
     model: ModelOpt = DEFAULT_MODEL,
@@ -216,7 +216,7 @@ def rank_cmd(
 
 @app.command("attention")
 def attention_cmd(
-    sentences: Annotated[list[str], typer.Argument(help="One or two sentences, target in [brackets].")],
+    sentences: Annotated[list[str], typer.Argument(help="One or two sentences, target in \\[brackets].")],
     layer: Annotated[int, typer.Option("--layer", "-l", help="Attention layer 1..L (block L) for close-ups.")] = 6,
     head: Annotated[int, typer.Option("--head", help="Attention head 0..H-1 for close-ups.")] = 3,
     exclude_special: ExcludeSpecialOpt = False,
@@ -294,12 +294,12 @@ def split_anchor_words(arguments: list[str], anchors: list[str]) -> tuple[list[s
 
 @app.command("probe")
 def probe_cmd(
-    sentences: Annotated[list[str], typer.Argument(help="Sentences, target in [brackets].")],
+    sentences: Annotated[list[str], typer.Argument(help="Sentences, target in \\[brackets].")],
     anchors: Annotated[
         list[str] | None, typer.Option("--anchors", "-a", help="Anchor words, e.g. --anchors shore deposit.")
     ] = None,
     anchor_sentences: Annotated[
-        Path | None, typer.Option("--anchor-sentences", help="TSV file: anchor<TAB>sentence with [anchor].")
+        Path | None, typer.Option("--anchor-sentences", help="TSV file: anchor<TAB>sentence with \\[anchor].")
     ] = None,
     template: TemplateOpt = "The word is [{word}].",
     layer: LayerOpt = -1,
@@ -350,7 +350,7 @@ def probe_cmd(
 
 @app.command("trace")
 def trace_cmd(
-    sentence: Annotated[str, typer.Argument(help="A sentence, target in [brackets].")],
+    sentence: Annotated[str, typer.Argument(help="A sentence, target in \\[brackets].")],
     top: Annotated[int, typer.Option("--top", "-k", help="Most attended tokens listed per layer.")] = 3,
     exclude_special: ExcludeSpecialOpt = False,
     model: ModelOpt = DEFAULT_MODEL,
