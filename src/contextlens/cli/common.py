@@ -35,7 +35,7 @@ PlotOpt = Annotated[Path | None, typer.Option("--plot", help="Write a PNG figure
 HtmlOpt = Annotated[Path | None, typer.Option("--html", help="Write an interactive, self-contained HTML figure.")]
 WordOpt = Annotated[
     str | None,
-    typer.Option("--word", "-w", help="Target word, when the sentences carry no [markers]."),
+    typer.Option("--word", "-w", help="Target word, when the sentences carry no \\[markers]."),
 ]
 OccurrenceOpt = Annotated[
     int, typer.Option("--occurrence", "-n", help="Which occurrence of --word (0 = first, -1 = last).")

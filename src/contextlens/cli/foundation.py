@@ -37,7 +37,7 @@ from contextlens.examples import BANK_BY_SENSE, WORKED_EXAMPLE
 
 @app.command("compare")
 def compare_cmd(
-    sentences: Annotated[list[str], typer.Argument(help="Two or more sentences, target in [brackets].")],
+    sentences: Annotated[list[str], typer.Argument(help="Two or more sentences, target in \\[brackets].")],
     model: ModelOpt = DEFAULT_MODEL,
     static: StaticOpt = DEFAULT_STATIC_MODEL,
     word: WordOpt = None,
