@@ -275,4 +275,4 @@ def render_retrieval(result) -> None:
     chance = {k: v for k, v in meta.items() if k.startswith("random_")}
     for k, v in chance.items():
         console.print(f"[dim]chance level ({k.removeprefix('random_')}): {v:.4f}[/dim]")
-    console.print(f"[dim]PCA and int8 ranges fitted on {meta.get('fit_on')}[/dim]")
+    console.print(f"[dim]PCA components and int8 ranges fitted on {meta.get('fit_on')}[/dim]")

@@ -1,0 +1,75 @@
+"""Capacity formulas against the bytes FAISS really serializes, for every index type and dtype."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from contextlens.analyses.capacity import (
+    ALLOWED_DTYPES,
+    INDEX_TYPES,
+    CapacityRequest,
+    estimate,
+    measure,
+    serialized_size,
+)
+from contextlens.errors import InputError
+from helpers import run_cli
+
+CASES = [(index, dtype) for index in INDEX_TYPES for dtype in ALLOWED_DTYPES[index]]
+
+
+@pytest.mark.parametrize(("index", "dtype"), CASES)
+@pytest.mark.parametrize(("count", "dim"), [(3000, 64), (12000, 128)])
+def test_formula_within_10_percent_of_measured(index, dtype, count, dim):
+    result = measure(CapacityRequest(count, dim, index, dtype, m=16))
+    assert result.measured_bytes is not None and result.measured_bytes > 0
+    assert abs(result.relative_error) < 0.10, (index, dtype, result.bytes, result.measured_bytes)
+
+
+def test_extrapolated_measurement_matches_a_real_build():
+    request = CapacityRequest(16000, 64, "hnsw", "float32", m=16)
+    extrapolated = measure(request, max_measure=8000)
+    assert "extrapolated" in extrapolated.measured_on
+    real = serialized_size(request, 16000)
+    assert abs(extrapolated.measured_bytes - real) / real < 0.01
+
+
+def test_formulas_scale_as_documented():
+    flat = estimate(CapacityRequest(1_000_000, 384))
+    assert flat.bytes == 1_000_000 * 384 * 4 and flat.formula == "n*d*4"
+    binary = estimate(CapacityRequest(1_000_000, 384, "binary"))
+    assert binary.bytes == 1_000_000 * 384 // 8 and binary.dtype == "binary"
+    sq8 = estimate(CapacityRequest(1_000_000, 384, "sq8"))
+    assert sq8.bytes == 1_000_000 * 384 + 2 * 384 * 4
+    hnsw16, hnsw32 = (estimate(CapacityRequest(10**6, 384, "hnsw", m=m)).bytes for m in (16, 32))
+    assert hnsw32 - hnsw16 == pytest.approx(10**6 * (64 + 32 / 31 - 32 - 16 / 15) * 4, rel=1e-6)
+    ivfpq = estimate(CapacityRequest(10**6, 384, "ivfpq", nlist=4096, pq_m=48, nbits=8))
+    assert ivfpq.parts["PQ codes + ids"] == 10**6 * (48 + 8)
+    assert ivfpq.bytes == 10**6 * 56 + 4096 * 384 * 4 + 384 * 256 * 4
+
+
+def test_impossible_requests_are_clear_errors():
+    with pytest.raises(InputError, match="stores int8"):
+        estimate(CapacityRequest(100, 64, "sq8", "float32"))
+    with pytest.raises(InputError, match="divisible by 8"):
+        estimate(CapacityRequest(100, 100, "binary"))
+    with pytest.raises(InputError, match="must divide"):
+        estimate(CapacityRequest(100, 100, "ivfpq", pq_m=7))
+    with pytest.raises(InputError, match="unknown --index"):
+        estimate(CapacityRequest(100, 64, "lsh"))
+
+
+def test_cli_capacity_json_and_errors():
+    proc = run_cli("capacity", "--count", "5000", "--dim", "64", "--index", "hnsw", "--m", "16", "--measure", "--json")
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert {"count", "dim", "dtype", "index", "bytes", "formula", "measured_bytes"} <= set(out)
+    assert out["count"] == 5000 and out["index"] == "hnsw" and out["dtype"] == "float32"
+    assert abs(out["bytes"] - out["measured_bytes"]) / out["measured_bytes"] < 0.10
+    plain = run_cli("capacity", "--count", "1000000", "--dim", "768", "--dtype", "float16")
+    assert plain.returncode == 0 and "1,536,000,000" in plain.stdout and "n*d*2" in plain.stdout
+    assert json.loads(run_cli("capacity", "-n", "10", "-d", "8", "--json").stdout)["measured_bytes"] is None
+    bad = run_cli("capacity", "--count", "100", "--dim", "64", "--index", "binary", "--dtype", "float32")
+    assert bad.returncode == 2 and bad.stderr.startswith("error:") and len(bad.stderr.strip().splitlines()) == 1

@@ -1,0 +1,123 @@
+"""The retrieval benchmark: data layout, metrics, codings, and a quick real run."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from contextlens.analyses.retrieval import (
+    Coder,
+    Coding,
+    codings,
+    evaluate_lee,
+    gold_ranks,
+    lee_scores,
+    load_lee,
+    ndcg_at_k,
+    wordnet_scores,
+)
+from helpers import run_cli
+
+
+def test_lee_layout():
+    lee = load_lee()
+    assert len(lee.documents) == 50 and len(lee.background) == 300
+    r = lee.ratings
+    assert r.shape == (50, 50)
+    np.testing.assert_array_equal(r, r.T)
+    np.testing.assert_array_equal(np.diag(r), np.ones(50))
+    upper = r[np.triu_indices(50, 1)]
+    assert upper.min() == pytest.approx(0.2) and upper.max() == pytest.approx(1.0)
+
+
+def test_ndcg_and_spearman_on_known_orders():
+    ratings = load_lee().ratings
+    assert ndcg_at_k(ratings, ratings) == pytest.approx(1.0)
+    assert lee_scores(ratings, ratings)["spearman"] == pytest.approx(1.0)
+    worst = ndcg_at_k(-ratings, ratings)
+    rng = np.random.default_rng(1)
+    random = ndcg_at_k(rng.random(ratings.shape), ratings)
+    assert worst < random < 1.0
+
+
+def test_gold_ranks_and_wordnet_metrics():
+    sims = np.array([[0.9, 0.1, 0.2], [0.8, 0.5, 0.1], [0.3, 0.4, 0.2]])  # gold on the diagonal
+    np.testing.assert_array_equal(gold_ranks(sims), [1, 2, 3])
+    scores = wordnet_scores(sims)
+    assert scores["mrr"] == pytest.approx((1 + 1 / 2 + 1 / 3) / 3)
+    assert scores["recall@1"] == pytest.approx(1 / 3) and scores["recall@10"] == 1.0
+    tied = np.ones((3, 3))
+    assert wordnet_scores(tied)["recall@1"] == 0.0  # ties count against the gold
+
+
+def test_codings_and_their_similarities():
+    rng = np.random.default_rng(0)
+    fit, x = rng.standard_normal((200, 64)), rng.standard_normal((5, 64))
+    plan = codings(64, 200)
+    assert Coding(64, None, "binary") in plan and Coding(32, "pca", "int8") in plan
+    assert all(c.dim < 64 for c in plan if c.reduction) and Coding(16, "truncate", "binary").bytes_per_vector == 2
+    assert max(c.dim for c in codings(384, 50) if c.reduction == "pca") == 32  # PCA needs >= dim fit vectors
+    full = Coder(Coding(64, None, "float32"), fit)(x)
+    xn = x / np.linalg.norm(x, axis=1, keepdims=True)
+    np.testing.assert_allclose(full @ full.T, xn @ xn.T, atol=1e-5)
+    binary = Coder(Coding(64, None, "binary"), fit)(x)
+    bits = x > 0
+    hamming = (bits[:, None, :] != bits[None, :, :]).sum(-1)
+    np.testing.assert_allclose(binary @ binary.T, 1 - 2 * hamming / 64, atol=1e-6)
+    int8 = Coder(Coding(64, None, "int8"), fit)(x)
+    assert np.abs(int8 @ int8.T - xn @ xn.T).max() < 0.02
+    pca = Coder(Coding(8, "pca", "float32"), fit)(x)
+    assert pca.shape == (5, 8)
+
+
+@pytest.fixture(scope="module")
+def quick_lee():
+    return evaluate_lee("minilm", quick=True)
+
+
+def test_quick_lee_rows_and_ranking_of_kinds(quick_lee):
+    r = quick_lee
+    assert r.benchmark == "retrieval-lee" and r.model == "minilm" and r.meta["documents"] == 20
+    keys = {"kind", "layer", "dim", "reduction", "dtype", "bytes_per_vector", "metric", "value"}
+    assert all(set(row) == keys for row in r.rows)
+    layers = {row["layer"] for row in r.select(kind="hidden-mean")}
+    assert layers == set(range(7))
+    for row in r.rows:
+        per_value = {"float32": 4, "float16": 2, "int8": 1, "binary": 1 / 8}[row["dtype"]]
+        assert row["bytes_per_vector"] == row["dim"] * per_value
+
+    def full(kind, metric):
+        (row,) = r.select(kind=kind, metric=metric, reduction=None, dtype="float32")
+        return row["value"]
+
+    for metric in ("spearman", "ndcg@10"):
+        assert full("sentence", metric) > full("input-row", metric)
+    assert full("sentence", "ndcg@10") > r.meta["random_ndcg@10"]
+
+
+def test_cli_eval_retrieval_quick(tmp_path):
+    png = tmp_path / "lee.png"
+    proc = run_cli("eval", "retrieval", "--model", "minilm", "--quick", "--json", "--plot", str(png))
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["benchmark"] == "retrieval-lee" and out["model"] == "minilm"
+    assert {"kind", "dim", "dtype", "bytes_per_vector", "metric", "value"} <= set(out["rows"][0])
+    assert png.stat().st_size > 10_000
+    bad = run_cli("eval", "retrieval", "--model", "minilm", "--task", "imdb")
+    assert bad.returncode == 2 and "unknown --task" in bad.stderr
+
+
+def test_cli_eval_retrieval_wordnet_quick():
+    proc = run_cli("eval", "retrieval", "--model", "minilm", "--task", "wordnet", "--quick", "--json")
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["benchmark"] == "retrieval-wordnet" and out["meta"]["queries"] == 100
+    assert {r["metric"] for r in out["rows"]} == {"mrr", "recall@1", "recall@10"}
+    (sentence,) = [
+        r["value"]
+        for r in out["rows"]
+        if r["kind"] == "sentence" and r["metric"] == "mrr" and r["reduction"] is None and r["dtype"] == "float32"
+    ]
+    assert sentence > 5 * out["meta"]["random_mrr"]
