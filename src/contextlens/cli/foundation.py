@@ -210,7 +210,7 @@ def demo_cmd(
         divergence_figure(pair, "Same start, diverging paths: “bank” (finance vs river)"),
         out / "bank-two-sentences.png",
     )
-    p2 = save(divergence_figure(many, "“bank” in 8 sentences (4 finance, 4 river)"), out / "bank-by-sense.png")
+    p2 = save(divergence_figure(many, "“bank” in 8 sentences (4 finance, 4 river)", labels), out / "bank-by-sense.png")
     console.print(f"figures: {p1}, {p2}")
     console.rule("[bold]3. The whole lesson as one offline HTML report")
     from contextlens.analyses.lesson import run_lesson

@@ -21,7 +21,7 @@ def save(fig: plt.Figure, path: Path | str) -> Path:
     return path
 
 
-def divergence_figure(result: Comparison, title: str | None = None) -> plt.Figure:
+def divergence_figure(result: Comparison, title: str | None = None, labels: list[str] | None = None) -> plt.Figure:
     """The lesson's "same start, diverging paths": cosine of the target against layer.
 
     For two sentences one line; for more, one line per pair plus their mean. The static vector
@@ -32,10 +32,28 @@ def divergence_figure(result: Comparison, title: str | None = None) -> plt.Figur
     n = result.n
     if n == 2:
         ax.plot(layers, result.layer_cosines, marker="o", lw=2.2, color="#c2410c", label="hidden state (contextual)")
+    elif labels is not None:
+        for same, color, name in ((True, "#7c3aed", "same-sense"), (False, "#9ca3af", "cross-sense")):
+            pairs = [(i, j) for i in range(n) for j in range(i + 1, n) if (labels[i] == labels[j]) == same]
+            for k, (i, j) in enumerate(pairs):
+                ax.plot(
+                    layers,
+                    result.matrices[:, i, j],
+                    lw=1,
+                    alpha=0.5,
+                    color=color,
+                    label=f"{name} pairs" if k == 0 else None,
+                )
+            mean = result.matrices[:, [i for i, _ in pairs], [j for _, j in pairs]].mean(axis=1)
+            ax.plot(layers, mean, lw=2.6, marker="s", color=color, label=f"{name} mean")
+        ax.plot(layers, result.layer_cosines, marker="o", lw=2.6, color="#c2410c", label="mean over all pairs")
     else:
-        for i in range(n):
-            for j in range(i + 1, n):
-                ax.plot(layers, result.matrices[:, i, j], lw=1, alpha=0.45, label=f"sentences {i + 1}-{j + 1}")
+        label_each = n <= 4  # beyond a handful of pairs a legend entry per pair is noise
+        all_pairs = [(a, b) for a in range(n) for b in range(a + 1, n)]
+        for k, (i, j) in enumerate(all_pairs):
+            label = f"sentences {i + 1}-{j + 1}" if label_each else ("each pair" if k == 0 else None)
+            color = None if label_each else "#9ca3af"
+            ax.plot(layers, result.matrices[:, i, j], lw=1, alpha=0.55, color=color, label=label)
         ax.plot(layers, result.layer_cosines, marker="o", lw=2.6, color="#c2410c", label="mean over pairs")
     if result.static_cosine is not None:
         ax.axhline(result.static_cosine, color="#1d4ed8", ls="--", lw=1.6, label=f"static ({result.static_model})")
