@@ -43,15 +43,27 @@ def _size(quick: bool) -> str:
 
 @contextmanager
 def _progress(model: str) -> Iterator[Callable[[int, int], None]]:
-    """A progress bar on stderr for the one-time encoding of the shared benchmark sentences."""
+    """A progress bar on stderr for the one-time encoding of the shared benchmark sentences.
+
+    It appears only when encoding actually runs (not on a cache hit) and only on a terminal,
+    so that piped output and error messages stay clean.
+    """
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    with Progress(*columns, console=err_console, transient=True) as progress:
-        task = progress.add_task(f"{model}: encoding benchmark sentences (once, then cached)", total=None)
+    progress = Progress(*columns, console=err_console, transient=True, disable=not err_console.is_terminal)
+    task = None
 
-        def update(done: int, total: int) -> None:
-            progress.update(task, completed=done, total=total)
+    def update(done: int, total: int) -> None:
+        nonlocal task
+        if task is None:
+            progress.start()
+            task = progress.add_task(f"{model}: encoding benchmark sentences (once, then cached)", total=total)
+        progress.update(task, completed=done, total=total)
 
+    try:
         yield update
+    finally:
+        if task is not None:
+            progress.stop()
 
 
 def _plot(result_or_results: object, plot: Path | None, draw: Callable) -> None:
