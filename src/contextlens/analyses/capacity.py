@@ -162,7 +162,7 @@ def estimate(request: CapacityRequest) -> CapacityEstimate:
     )
 
 
-def measure(request: CapacityRequest, max_measure: int = 200_000, seed: int = 0) -> CapacityEstimate:
+def measure(request: CapacityRequest, max_measure: int = 100_000, seed: int = 0) -> CapacityEstimate:
     """:func:`estimate`, plus the serialized size of the real FAISS index.
 
     Up to ``max_measure`` vectors the index is built on exactly ``count`` random unit vectors;

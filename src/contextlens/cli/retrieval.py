@@ -102,16 +102,17 @@ def index_search(
     json_out: JsonOpt = False,
 ) -> None:
     """Rank the indexed documents for a query; refuses a query encoder that differs from the index's."""
-    from contextlens.analyses.encoders import make_encoder
+    from contextlens.analyses.encoders import EncoderIdentity, make_encoder
     from contextlens.analyses.search import IndexMismatchError, VectorIndex, read_manifest
 
     stored = read_manifest(folder)["encoder"]
     wanted = {"model": model, "kind": kind, "layer": layer}
     for what, value in wanted.items():  # fail before loading a model that cannot match
         if value is not None and value != stored[what]:
+            held = EncoderIdentity(stored["model"], stored["kind"], stored["layer"], stored["dim"]).describe()
             raise IndexMismatchError(
-                f"{folder} holds {stored['model']} {stored['kind']} vectors (layer {stored['layer']}) but the query "
-                f"asks for {what} {value!r}; drop --{what} or rebuild the index with that encoder"
+                f"{folder} holds {held} vectors but the query asks for {what} {value!r}; "
+                f"drop --{what} or rebuild the index with that encoder"
             )
     loaded = VectorIndex.load(folder)
     encoder = make_encoder(stored["model"], stored["kind"], stored["layer"])
@@ -145,7 +146,7 @@ def capacity_cmd(
     measure: Annotated[bool, typer.Option("--measure", help="Also build the real FAISS index and measure it.")] = False,
     max_measure: Annotated[
         int, typer.Option(help="Build on at most this many vectors; above it, two samples are extrapolated.")
-    ] = 200_000,
+    ] = 100_000,
     json_out: JsonOpt = False,
 ) -> None:
     """Memory and disk for N vectors in a FAISS index: the formula, and with --measure the real size."""
