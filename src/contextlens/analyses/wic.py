@@ -120,8 +120,8 @@ def evaluate_wic(
 def static_pair_cosines(pairs: Sequence[WicPair], static: StaticModel) -> tuple[np.ndarray, float]:
     """Cosine of the lemma's static vector with itself in both contexts: 1.0 when in vocabulary.
 
-    A lemma out of vocabulary has no vector in either context; its pairs get NaN, which never
-    passes a threshold (predicted "different"). Returns the cosines and the share covered.
+    A lemma out of vocabulary has no vector in either context; its pairs get -2, below every real
+    cosine. Returns the cosines and the share of pairs covered.
     """
     cos = np.full(len(pairs), np.nan)
     for k, p in enumerate(pairs):

@@ -45,7 +45,7 @@ def wic_figure(result: BenchmarkResult) -> plt.Figure:
     ax.set_xticks(layers)
     ax.set_xlim(layers[0] - 0.3, layers[-1] + 3.2)
     ax.grid(alpha=0.3)
-    ax.legend(loc="lower right", fontsize=7)
+    ax.legend(loc="upper left", fontsize=7)
     return fig
 
 
