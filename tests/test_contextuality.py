@@ -55,7 +55,7 @@ def test_sample_is_deterministic_and_respects_min_contexts():
     assert "dog" not in s1.words and len(s1.sentences) == 4
 
 
-def test_cli_quick_json_and_figure_for_two_models(tmp_path):
+def test_cli_quick_json_and_figure(tmp_path):
     png = tmp_path / "ctx.png"
     proc = run_cli("eval", "contextuality", "--model", "minilm", "--quick", "--json", "--plot", str(png))
     assert proc.returncode == 0, proc.stderr
@@ -65,3 +65,18 @@ def test_cli_quick_json_and_figure_for_two_models(tmp_path):
     for metric in ("self_similarity_adjusted", "intra_sentence_adjusted", "mev_adjusted"):
         assert len([r for r in doc["rows"] if r["metric"] == metric]) == 7
     assert png.stat().st_size > 10_000
+
+
+def test_combine_keeps_one_tidy_shape_for_several_models():
+    from contextlens.analyses.benchmark import BenchmarkResult
+    from contextlens.analyses.contextuality import combine
+
+    a = BenchmarkResult(
+        "contextuality", "mpnet", [{"system": "mpnet", "layer": 0, "metric": "anisotropy", "value": 0.1}]
+    )
+    b = BenchmarkResult(
+        "contextuality", "minilm", [{"system": "minilm", "layer": 0, "metric": "anisotropy", "value": 0.2}]
+    )
+    doc = combine([a, b]).to_dict()
+    assert set(doc) == {"benchmark", "model", "rows", "meta"}
+    assert [r["system"] for r in doc["rows"]] == ["mpnet", "minilm"] and doc["meta"]["models"] == ["mpnet", "minilm"]

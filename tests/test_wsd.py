@@ -8,9 +8,10 @@ from collections import defaultdict
 import numpy as np
 import pytest
 
+from contextlens.analyses.benchmark_suite import gloss_spans
 from contextlens.analyses.wordnet_tasks import build_wsd
 from contextlens.analyses.wsd import centroids, nearest_sense, scores
-from contextlens.core.wordnet import usage_examples
+from contextlens.core.wordnet import usage_examples, wordnet
 from tests.helpers import run_cli
 
 
@@ -54,11 +55,21 @@ def test_scores_on_a_hand_case():
 
 
 def test_cli_quick_json_has_layers_and_baselines():
-    proc = run_cli("eval", "wsd", "--model", "minilm", "--quick", "--json")
+    proc = run_cli("eval", "wsd", "--model", "minilm", "--quick", "--glosses", "--json")
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
     assert doc["benchmark"] == "wsd"
     systems = {r["system"] for r in doc["rows"]}
-    assert {"minilm", "mfs-semcor", "random-sense"} <= systems
+    assert {"minilm", "minilm+glosses", "mfs-semcor", "random-sense"} <= systems
     acc = {r["layer"]: r["value"] for r in doc["rows"] if r["system"] == "minilm" and r["metric"] == "accuracy"}
     assert set(acc) == set(range(7)) and all(0 <= v <= 1 for v in acc.values())
+
+
+def test_gloss_spans_cover_every_trained_sense_with_its_lemma(data):
+    texts, spans, rows = gloss_spans(data)
+    trained = {(i.key, i.example.synset) for i in data.part("train")}
+    assert set(rows) == trained
+    for (key, synset), row in list(rows.items())[:50]:
+        t, start, end = spans[row]
+        assert texts[t][start:end] == key[0]
+        assert wordnet().synset(synset).definition() in texts[t]

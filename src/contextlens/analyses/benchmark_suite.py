@@ -184,13 +184,43 @@ def run_wic(model: str, static: str, size: str = "full", progress: Progress | No
     return _timed(run)
 
 
-def run_wsd(model: str, size: str = "full", progress: Progress | None = None) -> BenchmarkResult:
+def run_wsd(model: str, size: str = "full", progress: Progress | None = None, glosses: bool = False) -> BenchmarkResult:
+    """WSD per layer; with ``glosses`` also sense vectors that include the WordNet gloss."""
+
     def run() -> tuple[BenchmarkResult, Suite, float]:
         suite = build_suite(size)
         enc, secs = encode_suite(model, size, progress)
-        return evaluate_wsd(suite.wsd, suite.wsd_rows, enc.hidden, enc.model, wn.sense_count, seed=SEED), suite, secs
+        gloss_hidden, gloss_rows = None, None
+        if glosses:
+            texts, spans, gloss_rows = gloss_spans(suite.wsd)
+            started = time.perf_counter()
+            gloss_hidden = encode_spans(load_contextual(model), texts, spans, progress=progress).hidden
+            secs += time.perf_counter() - started
+        result = evaluate_wsd(
+            suite.wsd, suite.wsd_rows, enc.hidden, enc.model, wn.sense_count, SEED, gloss_hidden, gloss_rows
+        )
+        if glosses:
+            result.meta["gloss_template"] = GLOSS_TEMPLATE
+        return result, suite, secs
 
     return _timed(run)
+
+
+GLOSS_TEMPLATE = "{lemma}: {definition}"
+
+
+def gloss_spans(wsd: WsdData) -> tuple[list[str], list[Span], dict[tuple[tuple[str, str], str], int]]:
+    """One text per candidate sense, ``"<lemma>: <gloss>"``, with the span of the lemma (LMMS style)."""
+    reader = wn.wordnet()
+    senses = sorted({(item.key, item.example.synset) for item in wsd.items if item.split == "train"})
+    texts, spans, rows = [], [], {}
+    for key, synset in senses:
+        lemma = key[0]
+        text = GLOSS_TEMPLATE.format(lemma=lemma, definition=reader.synset(synset).definition())
+        rows[(key, synset)] = len(spans)
+        spans.append((len(texts), 0, len(lemma)))
+        texts.append(text)
+    return texts, spans, rows
 
 
 def run_similarity(model: str, static: str, size: str = "full", progress: Progress | None = None) -> BenchmarkResult:

@@ -211,3 +211,12 @@ def evaluate_contextuality(
         for name, value in m.adjusted.items():
             result.add(**common, metric=f"{name}_adjusted", value=value)
     return result
+
+
+def combine(results: Sequence[BenchmarkResult]) -> BenchmarkResult:
+    """Several models' contextuality results as one tidy table (rows told apart by ``system``)."""
+    first = results[0]
+    merged = BenchmarkResult(first.benchmark, first.model, [r for res in results for r in res.rows], dict(first.meta))
+    merged.meta["models"] = [res.model for res in results]
+    merged.meta["per_model"] = {res.model: {"seconds": res.meta.get("seconds")} for res in results}
+    return merged

@@ -53,11 +53,15 @@ def evaluate_wsd(
     model: str,
     sense_count: Callable[[str, str], int],
     seed: int = 0,
+    gloss_hidden: np.ndarray | None = None,
+    gloss_rows: dict[tuple[Key, str], int] | None = None,
 ) -> BenchmarkResult:
     """Nearest-centroid accuracy and macro-F1 per layer, beside MFS and random-sense baselines.
 
     ``item_rows[k]`` is the row of ``hidden`` (``(n_spans, layers + 1, d)``) for ``data.items[k]``;
-    ``sense_count(synset, lemma)`` gives the SemCor count used by the MFS baseline.
+    ``sense_count(synset, lemma)`` gives the SemCor count used by the MFS baseline. With
+    ``gloss_hidden`` and ``gloss_rows[(key, synset)]`` (the lemma inside the sense's gloss, LMMS
+    style) a second system ``<model>+glosses`` counts the gloss as one more example of its sense.
     """
     train = [k for k, it in enumerate(data.items) if it.split == "train"]
     test = [k for k, it in enumerate(data.items) if it.split == "test"]
@@ -68,18 +72,28 @@ def evaluate_wsd(
     gold = [data.items[k].example.synset for k in test]
     result = BenchmarkResult("wsd", model, meta={"counts": {**data.counts, "scored_test_examples": len(test)}})
 
-    for layer in range(hidden.shape[1]):
-        vectors = hidden[:, layer, :]
-        by_key: dict[Key, list[int]] = defaultdict(list)
-        for k in train:
-            by_key[data.items[k].key].append(k)
-        sense_vectors = {
-            key: centroids(vectors[[item_rows[k] for k in ks]], [data.items[k].example.synset for k in ks])
-            for key, ks in by_key.items()
-        }
-        predicted = [nearest_sense(vectors[item_rows[k]], sense_vectors[data.items[k].key]) for k in test]
-        for metric, value in scores(gold, predicted).items():
-            result.add(system=model, layer=layer, split="test", metric=metric, value=value)
+    by_key: dict[Key, list[int]] = defaultdict(list)
+    for k in train:
+        by_key[data.items[k].key].append(k)
+    variants = [(model, None)]
+    if gloss_hidden is not None and gloss_rows is not None:
+        variants.append((f"{model}+glosses", gloss_hidden))
+        result.meta["gloss_senses"] = len(gloss_rows)
+    for system, glosses in variants:
+        for layer in range(hidden.shape[1]):
+            vectors = hidden[:, layer, :]
+            sense_vectors = {}
+            for key, ks in by_key.items():
+                rows = [vectors[item_rows[k]] for k in ks]
+                labels = [data.items[k].example.synset for k in ks]
+                if glosses is not None and gloss_rows is not None:
+                    for synset in sorted(inventory[key]):
+                        rows.append(glosses[gloss_rows[(key, synset)], layer])
+                        labels.append(synset)
+                sense_vectors[key] = centroids(np.stack(rows), labels)
+            predicted = [nearest_sense(vectors[item_rows[k]], sense_vectors[data.items[k].key]) for k in test]
+            for metric, value in scores(gold, predicted).items():
+                result.add(system=system, layer=layer, split="test", metric=metric, value=value)
 
     mfs = []
     for k in test:

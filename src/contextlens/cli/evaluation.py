@@ -145,6 +145,9 @@ def wic_cmd(
 @eval_app.command("wsd")
 def wsd_cmd(
     model: ModelOpt = DEFAULT_MODEL,
+    glosses: Annotated[
+        bool, typer.Option("--glosses", help="Also score sense vectors that include each sense's WordNet gloss.")
+    ] = False,
     quick: QuickOpt = False,
     json_out: JsonOpt = False,
     plot: PlotOpt = None,
@@ -154,7 +157,7 @@ def wsd_cmd(
     from contextlens.reports.benchmark_figures import wsd_figure
 
     with _progress(model) as progress:
-        result = run_wsd(model, _size(quick), progress)
+        result = run_wsd(model, _size(quick), progress, glosses=glosses)
     _plot(result, plot, wsd_figure)
     if json_out:
         print_json(result.to_dict())
@@ -254,7 +257,9 @@ def contextuality_cmd(
             results.append(run_contextuality(name, _size(quick), progress))
     _plot(results, plot, contextuality_figure)
     if json_out:
-        print_json(results[0].to_dict() if len(results) == 1 else {"results": [r.to_dict() for r in results]})
+        from contextlens.analyses.contextuality import combine
+
+        print_json(combine(results).to_dict())
         return
     for result in results:
         table = Table(title=f"how contextual? (Ethayarajh 2019) — {result.model}")

@@ -55,6 +55,9 @@ def wsd_figure(result: BenchmarkResult) -> plt.Figure:
     for ax, metric in zip(axes, ("accuracy", "macro_f1"), strict=True):
         layers, values = _layer_curve(result, system=result.model, metric=metric)
         ax.plot(layers, values, marker="o", lw=2.2, color="#c2410c", label=f"{result.model}: nearest sense centroid")
+        g_layers, g_values = _layer_curve(result, system=f"{result.model}+glosses", metric=metric)
+        if g_layers:
+            ax.plot(g_layers, g_values, marker="s", lw=1.6, ls="--", color="#b45309", label="... with glosses")
         for system in ("mfs-semcor", "random-sense"):
             for r in result.select(system=system, metric=metric):
                 color, ls = _BASELINE_STYLES[system]
