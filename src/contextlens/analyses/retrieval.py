@@ -215,9 +215,11 @@ def _unit(x: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Encodings:
-    """Every system's vectors for one task: ``systems[(kind, layer)] = (queries, corpus, fit)``."""
+    """Every system's vectors for one task: ``systems[(kind, layer)] = (queries, corpus, fit)``;
+    ``cost`` names the systems that get the dimension and dtype sweep."""
 
     systems: dict[tuple[str, int | None], tuple[np.ndarray, np.ndarray, np.ndarray]]
+    cost: tuple[tuple[str, int | None], ...]
 
 
 def encode_task(
@@ -229,8 +231,10 @@ def encode_task(
 ) -> Encodings:
     """Input rows, hidden means at every layer (one forward pass) and sentence embeddings.
 
-    ``fit`` texts (PCA and int8 fitting) are encoded only for the two kinds of the cost sweep;
-    None means the corpus itself is the fitting set. Encodings are cached on disk.
+    The cost sweep covers the input rows and the model's sentence embedding; a model without one
+    (a decoder such as smollm2) gets its last-layer hidden mean instead. ``fit`` texts (PCA and
+    int8 fitting) are encoded only for those two systems; None means the corpus itself is the
+    fitting set. Encodings are cached on disk.
     """
     same = list(queries) == list(corpus)
     texts = list(corpus) if same else list(queries) + list(corpus)
@@ -238,19 +242,28 @@ def encode_task(
     def split(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return (x, x) if same else (x[: len(queries)], x[len(queries) :])
 
+    def fitted(encoder: TextEncoder, corpus_vectors: np.ndarray) -> np.ndarray:
+        if fit is None:
+            return corpus_vectors
+        return encoder.encode_cached(list(fit), show_progress_bar=show_progress_bar)
+
     systems: dict[tuple[str, int | None], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
-    kinds = ["input-row", "sentence"] if sentence_config(model.source) is not None else ["input-row"]
-    for kind in kinds:
+    has_sentence = sentence_config(model.source) is not None
+    for kind in ["input-row", "sentence"] if has_sentence else ["input-row"]:
         encoder = TextEncoder(model, kind)
         q, c = split(encoder.encode_cached(texts, show_progress_bar=show_progress_bar))
-        f = c if fit is None else encoder.encode_cached(list(fit), show_progress_bar=show_progress_bar)
-        systems[(kind, None)] = (q, c, f)
+        systems[(kind, None)] = (q, c, fitted(encoder, c))
     layers = hidden_means_every_layer(model, texts, show_progress_bar=show_progress_bar)
     for layer in range(layers.shape[0]):
         q, c = split(layers[layer])
         systems[("hidden-mean", layer)] = (q, c, c)
+    top = ("hidden-mean", model.num_layers)
+    if not has_sentence:
+        q, c, _ = systems[top]
+        systems[top] = (q, c, fitted(TextEncoder(model, "hidden-mean"), c))
     order = sorted(systems, key=lambda s: (("input-row", "hidden-mean", "sentence").index(s[0]), s[1] or 0))
-    return Encodings({s: systems[s] for s in order})
+    cost = (("input-row", None), ("sentence", None) if has_sentence else top)
+    return Encodings({s: systems[s] for s in order}, cost)
 
 
 # --- the benchmark ----------------------------------------------------------------------------
@@ -259,13 +272,12 @@ def encode_task(
 Scorer = Callable[[np.ndarray], dict[str, float]]
 
 
-def sweep(
-    result: BenchmarkResult, encodings: Encodings, score: Scorer, cost_kinds: Sequence[str] = ("input-row", "sentence")
-) -> None:
-    """Rows for every system at full float32, then the cost sweep for ``cost_kinds``."""
-    for (kind, layer), (q, c, fit) in encodings.systems.items():
+def sweep(result: BenchmarkResult, encodings: Encodings, score: Scorer) -> None:
+    """Rows for every system at full float32, then the dimension/dtype sweep for the cost systems."""
+    for system, (q, c, fit) in encodings.systems.items():
+        kind, layer = system
         full = Coding(q.shape[1], None, "float32")
-        plan = codings(q.shape[1], fit.shape[0]) if kind in cost_kinds else [full]
+        plan = codings(q.shape[1], fit.shape[0]) if system in encodings.cost else [full]
         for coding in plan:
             coder = Coder(coding, fit)
             sims = coder(q) @ coder(c).T

@@ -6,6 +6,8 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich import box
+from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
@@ -247,11 +249,12 @@ def render_retrieval(result) -> None:
         grouped.setdefault(key, {})[r["metric"]] = r["value"]
     meta = result.meta
     size = f"{meta.get('documents', meta.get('queries'))} " + ("documents" if "documents" in meta else "queries")
-    table = Table(title=f"{result.benchmark} — {result.model} ({size}{', quick' if meta.get('quick') else ''})")
+    title = f"{result.benchmark} — {result.model} ({size}{', quick' if meta.get('quick') else ''})"
+    table = Table(title=title, box=box.SIMPLE_HEAD)
     for col in ("kind", "layer", "cut", "dim", "dtype", "bytes"):
-        table.add_column(col, justify="left" if col in ("kind", "cut", "dtype") else "right")
+        table.add_column(col, justify="left" if col in ("kind", "cut", "dtype") else "right", no_wrap=True)
     for metric in metrics:
-        table.add_column(metric, justify="right")
+        table.add_column(metric, justify="right", no_wrap=True)
     best = {m: max(v[m] for v in grouped.values()) for m in metrics}
     previous_section = None
     for (kind, layer, reduction, dim, dtype, nbytes), values in grouped.items():
@@ -272,7 +275,10 @@ def render_retrieval(result) -> None:
             f"{nbytes:g}",
             *cells,
         )
-    console.print(table)
+    if console.is_terminal:
+        console.print(table)
+    else:  # piped output defaults to 80 columns, too narrow for this table
+        Console(emoji=False, highlight=False, width=110).print(table)
     chance = {k: v for k, v in meta.items() if k.startswith("random_")}
     for k, v in chance.items():
         console.print(f"[dim]chance level ({k.removeprefix('random_')}): {v:.4f}[/dim]")

@@ -17,8 +17,8 @@ KIND_COLORS = {"input-row": "#15803d", "sentence": "#b91c1c", "hidden-mean": "#3
 def retrieval_figure(result: BenchmarkResult, metric: str | None = None) -> plt.Figure:
     """Left: the metric at each hidden layer, with input rows and the model's sentence embedding
     beside it. Right: the metric against bytes per vector (log scale) for the sentence embedding
-    (colour = dtype; solid = truncation, ending at the full dimension; dashed = PCA) with input
-    rows in float32 for contrast."""
+    (for a model without one, its last-layer hidden mean; colour = dtype; solid = truncation,
+    ending at the full dimension; dashed = PCA) with input rows in float32 for contrast."""
     metric = metric or MAIN_METRIC.get(result.benchmark) or result.rows[0]["metric"]
     rows = [r for r in result.rows if r["metric"] == metric]
     full = [r for r in rows if r["reduction"] is None and r["dtype"] == "float32"]
@@ -37,26 +37,32 @@ def retrieval_figure(result: BenchmarkResult, metric: str | None = None) -> plt.
         left.axhline(chance, color="#9ca3af", ls=":", lw=1.4, label=f"random order ({chance:.3f})")
     left.set_xlabel("layer (0 = embedding output)")
     left.set_ylabel(metric)
-    left.set_xticks([x for x, _ in layers])
+    step = max(1, -(-len(layers) // 16))  # at most ~16 tick labels
+    left.set_xticks([x for x, _ in layers][::step])
     left.set_title("which kind, which layer (full dim, float32)")
     left.grid(alpha=0.3)
     left.legend(fontsize=8, loc="best")
 
-    for kind, width, alpha in (("sentence", 1.8, 1.0), ("input-row", 1.2, 0.55)):
-        dtypes = ("float32", "float16", "int8", "binary") if kind == "sentence" else ("float32",)
-        for dtype in dtypes:
+    # The cost sweep covers the sentence embedding, or for a model without one its last layer.
+    has_sentence = any(r["kind"] == "sentence" for r in rows)
+    top = max((r["layer"] for r in rows if r["kind"] == "hidden-mean"), default=None)
+    main = ("sentence", None) if has_sentence else ("hidden-mean", top)
+    main_label = "sentence" if has_sentence else f"hidden-mean L{top}"
+    for system, width, alpha in ((main, 1.8, 1.0), (("input-row", None), 1.2, 0.55)):
+        is_main = system == main
+        for dtype in ("float32", "float16", "int8", "binary") if is_main else ("float32",):
             for reduction, style in (("truncate", "-"), ("pca", "--")):
                 pts = sorted(
                     (r["bytes_per_vector"], r["value"])
                     for r in rows
-                    if r["kind"] == kind
+                    if (r["kind"], r["layer"]) == system
                     and r["dtype"] == dtype
                     and (r["reduction"] == reduction or (reduction == "truncate" and r["reduction"] is None))
                 )
                 if not pts:
                     continue
-                color = DTYPE_COLORS[dtype] if kind == "sentence" else KIND_COLORS["input-row"]
-                label = f"{kind} {dtype}, {reduction}" if kind == "sentence" else f"input-row float32, {reduction}"
+                color = DTYPE_COLORS[dtype] if is_main else KIND_COLORS["input-row"]
+                label = f"{main_label} {dtype}, {reduction}" if is_main else f"input-row float32, {reduction}"
                 right.plot([x for x, _ in pts], [y for _, y in pts], ls=style, marker="o", ms=3.5, lw=width,
                            alpha=alpha, color=color, label=label)  # fmt: skip
     right.set_xscale("log", base=2)
