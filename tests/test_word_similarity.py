@@ -81,3 +81,9 @@ def test_cli_quick_reports_spearman_and_oov_share():
                 and x["split"] == r["split"]
             ]
             assert r["value"] == pytest.approx(1 - cov[0]["value"])
+
+
+def test_cli_unknown_static_model_is_one_line_error():
+    proc = run_cli("eval", "similarity", "--model", "minilm", "--quick", "--static", "no-such-vectors")
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("error:") and proc.stderr.count("\n") == 1 and "glove-50d" in proc.stderr

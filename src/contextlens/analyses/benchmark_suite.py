@@ -175,10 +175,9 @@ def _timed(run: Callable[[], tuple[BenchmarkResult, Suite, float]]) -> Benchmark
 def run_wic(model: str, static: str, size: str = "full", progress: Progress | None = None) -> BenchmarkResult:
     def run() -> tuple[BenchmarkResult, Suite, float]:
         suite = build_suite(size)
+        static_model = load_static(static)  # a wrong name fails before the (long) encoding
         enc, secs = encode_suite(model, size, progress)
-        result = evaluate_wic(
-            suite.wic, suite.wic_rows, enc.hidden, enc.input_rows, enc.model, load_static(static), static
-        )
+        result = evaluate_wic(suite.wic, suite.wic_rows, enc.hidden, enc.input_rows, enc.model, static_model, static)
         return result, suite, secs
 
     return _timed(run)
@@ -226,11 +225,12 @@ def gloss_spans(wsd: WsdData) -> tuple[list[str], list[Span], dict[tuple[tuple[s
 def run_similarity(model: str, static: str, size: str = "full", progress: Progress | None = None) -> BenchmarkResult:
     def run() -> tuple[BenchmarkResult, Suite, float]:
         suite = build_suite(size)
+        static_model = load_static(static)  # a wrong name fails before the (long) encoding
         enc, secs = encode_suite(model, size, progress)
         result = sim.evaluate_similarity(
             suite.similarity,
             enc.model,
-            load_static(static),
+            static_model,
             static,
             enc.hidden,
             suite.template_rows,
