@@ -24,7 +24,7 @@ side) and binary (one sign bit per dimension, scored by Hamming distance).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
 
@@ -344,8 +344,3 @@ def evaluate_wordnet(
         "source": "WordNet 3.0 (Debian wordnet-base): first located usage example of each synset",
     }
     return result
-
-
-def full_float32(result: BenchmarkResult) -> Iterator[dict]:
-    """The layer/kind rows (full dimension, float32)."""
-    return (r for r in result.rows if r["reduction"] is None and r["dtype"] == "float32")

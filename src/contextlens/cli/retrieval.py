@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import Annotated
 
@@ -159,7 +160,7 @@ def capacity_cmd(
     if measure:
         if max_measure < 2:
             raise InputError(f"--max-measure must be at least 2, got {max_measure}")
-        with console.status("building the FAISS index to measure it...") if not json_out else _null():
+        with contextlib.nullcontext() if json_out else console.status("building the FAISS index to measure it..."):
             result = measure_size(request, max_measure=max_measure)
     else:
         result = estimate(request)
@@ -197,14 +198,6 @@ def human_bytes(n: float) -> str:
             return f"{n:.1f} {unit}" if unit != "B" else f"{int(n)} B"
         n /= 1024
     return f"{n:.1f} TiB"
-
-
-class _null:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        return None
 
 
 @eval_app.command("retrieval")
