@@ -75,7 +75,7 @@ def index_build(
     spec = IndexSpec(index, params)  # checks the options fit the index type before the model loads
     documents = load_documents(docs)
     encoder = make_encoder(model, kind or "sentence", layer)
-    built = VectorIndex.build(documents, encoder, spec, batch_size=batch_size, show_progress_bar=True)
+    built = VectorIndex.build(documents, encoder, spec, batch_size=batch_size, show_progress_bar=console.is_terminal)
     folder = built.save(out, model_source=encoder.model.source)
     manifest = (folder / "manifest.json").read_text()
     if json_out:
@@ -216,9 +216,11 @@ def eval_retrieval(
     from contextlens.analyses.retrieval import evaluate_lee, evaluate_wordnet
 
     if task == "lee":
-        result = evaluate_lee(model, quick=quick, show_progress_bar=not json_out)
+        result = evaluate_lee(model, quick=quick, show_progress_bar=console.is_terminal and not json_out)
     elif task == "wordnet":
-        result = evaluate_wordnet(model, sample=sample, seed=seed, quick=quick, show_progress_bar=not json_out)
+        result = evaluate_wordnet(
+            model, sample=sample, seed=seed, quick=quick, show_progress_bar=console.is_terminal and not json_out
+        )
     else:
         raise InputError(f"unknown --task {task!r}; use lee or wordnet")
     if plot is not None:
