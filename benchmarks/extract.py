@@ -1,8 +1,9 @@
 """Extraction speed and memory: contextlens vs the seeds' loop vs the bare batched forward pass.
 
-For each model, on N real sentences (gensim's Lee background corpus, split into sentences; one
-target word per sentence, the longest alphabetic word), three ways to get every layer's hidden
-state of the target:
+For each model and corpus, on N real sentences, three ways to get every layer's hidden state of
+one target word per sentence. Corpora: ``lee`` - gensim's Lee background corpus (news) split into
+sentences of 6-60 words, target = the longest word; ``wordnet`` - WordNet 3.0 usage examples
+(short), evenly spaced, target = the lemma the example illustrates. The approaches:
 
   (a) seeds  - the seeds' approach: one sentence per forward pass, all hidden states kept;
   (b) ours   - ``ContextualModel.encode_occurrences`` (batched by length, targets only);
@@ -14,7 +15,8 @@ Each (model, approach) runs in a fresh process, so peak memory (ru_maxrss) is it
 model is loaded before the clock starts. Threads are pinned (default 2). Each approach is timed
 ``--repeats`` times and the best time is kept (other processes only ever slow a run down).
 
-    python benchmarks/extract.py [--models minilm mpnet] [--sentences 500] [--threads 2] [--json]
+    python benchmarks/extract.py [--models minilm mpnet] [--corpus lee wordnet] [--sentences 500]
+                                 [--threads 2] [--repeats 3] [--json]
 """
 
 from __future__ import annotations
@@ -55,7 +57,24 @@ def lee_sentences(n: int) -> list[tuple[str, int, int]]:
     raise SystemExit(f"the Lee corpus has only {len(out)} usable sentences; ask for fewer")
 
 
-def _run_one(model_name: str, approach: str, n: int, threads: int, batch_size: int, repeats: int, queue) -> None:
+def wordnet_sentences(n: int) -> list[tuple[str, int, int]]:
+    """``n`` WordNet 3.0 usage examples, evenly spaced over all of them (deterministic), each
+    with the located lemma as the target."""
+    from contextlens.core.wordnet import usage_examples
+
+    examples = usage_examples()
+    if len(examples) < n:
+        raise SystemExit(f"WordNet has only {len(examples)} usable examples; ask for fewer")
+    step = len(examples) / n
+    return [(e.text, e.start, e.end) for e in (examples[int(k * step)] for k in range(n))]
+
+
+CORPORA = {"lee": lee_sentences, "wordnet": wordnet_sentences}
+
+
+def _run_one(
+    model_name: str, corpus: str, approach: str, n: int, threads: int, batch_size: int, repeats: int, queue
+) -> None:
     import torch
 
     torch.set_num_threads(threads)
@@ -63,7 +82,7 @@ def _run_one(model_name: str, approach: str, n: int, threads: int, batch_size: i
     from contextlens.core.occurrences import Occurrence
 
     model: ContextualModel = load_contextual(model_name)
-    data = lee_sentences(n)
+    data = CORPORA[corpus](n)
     occs = [Occurrence(t, s, e) for t, s, e in data]
     tok = model.tokenizer
     net = model.model
@@ -109,6 +128,7 @@ def _run_one(model_name: str, approach: str, n: int, threads: int, batch_size: i
     queue.put(
         {
             "model": model_name,
+            "corpus": corpus,
             "approach": approach,
             "sentences": n,
             "tokens": int(sum(lengths)),
@@ -121,10 +141,10 @@ def _run_one(model_name: str, approach: str, n: int, threads: int, batch_size: i
     )
 
 
-def measure(model_name: str, approach: str, n: int, threads: int, batch_size: int, repeats: int) -> dict:
+def measure(model_name: str, corpus: str, approach: str, n: int, threads: int, batch_size: int, repeats: int) -> dict:
     ctx = mp.get_context("spawn")
     queue = ctx.Queue()
-    proc = ctx.Process(target=_run_one, args=(model_name, approach, n, threads, batch_size, repeats, queue))
+    proc = ctx.Process(target=_run_one, args=(model_name, corpus, approach, n, threads, batch_size, repeats, queue))
     proc.start()
     result = queue.get()
     proc.join()
@@ -134,6 +154,7 @@ def measure(model_name: str, approach: str, n: int, threads: int, batch_size: in
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--models", nargs="+", default=["minilm", "mpnet"])
+    parser.add_argument("--corpus", nargs="+", choices=sorted(CORPORA), default=["lee", "wordnet"])
     parser.add_argument("--sentences", type=int, default=500)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--batch-size", type=int, default=32)
@@ -142,32 +163,36 @@ def main() -> None:
     args = parser.parse_args()
 
     runs, summary = [], []
-    for model_name in args.models:
-        by = {}
-        for approach in APPROACHES:
-            r = measure(model_name, approach, args.sentences, args.threads, args.batch_size, args.repeats)
-            by[approach] = r
-            runs.append(r)
-            if not args.json:
-                print(f"  {model_name:7s} {approach:5s} {r['seconds']:7.2f} s", file=sys.stderr)
-        ratios = {
-            "ours/seeds": by["ours"]["tokens_per_s"] / by["seeds"]["tokens_per_s"],
-            "ours/bare": by["ours"]["tokens_per_s"] / by["bare"]["tokens_per_s"],
-            "bare/seeds": by["bare"]["tokens_per_s"] / by["seeds"]["tokens_per_s"],
-        }
-        summary.append({"model": model_name, **ratios, "targets": TARGETS.get(model_name, {})})
+    for corpus in args.corpus:
+        for model_name in args.models:
+            by = {}
+            for approach in APPROACHES:
+                r = measure(model_name, corpus, approach, args.sentences, args.threads, args.batch_size, args.repeats)
+                by[approach] = r
+                runs.append(r)
+                if not args.json:
+                    print(f"  {corpus:7s} {model_name:7s} {approach:5s} {r['seconds']:7.2f} s", file=sys.stderr)
+            ratios = {
+                "ours/seeds": by["ours"]["tokens_per_s"] / by["seeds"]["tokens_per_s"],
+                "ours/bare": by["ours"]["tokens_per_s"] / by["bare"]["tokens_per_s"],
+                "bare/seeds": by["bare"]["tokens_per_s"] / by["seeds"]["tokens_per_s"],
+            }
+            summary.append({"corpus": corpus, "model": model_name, **ratios, "targets": TARGETS.get(model_name, {})})
 
     if args.json:
         print(json.dumps({"threads": args.threads, "batch_size": args.batch_size, "runs": runs, "summary": summary}))
         return
     print(
-        f"\n{args.sentences} Lee-corpus sentences, {args.threads} threads, batch size {args.batch_size}, "
+        f"\n{args.sentences} sentences per corpus, {args.threads} threads, batch size {args.batch_size}, "
         f"best of {args.repeats}\n"
     )
-    print(f"{'model':8s}{'approach':10s}{'seconds':>9s}{'tokens/s':>11s}{'peak RSS MB':>13s}{'RSS growth MB':>15s}")
+    print(
+        f"{'corpus':9s}{'model':8s}{'approach':10s}{'seconds':>9s}{'tokens/s':>11s}"
+        f"{'peak RSS MB':>13s}{'RSS growth MB':>15s}"
+    )
     for r in runs:
         print(
-            f"{r['model']:8s}{r['approach']:10s}{r['seconds']:9.2f}{r['tokens_per_s']:11.0f}"
+            f"{r['corpus']:9s}{r['model']:8s}{r['approach']:10s}{r['seconds']:9.2f}{r['tokens_per_s']:11.0f}"
             f"{r['peak_rss_mb']:13.0f}{r['rss_growth_mb']:15.0f}"
         )
     print()
@@ -176,7 +201,7 @@ def main() -> None:
             f"{k} {s[k]:.2f} (target >= {v}: {'met' if s[k] >= v else 'NOT met'})" for k, v in s["targets"].items()
         )
         print(
-            f"{s['model']:8s} ours/seeds {s['ours/seeds']:.2f}  ours/bare {s['ours/bare']:.2f}  "
+            f"{s['corpus']:9s}{s['model']:8s} ours/seeds {s['ours/seeds']:.2f}  ours/bare {s['ours/bare']:.2f}  "
             f"bare/seeds {s['bare/seeds']:.2f}   {checks}"
         )
 
