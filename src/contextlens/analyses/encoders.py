@@ -20,7 +20,6 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
-import torch
 
 from contextlens.core.contextual_models import ContextualModel, load_contextual, sentence_config
 from contextlens.core.disk_cache import cache_key, cached_arrays
@@ -115,54 +114,9 @@ def hidden_means_every_layer(
     """
 
     def compute() -> dict[str, np.ndarray]:
-        return {"x": _every_layer(model, texts, batch_size, show_progress_bar)}
+        return {"x": model.embed_texts_layers(texts, None, "mean", False, batch_size, show_progress_bar)}
 
     if not cache:
         return compute()["x"]
     key = cache_key("hidden-mean-every-layer", model.name, model.source, list(texts))
     return cached_arrays("retrieval", key, compute)["x"]
-
-
-def _every_layer(model: ContextualModel, texts: Sequence[str], batch_size: int, show_progress_bar: bool) -> np.ndarray:
-    for i, text in enumerate(texts):
-        if not isinstance(text, str) or not text.strip():
-            raise InputError(f"text {i} is empty; every text must contain something to embed")
-    tok = model.tokenizer
-    ids = [tok(t, truncation=True, max_length=model.max_length, verbose=False)["input_ids"] for t in texts]
-    order = sorted(range(len(texts)), key=lambda i: -len(ids[i]))
-    out = np.zeros((model.num_layers + 1, len(texts), model.hidden_size), dtype=np.float32)
-    chunks = [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
-    progress = _progress(show_progress_bar and len(chunks) > 1)
-    with progress as bar:
-        task = bar.add_task(f"{model.name}: hidden states, every layer", total=len(texts)) if bar else None
-        for chunk in chunks:
-            width = max(len(ids[i]) for i in chunk)
-            batch = torch.full((len(chunk), width), tok.pad_token_id, dtype=torch.long)
-            mask = torch.zeros((len(chunk), width), dtype=torch.long)
-            for row, i in enumerate(chunk):
-                batch[row, : len(ids[i])] = torch.tensor(ids[i])
-                mask[row, : len(ids[i])] = 1
-            with torch.inference_mode():
-                states = model.model(input_ids=batch, attention_mask=mask, output_hidden_states=True).hidden_states
-                m = mask.unsqueeze(-1).float()
-                for layer, h in enumerate(states):
-                    out[layer, chunk] = ((h.float() * m).sum(1) / m.sum(1).clamp(min=1)).numpy()
-            if bar:
-                bar.advance(task, len(chunk))
-    return out
-
-
-class _NoProgress:
-    def __enter__(self):
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        return None
-
-
-def _progress(enabled: bool):
-    if not enabled:
-        return _NoProgress()
-    from rich.progress import Progress
-
-    return Progress(transient=True)

@@ -343,13 +343,13 @@ class ContextualModel:
             )
         return self._pooled_texts(
             texts,
-            layer=self.num_layers,
+            layers=(self.num_layers,),
             mode=cfg.mode,
             normalize=cfg.normalize,
             max_length=min(cfg.max_seq_length, self.max_length),
             batch_size=batch_size,
             show_progress_bar=show_progress_bar,
-        )
+        )[0]
 
     def embed_texts(
         self,
@@ -361,8 +361,25 @@ class ContextualModel:
         show_progress_bar: bool = False,
     ) -> np.ndarray:
         """One vector per text from the hidden states at ``layer``, pooled over its tokens."""
-        (real,) = self.check_layers([layer])
-        return self._pooled_texts(texts, real, mode, normalize, self.max_length, batch_size, show_progress_bar)
+        return self.embed_texts_layers(texts, [layer], mode, normalize, batch_size, show_progress_bar)[0]
+
+    def embed_texts_layers(
+        self,
+        texts: Sequence[str],
+        layers: Sequence[int] | None = None,
+        mode: Literal["mean", "cls", "max"] = "mean",
+        normalize: bool = False,
+        batch_size: int = 32,
+        show_progress_bar: bool = False,
+    ) -> np.ndarray:
+        """``(len(layers), n, d)``: :meth:`embed_texts` at several layers (default all) in one pass.
+
+        Pooling runs over every token the attention mask keeps (specials included), as
+        sentence-transformers does; texts are cut at the model's maximum length.
+        """
+        return self._pooled_texts(
+            texts, self.check_layers(layers), mode, normalize, self.max_length, batch_size, show_progress_bar
+        )
 
     def embed_input_rows(self, texts: Sequence[str], batch_size: int = 256) -> np.ndarray:
         """Mean of the input rows of each text's tokens (specials excluded): the seed's "design
@@ -430,37 +447,37 @@ class ContextualModel:
     def _pooled_texts(
         self,
         texts: Sequence[str],
-        layer: int,
+        layers: tuple[int, ...],
         mode: str,
         normalize: bool,
         max_length: int,
         batch_size: int,
         show_progress_bar: bool,
     ) -> np.ndarray:
+        if mode not in ("mean", "cls", "max"):
+            raise InputError(f"unknown text pooling {mode!r}; use mean, cls or max")
         for n, t in enumerate(texts):
             if not isinstance(t, str) or not t.strip():
                 raise InputError(f"text {n} is empty; every text must contain something to embed")
-        out = np.zeros((len(texts), self.hidden_size), dtype=np.float32)
-        items = []
-        for i, text in enumerate(texts):
-            ids = self.tokenizer(text, truncation=True, max_length=max_length, verbose=False)["input_ids"]
-            items.append((i, ids))
+        out = np.zeros((len(layers), len(texts), self.hidden_size), dtype=np.float32)
+        encoded = self.tokenizer(list(texts), truncation=True, max_length=max_length, verbose=False)["input_ids"]
+        items = list(enumerate(encoded))
         for batch in self._batches(items, batch_size, show_progress_bar, "texts"):
             input_ids, mask = self._pad([ids for _, ids in batch])
             outputs = self._run(input_ids, mask, hidden_states=True)
-            states = outputs.hidden_states[layer]
-            m = mask.unsqueeze(-1).to(states.dtype)
-            if mode == "mean":
-                pooled = (states * m).sum(1) / m.sum(1).clamp(min=1)
-            elif mode == "cls":
-                pooled = states[:, 0]
-            elif mode == "max":
-                pooled = states.masked_fill(m == 0, -1e9).max(1).values
-            else:
-                raise InputError(f"unknown text pooling {mode!r}; use mean, cls or max")
-            if normalize:
-                pooled = torch.nn.functional.normalize(pooled, dim=-1)
-            out[[i for i, _ in batch]] = pooled.float().numpy()
+            m = mask.unsqueeze(-1).float()
+            rows = [i for i, _ in batch]
+            for k, layer in enumerate(layers):
+                states = outputs.hidden_states[layer].float()
+                if mode == "mean":
+                    pooled = (states * m).sum(1) / m.sum(1).clamp(min=1)
+                elif mode == "cls":
+                    pooled = states[:, 0]
+                else:
+                    pooled = states.masked_fill(m == 0, -1e9).max(1).values
+                if normalize:
+                    pooled = torch.nn.functional.normalize(pooled, dim=-1)
+                out[k, rows] = pooled.numpy()
         return out
 
     def _batches(self, items: list, batch_size: int, show_progress_bar: bool, what: str) -> Iterator[list]:
