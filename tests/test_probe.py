@@ -74,3 +74,20 @@ def test_probe_cli_table_json_plot_html(tmp_path):
     assert png.stat().st_size > 10_000 and page.read_text().count("Plotly.newPlot") == 2
     table = runner.invoke(app, args)
     assert table.exit_code == 0 and "closest anchor" in table.stdout
+
+
+def test_static_scores_are_the_same_in_every_sentence(minilm, glove):
+    result = probe([parse_marked(RIVER), parse_marked(ACCOUNT)], ["shore", "deposit"], minilm, static=glove)
+    assert result.static_model == "glove-50d"
+    assert np.array_equal(result.static_scores[0], result.static_scores[1])
+    assert result.static_scores[0, 1] == pytest.approx(glove.similarity("bank", "deposit"))
+    (group,) = result.static_groups()
+    assert group[0] == "bank"
+    data = result.to_dict()
+    assert data["sentences"][0]["static_scores"] == data["sentences"][1]["static_scores"]
+
+
+def test_anchor_outside_the_static_vocabulary_is_refused_by_the_cli():
+    result = run_cli("probe", RIVER, "--anchors", "shore", "qzxqzxqzx", "--model", "minilm")
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "not in the vocabulary of glove-50d" in result.stderr.strip().splitlines()[-1]

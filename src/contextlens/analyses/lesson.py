@@ -58,6 +58,6 @@ def run_lesson(model: ContextualModel, static: StaticModel, permutations: int = 
         exploration=explore([], model, permutations=permutations),
         ranking=rank_pairs(load_pairs(), model, static),
         attention=attend([parse_marked(s) for s in ATTENTION_SENTENCES], model, layer=layer, head=head),
-        probe=probe([parse_marked(s) for s in PROBE_SENTENCES], PROBE_ANCHORS, model),
+        probe=probe([parse_marked(s) for s in PROBE_SENTENCES], PROBE_ANCHORS, model, static=static),
         trace=trace(parse_marked(WORKED_EXAMPLE[1]), model),
     )

@@ -7,6 +7,10 @@ sentence (``"The word is [shore]."``) or as the mean over sentences the user giv
 states of one model share a space at each layer, so the cosine is meaningful; all of them are
 contextual, so the absolute values are high (anisotropy) and the *difference* between anchors is
 what carries the sense.
+
+With a static model the same anchors are scored with static vectors too: one score per anchor,
+identical for every sentence, which is the lesson's point. Anchors (and targets) must then be in
+the static model's vocabulary, which also catches misspelt anchors.
 """
 
 from __future__ import annotations
@@ -21,7 +25,8 @@ import numpy as np
 from contextlens.analyses.ranking import DEFAULT_TEMPLATE, in_template
 from contextlens.core.contextual_models import ContextualModel
 from contextlens.core.occurrences import Occurrence, parse_marked
-from contextlens.core.similarity import cosine_values
+from contextlens.core.similarity import cosine, cosine_values
+from contextlens.core.static_models import StaticModel
 from contextlens.data import read_tsv
 from contextlens.errors import ContextlensError, DataFileError, InputError, OutOfVocabularyError
 
@@ -78,11 +83,23 @@ class ProbeResult:
     anchor_sources: list[str]  # "template" or "N sentences"
     template: str
     sentences: list[ProbedSentence]
+    static_model: str | None = None
+    static_scores: np.ndarray | None = field(default=None, repr=False)  # (sentences, anchors)
 
     def at(self, layer: int | None = None) -> np.ndarray:
         """(sentences, anchors) scores at ``layer`` (default: the chosen layer)."""
         k = self.layers.index(self.layer if layer is None else layer)
         return np.stack([s.scores[k] for s in self.sentences])
+
+    def static_groups(self) -> list[tuple[str, np.ndarray]]:
+        """One (word, scores per anchor) group per distinct target word: static scores do not
+        depend on the sentence, so sentences with the same word share one group."""
+        if self.static_scores is None:
+            return []
+        groups: dict[str, np.ndarray] = {}
+        for s, row in zip(self.sentences, self.static_scores, strict=True):
+            groups.setdefault(s.occurrence.word.lower(), row)
+        return list(groups.items())
 
     def best_anchor(self, sentence: int) -> str:
         return self.anchors[int(np.argmax(self.at()[sentence]))]
@@ -90,6 +107,7 @@ class ProbeResult:
     def to_dict(self) -> dict[str, object]:
         return {
             "model": self.model,
+            "static_model": self.static_model,
             "layer": self.layer,
             "template": self.template,
             "anchors": [
@@ -101,6 +119,9 @@ class ProbeResult:
                     "tokens": s.target_tokens,
                     "scores": dict(zip(self.anchors, self.at()[i].tolist(), strict=True)),
                     "best_anchor": self.best_anchor(i),
+                    "static_scores": None
+                    if self.static_scores is None
+                    else dict(zip(self.anchors, self.static_scores[i].tolist(), strict=True)),
                     "per_layer": [
                         {"layer": layer, **dict(zip(self.anchors, s.scores[k].tolist(), strict=True))}
                         for k, layer in enumerate(self.layers)
@@ -118,8 +139,9 @@ def probe(
     anchor_sentences: Mapping[str, Sequence[Occurrence]] | None = None,
     template: str = DEFAULT_TEMPLATE,
     layer: int = -1,
+    static: StaticModel | None = None,
 ) -> ProbeResult:
-    """Score each target against each anchor at every layer (0..L).
+    """Score each target against each anchor at every layer (0..L), and with ``static`` vectors.
 
     Anchors with sentences in ``anchor_sentences`` are the mean of their hidden states there; the
     rest stand in ``template``. Raises InputError / OutOfVocabularyError for unusable anchors.
@@ -136,6 +158,10 @@ def probe(
         raise InputError("an anchor is named twice; give each anchor word once")
     (chosen,) = model.check_layers([layer])
     layers = list(model.check_layers(None))
+    static_scores = None
+    if static is not None:  # before the forward pass, so a misspelt anchor fails at once
+        anchor_vectors = [static.vector(a) for a in anchors]
+        static_scores = np.array([[cosine(static.vector(o.word), v) for v in anchor_vectors] for o in occurrences])
     anchor_occs, owners, sources = [], [], []
     for a in anchors:
         given = anchor_sentences.get(a.lower())
@@ -157,4 +183,14 @@ def probe(
             ]
         )
         sentences.append(ProbedSentence(occ, enc.target_tokens, scores))
-    return ProbeResult(model.name, layers, chosen, list(anchors), sources, template, sentences)
+    return ProbeResult(
+        model.name,
+        layers,
+        chosen,
+        list(anchors),
+        sources,
+        template,
+        sentences,
+        static_model=static.name if static is not None else None,
+        static_scores=static_scores,
+    )

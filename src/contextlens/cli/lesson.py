@@ -304,19 +304,26 @@ def probe_cmd(
     template: TemplateOpt = "The word is [{word}].",
     layer: LayerOpt = -1,
     model: ModelOpt = DEFAULT_MODEL,
+    static: StaticOpt = DEFAULT_STATIC_MODEL,
     word: WordOpt = None,
     occurrence: OccurrenceOpt = 0,
     json_out: JsonOpt = False,
     plot: PlotOpt = None,
     html: HtmlOpt = None,
 ) -> None:
-    """Score the target's hidden state against anchor words, layer by layer (the seed's bar chart)."""
+    """Score the target's hidden state against anchor words, layer by layer (the seed's bar chart),
+    beside the static model's score (the same in every sentence)."""
     from contextlens.analyses.probe import load_anchor_sentences, probe
 
     texts, anchor_words = split_anchor_words(sentences, list(anchors or []))
     given = load_anchor_sentences(anchor_sentences) if anchor_sentences is not None else None
     occs = occurrences_from_args(texts, word, occurrence)
-    result = probe(occs, anchor_words, load_contextual(model), given, template=template, layer=layer)
+    from contextlens.core.static_models import load_static
+
+    static_model = load_static(static)
+    result = probe(
+        occs, anchor_words, load_contextual(model), given, template=template, layer=layer, static=static_model
+    )
     from contextlens.reports import interactive, lesson_figures
 
     _figures(
@@ -339,10 +346,15 @@ def probe_cmd(
             best = int(s.scores[k].argmax())
             cells = [f"[bold]{v:.4f}[/bold]" if j == best else f"{v:.4f}" for j, v in enumerate(s.scores[k])]
             table.add_row(str(lay), *cells, style="on grey15" if lay == result.layer else None)
+        if result.static_scores is not None:
+            table.add_section()
+            table.add_row("static", *(f"{v:.4f}" for v in result.static_scores[i]), style="blue")
         console.print(table)
         console.print(f"at layer {result.layer} the closest anchor is [bold]{escape(result.best_anchor(i))}[/bold]")
     sources = ", ".join(f"{a}: {s}" for a, s in zip(result.anchors, result.anchor_sources, strict=True))
     console.print(f"anchors ({escape(sources)}); template {escape(repr(result.template))}")
+    if result.static_scores is not None:
+        console.print(f"static = cosine of {escape(result.static_model or '')} vectors: the same in every sentence")
 
 
 # --- trace -----------------------------------------------------------------------------------

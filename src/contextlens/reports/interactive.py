@@ -325,12 +325,14 @@ def attention_figures(result: AttentionResult) -> list[go.Figure]:
 
 def probe_figures(result: ProbeResult) -> list[go.Figure]:
     """The seed's bar chart at the chosen layer, and the scores across layers."""
-    scores = result.at()
+    groups = result.static_groups()
+    scores = np.vstack([result.at(), *[row for _, row in groups]]) if groups else result.at()
     names = [plain(textwrap.shorten(s.occurrence.marked(), 50, placeholder="…")) for s in result.sentences]
+    static_names = [plain(f"static {result.static_model}: {word} (any sentence)") for word, _ in groups]
     bars = go.Figure()
     for j, anchor in enumerate(result.anchors):
         bars.add_bar(
-            x=names,
+            x=names + static_names,
             y=scores[:, j],
             name=plain(anchor),
             marker_color=COLOURS[j % len(COLOURS)],

@@ -210,11 +210,13 @@ def _token_labels(tokens: list[str], targets: list[int]) -> list[str]:
 
 def probe_figure(result: ProbeResult) -> plt.Figure:
     """The seed's bar chart (score per anchor at the chosen layer) and each score across layers."""
-    n_sent = len(result.sentences)
+    groups = result.static_groups()
     fig, (bars, lines) = plt.subplots(1, 2, figsize=(14, 5), gridspec_kw={"width_ratios": [1, 1.2]})
-    scores = result.at()
+    scores = np.vstack([result.at(), *[row for _, row in groups]]) if groups else result.at()
+    names = [s.occurrence.marked() for s in result.sentences]
+    names += [f"static {result.static_model}: {word} (any sentence)" for word, _ in groups]
     width = 0.8 / len(result.anchors)
-    x = np.arange(n_sent)
+    x = np.arange(len(names))
     for j, anchor in enumerate(result.anchors):
         colour = SENSE_COLOURS[j % len(SENSE_COLOURS)]
         pos = x - 0.4 + width * (j + 0.5)
@@ -228,7 +230,9 @@ def probe_figure(result: ProbeResult) -> plt.Figure:
                 va="bottom" if v >= 0 else "top",
                 fontsize=8,
             )
-    bars.set_xticks(x, [textwrap.fill(s.occurrence.marked(), 28) for s in result.sentences], fontsize=8)
+    bars.set_xticks(x, [textwrap.fill(name, 28) for name in names], fontsize=8)
+    if groups:
+        bars.axvline(len(result.sentences) - 0.5, color="#999", ls=":", lw=1)
     bars.axhline(0, color="#444", lw=0.8)
     bars.set_ylim(min(0.0, float(scores.min()) * 1.15), max(0.05, float(scores.max()) * 1.15))
     bars.set_ylabel("cosine with the anchor")
