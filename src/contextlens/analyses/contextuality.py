@@ -18,7 +18,6 @@ whole words (the mean of their subword tokens), as for every other contextlens t
 from __future__ import annotations
 
 import random
-import re
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -26,9 +25,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from contextlens.analyses.benchmark import BenchmarkResult
+from contextlens.core.occurrences import ALPHA_WORD_RE
 
 Span = tuple[int, int, int]
-_WORD_RE = re.compile(r"[A-Za-z]+(?:'[A-Za-z]+)?")
 METRICS = ("anisotropy", "self_similarity", "intra_sentence", "mev")
 
 # The paper's findings for BERT-base that our curves are compared with, in its own terms (text,
@@ -74,7 +73,7 @@ def build_sample(
     for t, text in enumerate(texts):
         seen: set[str] = set()
         words = []
-        for m in _WORD_RE.finditer(text):
+        for m in ALPHA_WORD_RE.finditer(text):
             w = m.group().lower()
             words.append((t, m.start(), m.end()))
             if w not in seen:

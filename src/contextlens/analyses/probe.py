@@ -15,7 +15,6 @@ the static model's vocabulary, which also catches misspelt anchors.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,14 +23,13 @@ import numpy as np
 
 from contextlens.analyses.ranking import DEFAULT_TEMPLATE, in_template
 from contextlens.core.contextual_models import ContextualModel
-from contextlens.core.occurrences import Occurrence, parse_marked
+from contextlens.core.occurrences import Occurrence, is_single_word, parse_marked
 from contextlens.core.similarity import cosine, cosine_values
 from contextlens.core.static_models import StaticModel
 from contextlens.data import read_tsv
 from contextlens.errors import ContextlensError, DataFileError, InputError, OutOfVocabularyError
 
 ANCHOR_COLUMNS = "anchor<TAB>sentence with the anchor in [brackets]"
-_WORD = re.compile(r"^\w+(?:[-']\w+)*$")
 
 
 def load_anchor_sentences(path: Path | str) -> dict[str, list[Occurrence]]:
@@ -53,7 +51,7 @@ def check_anchor(word: str, model: ContextualModel) -> str:
     if not isinstance(word, str) or not word.strip():
         raise InputError("an anchor is empty; give anchor words such as --anchors shore deposit")
     word = word.strip()
-    if not _WORD.match(word):
+    if not is_single_word(word):
         raise InputError(f"anchor {word!r} is not a single word; give words such as shore or deposit")
     unk = model.tokenizer.unk_token_id
     ids = model.tokenizer(word, add_special_tokens=False)["input_ids"]

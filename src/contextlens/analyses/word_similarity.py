@@ -15,7 +15,6 @@ out of its correlation; the share left out is reported beside every Spearman val
 from __future__ import annotations
 
 import random
-import re
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -25,12 +24,12 @@ import numpy as np
 from scipy.stats import spearmanr
 
 from contextlens.analyses.benchmark import BenchmarkResult
+from contextlens.core.occurrences import ALPHA_WORD_RE
 from contextlens.core.static_models import StaticModel
 from contextlens.errors import DataFileError, OutOfVocabularyError
 
 DATASETS = {"simlex999": "simlex999.txt", "wordsim353": "wordsim353.tsv"}
 TEMPLATE = "This sentence is about {word}."
-_WORD_RE = re.compile(r"[A-Za-z]+(?:'[A-Za-z]+)?")
 
 
 @dataclass(frozen=True)
@@ -118,7 +117,7 @@ def find_contexts(
     where: dict[str, list[tuple[int, int, int]]] = defaultdict(list)
     for t, text in enumerate(texts):
         seen: set[str] = set()
-        for m in _WORD_RE.finditer(text):
+        for m in ALPHA_WORD_RE.finditer(text):
             w = m.group().lower()
             if w in wanted and w not in seen:
                 seen.add(w)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Annotated
 
@@ -28,6 +27,7 @@ from contextlens.cli.common import (
     print_json,
 )
 from contextlens.core.contextual_models import load_contextual
+from contextlens.core.occurrences import is_single_word
 from contextlens.errors import InputError
 
 LayerOpt = Annotated[int, typer.Option("--layer", "-l", help="Hidden-state layer (0..L, negative from the top).")]
@@ -279,15 +279,13 @@ def attention_cmd(
 
 # --- probe -----------------------------------------------------------------------------------
 
-_SINGLE_WORD = re.compile(r"^\w+(?:[-']\w+)*$")
-
 
 def split_anchor_words(arguments: list[str], anchors: list[str]) -> tuple[list[str], list[str]]:
     """``probe S --anchors shore deposit``: the shell hands 'deposit' over as a sentence. A bare word
     without [markers] cannot be a sentence here, so it joins the anchors (comma lists split too)."""
     sentences, extra = [], []
     for arg in arguments:
-        (extra if anchors and _SINGLE_WORD.match(arg.strip()) else sentences).append(arg)
+        (extra if anchors and is_single_word(arg) else sentences).append(arg)
     words = [w for a in anchors + extra for w in a.replace(",", " ").split()]
     return sentences, words
 

@@ -19,6 +19,8 @@ from contextlens.errors import EmptyTextError, InputError, MarkerError, TargetNo
 OPEN_MARKER = "["
 CLOSE_MARKER = "]"
 _WORD_RE = re.compile(r"\w+(?:[-']\w+)*")
+# Alphabetic words (with one apostrophe part, "don't"), as the corpus benchmarks count words.
+ALPHA_WORD_RE = re.compile(r"[A-Za-z]+(?:'[A-Za-z]+)?")
 
 
 @dataclass(frozen=True)
@@ -123,6 +125,11 @@ def locate(text: str, word: str | None = None, index: int = 0) -> Occurrence:
 def words_in(text: str) -> list[str]:
     """The word tokens of a text, as a simple regex sees them (used for suggestions)."""
     return _WORD_RE.findall(text)
+
+
+def is_single_word(text: str) -> bool:
+    """True for one word such as ``shore`` or ``well-known`` (no spaces, no punctuation around)."""
+    return _WORD_RE.fullmatch(text.strip()) is not None
 
 
 def _require_text(text: str) -> None:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import functools
 import json
 import os
-import re
 import shutil
 import warnings
 from collections.abc import Iterator
@@ -23,7 +22,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from contextlens.core.occurrences import Occurrence
+from contextlens.core.occurrences import ALPHA_WORD_RE, Occurrence
 from contextlens.core.resources import cache_dir
 from contextlens.errors import ContextlensError
 
@@ -93,7 +92,6 @@ REQUIRED_FILES: dict[str, str] = {
 
 # Bump when the extraction of usage examples below changes, so cached copies are rebuilt.
 EXAMPLES_VERSION = 1
-_WORD_RE = re.compile(r"[A-Za-z]+(?:'[A-Za-z]+)?")
 
 
 class WordNetNotInstalledError(ContextlensError):
@@ -205,7 +203,7 @@ def find_lemma(text: str, lemma: str, pos: str) -> tuple[int, int] | None:
     reader = wordnet()
     wn_pos = "a" if pos == "s" else pos
     target = lemma.lower()
-    for m in _WORD_RE.finditer(text):
+    for m in ALPHA_WORD_RE.finditer(text):
         form = m.group().lower()
         if form == target or target in reader._morphy(form, wn_pos):
             return m.start(), m.end()
