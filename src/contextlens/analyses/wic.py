@@ -18,6 +18,7 @@ import numpy as np
 
 from contextlens.analyses.benchmark import BenchmarkResult
 from contextlens.analyses.wordnet_tasks import WicData, WicPair
+from contextlens.core.similarity import cosine
 from contextlens.core.static_models import StaticModel
 
 PUBLISHED = {  # WiC test accuracy, Pilehvar & Camacho-Collados (2019), Table 3
@@ -126,8 +127,8 @@ def static_pair_cosines(pairs: Sequence[WicPair], static: StaticModel) -> tuple[
     cos = np.full(len(pairs), np.nan)
     for k, p in enumerate(pairs):
         if p.lemma in static:
-            v = np.asarray(static.vector(p.lemma).values, dtype=np.float64)
-            cos[k] = float(v @ v / (np.linalg.norm(v) ** 2))
+            vector = static.vector(p.lemma)  # the same vector in both contexts
+            cos[k] = cosine(vector, vector)
     covered = float(np.mean(~np.isnan(cos))) if len(pairs) else 0.0
     return np.nan_to_num(cos, nan=-2.0), covered
 
