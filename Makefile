@@ -28,10 +28,12 @@ demo: setup
 
 test: setup
 	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/lint-imports
 	$(BIN)/python -m pytest -q
 
 lint: setup
 	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/lint-imports
 
 bench: setup
 	$(BIN)/python benchmarks/extract.py

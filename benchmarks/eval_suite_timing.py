@@ -17,7 +17,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-from contextlens.analyses import benchmark_suite as bs  # noqa: E402
+from contextlens.analyses.benchmarks import suite as bs  # noqa: E402
 from contextlens.cli.common import to_jsonable  # noqa: E402
 from contextlens.core.contextual_models import load_contextual  # noqa: E402
 

@@ -32,8 +32,8 @@ import time
 import faiss
 import numpy as np
 
-from contextlens.analyses.capacity import CapacityRequest, estimate
-from contextlens.analyses.search import DEFAULT_PARAMS, INDEX_TYPES, IndexSpec, build_faiss_index, search_faiss
+from contextlens.analyses.search.capacity import CapacityRequest, estimate
+from contextlens.analyses.search.index import DEFAULT_PARAMS, INDEX_TYPES, IndexSpec, build_faiss_index, search_faiss
 from contextlens.errors import InputError
 
 
@@ -54,7 +54,7 @@ def glove_vectors(count: int, queries: int) -> tuple[np.ndarray, np.ndarray, str
 
 
 def wordnet_vectors(count: int, queries: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray, str]:
-    from contextlens.analyses.encoders import make_encoder
+    from contextlens.analyses.search.encoders import make_encoder
     from contextlens.core.wordnet import glosses, usage_examples
 
     definitions = [definition for _, definition in glosses()]

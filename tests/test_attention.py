@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from contextlens.analyses.attention import attend, renormalise_without, rollout
+from contextlens.analyses.lesson.attention import attend, renormalise_without, rollout
 from contextlens.cli import app
 from contextlens.core.occurrences import parse_marked
 from contextlens.errors import InputError

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from contextlens.analyses.capacity import (
+from contextlens.analyses.search.capacity import (
     ALLOWED_DTYPES,
     INDEX_TYPES,
     CapacityRequest,

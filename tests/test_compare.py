@@ -4,7 +4,7 @@ import torch
 from transformers import AutoModel, AutoTokenizer
 
 from contextlens import InputError, compare, parse_marked
-from contextlens.analyses.divergence import same_minus_cross
+from contextlens.analyses.lesson.divergence import same_minus_cross
 from contextlens.examples import BANK_BY_SENSE, WORKED_EXAMPLE
 
 

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from contextlens.analyses.contextuality import (
+from contextlens.analyses.benchmarks.contextuality import (
     anisotropy_baseline,
     build_sample,
     intra_sentence_similarity,
@@ -68,8 +68,8 @@ def test_cli_quick_json_and_figure(tmp_path):
 
 
 def test_combine_keeps_one_tidy_shape_for_several_models():
-    from contextlens.analyses.benchmark import BenchmarkResult
-    from contextlens.analyses.contextuality import combine
+    from contextlens.analyses.benchmarks.contextuality import combine
+    from contextlens.analyses.benchmarks.result import BenchmarkResult
 
     a = BenchmarkResult(
         "contextuality", "mpnet", [{"system": "mpnet", "layer": 0, "metric": "anisotropy", "value": 0.1}]

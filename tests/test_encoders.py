@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from contextlens.analyses.encoders import TextEncoder, hidden_means_every_layer, make_encoder
+from contextlens.analyses.search.encoders import TextEncoder, hidden_means_every_layer, make_encoder
 from contextlens.errors import InputError
 
 TEXTS = [

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from contextlens.analyses.divergence import same_minus_cross
-from contextlens.analyses.polysemy import (
+from contextlens.analyses.lesson.divergence import same_minus_cross
+from contextlens.analyses.lesson.polysemy import (
     explore,
     load_sense_sentences,
     permutation_test,

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from contextlens.analyses.probe import check_anchor, load_anchor_sentences, probe
-from contextlens.analyses.ranking import in_template
+from contextlens.analyses.lesson.probe import check_anchor, load_anchor_sentences, probe
+from contextlens.analyses.lesson.ranking import in_template
 from contextlens.cli import app
-from contextlens.cli.lesson import split_anchor_words
+from contextlens.cli.probe import split_anchor_words
 from contextlens.core.occurrences import parse_marked
 from contextlens.core.similarity import cosine_values
 from contextlens.errors import DataFileError, InputError, OutOfVocabularyError

@@ -9,7 +9,7 @@ import pytest
 from scipy.stats import kendalltau
 from typer.testing import CliRunner
 
-from contextlens.analyses.ranking import WordPair, in_template, kendall_tau_b, load_pairs, rank_pairs
+from contextlens.analyses.lesson.ranking import WordPair, in_template, kendall_tau_b, load_pairs, rank_pairs
 from contextlens.cli import app
 from contextlens.core.similarity import cosine_values
 from contextlens.errors import InputError, OutOfVocabularyError

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from contextlens.analyses.retrieval import (
+from contextlens.analyses.benchmarks.retrieval import (
     Coder,
     Coding,
     codings,

@@ -7,9 +7,9 @@ import json
 import numpy as np
 import pytest
 
-from contextlens.analyses.encoders import TextEncoder
-from contextlens.analyses.retrieval import load_lee
-from contextlens.analyses.search import (
+from contextlens.analyses.benchmarks.retrieval import load_lee
+from contextlens.analyses.search.encoders import TextEncoder
+from contextlens.analyses.search.index import (
     INDEX_TYPES,
     DamagedIndexError,
     Document,

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from contextlens.analyses.trace import trace
+from contextlens.analyses.lesson.trace import trace
 from contextlens.cli import app
 from contextlens.core.occurrences import parse_marked
 from contextlens.core.similarity import cosine_values

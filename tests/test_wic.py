@@ -7,8 +7,8 @@ import json
 import numpy as np
 import pytest
 
-from contextlens.analyses.wic import accuracy, static_pair_cosines, tune_threshold
-from contextlens.analyses.wordnet_tasks import build_wic
+from contextlens.analyses.benchmarks.datasets import build_wic
+from contextlens.analyses.benchmarks.wic import accuracy, static_pair_cosines, tune_threshold
 from contextlens.core.wordnet import usage_examples
 from tests.helpers import run_cli
 

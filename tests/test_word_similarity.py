@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from contextlens.analyses.word_similarity import (
+from contextlens.analyses.benchmarks.similarity import (
     SimilarityDataset,
     WordPair,
     find_contexts,

@@ -8,9 +8,9 @@ from collections import defaultdict
 import numpy as np
 import pytest
 
-from contextlens.analyses.benchmark_suite import gloss_spans
-from contextlens.analyses.wordnet_tasks import build_wsd
-from contextlens.analyses.wsd import centroids, nearest_sense, scores
+from contextlens.analyses.benchmarks.datasets import build_wsd
+from contextlens.analyses.benchmarks.suite import gloss_spans
+from contextlens.analyses.benchmarks.wsd import centroids, nearest_sense, scores
 from contextlens.core.wordnet import usage_examples, wordnet
 from tests.helpers import run_cli
 

@@ -8,7 +8,7 @@ The public API, by the vocabulary of DESIGN.md::
     result.layer_cosines, result.static_cosine, result.most_divergent_layer
 """
 
-from contextlens.analyses.divergence import Comparison, compare
+from contextlens.analyses.lesson.divergence import Comparison, compare
 from contextlens.core.contextual_models import (
     ContextualModel,
     ForwardPass,
@@ -33,10 +33,10 @@ from contextlens.errors import (
     UnknownModelError,
     WeightsMismatchError,
 )
-
-__version__ = "0.1.0"
+from contextlens.version import __version__
 
 __all__ = [
+    "__version__",
     "Comparison",
     "ContextlensError",
     "ContextualModel",

@@ -18,7 +18,20 @@ app = typer.Typer(
 )
 
 # Each module registers its commands on `app` when imported.
-from contextlens.cli import evaluation, foundation, lesson, retrieval  # noqa: E402,F401
+from contextlens.cli import (  # noqa: E402,F401
+    attention,
+    capacity,
+    compare,
+    demo,
+    eval,
+    explore,
+    index,
+    models,
+    neighbors,
+    probe,
+    rank,
+    trace,
+)
 
 
 def main() -> None:

@@ -80,3 +80,29 @@ def note(message: str) -> None:
 
 def fmt(x: float | None, digits: int = 4) -> str:
     return "-" if x is None else f"{x:.{digits}f}"
+
+
+LayerOpt = Annotated[int, typer.Option("--layer", "-l", help="Hidden-state layer (0..L, negative from the top).")]
+TemplateOpt = Annotated[
+    str, typer.Option("--template", help="Neutral sentence for a lone word; '[{word}]' marks where it goes.")
+]
+ExcludeSpecialOpt = Annotated[
+    bool,
+    typer.Option("--exclude-special", help="Drop [CLS]/[SEP]-like tokens and renormalise the attention rows."),
+]
+
+
+def write_figures(plot: Path | None, html: Path | None, png_figure, html_figures, title: str) -> None:
+    """Write the PNG and/or the interactive HTML the user asked for."""
+    if plot is not None:
+        from contextlens.reports.figures import save
+
+        note(f"figure written to {save(png_figure(), plot)}")
+    if html is not None:
+        from contextlens.reports.interactive import write_page
+
+        note(f"interactive figure written to {write_page(html_figures(), html, title)}")
+
+
+def fmt_p(p: float | None) -> str:
+    return "-" if p is None else f"{p:.3f}"

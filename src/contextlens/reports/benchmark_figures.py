@@ -9,7 +9,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from contextlens.analyses.benchmark import BenchmarkResult  # noqa: E402
+from contextlens.analyses.benchmarks.result import BenchmarkResult  # noqa: E402
 
 _BASELINE_STYLES = {
     "input-row": ("#15803d", ":"),

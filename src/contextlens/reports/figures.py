@@ -9,7 +9,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from contextlens.analyses.divergence import Comparison  # noqa: E402
+from contextlens.analyses.lesson.divergence import Comparison  # noqa: E402
 
 
 def save(fig: plt.Figure, path: Path | str) -> Path:

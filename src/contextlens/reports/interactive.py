@@ -19,12 +19,12 @@ import plotly.graph_objects as go
 from plotly.offline import get_plotlyjs
 from plotly.subplots import make_subplots
 
-from contextlens.analyses.attention import AttentionResult
-from contextlens.analyses.divergence import Comparison
-from contextlens.analyses.polysemy import Exploration, WordExploration
-from contextlens.analyses.probe import ProbeResult
-from contextlens.analyses.ranking import Ranking
-from contextlens.analyses.trace import Trace
+from contextlens.analyses.lesson.attention import AttentionResult
+from contextlens.analyses.lesson.divergence import Comparison
+from contextlens.analyses.lesson.polysemy import Exploration, WordExploration
+from contextlens.analyses.lesson.probe import ProbeResult
+from contextlens.analyses.lesson.ranking import Ranking
+from contextlens.analyses.lesson.trace import Trace
 
 COLOURS = ["#c2410c", "#1d4ed8", "#15803d", "#7c3aed", "#0e7490", "#be123c", "#a16207"]
 PLOT_CONFIG = {"displaylogo": False, "responsive": True}

@@ -14,11 +14,11 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from contextlens.analyses.attention import AttentionResult  # noqa: E402
-from contextlens.analyses.polysemy import Exploration, WordExploration  # noqa: E402
-from contextlens.analyses.probe import ProbeResult  # noqa: E402
-from contextlens.analyses.ranking import Ranking  # noqa: E402
-from contextlens.analyses.trace import Trace  # noqa: E402
+from contextlens.analyses.lesson.attention import AttentionResult  # noqa: E402
+from contextlens.analyses.lesson.polysemy import Exploration, WordExploration  # noqa: E402
+from contextlens.analyses.lesson.probe import ProbeResult  # noqa: E402
+from contextlens.analyses.lesson.ranking import Ranking  # noqa: E402
+from contextlens.analyses.lesson.trace import Trace  # noqa: E402
 
 SENSE_COLOURS = ["#c2410c", "#1d4ed8", "#15803d", "#7c3aed", "#0e7490", "#be123c", "#a16207"]
 

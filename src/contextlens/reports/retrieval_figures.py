@@ -7,7 +7,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from contextlens.analyses.benchmark import BenchmarkResult  # noqa: E402
+from contextlens.analyses.benchmarks.result import BenchmarkResult  # noqa: E402
 
 MAIN_METRIC = {"retrieval-lee": "ndcg@10", "retrieval-wordnet": "mrr"}
 DTYPE_COLORS = {"float32": "#1d4ed8", "float16": "#0891b2", "int8": "#c2410c", "binary": "#7c3aed"}

@@ -16,13 +16,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from contextlens.analyses import contextuality as ctx
-from contextlens.analyses import word_similarity as sim
-from contextlens.analyses.benchmark import BenchmarkResult
-from contextlens.analyses.span_encoding import Progress, Span, SpanEncoding, encode_spans
-from contextlens.analyses.wic import evaluate_wic
-from contextlens.analyses.wordnet_tasks import WicData, WsdData, build_wic, build_wsd
-from contextlens.analyses.wsd import evaluate_wsd
+from contextlens.analyses.benchmarks import contextuality as ctx
+from contextlens.analyses.benchmarks import similarity as sim
+from contextlens.analyses.benchmarks.datasets import WicData, WsdData, build_wic, build_wsd
+from contextlens.analyses.benchmarks.result import BenchmarkResult
+from contextlens.analyses.benchmarks.span_encoding import Progress, Span, SpanEncoding, encode_spans
+from contextlens.analyses.benchmarks.wic import evaluate_wic
+from contextlens.analyses.benchmarks.wsd import evaluate_wsd
 from contextlens.core import wordnet as wn
 from contextlens.core.contextual_models import load_contextual
 from contextlens.core.static_models import load_static

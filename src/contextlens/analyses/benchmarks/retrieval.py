@@ -32,8 +32,8 @@ import faiss
 import numpy as np
 from scipy.stats import spearmanr
 
-from contextlens.analyses.benchmark import BenchmarkResult
-from contextlens.analyses.encoders import TextEncoder, hidden_means_every_layer
+from contextlens.analyses.benchmarks.result import BenchmarkResult
+from contextlens.analyses.search.encoders import TextEncoder, hidden_means_every_layer
 from contextlens.core.contextual_models import ContextualModel, load_contextual, sentence_config
 from contextlens.errors import DataFileError, InputError
 

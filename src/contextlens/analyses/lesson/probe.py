@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from contextlens.analyses.ranking import DEFAULT_TEMPLATE, in_template
+from contextlens.analyses.lesson.ranking import DEFAULT_TEMPLATE, in_template
 from contextlens.core.contextual_models import ContextualModel
 from contextlens.core.occurrences import Occurrence, is_single_word, parse_marked
 from contextlens.core.similarity import cosine, cosine_values

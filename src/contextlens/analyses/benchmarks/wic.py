@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from contextlens.analyses.benchmark import BenchmarkResult
-from contextlens.analyses.wordnet_tasks import WicData, WicPair
+from contextlens.analyses.benchmarks.datasets import WicData, WicPair
+from contextlens.analyses.benchmarks.result import BenchmarkResult
 from contextlens.core.similarity import cosine
 from contextlens.core.static_models import StaticModel
 

@@ -17,8 +17,8 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from sklearn.metrics import f1_score
 
-from contextlens.analyses.benchmark import BenchmarkResult
-from contextlens.analyses.wordnet_tasks import Key, WsdData
+from contextlens.analyses.benchmarks.datasets import Key, WsdData
+from contextlens.analyses.benchmarks.result import BenchmarkResult
 
 
 def centroids(vectors: np.ndarray, senses: Sequence[str]) -> dict[str, np.ndarray]:

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from contextlens.analyses.attention import AttentionResult, attend
-from contextlens.analyses.divergence import Comparison, compare
-from contextlens.analyses.polysemy import Exploration, explore
-from contextlens.analyses.probe import ProbeResult, probe
-from contextlens.analyses.ranking import Ranking, load_pairs, rank_pairs
-from contextlens.analyses.trace import Trace, trace
+from contextlens.analyses.lesson.attention import AttentionResult, attend
+from contextlens.analyses.lesson.divergence import Comparison, compare
+from contextlens.analyses.lesson.polysemy import Exploration, explore
+from contextlens.analyses.lesson.probe import ProbeResult, probe
+from contextlens.analyses.lesson.ranking import Ranking, load_pairs, rank_pairs
+from contextlens.analyses.lesson.trace import Trace, trace
 from contextlens.core.contextual_models import ContextualModel
 from contextlens.core.occurrences import parse_marked
 from contextlens.core.static_models import StaticModel

@@ -33,7 +33,7 @@ from typing import Any
 import faiss
 import numpy as np
 
-from contextlens.analyses.encoders import EncoderIdentity, TextEncoder
+from contextlens.analyses.search.encoders import EncoderIdentity, TextEncoder
 from contextlens.errors import ContextlensError, DataFileError, InputError
 
 INDEX_TYPES: tuple[str, ...] = ("flat", "hnsw", "ivfpq", "sq8", "binary")
@@ -377,7 +377,7 @@ class VectorIndex:
         return folder
 
     def manifest(self, index_bytes: bytes, docs_bytes: bytes, model_source: str | None = None) -> dict[str, Any]:
-        from contextlens import __version__
+        from contextlens.version import __version__
 
         return {
             "format": FORMAT,

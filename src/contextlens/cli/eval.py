@@ -1,4 +1,4 @@
-"""`contextlens eval ...`: benchmarks on real data. Each benchmark registers on `eval_app`."""
+"""`contextlens eval ...`: benchmarks on real data (wic, wsd, similarity, contextuality, retrieval)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,12 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich import box
+from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from contextlens.analyses.benchmark import BenchmarkResult
+from contextlens.analyses.benchmarks.result import BenchmarkResult
 from contextlens.cli import app
 from contextlens.cli.common import (
     DEFAULT_MODEL,
@@ -26,6 +28,7 @@ from contextlens.cli.common import (
     note,
     print_json,
 )
+from contextlens.errors import InputError
 
 eval_app = typer.Typer(
     help="Benchmarks on real data: wic, wsd, similarity, contextuality, retrieval.", no_args_is_help=True
@@ -94,7 +97,7 @@ def wic_cmd(
     plot: PlotOpt = None,
 ) -> None:
     """Word in context on WordNet pairs: per-layer accuracy with a dev-tuned cosine threshold."""
-    from contextlens.analyses.benchmark_suite import run_wic
+    from contextlens.analyses.benchmarks.suite import run_wic
     from contextlens.reports.benchmark_figures import wic_figure
 
     with _progress(model) as progress:
@@ -153,7 +156,7 @@ def wsd_cmd(
     plot: PlotOpt = None,
 ) -> None:
     """Sense disambiguation by the nearest sense centroid per layer, beside MFS (SemCor) and random."""
-    from contextlens.analyses.benchmark_suite import run_wsd
+    from contextlens.analyses.benchmarks.suite import run_wsd
     from contextlens.reports.benchmark_figures import wsd_figure
 
     with _progress(model) as progress:
@@ -199,7 +202,7 @@ def similarity_cmd(
     plot: PlotOpt = None,
 ) -> None:
     """SimLex-999 and WordSim-353 Spearman: static model, and per layer template and pooled contexts."""
-    from contextlens.analyses.benchmark_suite import run_similarity
+    from contextlens.analyses.benchmarks.suite import run_similarity
     from contextlens.reports.benchmark_figures import similarity_figure
 
     with _progress(model) as progress:
@@ -248,7 +251,7 @@ def contextuality_cmd(
     plot: PlotOpt = None,
 ) -> None:
     """Ethayarajh (2019) per layer: anisotropy, self-similarity, intra-sentence similarity, MEV."""
-    from contextlens.analyses.benchmark_suite import run_contextuality
+    from contextlens.analyses.benchmarks.suite import run_contextuality
     from contextlens.reports.benchmark_figures import contextuality_figure
 
     results = []
@@ -257,7 +260,7 @@ def contextuality_cmd(
             results.append(run_contextuality(name, _size(quick), progress))
     _plot(results, plot, contextuality_figure)
     if json_out:
-        from contextlens.analyses.contextuality import combine
+        from contextlens.analyses.benchmarks.contextuality import combine
 
         print_json(combine(results).to_dict())
         return
@@ -291,3 +294,86 @@ def contextuality_cmd(
         _footer(result)
     for metric, finding in results[0].meta["paper_findings"].items():
         console.print(f"[dim]paper ({metric}): {finding}[/dim]")
+
+
+# --- retrieval -------------------------------------------------------------------------
+
+
+@eval_app.command("retrieval")
+def eval_retrieval(
+    model: Annotated[
+        str, typer.Option("--model", "-m", help="Contextual model: mpnet (default), minilm, ...")
+    ] = "mpnet",
+    task: Annotated[str, typer.Option("--task", help="lee (documents vs human ratings) or wordnet.")] = "lee",
+    sample: Annotated[int, typer.Option(help="WordNet: synsets in the sample (queries = definitions).")] = 1000,
+    seed: Annotated[int, typer.Option(help="WordNet: sampling seed.")] = 0,
+    quick: Annotated[bool, typer.Option("--quick", help="A small subset, for tests and a first look.")] = False,
+    json_out: JsonOpt = False,
+    plot: PlotOpt = None,
+) -> None:
+    """Retrieval quality of each encoder kind and layer, and quality against bytes per vector."""
+    from contextlens.analyses.benchmarks.retrieval import evaluate_lee, evaluate_wordnet
+
+    if task == "lee":
+        result = evaluate_lee(model, quick=quick, show_progress_bar=console.is_terminal and not json_out)
+    elif task == "wordnet":
+        result = evaluate_wordnet(
+            model, sample=sample, seed=seed, quick=quick, show_progress_bar=console.is_terminal and not json_out
+        )
+    else:
+        raise InputError(f"unknown --task {task!r}; use lee or wordnet")
+    if plot is not None:
+        from contextlens.reports.figures import save
+        from contextlens.reports.retrieval_figures import retrieval_figure
+
+        note(f"figure written to {save(retrieval_figure(result), plot)}")
+    if json_out:
+        print_json(result.to_dict())
+        return
+    render_retrieval(result)
+
+
+def render_retrieval(result) -> None:
+    """One table: a row per (kind, layer, reduction, dim, dtype), a column per metric."""
+    metrics = list(dict.fromkeys(r["metric"] for r in result.rows))
+    grouped: dict[tuple, dict[str, float]] = {}
+    ordered = sorted(result.rows, key=lambda r: not (r["reduction"] is None and r["dtype"] == "float32"))
+    for r in ordered:
+        key = (r["kind"], r["layer"], r["reduction"], r["dim"], r["dtype"], r["bytes_per_vector"])
+        grouped.setdefault(key, {})[r["metric"]] = r["value"]
+    meta = result.meta
+    size = f"{meta.get('documents', meta.get('queries'))} " + ("documents" if "documents" in meta else "queries")
+    title = f"{result.benchmark} — {result.model} ({size}{', quick' if meta.get('quick') else ''})"
+    table = Table(title=title, box=box.SIMPLE_HEAD)
+    for col in ("kind", "layer", "cut", "dim", "dtype", "bytes"):
+        table.add_column(col, justify="left" if col in ("kind", "cut", "dtype") else "right", no_wrap=True)
+    for metric in metrics:
+        table.add_column(metric, justify="right", no_wrap=True)
+    best = {m: max(v[m] for v in grouped.values()) for m in metrics}
+    previous_section = None
+    for (kind, layer, reduction, dim, dtype, nbytes), values in grouped.items():
+        section = reduction is None and dtype == "float32"
+        if previous_section is not None and section != previous_section:
+            table.add_section()
+        previous_section = section
+        cells = []
+        for m in metrics:
+            text = fmt(values.get(m))
+            cells.append(f"[bold]{text}[/bold]" if values.get(m) == best[m] else text)
+        table.add_row(
+            kind,
+            "-" if layer is None else str(layer),
+            reduction or "-",
+            str(dim),
+            dtype,
+            f"{nbytes:g}",
+            *cells,
+        )
+    if console.is_terminal:
+        console.print(table)
+    else:  # piped output defaults to 80 columns, too narrow for this table
+        Console(emoji=False, highlight=False, width=110).print(table)
+    chance = {k: v for k, v in meta.items() if k.startswith("random_")}
+    for k, v in chance.items():
+        console.print(f"[dim]chance level ({k.removeprefix('random_')}): {v:.4f}[/dim]")
+    console.print(f"[dim]PCA components and int8 ranges fitted on {meta.get('fit_on')}[/dim]")

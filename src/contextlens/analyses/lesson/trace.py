@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from contextlens.analyses.attention import renormalise_without
+from contextlens.analyses.lesson.attention import renormalise_without
 from contextlens.core.contextual_models import ContextualModel
 from contextlens.core.occurrences import Occurrence
 from contextlens.core.similarity import cosine_values

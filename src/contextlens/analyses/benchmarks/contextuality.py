@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from contextlens.analyses.benchmark import BenchmarkResult
+from contextlens.analyses.benchmarks.result import BenchmarkResult
 from contextlens.core.occurrences import ALPHA_WORD_RE
 
 Span = tuple[int, int, int]

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 from scipy.stats import spearmanr
 
-from contextlens.analyses.benchmark import BenchmarkResult
+from contextlens.analyses.benchmarks.result import BenchmarkResult
 from contextlens.core.occurrences import ALPHA_WORD_RE
 from contextlens.core.static_models import StaticModel
 from contextlens.errors import DataFileError, OutOfVocabularyError

@@ -1,0 +1,1 @@
+"""Benchmarks on real data: WordNet data sets, WiC, WSD, word similarity, contextuality, retrieval."""

@@ -1,0 +1,1 @@
+"""Semantic search and its cost: text encoders, the vector index, capacity."""

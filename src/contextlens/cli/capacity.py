@@ -1,0 +1,80 @@
+"""`contextlens capacity`: memory and disk for N vectors in a FAISS index."""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from contextlens.cli import app
+from contextlens.cli.common import JsonOpt, console, print_json
+from contextlens.cli.index import IndexTypeOpt, NlistOpt, PqMOpt
+from contextlens.errors import InputError
+
+
+@app.command("capacity")
+def capacity_cmd(
+    count: Annotated[int, typer.Option("--count", "-n", help="Number of vectors.")],
+    dim: Annotated[int, typer.Option("--dim", "-d", help="Dimensions per vector.")],
+    dtype: Annotated[
+        str | None, typer.Option("--dtype", help="float32, float16, int8 or binary (default: the index's own).")
+    ] = None,
+    index: IndexTypeOpt = "flat",
+    m: Annotated[int, typer.Option("--m", help="HNSW: neighbors per node.")] = 32,
+    nlist: NlistOpt = None,
+    pq_m: PqMOpt = None,
+    nbits: Annotated[int, typer.Option("--nbits", help="IVF-PQ: bits per sub-code.")] = 8,
+    measure: Annotated[bool, typer.Option("--measure", help="Also build the real FAISS index and measure it.")] = False,
+    max_measure: Annotated[
+        int, typer.Option(help="Build on at most this many vectors; above it, two samples are extrapolated.")
+    ] = 100_000,
+    json_out: JsonOpt = False,
+) -> None:
+    """Memory and disk for N vectors in a FAISS index: the formula, and with --measure the real size."""
+    from contextlens.analyses.search.capacity import CapacityRequest, estimate
+    from contextlens.analyses.search.capacity import measure as measure_size
+
+    request = CapacityRequest(count, dim, index, dtype, m, nlist, pq_m, nbits)
+    if measure:
+        if max_measure < 2:
+            raise InputError(f"--max-measure must be at least 2, got {max_measure}")
+        with contextlib.nullcontext() if json_out else console.status("building the FAISS index to measure it..."):
+            result = measure_size(request, max_measure=max_measure)
+    else:
+        result = estimate(request)
+    if json_out:
+        print_json(result.to_dict())
+        return
+    extra = ", ".join(f"{k}={v}" for k, v in result.params.items())
+    console.print(
+        f"[bold]{result.count:,}[/bold] vectors x {result.dim} dims, {result.dtype}, "
+        f"[bold]{result.index}[/bold] index{f' ({extra})' if extra else ''}"
+    )
+    table = Table(show_header=True)
+    table.add_column("part")
+    table.add_column("bytes", justify="right")
+    table.add_column("", justify="right")
+    for part, size in result.parts.items():
+        table.add_row(part, f"{size:,}", human_bytes(size))
+    table.add_row("[bold]total (formula)[/bold]", f"[bold]{result.bytes:,}[/bold]", human_bytes(result.bytes))
+    if result.measured_bytes is not None:
+        err = f"{100 * result.relative_error:+.2f}%"
+        table.add_row(
+            "measured (faiss.serialize_index)", f"{result.measured_bytes:,}", human_bytes(result.measured_bytes)
+        )
+        table.add_row("formula vs measured", err, "")
+    console.print(table)
+    console.print(f"formula: {result.formula}")
+    console.print("[dim]memory ~= disk: FAISS keeps the same arrays in RAM that it serializes[/dim]")
+    if result.measured_on:
+        console.print(f"[dim]measured: {result.measured_on} in {result.measure_seconds:.1f} s[/dim]")
+
+
+def human_bytes(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.1f} {unit}" if unit != "B" else f"{int(n)} B"
+        n /= 1024
+    return f"{n:.1f} TiB"

@@ -1,0 +1,105 @@
+"""`contextlens compare`: per-layer cosine of a target across sentences."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from contextlens.analyses.lesson.divergence import Comparison, compare
+from contextlens.cli import app
+from contextlens.cli.common import (
+    DEFAULT_MODEL,
+    DEFAULT_STATIC_MODEL,
+    HtmlOpt,
+    JsonOpt,
+    ModelOpt,
+    OccurrenceOpt,
+    PlotOpt,
+    StaticOpt,
+    WordOpt,
+    console,
+    fmt,
+    note,
+    occurrences_from_args,
+    print_json,
+)
+from contextlens.core.contextual_models import POOLINGS, load_contextual
+from contextlens.core.static_models import load_static
+from contextlens.errors import InputError
+
+
+@app.command("compare")
+def compare_cmd(
+    sentences: Annotated[list[str], typer.Argument(help="Two or more sentences, target in \\[brackets].")],
+    model: ModelOpt = DEFAULT_MODEL,
+    static: StaticOpt = DEFAULT_STATIC_MODEL,
+    word: WordOpt = None,
+    occurrence: OccurrenceOpt = 0,
+    pooling: Annotated[str, typer.Option(help="Pool a multi-token word: mean, first or last.")] = "mean",
+    json_out: JsonOpt = False,
+    plot: PlotOpt = None,
+    html: HtmlOpt = None,
+) -> None:
+    """Per-layer cosine of the target across sentences, beside its static vector and input row."""
+    if pooling not in POOLINGS:
+        raise InputError(f"unknown --pooling {pooling!r}; use one of {', '.join(POOLINGS)}")
+    occs = occurrences_from_args(sentences, word, occurrence)
+    if len(occs) < 2:
+        raise InputError(
+            "compare needs at least two sentences; give the same word in two or more contexts, "
+            "e.g. 'The [bank] called.' 'The river [bank] flooded.'"
+        )
+    static_model = load_static(static)
+    for o in occs:  # fail on an unknown word before paying for the contextual model
+        static_model.vector(o.word)
+    result = compare(occs, load_contextual(model), static_model, pooling=pooling)  # type: ignore[arg-type]
+    if plot is not None:
+        from contextlens.reports.figures import divergence_figure, save
+
+        note(f"figure written to {save(divergence_figure(result), plot)}")
+    if html is not None:
+        from contextlens.reports.interactive import divergence_figures, write_page
+
+        note(f"interactive figure written to {write_page(divergence_figures(result), html, 'contextlens compare')}")
+    if json_out:
+        print_json(result.to_dict())
+        return
+    render_comparison(result)
+
+
+def render_comparison(result: Comparison) -> None:
+    """Sentences, then one row per layer with a bar, then the two static baselines."""
+    for i, (o, toks) in enumerate(zip(result.occurrences, result.target_tokens, strict=True), 1):
+        cut = "  [yellow](cut to a window around the target)[/yellow]" if result.truncated[i - 1] else ""
+        console.print(f"[bold]{i}.[/bold] {escape(o.marked())}  [dim]tokens: {escape(' '.join(toks))}[/dim]{cut}")
+    many = result.n > 2
+    table = Table(title=f"{result.model}: cosine of the target's hidden states", title_justify="left")
+    table.add_column("layer", justify="right")
+    table.add_column("mean pairwise cosine" if many else "cosine", justify="right")
+    if many:
+        table.add_column("lowest pair", justify="right")
+    table.add_column("", no_wrap=True)
+    worst = result.most_divergent_layer
+    for layer, cos, m in zip(result.layers, result.layer_cosines, result.matrices, strict=True):
+        cells = [str(layer), fmt(cos)] + ([fmt(float(m.min()))] if many else []) + [_bar(cos)]
+        table.add_row(*cells, style="bold red" if layer == worst else None)
+    table.add_section()
+    if result.static_cosine is not None:
+        cells = ["static", fmt(result.static_cosine)]
+        table.add_row(*cells, *([""] if many else []), _bar(result.static_cosine), style="blue")
+    cells = ["input row", fmt(result.input_row_cosine)]
+    table.add_row(*cells, *([""] if many else []), _bar(result.input_row_cosine), style="green")
+    console.print(table)
+    console.print(
+        f"most divergent layer: [bold red]{worst}[/bold red] (cosine {fmt(min(result.layer_cosines))}); "
+        f"static vector ({result.static_model}) and input row are the same in every sentence"
+    )
+
+
+def _bar(cosine: float, width: int = 20) -> str:
+    """A text bar for a cosine in [0, 1] (negative cosines draw no bar)."""
+    filled = max(0, round(cosine * width))
+    return "█" * filled + "·" * (width - filled)

@@ -1,0 +1,70 @@
+"""`contextlens demo`: the lesson end to end."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from contextlens.analyses.lesson.divergence import compare, same_minus_cross
+from contextlens.cli import app
+from contextlens.cli.common import (
+    DEFAULT_MODEL,
+    DEFAULT_STATIC_MODEL,
+    ModelOpt,
+    StaticOpt,
+    console,
+    fmt,
+)
+from contextlens.cli.compare import render_comparison
+from contextlens.core.contextual_models import load_contextual
+from contextlens.core.occurrences import parse_marked
+from contextlens.core.static_models import load_static
+from contextlens.examples import BANK_BY_SENSE, WORKED_EXAMPLE
+
+
+@app.command("demo")
+def demo_cmd(
+    model: ModelOpt = DEFAULT_MODEL,
+    static: StaticOpt = DEFAULT_STATIC_MODEL,
+    out: Annotated[Path, typer.Option(help="Folder for the figures and report.html.")] = Path("contextlens-demo"),
+) -> None:
+    """The lesson end to end: "bank" in two sentences, several per sense, and report.html with every experiment."""
+    static_model = load_static(static)
+    contextual = load_contextual(model)
+    console.rule("[bold]1. Same word, two contexts")
+    pair = compare([parse_marked(s) for s in WORKED_EXAMPLE], contextual, static_model)
+    render_comparison(pair)
+    console.print(
+        "The static vector and the input row are the same in both sentences (cosine 1.0); the "
+        "hidden states drift apart as attention mixes in the context."
+    )
+    console.rule("[bold]2. Several sentences per sense")
+    labels = [label for label, _ in BANK_BY_SENSE]
+    many = compare([parse_marked(s) for _, s in BANK_BY_SENSE], contextual, static_model)
+    table = Table(title=f"“bank”: mean cosine of same-sense vs cross-sense pairs — {contextual.name}")
+    for col in ("layer", "same sense", "cross sense", "gap"):
+        table.add_column(col, justify="right")
+    for layer, m in zip(many.layers, many.matrices, strict=True):
+        same, cross = same_minus_cross(m, labels)
+        table.add_row(str(layer), fmt(same), fmt(cross), fmt(same - cross))
+    console.print(table)
+    from contextlens.reports.figures import divergence_figure, save
+
+    out.mkdir(parents=True, exist_ok=True)
+    p1 = save(
+        divergence_figure(pair, "Same start, diverging paths: “bank” (finance vs river)"),
+        out / "bank-two-sentences.png",
+    )
+    p2 = save(divergence_figure(many, "“bank” in 8 sentences (4 finance, 4 river)", labels), out / "bank-by-sense.png")
+    console.print(f"figures: {p1}, {p2}")
+    console.rule("[bold]3. The whole lesson as one offline HTML report")
+    from contextlens.analyses.lesson.run import run_lesson
+    from contextlens.reports.report import write_report
+
+    with console.status("running the explorer, ranking, attention, probe and trace..."):
+        lesson = run_lesson(contextual, static_model)
+    report, n_figures = write_report(lesson, out / "report.html")
+    console.print(f"report: {report} ({n_figures} interactive figures; open it in a browser, no network needed)")

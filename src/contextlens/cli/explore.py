@@ -1,0 +1,108 @@
+"""`contextlens explore`: the polysemy explorer."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from contextlens.cli import app
+from contextlens.cli.common import (
+    DEFAULT_MODEL,
+    HtmlOpt,
+    JsonOpt,
+    LayerOpt,
+    ModelOpt,
+    PlotOpt,
+    console,
+    fmt,
+    fmt_p,
+    print_json,
+    write_figures,
+)
+from contextlens.core.contextual_models import load_contextual
+
+
+@app.command("explore")
+def explore_cmd(
+    words: Annotated[
+        list[str] | None, typer.Argument(help="Words to explore (default: every word in the set).")
+    ] = None,
+    sentences: Annotated[
+        Path | None, typer.Option("--sentences", help="TSV file: word<TAB>sense<TAB>sentence with \\[target].")
+    ] = None,
+    layer: LayerOpt = -1,
+    model: ModelOpt = DEFAULT_MODEL,
+    permutations: Annotated[int, typer.Option(help="Label shuffles for the permutation test.")] = 1000,
+    seed: Annotated[int, typer.Option(help="Seed of the label shuffles.")] = 0,
+    matrices: Annotated[bool, typer.Option("--matrices", help="Also print each word's cosine matrix.")] = False,
+    json_out: JsonOpt = False,
+    plot: PlotOpt = None,
+    html: HtmlOpt = None,
+) -> None:
+    """The polysemy explorer: pairwise cosines of a word over its sentences, spread, sense separation."""
+    from contextlens.analyses.lesson.polysemy import explore, load_sense_sentences
+
+    data = load_sense_sentences(sentences) if sentences is not None else None
+    source = str(sentences) if sentences is not None else None
+    result = explore(
+        words or [], load_contextual(model), data, layer, permutations, seed, source=source, show_progress_bar=True
+    )
+    from contextlens.reports import interactive, lesson_figures
+
+    write_figures(
+        plot,
+        html,
+        lambda: lesson_figures.explore_figure(result),
+        lambda: interactive.explorewrite_figures(result),
+        "contextlens explore",
+    )
+    if json_out:
+        print_json(result.to_dict())
+        return
+    table = Table(title=f"polysemy explorer — {result.model}, layer {result.layer}, ranked by spread")
+    for col in ("rank", "word", "sentences", "senses", "spread", "same", "cross", "gap", "p"):
+        table.add_column(col, justify="left" if col == "word" else "right", no_wrap=True)
+    for i, w in enumerate(result.words, 1):
+        k = w.layers.index(w.layer)
+        senses = sorted({s for s in w.senses if s is not None})
+        table.add_row(
+            str(i),
+            escape(w.word),
+            str(len(w.occurrences)),
+            str(len(senses)) if senses else "-",
+            fmt(w.spread, 3),
+            fmt(None if w.same_sense is None else w.same_sense[k], 3),
+            fmt(None if w.cross_sense is None else w.cross_sense[k], 3),
+            fmt(w.gap, 3),
+            fmt_p(w.p_value),
+        )
+    console.print(table)
+    labelled = [w for w in result.words if w.labelled]
+    if labelled:
+        per_layer = Table(title="separation gap (same − cross sense cosine) per layer, permutation p in brackets")
+        per_layer.add_column("layer", justify="right")
+        for w in labelled:
+            per_layer.add_column(escape(w.word), justify="right")
+        for k, lay in enumerate(labelled[0].layers):
+            per_layer.add_row(str(lay), *[f"{w.gaps[k]:+.3f} ({w.p_values[k]:.3f})" for w in labelled])
+        console.print(per_layer)
+    console.print(
+        f"spread = 1 − mean pairwise cosine; p: one-sided permutation test, {result.permutations} shuffles of the "
+        f"sense labels, seed {result.seed}"
+    )
+    if matrices:
+        for w in result.words:
+            m = Table(title=escape(f"“{w.word}”: cosine at layer {w.layer}"))
+            m.add_column("#", justify="right")
+            m.add_column("sense")
+            for j in range(len(w.occurrences)):
+                m.add_column(str(j + 1), justify="right")
+            for i, s in enumerate(w.senses):
+                m.add_row(str(i + 1), escape(s or "-"), *[f"{v:.2f}" for v in w.matrix[i]])
+            console.print(m)
+            for i, o in enumerate(w.occurrences, 1):
+                console.print(f"  [dim]{i}. {escape(o.marked())}[/dim]")

@@ -1,0 +1,130 @@
+"""`contextlens index build|search`: semantic search on a FAISS index."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from contextlens.cli import app
+from contextlens.cli.common import JsonOpt, console, fmt, print_json
+from contextlens.errors import InputError
+
+index_app = typer.Typer(
+    help="Semantic search on a FAISS index: build one from documents, search it.", no_args_is_help=True
+)
+app.add_typer(index_app, name="index")
+
+KindOpt = Annotated[
+    str | None,
+    typer.Option("--kind", help="Encoder kind: sentence (default), hidden-mean, or input-row (the baseline)."),
+]
+LayerOpt = Annotated[int | None, typer.Option("--layer", help="Layer for --kind hidden-mean (default: last).")]
+IndexTypeOpt = Annotated[str, typer.Option("--index", help="Index type: flat (exact), hnsw, ivfpq, sq8, binary.")]
+MOpt = Annotated[int | None, typer.Option("--m", help="HNSW: neighbors per node (default 32).")]
+NlistOpt = Annotated[int | None, typer.Option("--nlist", help="IVF-PQ: inverted lists (default ~4*sqrt(n)).")]
+PqMOpt = Annotated[
+    int | None, typer.Option("--pq-m", help="IVF-PQ: sub-quantizers, must divide the dim (default d/8).")
+]
+NbitsOpt = Annotated[int | None, typer.Option("--nbits", help="IVF-PQ: bits per sub-code (default 8).")]
+
+
+@index_app.command("build")
+def index_build(
+    docs: Annotated[Path, typer.Argument(help="A text file (one document per line), a folder of .txt, or JSONL.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Folder to write the index into.")],
+    model: Annotated[
+        str, typer.Option("--model", "-m", help="Contextual model: mpnet (default), minilm, ...")
+    ] = "mpnet",
+    kind: KindOpt = None,
+    layer: LayerOpt = None,
+    index: IndexTypeOpt = "flat",
+    m: MOpt = None,
+    ef_construction: Annotated[int | None, typer.Option(help="HNSW: build-time beam width (default 80).")] = None,
+    ef_search: Annotated[int | None, typer.Option(help="HNSW: query-time beam width (default 64).")] = None,
+    nlist: NlistOpt = None,
+    pq_m: PqMOpt = None,
+    nbits: NbitsOpt = None,
+    nprobe: Annotated[int | None, typer.Option(help="IVF-PQ: lists visited per query (default 16).")] = None,
+    batch_size: Annotated[int, typer.Option(help="Texts per forward pass.")] = 32,
+    json_out: JsonOpt = False,
+) -> None:
+    """Encode documents and save them in a FAISS index with a manifest (atomically)."""
+    from contextlens.analyses.search.encoders import make_encoder
+    from contextlens.analyses.search.index import DEFAULT_PARAMS, IndexSpec, VectorIndex, load_documents
+
+    if index not in DEFAULT_PARAMS:
+        raise InputError(f"unknown --index {index!r}; use one of {', '.join(DEFAULT_PARAMS)}")
+    given = {
+        "m": m,
+        "ef_construction": ef_construction,
+        "ef_search": ef_search,
+        "nlist": nlist,
+        "pq_m": pq_m,
+        "nbits": nbits,
+        "nprobe": nprobe,
+    }
+    params = {k: v for k, v in given.items() if v is not None}
+    spec = IndexSpec(index, params)  # checks the options fit the index type before the model loads
+    documents = load_documents(docs)
+    encoder = make_encoder(model, kind or "sentence", layer)
+    built = VectorIndex.build(documents, encoder, spec, batch_size=batch_size, show_progress_bar=console.is_terminal)
+    folder = built.save(out, model_source=encoder.model.source)
+    manifest = (folder / "manifest.json").read_text()
+    if json_out:
+        import json
+
+        print_json(json.loads(manifest))
+        return
+    p = built.spec.params
+    params_text = ", ".join(f"{k}={v}" for k, v in p.items()) or "no parameters"
+    console.print(
+        f"indexed [bold]{len(built)}[/bold] documents from {escape(str(docs))} as {escape(built.identity.describe())} "
+        f"vectors in a [bold]{built.spec.type}[/bold] index ({params_text}; stored as {built.spec.dtype})"
+    )
+    console.print(f"written to {escape(str(folder))} (manifest.json, index.faiss, docs.jsonl)")
+
+
+@index_app.command("search")
+def index_search(
+    folder: Annotated[Path, typer.Argument(help="An index folder written by `contextlens index build`.")],
+    query: Annotated[str, typer.Argument(help="The text to search for.")],
+    k: Annotated[int, typer.Option("-k", help="How many documents to return.")] = 10,
+    model: Annotated[
+        str | None, typer.Option("--model", "-m", help="Query encoder model (default: the index's; must match it).")
+    ] = None,
+    kind: Annotated[str | None, typer.Option("--kind", help="Query encoder kind (default: the index's).")] = None,
+    layer: LayerOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Rank the indexed documents for a query; refuses a query encoder that differs from the index's."""
+    from contextlens.analyses.search.encoders import EncoderIdentity, make_encoder
+    from contextlens.analyses.search.index import IndexMismatchError, VectorIndex, read_manifest
+
+    stored = read_manifest(folder)["encoder"]
+    wanted = {"model": model, "kind": kind, "layer": layer}
+    for what, value in wanted.items():  # fail before loading a model that cannot match
+        if value is not None and value != stored[what]:
+            held = EncoderIdentity(stored["model"], stored["kind"], stored["layer"], stored["dim"]).describe()
+            raise IndexMismatchError(
+                f"{folder} holds {held} vectors but the query asks for {what} {value!r}; "
+                f"drop --{what} or rebuild the index with that encoder"
+            )
+    loaded = VectorIndex.load(folder)
+    encoder = make_encoder(stored["model"], stored["kind"], stored["layer"])
+    (result,) = loaded.search(encoder, [query], k)
+    if json_out:
+        print_json(result.to_dict())
+        return
+    table = Table(title=f"{escape(query)} — {escape(result.encoder.describe())}, {result.index_type} index")
+    table.add_column("rank", justify="right")
+    table.add_column("score", justify="right")
+    table.add_column("id")
+    table.add_column("text")
+    for hit in result.hits:
+        text = hit.text if len(hit.text) <= 160 else hit.text[:157] + "..."
+        table.add_row(str(hit.rank), fmt(hit.score), escape(hit.id), escape(text))
+    console.print(table)

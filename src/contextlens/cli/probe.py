@@ -1,0 +1,106 @@
+"""`contextlens probe`: the target scored against anchor words."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from contextlens.cli import app
+from contextlens.cli.common import (
+    DEFAULT_MODEL,
+    DEFAULT_STATIC_MODEL,
+    HtmlOpt,
+    JsonOpt,
+    LayerOpt,
+    ModelOpt,
+    OccurrenceOpt,
+    PlotOpt,
+    StaticOpt,
+    TemplateOpt,
+    WordOpt,
+    console,
+    occurrences_from_args,
+    print_json,
+    write_figures,
+)
+from contextlens.core.contextual_models import load_contextual
+from contextlens.core.occurrences import is_single_word
+
+
+def split_anchor_words(arguments: list[str], anchors: list[str]) -> tuple[list[str], list[str]]:
+    """``probe S --anchors shore deposit``: the shell hands 'deposit' over as a sentence. A bare word
+    without [markers] cannot be a sentence here, so it joins the anchors (comma lists split too)."""
+    sentences, extra = [], []
+    for arg in arguments:
+        (extra if anchors and is_single_word(arg) else sentences).append(arg)
+    words = [w for a in anchors + extra for w in a.replace(",", " ").split()]
+    return sentences, words
+
+
+@app.command("probe")
+def probe_cmd(
+    sentences: Annotated[list[str], typer.Argument(help="Sentences, target in \\[brackets].")],
+    anchors: Annotated[
+        list[str] | None, typer.Option("--anchors", "-a", help="Anchor words, e.g. --anchors shore deposit.")
+    ] = None,
+    anchor_sentences: Annotated[
+        Path | None, typer.Option("--anchor-sentences", help="TSV file: anchor<TAB>sentence with \\[anchor].")
+    ] = None,
+    template: TemplateOpt = "The word is [{word}].",
+    layer: LayerOpt = -1,
+    model: ModelOpt = DEFAULT_MODEL,
+    static: StaticOpt = DEFAULT_STATIC_MODEL,
+    word: WordOpt = None,
+    occurrence: OccurrenceOpt = 0,
+    json_out: JsonOpt = False,
+    plot: PlotOpt = None,
+    html: HtmlOpt = None,
+) -> None:
+    """Score the target's hidden state against anchor words, layer by layer (the seed's bar chart),
+    beside the static model's score (the same in every sentence)."""
+    from contextlens.analyses.lesson.probe import load_anchor_sentences, probe
+
+    texts, anchor_words = split_anchor_words(sentences, list(anchors or []))
+    given = load_anchor_sentences(anchor_sentences) if anchor_sentences is not None else None
+    occs = occurrences_from_args(texts, word, occurrence)
+    from contextlens.core.static_models import load_static
+
+    static_model = load_static(static)
+    result = probe(
+        occs, anchor_words, load_contextual(model), given, template=template, layer=layer, static=static_model
+    )
+    from contextlens.reports import interactive, lesson_figures
+
+    write_figures(
+        plot,
+        html,
+        lambda: lesson_figures.probe_figure(result),
+        lambda: interactive.probewrite_figures(result),
+        "contextlens probe",
+    )
+    if json_out:
+        print_json(result.to_dict())
+        return
+    for i, s in enumerate(result.sentences):
+        console.print(f"[bold]{i + 1}. {escape(s.occurrence.marked())}[/bold]")
+        table = Table(title=f"cosine with each anchor — {result.model}")
+        table.add_column("layer", justify="right")
+        for a in result.anchors:
+            table.add_column(escape(a), justify="right")
+        for k, lay in enumerate(result.layers):
+            best = int(s.scores[k].argmax())
+            cells = [f"[bold]{v:.4f}[/bold]" if j == best else f"{v:.4f}" for j, v in enumerate(s.scores[k])]
+            table.add_row(str(lay), *cells, style="on grey15" if lay == result.layer else None)
+        if result.static_scores is not None:
+            table.add_section()
+            table.add_row("static", *(f"{v:.4f}" for v in result.static_scores[i]), style="blue")
+        console.print(table)
+        console.print(f"at layer {result.layer} the closest anchor is [bold]{escape(result.best_anchor(i))}[/bold]")
+    sources = ", ".join(f"{a}: {s}" for a, s in zip(result.anchors, result.anchor_sources, strict=True))
+    console.print(f"anchors ({escape(sources)}); template {escape(repr(result.template))}")
+    if result.static_scores is not None:
+        console.print(f"static = cosine of {escape(result.static_model or '')} vectors: the same in every sentence")
