@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from contextlens.analyses.search.encoders import TextEncoder, hidden_means_every_layer, make_encoder
+from contextlens.analyses.search.encoders import TextEncoder, encoder_kind, hidden_means_every_layer, make_encoder
 from contextlens.errors import InputError
 
 TEXTS = [
@@ -20,9 +20,10 @@ def test_each_kind_gives_float32_rows_with_its_identity(minilm):
         enc = TextEncoder(minilm, kind, layer)
         x = enc.encode(TEXTS)
         assert x.shape == (3, minilm.hidden_size) and x.dtype == np.float32
-        assert enc.identity.model == "minilm" and enc.identity.kind == kind and enc.identity.layer == layer
-    assert TextEncoder(minilm, "hidden-mean").identity.layer == minilm.num_layers  # default: last layer
-    assert TextEncoder(minilm, "hidden-mean", -1).identity.layer == minilm.num_layers
+        p = enc.provenance
+        assert p.model == "minilm" and encoder_kind(p) == kind and p.layer == layer and p.dim == minilm.hidden_size
+    assert TextEncoder(minilm, "hidden-mean").provenance.layer == minilm.num_layers  # default: last layer
+    assert TextEncoder(minilm, "hidden-mean", -1).provenance.layer == minilm.num_layers
 
 
 def test_kinds_are_the_core_methods(minilm):
