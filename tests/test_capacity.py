@@ -18,7 +18,6 @@ from contextlens.errors import InputError
 from helpers import run_cli
 
 
-
 def config(index: str = "flat", dtype: str | None = None, **params: int) -> IndexConfig:
     """The index configuration `capacity` builds from its options (params the type does not take dropped)."""
     return IndexConfig(index, {k: v for k, v in params.items() if k in DEFAULT_PARAMS.get(index, {})}, dtype)
