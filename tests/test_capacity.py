@@ -79,3 +79,28 @@ def test_cli_capacity_json_and_errors():
     assert json.loads(run_cli("capacity", "-n", "10", "-d", "8", "--json").stdout)["measured_bytes"] is None
     bad = run_cli("capacity", "--count", "100", "--dim", "64", "--index", "binary", "--dtype", "float32")
     assert bad.returncode == 2 and bad.stderr.startswith("error:") and len(bad.stderr.strip().splitlines()) == 1
+
+
+def test_huge_counts_keep_every_digit():
+    n = 10**23
+    assert estimate(config(), n, 8).bytes == n * 8 * 4
+    assert estimate(config("binary"), n, 8).bytes == n
+    hnsw = estimate(config("hnsw", m=16), n, 64)
+    assert hnsw.parts["graph links"] == (n * (2 * 16 * 15 + 16) * 4 + 7) // 15  # n*(2M + M/(M-1))*4, rounded
+    proc = run_cli("capacity", "--count", str(n), "--dim", "8")
+    assert proc.returncode == 0 and "3,200,000,000,000,000,000,000,000" in proc.stdout, proc.stderr
+
+
+def test_a_measurement_that_cannot_fit_in_memory_is_refused_before_allocating():
+    with pytest.raises(InputError, match=r"needs about [\d,]+ bytes of memory but only [\d,]+ bytes"):
+        measure(config(), 1000, 10**9)
+    proc = run_cli("capacity", "--count", "1000", "--dim", str(10**9), "--measure")
+    assert proc.returncode == 2 and "bytes of memory" in proc.stderr and "Traceback" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_capacity_to_dict_is_plain_json():
+    from helpers import assert_plain_json
+
+    assert_plain_json(measure(config("ivfpq", nbits=4), 600, 32).to_dict())
+    assert_plain_json(estimate(config("hnsw", "int8", m=8), 10**23, 64).to_dict())
