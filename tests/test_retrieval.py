@@ -130,7 +130,7 @@ def test_retrieval_to_dict_and_its_table_are_plain_json(quick_lee):
     assert_plain_json(quick_lee.to_dict())
     table = retrieval_table(quick_lee)
     assert_plain_json(table.to_dict())
-    assert table.metrics == ["spearman", "ndcg@10"] and "retrieval-lee — minilm (20 documents, quick)" == table.title
+    assert table.metrics == ["spearman", "ndcg@10"] and table.title == "retrieval-lee — minilm (20 documents, quick)"
     fulls = [row.full for row in table.rows]
     assert fulls == sorted(fulls, reverse=True)  # full float32 rows first, then the cost sweep
     assert len(table.rows) * len(table.metrics) == len(quick_lee.rows)

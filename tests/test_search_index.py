@@ -149,8 +149,11 @@ def cli_index(tmp_path_factory):
     root = tmp_path_factory.mktemp("cli")
     (root / "docs.txt").write_text("\n".join(DOCS) + "\n")
     out = root / "index"
-    proc = run_cli("index", "build", str(root / "docs.txt"), "--out", str(out), "--model", "minilm")
+    proc = run_cli("index", "build", str(root / "docs.txt"), "--out", str(out), "--model", "minilm", "--json")
     assert proc.returncode == 0, proc.stderr
+    manifest = json.loads(proc.stdout)  # the manifest, as written
+    assert manifest["count"] == len(DOCS) and manifest["encoder"]["kind"] == "sentence"
+    assert manifest == json.loads((current_folder(out) / "manifest.json").read_text())
     return out
 
 
