@@ -167,26 +167,38 @@ def wsd_cmd(
         return
     best = result.meta.get("best_layer") or {}
     table = Table(title=f"word sense disambiguation (WordNet 3.0 examples) — {result.model}")
-    for col in ("system", "layer", "accuracy", "macro-F1"):
+    for col in ("system", "layer", "dev accuracy", "test accuracy", "test macro-F1"):
         table.add_column(col, justify="right" if col != "system" else "left", no_wrap=col == "system")
-    seen: set[tuple] = set()
-    for r in result.select(metric="accuracy"):
-        key = (r["system"], r["layer"])
-        if key in seen:
-            continue
-        seen.add(key)
-        f1 = result.select(system=r["system"], layer=r["layer"], metric="macro_f1")
-        style = "bold red" if r["system"] == result.model and r["layer"] == best.get("layer") else None
+    for r in result.select(split="test", metric="accuracy"):
+        dev = result.select(system=r["system"], layer=r["layer"], split="dev", metric="accuracy")
+        f1 = result.select(system=r["system"], layer=r["layer"], split="test", metric="macro_f1")
+        style = "bold red" if r["system"] == result.model and r["layer"] == best.get("layer_by_dev") else None
         layer = "-" if r["layer"] is None else str(r["layer"])
-        table.add_row(r["system"], layer, fmt(r["value"], 3), fmt(f1[0]["value"] if f1 else None, 3), style=style)
+        table.add_row(
+            r["system"],
+            layer,
+            fmt(dev[0]["value"] if dev else None, 3),
+            fmt(r["value"], 3),
+            fmt(f1[0]["value"] if f1 else None, 3),
+            style=style,
+        )
     console.print(table)
     c = result.meta["counts"]
     expected = result.select(system="random-sense", metric="expected_accuracy")
     console.print(
         f"{c['lemma_pos']} lemmas (with part of speech), {c['senses']} senses from {c['train_examples']} "
-        f"examples; {c['scored_test_examples']} held-out examples scored. Random-sense expected accuracy "
-        f"{fmt(expected[0]['value'] if expected else None, 3)}."
+        f"examples; held out and scored: {c['scored_test_examples']} test examples ({c['test_lemmas']} lemmas), "
+        f"{c['scored_dev_examples']} dev examples ({c['dev_lemmas']} lemmas); no lemma in both. "
+        f"Random-sense expected accuracy {fmt(expected[0]['value'] if expected else None, 3)}."
     )
+    for label, key in (("", "best_layer"), (" (with glosses)", "best_layer_glosses")):
+        b = result.meta.get(key)
+        if b:
+            console.print(
+                f"best layer by dev accuracy{label}: [bold red]{b['layer_by_dev']}[/bold red] (test "
+                f"{b['test_accuracy_at_dev_layer']:.3f}); best test layer {b['best_test_layer']} "
+                f"({b['best_test_accuracy']:.3f})"
+            )
     _footer(result)
 
 

@@ -50,16 +50,24 @@ def wic_figure(result: BenchmarkResult) -> plt.Figure:
 
 
 def wsd_figure(result: BenchmarkResult) -> plt.Figure:
-    """Nearest-centroid accuracy and macro-F1 per layer, MFS and random-sense flat."""
+    """Nearest-centroid test accuracy and macro-F1 per layer (dev faint, the dev-picked layer
+    marked), MFS and random-sense flat."""
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharey=True)
+    chosen = (result.meta.get("best_layer") or {}).get("layer_by_dev")
     for ax, metric in zip(axes, ("accuracy", "macro_f1"), strict=True):
-        layers, values = _layer_curve(result, system=result.model, metric=metric)
-        ax.plot(layers, values, marker="o", lw=2.2, color="#c2410c", label=f"{result.model}: nearest sense centroid")
-        g_layers, g_values = _layer_curve(result, system=f"{result.model}+glosses", metric=metric)
+        layers, values = _layer_curve(result, system=result.model, split="test", metric=metric)
+        label = f"{result.model}: nearest sense centroid, test"
+        ax.plot(layers, values, marker="o", lw=2.2, color="#c2410c", label=label)
+        d_layers, d_values = _layer_curve(result, system=result.model, split="dev", metric=metric)
+        if d_layers:
+            ax.plot(d_layers, d_values, marker=".", lw=1, color="#c2410c", alpha=0.45, label="... dev")
+        g_layers, g_values = _layer_curve(result, system=f"{result.model}+glosses", split="test", metric=metric)
         if g_layers:
-            ax.plot(g_layers, g_values, marker="s", lw=1.6, ls="--", color="#b45309", label="... with glosses")
+            ax.plot(g_layers, g_values, marker="s", lw=1.6, ls="--", color="#b45309", label="... with glosses, test")
+        if chosen is not None:
+            ax.axvline(chosen, color="#c2410c", ls=":", lw=1, label=f"layer picked on dev ({chosen})")
         for system in ("mfs-semcor", "random-sense"):
-            for r in result.select(system=system, metric=metric):
+            for r in result.select(system=system, split="test", metric=metric):
                 color, ls = _BASELINE_STYLES[system]
                 ax.axhline(r["value"], color=color, ls=ls, lw=1.5, label=f"{system} ({r['value']:.3f})")
         ax.set_title(metric.replace("_", "-"))

@@ -119,7 +119,7 @@ def build_wic(
 
 @dataclass(frozen=True)
 class WsdItem:
-    """One usage example, labelled with its synset, in the train (sense inventory) or test part."""
+    """One usage example, labelled with its synset: "train" (sense inventory), "dev" or "test" (held out)."""
 
     example: UsageExample
     split: str
@@ -139,14 +139,21 @@ class WsdData:
 
 
 def build_wsd(
-    examples: Sequence[UsageExample], *, max_lemmas: int | None = None, max_train_per_sense: int = 3, seed: int = 0
+    examples: Sequence[UsageExample],
+    *,
+    max_lemmas: int | None = None,
+    max_train_per_sense: int = 3,
+    dev_share: float = 0.3,
+    seed: int = 0,
 ) -> WsdData:
-    """Sense inventories and held-out examples per (lemma, pos).
+    """Sense inventories and held-out examples per (lemma, pos), held-out ones split dev/test by lemma.
 
     A (lemma, pos) qualifies when at least two of its synsets have examples and one of them has
-    two or more. In every synset with two or more examples one seeded example is held out for
-    testing; up to ``max_train_per_sense`` of the rest build the sense vector. Synsets with a
-    single example only train (they are still candidate senses).
+    two or more. In every synset with two or more examples one seeded example is held out;
+    up to ``max_train_per_sense`` of the rest build the sense vector. Synsets with a single
+    example only train (they are still candidate senses). The held-out example is "dev" or
+    "test" by its lemma (:func:`split_lemmas`, as for WiC), so the layer can be chosen on dev
+    lemmas and scored on lemmas it never saw.
     """
     groups = group_by_lemma(examples)
     qualifying = sorted(
@@ -154,6 +161,7 @@ def build_wsd(
     )
     if max_lemmas is not None and len(qualifying) > max_lemmas:
         qualifying = sorted(random.Random(seed + 1).sample(qualifying, max_lemmas))
+    splits = split_lemmas([lemma for lemma, _ in qualifying], dev_share, seed)
     items: list[WsdItem] = []
     for key in qualifying:
         for synset in sorted(groups[key]):
@@ -161,15 +169,17 @@ def build_wsd(
             rng = _rng(seed, key[0], key[1], synset)
             rng.shuffle(pool)
             if len(pool) >= 2:
-                items.append(WsdItem(pool[0], "test"))
+                items.append(WsdItem(pool[0], splits[key[0]]))
                 pool = pool[1:]
             items.extend(WsdItem(ex, "train") for ex in pool[:max_train_per_sense])
-    test = [i for i in items if i.split == "test"]
     train = [i for i in items if i.split == "train"]
-    counts = {
+    counts: dict[str, Any] = {
         "lemma_pos": len(qualifying),
         "senses": len({(i.key, i.example.synset) for i in train}),
         "train_examples": len(train),
-        "test_examples": len(test),
     }
+    for name in ("dev", "test"):
+        held = [i for i in items if i.split == name]
+        counts[f"{name}_examples"] = len(held)
+        counts[f"{name}_lemmas"] = len({i.example.lemma for i in held})
     return WsdData(items, counts)

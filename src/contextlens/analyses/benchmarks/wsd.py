@@ -3,9 +3,10 @@
 Each sense (a WordNet synset of the lemma) is the mean hidden state of its training usage
 examples (Reif et al. 2019, "Visualizing and Measuring the Geometry of BERT"; LMMS, Loureiro &
 Jorge 2019). A held-out example gets the sense whose centroid has the highest cosine with it,
-among the senses of its own lemma and part of speech. Baselines: the most frequent sense by
-the SemCor counts WordNet ships (``cntlist.rev``) and a uniformly random sense, over the same
-candidate senses.
+among the senses of its own lemma and part of speech. The held-out examples are split dev/test
+by lemma, as for WiC: the best layer is picked on dev and scored on test. Baselines: the most
+frequent sense by the SemCor counts WordNet ships (``cntlist.rev``) and a uniformly random
+sense, over the same candidate senses.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from sklearn.metrics import f1_score
 
 from contextlens.analyses.benchmarks.datasets import Key, WsdData
 from contextlens.analyses.benchmarks.result import BenchmarkResult
+from contextlens.analyses.benchmarks.wic import best_layer
 
 
 def centroids(vectors: np.ndarray, senses: Sequence[str]) -> dict[str, np.ndarray]:
@@ -56,21 +58,27 @@ def evaluate_wsd(
     gloss_hidden: np.ndarray | None = None,
     gloss_rows: dict[tuple[Key, str], int] | None = None,
 ) -> BenchmarkResult:
-    """Nearest-centroid accuracy and macro-F1 per layer, beside MFS and random-sense baselines.
+    """Nearest-centroid accuracy and macro-F1 per layer on dev and test, beside MFS and random.
 
     ``item_rows[k]`` is the row of ``hidden`` (``(n_spans, layers + 1, d)``) for ``data.items[k]``;
     ``sense_count(synset, lemma)`` gives the SemCor count used by the MFS baseline. With
     ``gloss_hidden`` and ``gloss_rows[(key, synset)]`` (the lemma inside the sense's gloss, LMMS
     style) a second system ``<model>+glosses`` counts the gloss as one more example of its sense.
+    The best layer is the one with the best dev accuracy; the test accuracy is reported at it
+    (dev and test lemmas never overlap), with the best test layer beside it for reference.
     """
     train = [k for k, it in enumerate(data.items) if it.split == "train"]
-    test = [k for k, it in enumerate(data.items) if it.split == "test"]
     inventory: dict[Key, set[str]] = defaultdict(set)
     for k in train:
         inventory[data.items[k].key].add(data.items[k].example.synset)
-    test = [k for k in test if len(inventory[data.items[k].key]) >= 2]
-    gold = [data.items[k].example.synset for k in test]
-    result = BenchmarkResult("wsd", model, meta={"counts": {**data.counts, "scored_test_examples": len(test)}})
+    held = {
+        name: [k for k, it in enumerate(data.items) if it.split == name and len(inventory[it.key]) >= 2]
+        for name in ("dev", "test")
+    }
+    gold = {name: [data.items[k].example.synset for k in ks] for name, ks in held.items()}
+    test = held["test"]
+    scored = {f"scored_{name}_examples": len(ks) for name, ks in held.items()}
+    result = BenchmarkResult("wsd", model, meta={"counts": {**data.counts, **scored}})
 
     by_key: dict[Key, list[int]] = defaultdict(list)
     for k in train:
@@ -91,25 +99,28 @@ def evaluate_wsd(
                         rows.append(glosses[gloss_rows[(key, synset)], layer])
                         labels.append(synset)
                 sense_vectors[key] = centroids(np.stack(rows), labels)
-            predicted = [nearest_sense(vectors[item_rows[k]], sense_vectors[data.items[k].key]) for k in test]
-            for metric, value in scores(gold, predicted).items():
-                result.add(system=system, layer=layer, split="test", metric=metric, value=value)
+            for name, ks in held.items():
+                if not ks:
+                    continue
+                predicted = [nearest_sense(vectors[item_rows[k]], sense_vectors[data.items[k].key]) for k in ks]
+                for metric, value in scores(gold[name], predicted).items():
+                    result.add(system=system, layer=layer, split=name, metric=metric, value=value)
 
     mfs = []
     for k in test:
         item = data.items[k]
         candidates = sorted(inventory[item.key])
         mfs.append(max(candidates, key=lambda s: (sense_count(s, item.example.lemma), -candidates.index(s))))
-    for metric, value in scores(gold, mfs).items():
+    for metric, value in scores(gold["test"], mfs).items():
         result.add(system="mfs-semcor", layer=None, split="test", metric=metric, value=value)
     rng = random.Random(seed)
     drawn = [rng.choice(sorted(inventory[data.items[k].key])) for k in test]
-    for metric, value in scores(gold, drawn).items():
+    for metric, value in scores(gold["test"], drawn).items():
         result.add(system="random-sense", layer=None, split="test", metric=metric, value=value)
     expected = float(np.mean([1 / len(inventory[data.items[k].key]) for k in test])) if test else float("nan")
     result.add(system="random-sense", layer=None, split="test", metric="expected_accuracy", value=expected)
-    layer_acc = result.select(system=model, metric="accuracy")
-    if layer_acc:
-        best = max(layer_acc, key=lambda r: (r["value"], -r["layer"]))
-        result.meta["best_layer"] = {"layer": best["layer"], "accuracy": best["value"]}
+    for system, _ in variants:
+        best = best_layer(result, system)
+        if best is not None:
+            result.meta["best_layer" if system == model else "best_layer_glosses"] = best
     return result
