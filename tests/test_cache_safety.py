@@ -231,3 +231,25 @@ def test_a_kill_while_storing_arrays_leaves_no_entry_and_a_damaged_entry_is_reco
     assert len(computed) == 3 and len(_rebuilt_notes(caplog)) == 1
     assert disk_cache.cached_arrays("t", "k", compute)["x"].tolist() == [0, 1, 2, 3]
     assert len(computed) == 3  # the rebuilt entry is read back
+
+
+def test_cached_weights_that_fail_the_check_are_rebuilt_from_the_packages(cache, monkeypatch, caplog):
+    good = b"the real weights"
+    target = cache / "models" / "fake"
+
+    def locator():
+        if not (target / "model.safetensors").is_file():
+            target.mkdir(parents=True, exist_ok=True)
+            (target / "model.safetensors").write_bytes(good)  # what the packages hold
+        return target
+
+    spec = resources.ModelSpec(
+        "fake", "contextual", "org/fake", "abc", hashlib.sha256(good).hexdigest(), "d", "pip install fake", locator
+    )
+    target.mkdir(parents=True)
+    (target / "model.safetensors").write_bytes(b"the real wei")  # an extraction cut short
+    with caplog.at_level(logging.WARNING, logger="contextlens"):
+        assert spec.require() == target
+    assert (target / "model.safetensors").read_bytes() == good
+    (note,) = _rebuilt_notes(caplog)
+    assert "sha256" in note and str(target) in note

@@ -138,7 +138,20 @@ class ModelSpec:
         if path is None:
             raise ModelNotInstalledError(f"model {self.name!r} is not installed; install it with: {self.install}")
         if self.sha256 is not None:
-            verify_weights(path / "model.safetensors", self.sha256, self.name)
+            try:
+                verify_weights(path / "model.safetensors", self.sha256, self.name)
+            except WeightsMismatchError as exc:
+                if not path.resolve().is_relative_to(cache_dir().resolve()):
+                    raise  # an installed package's own files: only reinstalling helps
+                # A folder that contextlens assembled into its cache is rebuilt from the packages.
+                note_rebuild(path, "its weights do not have the pinned sha256")
+                shutil.rmtree(path)
+                path = self.locator()
+                if path is None:
+                    raise ModelNotInstalledError(
+                        f"model {self.name!r} is not installed; install it with: {self.install}"
+                    ) from exc
+                verify_weights(path / "model.safetensors", self.sha256, self.name)
         return path
 
 
