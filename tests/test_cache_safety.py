@@ -253,3 +253,22 @@ def test_cached_weights_that_fail_the_check_are_rebuilt_from_the_packages(cache,
     assert (target / "model.safetensors").read_bytes() == good
     (note,) = _rebuilt_notes(caplog)
     assert "sha256" in note and str(target) in note
+
+
+def test_leftovers_of_a_killed_extraction_are_removed_even_when_the_entry_is_complete(cache, monkeypatch):
+    target = cache / "models" / "all-mpnet-base-v2-e8c3b32"
+    target.mkdir(parents=True)
+    for name in resources.MPNET_FILES:
+        (target / name).write_text(name)
+    leftover = target.with_name(f".{target.name}.tmp-{DEAD_PID}")
+    (leftover / "extract").mkdir(parents=True)
+    (leftover / "joined.zip").write_bytes(b"part of 840 MB")
+    alive = target.with_name(f".{target.name}.tmp-{os.getppid()}")  # a build still running elsewhere
+    alive.mkdir()
+
+    def must_not_rebuild(parts, where):
+        raise AssertionError("a complete entry was rebuilt")
+
+    monkeypatch.setattr(resources, "_assemble_split_zip", must_not_rebuild)
+    assert resources._locate_mpnet() == target
+    assert sorted(p.name for p in target.parent.iterdir()) == sorted([target.name, alive.name])

