@@ -32,8 +32,14 @@ import time
 import faiss
 import numpy as np
 
-from contextlens.analyses.search.capacity import CapacityRequest, estimate
-from contextlens.analyses.search.index import DEFAULT_PARAMS, INDEX_TYPES, IndexSpec, build_faiss_index, search_faiss
+from contextlens.analyses.search.capacity import estimate
+from contextlens.analyses.search.index_config import (
+    DEFAULT_PARAMS,
+    INDEX_TYPES,
+    IndexConfig,
+    build_faiss_index,
+    search_faiss,
+)
 from contextlens.errors import InputError
 
 
@@ -78,7 +84,7 @@ def run(corpus: np.ndarray, queries: np.ndarray, k: int, threads: int, overrides
     for index_type in INDEX_TYPES:
         params = {key: v for key, v in overrides.items() if key in DEFAULT_PARAMS[index_type]}
         try:
-            spec = IndexSpec(index_type, params).resolved(n, d)
+            spec = IndexConfig(index_type, params).resolved(n, d)
         except InputError as exc:  # e.g. binary codes on 50-d GloVe (not a multiple of 8)
             skipped.append({"index": index_type, "reason": str(exc)})
             continue
@@ -93,17 +99,12 @@ def run(corpus: np.ndarray, queries: np.ndarray, k: int, threads: int, overrides
             exact_ids = ids
         recall = float(np.mean([len(set(a) & set(e)) / k for a, e in zip(ids, exact_ids, strict=True)]))
         blob = faiss.serialize_index_binary(index) if index_type == "binary" else faiss.serialize_index(index)
-        p = spec.params
-        formula = estimate(
-            CapacityRequest(
-                n, d, index_type, None, p.get("m") or 32, p.get("nlist"), p.get("pq_m"), p.get("nbits") or 8
-            )
-        )
+        formula = estimate(spec, n, d)  # the same configuration, so the formula prices this very index
         rows.append(
             {
                 "index": index_type,
                 "params": spec.params,
-                "dtype": spec.dtype,
+                "dtype": spec.code,
                 "build_s": build_s,
                 "bytes": int(blob.size),
                 "formula_bytes": formula.bytes,

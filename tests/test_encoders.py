@@ -5,7 +5,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from contextlens.analyses.search.encoders import TextEncoder, hidden_means_every_layer, make_encoder
+from contextlens.analyses.search.encoders import (
+    TextEncoder,
+    describe_encoder,
+    encoder_dict,
+    encoder_kind,
+    hidden_means_every_layer,
+    make_encoder,
+    provenance_from_dict,
+)
+from contextlens.core.vectors import Provenance
 from contextlens.errors import InputError
 
 TEXTS = [
@@ -20,9 +29,10 @@ def test_each_kind_gives_float32_rows_with_its_identity(minilm):
         enc = TextEncoder(minilm, kind, layer)
         x = enc.encode(TEXTS)
         assert x.shape == (3, minilm.hidden_size) and x.dtype == np.float32
-        assert enc.identity.model == "minilm" and enc.identity.kind == kind and enc.identity.layer == layer
-    assert TextEncoder(minilm, "hidden-mean").identity.layer == minilm.num_layers  # default: last layer
-    assert TextEncoder(minilm, "hidden-mean", -1).identity.layer == minilm.num_layers
+        p = enc.provenance
+        assert p.model == "minilm" and encoder_kind(p) == kind and p.layer == layer and p.dim == minilm.hidden_size
+    assert TextEncoder(minilm, "hidden-mean").provenance.layer == minilm.num_layers  # default: last layer
+    assert TextEncoder(minilm, "hidden-mean", -1).provenance.layer == minilm.num_layers
 
 
 def test_kinds_are_the_core_methods(minilm):
@@ -66,3 +76,16 @@ def test_bad_encoder_requests_are_clear_errors(minilm):
         TextEncoder(minilm, "hidden-mean", 40)
     with pytest.raises(InputError, match="empty"):
         TextEncoder(minilm, "sentence").encode(["fine", "  "])
+
+
+def test_encoders_use_the_one_provenance_type(minilm):
+    p = TextEncoder(minilm, "hidden-mean", 3).provenance
+    assert type(p) is Provenance and (p.kind, p.pooling, p.layer, p.dim) == ("hidden-state", "mean", 3, 384)
+    assert TextEncoder(minilm, "input-row").provenance.kind == "input-row"
+    assert TextEncoder(minilm, "sentence").provenance.kind == "sentence"
+    # the manifest and --kind keep their names; a stored encoder reads back as the same provenance
+    stored = {"model": "minilm", "kind": "hidden-mean", "layer": 3, "dim": 384}
+    assert encoder_dict(p) == stored and provenance_from_dict(stored) == p
+    assert describe_encoder(p) == "minilm hidden-mean layer 3 (384-d)"
+    with pytest.raises(InputError, match="unknown encoder kind"):
+        provenance_from_dict({**stored, "kind": "hidden-state"})

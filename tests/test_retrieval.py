@@ -121,3 +121,38 @@ def test_cli_eval_retrieval_wordnet_quick():
         if r["kind"] == "sentence" and r["metric"] == "mrr" and r["reduction"] is None and r["dtype"] == "float32"
     ]
     assert sentence > 5 * out["meta"]["random_mrr"]
+
+
+def test_retrieval_to_dict_and_its_table_are_plain_json(quick_lee):
+    from contextlens.analyses.benchmarks.retrieval_table import retrieval_table
+    from helpers import assert_plain_json
+
+    assert_plain_json(quick_lee.to_dict())
+    table = retrieval_table(quick_lee)
+    assert_plain_json(table.to_dict())
+    assert table.metrics == ["spearman", "ndcg@10"] and table.title == "retrieval-lee — minilm (20 documents, quick)"
+    fulls = [row.full for row in table.rows]
+    assert fulls == sorted(fulls, reverse=True)  # full float32 rows first, then the cost sweep
+    assert len(table.rows) * len(table.metrics) == len(quick_lee.rows)
+    for metric in table.metrics:
+        best = max(row.values[metric] for row in table.rows)
+        assert [row for row in table.rows if metric in row.best] == [
+            row for row in table.rows if row.values[metric] == best
+        ]
+    assert set(table.chance) == {"ndcg@10"} and table.chance["ndcg@10"] == quick_lee.meta["random_ndcg@10"]
+
+
+def test_cli_eval_retrieval_checks_the_plot_path_before_the_work(tmp_path):
+    (tmp_path / "afile").write_text("x")
+    # the model does not exist: a check that ran after the work would report the model instead
+    for plot, needle in ((tmp_path / "f.xyz", "suffix"), (tmp_path / "afile" / "f.png", "is a file")):
+        proc = run_cli("eval", "retrieval", "--model", "no-such-model", "--quick", "--plot", str(plot))
+        assert proc.returncode == 2 and needle in proc.stderr, proc.stderr
+        assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
+
+
+def test_cli_eval_retrieval_plot_without_suffix_gets_png_and_reports_it(tmp_path):
+    proc = run_cli("eval", "retrieval", "--model", "minilm", "--quick", "--plot", str(tmp_path / "fig"))
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "fig.png").stat().st_size > 10_000 and "fig.png" in proc.stderr
+    assert "chance level (ndcg@10)" in proc.stdout and "input-row" in proc.stdout

@@ -13,22 +13,23 @@ from contextlens.analyses.search.index import (
     INDEX_TYPES,
     DamagedIndexError,
     Document,
+    IndexConfig,
     IndexMismatchError,
-    IndexSpec,
     VectorIndex,
     build_faiss_index,
     load_documents,
 )
+from contextlens.analyses.search.index_files import current_folder
 from contextlens.errors import DataFileError, InputError
 from helpers import run_cli
 
 QUERIES = ["a bushfire threatens homes near Sydney", "peace talks in the Middle East", "the cricket match"]
 SPECS = {
-    "flat": IndexSpec("flat"),
-    "hnsw": IndexSpec("hnsw", {"m": 8, "ef_search": 16}),
-    "ivfpq": IndexSpec("ivfpq", {"nlist": 4, "pq_m": 48, "nbits": 4, "nprobe": 2}),
-    "sq8": IndexSpec("sq8"),
-    "binary": IndexSpec("binary"),
+    "flat": IndexConfig("flat"),
+    "hnsw": IndexConfig("hnsw", {"m": 8, "ef_search": 16}),
+    "ivfpq": IndexConfig("ivfpq", {"nlist": 4, "pq_m": 48, "nbits": 4, "nprobe": 2}),
+    "sq8": IndexConfig("sq8"),
+    "binary": IndexConfig("binary"),
 }
 
 
@@ -42,7 +43,7 @@ def lee_vectors(minilm):
 def make_index(lee_vectors, index_type: str) -> VectorIndex:
     docs, encoder, x, _ = lee_vectors
     spec = SPECS[index_type].resolved(len(docs), x.shape[1])
-    return VectorIndex(encoder.identity, spec, build_faiss_index(x, spec), docs)
+    return VectorIndex(encoder.provenance, spec, build_faiss_index(x, spec), docs)
 
 
 @pytest.mark.parametrize("index_type", INDEX_TYPES)
@@ -54,9 +55,9 @@ def test_build_save_load_search_round_trip_is_identical(lee_vectors, index_type,
     after = loaded.search_vectors(q, k=10)
     np.testing.assert_array_equal(before[1], after[1])
     np.testing.assert_array_equal(before[0], after[0])
-    assert loaded.identity == encoder.identity and loaded.spec == index.spec
+    assert loaded.provenance == encoder.provenance and loaded.config == index.config
     assert [d.id for d in loaded.documents] == [d.id for d in docs]
-    manifest = json.loads((tmp_path / "ix" / "manifest.json").read_text())
+    manifest = json.loads((current_folder(tmp_path / "ix") / "manifest.json").read_text())
     assert manifest["count"] == 50 and manifest["dimension"] == 384 and manifest["index"]["type"] == index_type
     assert manifest["encoder"] == {"model": "minilm", "kind": "sentence", "layer": None, "dim": 384}
     assert set(manifest["files"]) == {"index.faiss", "docs.jsonl"}
@@ -90,7 +91,7 @@ def test_search_refuses_an_encoder_of_another_kind(lee_vectors, minilm):
 
 
 def test_damage_is_detected_on_load(lee_vectors, tmp_path):
-    folder = make_index(lee_vectors, "flat").save(tmp_path / "ix")
+    folder = current_folder(make_index(lee_vectors, "flat").save(tmp_path / "ix"))
     data = bytearray((folder / "index.faiss").read_bytes())
     data[len(data) // 2] ^= 0xFF
     (folder / "index.faiss").write_bytes(bytes(data))
@@ -103,13 +104,13 @@ def test_damage_is_detected_on_load(lee_vectors, tmp_path):
 
 def test_index_parameters_are_checked(lee_vectors):
     with pytest.raises(InputError, match="takes no"):
-        IndexSpec("flat", {"m": 8})
+        IndexConfig("flat", {"m": 8})
     with pytest.raises(InputError, match="at least 256 vectors"):
-        IndexSpec("ivfpq", {"nbits": 8}).resolved(50, 384)
+        IndexConfig("ivfpq", {"nbits": 8}).resolved(50, 384)
     with pytest.raises(InputError, match="must divide"):
-        IndexSpec("ivfpq", {"pq_m": 7, "nbits": 4}).resolved(50, 384)
-    with pytest.raises(InputError, match="unknown index type"):
-        IndexSpec("annoy")
+        IndexConfig("ivfpq", {"pq_m": 7, "nbits": 4}).resolved(50, 384)
+    with pytest.raises(InputError, match="unknown --index"):
+        IndexConfig("annoy")
 
 
 def test_documents_from_text_folder_and_jsonl(tmp_path):
@@ -148,8 +149,11 @@ def cli_index(tmp_path_factory):
     root = tmp_path_factory.mktemp("cli")
     (root / "docs.txt").write_text("\n".join(DOCS) + "\n")
     out = root / "index"
-    proc = run_cli("index", "build", str(root / "docs.txt"), "--out", str(out), "--model", "minilm")
+    proc = run_cli("index", "build", str(root / "docs.txt"), "--out", str(out), "--model", "minilm", "--json")
     assert proc.returncode == 0, proc.stderr
+    manifest = json.loads(proc.stdout)  # the manifest, as written
+    assert manifest["count"] == len(DOCS) and manifest["encoder"]["kind"] == "sentence"
+    assert manifest == json.loads((current_folder(out) / "manifest.json").read_text())
     return out
 
 
@@ -181,13 +185,13 @@ def test_cli_refuses_mismatch_damage_and_missing_manifest(cli_index, tmp_path):
         assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
 
     damaged = _copy(cli_index, tmp_path / "damaged")
-    blob = (damaged / "index.faiss").read_bytes()
-    (damaged / "index.faiss").write_bytes(blob[: len(blob) // 2])  # truncated
+    blob = (current_folder(damaged) / "index.faiss").read_bytes()
+    (current_folder(damaged) / "index.faiss").write_bytes(blob[: len(blob) // 2])  # truncated
     truncated = run_cli("index", "search", str(damaged), "query")
     assert truncated.returncode == 2 and "checksum" in truncated.stderr
     assert len(truncated.stderr.strip().splitlines()) == 1
 
     no_manifest = _copy(cli_index, tmp_path / "nomanifest")
-    (no_manifest / "manifest.json").unlink()
+    (current_folder(no_manifest) / "manifest.json").unlink()
     missing = run_cli("index", "search", str(no_manifest), "query")
     assert missing.returncode == 2 and "manifest" in missing.stderr and "Traceback" not in missing.stderr

@@ -61,3 +61,7 @@ class StaticModelError(InputError):
 
 class ModelLoadError(ContextlensError):
     """A contextual model's files exist but cannot be loaded (a truncated or damaged weights file)."""
+
+
+class OutputPathError(InputError):
+    """An output path (``--plot``, ``--html``, ``--out``) cannot be written; checked before the work."""

@@ -55,7 +55,7 @@ def attention_cmd(
         plot,
         html,
         lambda: lesson_figures.attention_figure(result),
-        lambda: interactive.attentionwrite_figures(result),
+        lambda: interactive.attention_figures(result),
         "contextlens attention",
     )
     if json_out:

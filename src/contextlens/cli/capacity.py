@@ -33,17 +33,19 @@ def capacity_cmd(
     json_out: JsonOpt = False,
 ) -> None:
     """Memory and disk for N vectors in a FAISS index: the formula, and with --measure the real size."""
-    from contextlens.analyses.search.capacity import CapacityRequest, estimate
+    from contextlens.analyses.search.capacity import estimate
     from contextlens.analyses.search.capacity import measure as measure_size
+    from contextlens.analyses.search.index_config import DEFAULT_PARAMS, IndexConfig
 
-    request = CapacityRequest(count, dim, index, dtype, m, nlist, pq_m, nbits)
+    if index not in DEFAULT_PARAMS:
+        raise InputError(f"unknown --index {index!r}; use one of {', '.join(DEFAULT_PARAMS)}")
+    given = {"m": m, "nlist": nlist, "pq_m": pq_m, "nbits": nbits}
+    config = IndexConfig(index, {k: v for k, v in given.items() if k in DEFAULT_PARAMS[index]}, dtype)
     if measure:
-        if max_measure < 2:
-            raise InputError(f"--max-measure must be at least 2, got {max_measure}")
         with contextlib.nullcontext() if json_out else console.status("building the FAISS index to measure it..."):
-            result = measure_size(request, max_measure=max_measure)
+            result = measure_size(config, count, dim, max_measure=max_measure)
     else:
-        result = estimate(request)
+        result = estimate(config, count, dim)
     if json_out:
         print_json(result.to_dict())
         return

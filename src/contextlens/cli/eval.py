@@ -313,15 +313,18 @@ def eval_retrieval(
 ) -> None:
     """Retrieval quality of each encoder kind and layer, and quality against bytes per vector."""
     from contextlens.analyses.benchmarks.retrieval import evaluate_lee, evaluate_wordnet
+    from contextlens.analyses.benchmarks.retrieval_table import retrieval_table
+    from contextlens.reports.output_paths import FIGURE_SUFFIXES, check_output_path
 
-    if task == "lee":
-        result = evaluate_lee(model, quick=quick, show_progress_bar=console.is_terminal and not json_out)
-    elif task == "wordnet":
-        result = evaluate_wordnet(
-            model, sample=sample, seed=seed, quick=quick, show_progress_bar=console.is_terminal and not json_out
-        )
-    else:
+    if task not in ("lee", "wordnet"):
         raise InputError(f"unknown --task {task!r}; use lee or wordnet")
+    if plot is not None:
+        plot = check_output_path(plot, FIGURE_SUFFIXES)  # before the work, not after it
+    progress = console.is_terminal and not json_out
+    if task == "lee":
+        result = evaluate_lee(model, quick=quick, show_progress_bar=progress)
+    else:
+        result = evaluate_wordnet(model, sample=sample, seed=seed, quick=quick, show_progress_bar=progress)
     if plot is not None:
         from contextlens.reports.figures import save
         from contextlens.reports.retrieval_figures import retrieval_figure
@@ -330,50 +333,36 @@ def eval_retrieval(
     if json_out:
         print_json(result.to_dict())
         return
-    render_retrieval(result)
+    render_retrieval(retrieval_table(result))
 
 
-def render_retrieval(result) -> None:
+def render_retrieval(table_data) -> None:
     """One table: a row per (kind, layer, reduction, dim, dtype), a column per metric."""
-    metrics = list(dict.fromkeys(r["metric"] for r in result.rows))
-    grouped: dict[tuple, dict[str, float]] = {}
-    ordered = sorted(result.rows, key=lambda r: not (r["reduction"] is None and r["dtype"] == "float32"))
-    for r in ordered:
-        key = (r["kind"], r["layer"], r["reduction"], r["dim"], r["dtype"], r["bytes_per_vector"])
-        grouped.setdefault(key, {})[r["metric"]] = r["value"]
-    meta = result.meta
-    size = f"{meta.get('documents', meta.get('queries'))} " + ("documents" if "documents" in meta else "queries")
-    title = f"{result.benchmark} — {result.model} ({size}{', quick' if meta.get('quick') else ''})"
-    table = Table(title=title, box=box.SIMPLE_HEAD)
+    table = Table(title=table_data.title, box=box.SIMPLE_HEAD)
     for col in ("kind", "layer", "cut", "dim", "dtype", "bytes"):
         table.add_column(col, justify="left" if col in ("kind", "cut", "dtype") else "right", no_wrap=True)
-    for metric in metrics:
+    for metric in table_data.metrics:
         table.add_column(metric, justify="right", no_wrap=True)
-    best = {m: max(v[m] for v in grouped.values()) for m in metrics}
     previous_section = None
-    for (kind, layer, reduction, dim, dtype, nbytes), values in grouped.items():
-        section = reduction is None and dtype == "float32"
-        if previous_section is not None and section != previous_section:
+    for row in table_data.rows:
+        if previous_section is not None and row.full != previous_section:
             table.add_section()
-        previous_section = section
-        cells = []
-        for m in metrics:
-            text = fmt(values.get(m))
-            cells.append(f"[bold]{text}[/bold]" if values.get(m) == best[m] else text)
+        previous_section = row.full
+        cells = [fmt(row.values[m]) for m in table_data.metrics]
+        cells = [f"[bold]{c}[/bold]" if m in row.best else c for m, c in zip(table_data.metrics, cells, strict=True)]
         table.add_row(
-            kind,
-            "-" if layer is None else str(layer),
-            reduction or "-",
-            str(dim),
-            dtype,
-            f"{nbytes:g}",
+            row.kind,
+            "-" if row.layer is None else str(row.layer),
+            row.reduction or "-",
+            str(row.dim),
+            row.dtype,
+            f"{row.bytes_per_vector:g}",
             *cells,
         )
     if console.is_terminal:
         console.print(table)
     else:  # piped output defaults to 80 columns, too narrow for this table
         Console(emoji=False, highlight=False, width=110).print(table)
-    chance = {k: v for k, v in meta.items() if k.startswith("random_")}
-    for k, v in chance.items():
-        console.print(f"[dim]chance level ({k.removeprefix('random_')}): {v:.4f}[/dim]")
-    console.print(f"[dim]PCA components and int8 ranges fitted on {meta.get('fit_on')}[/dim]")
+    for name, value in table_data.chance.items():
+        console.print(f"[dim]chance level ({name}): {value:.4f}[/dim]")
+    console.print(f"[dim]PCA components and int8 ranges fitted on {table_data.fit_on}[/dim]")

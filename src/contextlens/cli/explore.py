@@ -57,7 +57,7 @@ def explore_cmd(
         plot,
         html,
         lambda: lesson_figures.explore_figure(result),
-        lambda: interactive.explorewrite_figures(result),
+        lambda: interactive.explore_figures(result),
         "contextlens explore",
     )
     if json_out:

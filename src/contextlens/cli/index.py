@@ -50,14 +50,19 @@ def index_build(
     nbits: NbitsOpt = None,
     nprobe: Annotated[int | None, typer.Option(help="IVF-PQ: lists visited per query (default 16).")] = None,
     batch_size: Annotated[int, typer.Option(help="Texts per forward pass.")] = 32,
+    force: Annotated[
+        bool, typer.Option("--force", help="Build into an --out folder that also holds other files (kept).")
+    ] = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Encode documents and save them in a FAISS index with a manifest (atomically)."""
-    from contextlens.analyses.search.encoders import make_encoder
-    from contextlens.analyses.search.index import DEFAULT_PARAMS, IndexSpec, VectorIndex, load_documents
+    from contextlens.analyses.search.encoders import describe_encoder, make_encoder
+    from contextlens.analyses.search.index import IndexConfig, VectorIndex, load_documents, read_manifest
+    from contextlens.analyses.search.index_files import check_index_folder, current_folder
+    from contextlens.reports.output_paths import check_output_folder
 
-    if index not in DEFAULT_PARAMS:
-        raise InputError(f"unknown --index {index!r}; use one of {', '.join(DEFAULT_PARAMS)}")
+    if batch_size < 1:
+        raise InputError(f"--batch-size must be at least 1, got {batch_size}")
     given = {
         "m": m,
         "ef_construction": ef_construction,
@@ -68,24 +73,24 @@ def index_build(
         "nprobe": nprobe,
     }
     params = {k: v for k, v in given.items() if v is not None}
-    spec = IndexSpec(index, params)  # checks the options fit the index type before the model loads
+    config = IndexConfig(index, params)  # checks the options fit the index type before the model loads
+    check_index_folder(check_output_folder(out), force)  # and that --out can take an index
     documents = load_documents(docs)
     encoder = make_encoder(model, kind or "sentence", layer)
-    built = VectorIndex.build(documents, encoder, spec, batch_size=batch_size, show_progress_bar=console.is_terminal)
-    folder = built.save(out, model_source=encoder.model.source)
-    manifest = (folder / "manifest.json").read_text()
+    built = VectorIndex.build(documents, encoder, config, batch_size=batch_size, show_progress_bar=console.is_terminal)
+    folder = built.save(out, model_source=encoder.model.source, force=force)
     if json_out:
-        import json
-
-        print_json(json.loads(manifest))
+        print_json(read_manifest(folder))
         return
-    p = built.spec.params
+    p = built.config.params
     params_text = ", ".join(f"{k}={v}" for k, v in p.items()) or "no parameters"
     console.print(
-        f"indexed [bold]{len(built)}[/bold] documents from {escape(str(docs))} as {escape(built.identity.describe())} "
-        f"vectors in a [bold]{built.spec.type}[/bold] index ({params_text}; stored as {built.spec.dtype})"
+        f"indexed [bold]{len(built)}[/bold] documents from {escape(str(docs))} as "
+        f"{escape(describe_encoder(built.provenance))} vectors in a [bold]{built.config.type}[/bold] index "
+        f"({params_text}; stored as {built.config.code})"
     )
-    console.print(f"written to {escape(str(folder))} (manifest.json, index.faiss, docs.jsonl)")
+    version = current_folder(folder).name
+    console.print(f"written to {escape(str(folder))} ({version}/: manifest.json, index.faiss, docs.jsonl)")
 
 
 @index_app.command("search")
@@ -101,25 +106,13 @@ def index_search(
     json_out: JsonOpt = False,
 ) -> None:
     """Rank the indexed documents for a query; refuses a query encoder that differs from the index's."""
-    from contextlens.analyses.search.encoders import EncoderIdentity, make_encoder
-    from contextlens.analyses.search.index import IndexMismatchError, VectorIndex, read_manifest
+    from contextlens.analyses.search.index import search_index
 
-    stored = read_manifest(folder)["encoder"]
-    wanted = {"model": model, "kind": kind, "layer": layer}
-    for what, value in wanted.items():  # fail before loading a model that cannot match
-        if value is not None and value != stored[what]:
-            held = EncoderIdentity(stored["model"], stored["kind"], stored["layer"], stored["dim"]).describe()
-            raise IndexMismatchError(
-                f"{folder} holds {held} vectors but the query asks for {what} {value!r}; "
-                f"drop --{what} or rebuild the index with that encoder"
-            )
-    loaded = VectorIndex.load(folder)
-    encoder = make_encoder(stored["model"], stored["kind"], stored["layer"])
-    (result,) = loaded.search(encoder, [query], k)
+    result = search_index(folder, query, k, model=model, kind=kind, layer=layer)
     if json_out:
         print_json(result.to_dict())
         return
-    table = Table(title=f"{escape(query)} — {escape(result.encoder.describe())}, {result.index_type} index")
+    table = Table(title=f"{escape(query)} — {escape(result.describe_encoder())}, {result.index_type} index")
     table.add_column("rank", justify="right")
     table.add_column("score", justify="right")
     table.add_column("id")

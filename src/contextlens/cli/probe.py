@@ -79,7 +79,7 @@ def probe_cmd(
         plot,
         html,
         lambda: lesson_figures.probe_figure(result),
-        lambda: interactive.probewrite_figures(result),
+        lambda: interactive.probe_figures(result),
         "contextlens probe",
     )
     if json_out:

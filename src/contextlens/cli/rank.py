@@ -63,7 +63,7 @@ def rank_cmd(
         plot,
         html,
         lambda: lesson_figures.slope_figure(result),
-        lambda: interactive.slopewrite_figures(result),
+        lambda: interactive.slope_figures(result),
         "contextlens rank",
     )
     if json_out:

@@ -50,7 +50,7 @@ def trace_cmd(
         plot,
         html,
         lambda: lesson_figures.trace_figure(result),
-        lambda: interactive.tracewrite_figures(result),
+        lambda: interactive.trace_figures(result),
         "contextlens trace",
     )
     if json_out:

@@ -1,7 +1,8 @@
 """Vectors that remember where they came from.
 
 The seeds warn that "embedding" names three different objects. contextlens keeps them apart by
-type: every vector carries a :class:`Provenance` (model, kind, layer), and
+type: every vector carries a :class:`Provenance` (model, kind, layer; for a vector of a whole
+text also its pooling and dimension), and
 :mod:`contextlens.core.similarity` refuses to compare vectors of different models or kinds.
 """
 
@@ -18,12 +19,14 @@ KINDS: tuple[str, ...] = ("static", "input-row", "hidden-state", "sentence")
 
 @dataclass(frozen=True)
 class Provenance:
-    """Where a vector lives: which model, which kind of embedding, which layer (hidden states)."""
+    """Where a vector lives: which model, which kind of embedding, which layer (hidden states),
+    how tokens were pooled into it (a text's vector) and how many dimensions it has (when known)."""
 
     model: str
     kind: Kind
     layer: int | None = None
     pooling: str | None = None
+    dim: int | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -38,7 +41,10 @@ class Provenance:
         return f"{self.kind}{layer} of {self.model}"
 
     def to_dict(self) -> dict[str, object]:
-        return {"model": self.model, "kind": self.kind, "layer": self.layer, "pooling": self.pooling}
+        out: dict[str, object] = {"model": self.model, "kind": self.kind, "layer": self.layer, "pooling": self.pooling}
+        if self.dim is not None:  # only text encoders record it; other JSON shapes stay as they were
+            out["dim"] = self.dim
+        return out
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import plotly.graph_objects as go
 
-from contextlens.analyses.lesson import Lesson
+from contextlens.analyses.lesson.run import Lesson
 from contextlens.reports import interactive as ix
 
 

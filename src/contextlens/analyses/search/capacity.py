@@ -15,6 +15,10 @@ serialized file, so one number serves both, up to allocator slack and a header o
   list; plus the coarse centroids nlist*d*4 and the PQ codebooks (2^nbits centroids of d/pq_m
   floats for each of the pq_m sub-spaces) d*2^nbits*4.
 
+The index is configured by :class:`~contextlens.analyses.search.index_config.IndexConfig`, the
+same type `index build` uses, and :func:`measure` builds it with the same builder. Byte counts
+are exact integers (no float rounding, so a count of 10**23 keeps every digit).
+
 :func:`measure` builds the real index on random unit vectors and reads the size of
 ``faiss.serialize_index``; above ``max_measure`` vectors it builds two samples and extrapolates
 the straight line through them (and says so).
@@ -23,79 +27,32 @@ the straight line through them (and says so).
 from __future__ import annotations
 
 import math
+import os
 import time
 from dataclasses import asdict, dataclass
+from fractions import Fraction
 from typing import Any
 
-import faiss
 import numpy as np
 
+from contextlens.analyses.search.index_config import (
+    ALLOWED_DTYPES,
+    BYTES_PER_VALUE,
+    DTYPES,
+    INDEX_TYPES,
+    IndexConfig,
+    new_faiss_index,
+    serialized_bytes,
+    sign_bits,
+)
 from contextlens.errors import InputError
 
-INDEX_TYPES: tuple[str, ...] = ("flat", "hnsw", "ivfpq", "sq8", "binary")
-DTYPES: tuple[str, ...] = ("float32", "float16", "int8", "binary")
-BYTES_PER_VALUE = {"float32": 4.0, "float16": 2.0, "int8": 1.0, "binary": 1 / 8}
-
-# Which dtypes each index type can hold; the first one is its default.
-ALLOWED_DTYPES: dict[str, tuple[str, ...]] = {
-    "flat": ("float32", "float16", "int8", "binary"),
-    "hnsw": ("float32", "float16", "int8", "binary"),
-    "sq8": ("int8",),
-    "binary": ("binary",),
-    "ivfpq": ("float32",),
-}
-
-
-@dataclass(frozen=True)
-class CapacityRequest:
-    """N vectors of D dimensions, stored as ``dtype`` in an index of type ``index``."""
-
-    count: int
-    dim: int
-    index: str = "flat"
-    dtype: str | None = None
-    m: int = 32  # HNSW neighbors per node
-    nlist: int | None = None  # IVF lists (default ~4*sqrt(n))
-    pq_m: int | None = None  # PQ sub-quantizers (default d/8)
-    nbits: int = 8  # bits per PQ sub-code
-
-    def resolved(self) -> CapacityRequest:
-        """Defaults filled in and every value checked, with a message saying how to fix it."""
-        if self.index not in INDEX_TYPES:
-            raise InputError(f"unknown --index {self.index!r}; use one of {', '.join(INDEX_TYPES)}")
-        if self.count < 1:
-            raise InputError(f"--count must be at least 1, got {self.count}")
-        if self.dim < 1:
-            raise InputError(f"--dim must be at least 1, got {self.dim}")
-        allowed = ALLOWED_DTYPES[self.index]
-        dtype = self.dtype or allowed[0]
-        if dtype not in DTYPES:
-            raise InputError(f"unknown --dtype {dtype!r}; use one of {', '.join(DTYPES)}")
-        if dtype not in allowed:
-            raise InputError(
-                f"index {self.index!r} stores {' or '.join(allowed)} codes, not {dtype}; "
-                f"drop --dtype or pick another --index"
-            )
-        if dtype == "binary" and self.dim % 8:
-            raise InputError(f"binary codes need a dimension divisible by 8, got --dim {self.dim}")
-        if self.m < 2:
-            raise InputError(f"--m must be at least 2, got {self.m}")
-        nlist, pq_m = self.nlist, self.pq_m
-        if self.index == "ivfpq":
-            nlist = nlist or max(1, min(int(4 * math.sqrt(self.count)), self.count))
-            pq_m = pq_m or next(m for m in (self.dim // 8, self.dim // 4, self.dim // 2, self.dim) if m)
-            if self.dim % pq_m:
-                raise InputError(f"--pq-m must divide --dim {self.dim}, got {pq_m}")
-            if not 1 <= self.nbits <= 16:
-                raise InputError(f"--nbits must be between 1 and 16, got {self.nbits}")
-            if nlist > self.count:
-                raise InputError(f"--nlist ({nlist}) cannot exceed --count ({self.count})")
-        return CapacityRequest(self.count, self.dim, self.index, dtype, self.m, nlist, pq_m, self.nbits)
+__all__ = ["ALLOWED_DTYPES", "DTYPES", "INDEX_TYPES", "CapacityEstimate", "estimate", "measure", "serialized_size"]
 
 
 @dataclass
 class CapacityEstimate:
-    """Bytes of memory (and of the saved file: the same arrays) for a :class:`CapacityRequest`."""
+    """Bytes of memory (and of the saved file: the same arrays) for ``count`` vectors in an index."""
 
     count: int
     dim: int
@@ -117,44 +74,54 @@ class CapacityEstimate:
         return (self.bytes - self.measured_bytes) / self.measured_bytes
 
     def to_dict(self) -> dict[str, Any]:
+        """Plain JSON types only (ints, floats, strings, None)."""
         out = asdict(self)
         out["relative_error"] = self.relative_error
         return out
 
 
-def estimate(request: CapacityRequest) -> CapacityEstimate:
-    """The formula for ``request``'s index type, evaluated (see the module docstring)."""
-    r = request.resolved()
-    n, d = r.count, r.dim
+def _check_count(count: int, dim: int) -> None:
+    for name, value in (("--count", count), ("--dim", dim)):
+        if isinstance(value, bool) or not isinstance(value, int | np.integer):
+            raise InputError(f"{name} must be a whole number, got {value!r}")
+
+
+def estimate(config: IndexConfig, count: int, dim: int) -> CapacityEstimate:
+    """The formula for ``config``'s index type over ``count`` x ``dim``, evaluated exactly."""
+    _check_count(count, dim)
+    n, d = int(count), int(dim)
+    r = config.resolved(n, d)
+    p = r.params
     per_value = BYTES_PER_VALUE[r.dtype]
     value_sym = {"float32": "4", "float16": "2", "int8": "1", "binary": "1/8"}[r.dtype]
     parts: dict[str, int] = {}
     terms: list[str] = []
     params: dict[str, Any] = {}
-    if r.index in ("flat", "hnsw", "sq8", "binary"):
+    if r.type in ("flat", "hnsw", "sq8", "binary"):
         parts["vectors"] = math.ceil(n * d * per_value)
         terms.append(f"n*d*{value_sym}")
         if r.dtype == "int8":
             parts["trained ranges"] = 2 * d * 4
             terms.append("2*d*4")
-    if r.index == "hnsw":
-        slots = 2 * r.m + r.m / (r.m - 1)
+    if r.type == "hnsw":
+        m = p["m"]
+        slots = 2 * m + Fraction(m, m - 1)
         parts["graph links"] = round(n * slots * 4)
         parts["levels + offsets"] = n * 12
         terms += ["n*(2*M + M/(M-1))*4", "n*12"]
-        params["m"] = r.m
-    if r.index == "ivfpq":
-        code = math.ceil(r.pq_m * r.nbits / 8)
+        params["m"] = m
+    if r.type == "ivfpq":
+        code = math.ceil(p["pq_m"] * p["nbits"] / 8)
         parts["PQ codes + ids"] = n * (code + 8)
-        parts["coarse centroids"] = r.nlist * d * 4
-        parts["PQ codebooks"] = d * 2**r.nbits * 4
+        parts["coarse centroids"] = p["nlist"] * d * 4
+        parts["PQ codebooks"] = d * 2 ** p["nbits"] * 4
         terms += ["n*(ceil(pq_m*nbits/8) + 8)", "nlist*d*4", "d*2^nbits*4"]
-        params.update(nlist=r.nlist, pq_m=r.pq_m, nbits=r.nbits, code_bytes=code)
+        params.update(nlist=p["nlist"], pq_m=p["pq_m"], nbits=p["nbits"], code_bytes=code)
     return CapacityEstimate(
         count=n,
         dim=d,
         dtype=r.dtype,
-        index=r.index,
+        index=r.type,
         bytes=int(sum(parts.values())),
         formula=" + ".join(terms),
         parts=parts,
@@ -162,69 +129,94 @@ def estimate(request: CapacityRequest) -> CapacityEstimate:
     )
 
 
-def measure(request: CapacityRequest, max_measure: int = 100_000, seed: int = 0) -> CapacityEstimate:
+def measure(config: IndexConfig, count: int, dim: int, max_measure: int = 100_000, seed: int = 0) -> CapacityEstimate:
     """:func:`estimate`, plus the serialized size of the real FAISS index.
 
     Up to ``max_measure`` vectors the index is built on exactly ``count`` random unit vectors;
     above it on ``max_measure // 2`` and ``max_measure`` vectors, and the line through the two
-    sizes is extended to ``count`` (the stored arrays grow linearly in n).
+    sizes is extended to ``count`` (the stored arrays grow linearly in n). A measurement that
+    would not fit in the available memory is refused before anything is allocated.
     """
-    result = estimate(request)
-    r = request.resolved()
+    if max_measure < 2:
+        raise InputError(f"--max-measure must be at least 2, got {max_measure}")
+    result = estimate(config, count, dim)
+    n, d = result.count, result.dim
+    largest = min(n, max_measure)
+    check_fits_in_memory(result, largest)
     start = time.perf_counter()
-    if r.count <= max_measure:
-        result.measured_bytes = serialized_size(r, r.count, seed)
-        result.measured_on = f"built on all {r.count:,} random unit vectors"
+    if n <= max_measure:
+        result.measured_bytes = serialized_size(config, n, d, seed, count=n)
+        result.measured_on = f"built on all {n:,} random unit vectors"
     else:
         small, large = max_measure // 2, max_measure
-        b_small = serialized_size(r, small, seed)
-        b_large = serialized_size(r, large, seed)
-        slope = (b_large - b_small) / (large - small)
-        result.measured_bytes = round(b_large + slope * (r.count - large))
+        b_small = serialized_size(config, small, d, seed, count=n)
+        b_large = serialized_size(config, large, d, seed, count=n)
+        slope = Fraction(b_large - b_small, large - small)
+        result.measured_bytes = round(b_large + slope * (n - large))
         result.measured_on = (
             f"built on {small:,} and {large:,} random unit vectors ({b_small:,} and {b_large:,} bytes) "
-            f"and extrapolated linearly to {r.count:,}"
+            f"and extrapolated linearly to {n:,}"
         )
     result.measure_seconds = time.perf_counter() - start
     return result
 
 
-def serialized_size(request: CapacityRequest, n: int, seed: int = 0) -> int:
-    """Bytes of ``faiss.serialize_index`` for ``n`` random unit vectors in the requested index."""
-    r = request.resolved()
-    d = r.dim
-    if r.index == "ivfpq" and n < 2**r.nbits:
-        raise InputError(f"measuring ivfpq with --nbits {r.nbits} needs at least {2**r.nbits} vectors, got {n}")
+def check_fits_in_memory(full: CapacityEstimate, n: int) -> None:
+    """Refuse a measurement on ``n`` vectors that needs more bytes than this machine has available.
+
+    It needs the float32 vectors, plus the index twice (the index and its serialized copy).
+    """
+    needed = n * full.dim * 4 + 2 * math.ceil(Fraction(full.bytes * n, full.count))
+    available = available_memory()
+    if available is not None and needed > available:
+        raise InputError(
+            f"measuring {n:,} vectors of {full.dim:,} dims needs about {needed:,} bytes of memory but only "
+            f"{available:,} bytes are available; lower --dim or --max-measure, or drop --measure for the formula"
+        )
+
+
+def available_memory() -> int | None:
+    """Bytes of memory available to a new allocation (Linux: MemAvailable), None when unknown."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def _sample_config(config: IndexConfig, n: int, dim: int) -> IndexConfig:
+    """The configuration resolved for the full request, its lists capped at the sample size ``n``."""
+    params = dict(config.params)
+    if config.type == "ivfpq" and params.get("nlist") is not None:
+        params["nlist"] = min(params["nlist"], n)
+    return IndexConfig(config.type, params, config.dtype)
+
+
+def serialized_size(config: IndexConfig, n: int, dim: int, seed: int = 0, count: int | None = None) -> int:
+    """Bytes of the serialized FAISS index for ``n`` random unit vectors in the configured index.
+
+    ``count`` (default ``n``) is the size the configuration is resolved for (its IVF lists), so
+    that samples of an extrapolated measurement use the lists of the full request.
+    """
+    resolved = config.resolved(count or n, dim)
+    if resolved.type == "ivfpq" and n < 2 ** resolved.params["nbits"]:
+        nbits = resolved.params["nbits"]
+        raise InputError(f"measuring ivfpq with --nbits {nbits} needs at least {2**nbits} vectors, got {n}")
+    sample = _sample_config(resolved, n, dim)
     rng = np.random.default_rng(seed)
-    x = rng.standard_normal((n, d), dtype=np.float32)
+    x = rng.standard_normal((n, dim), dtype=np.float32)
     x /= np.linalg.norm(x, axis=1, keepdims=True)
-    if r.dtype == "binary":
-        index = faiss.IndexBinaryHNSW(d, r.m) if r.index == "hnsw" else faiss.IndexBinaryFlat(d)
-        index.add(np.packbits(x > 0, axis=1))
-        return int(faiss.serialize_index_binary(index).size)
-    index = make_float_index(r, min(r.nlist or 1, n))
-    if not index.is_trained:
-        index.train(x)
-    index.add(x)
-    return int(faiss.serialize_index(index).size)
-
-
-def make_float_index(r: CapacityRequest, nlist: int):
-    """The (untrained, empty) FAISS index for a resolved request whose codes are not binary."""
-    d, ip = r.dim, faiss.METRIC_INNER_PRODUCT
-    sq = {"float16": faiss.ScalarQuantizer.QT_fp16, "int8": faiss.ScalarQuantizer.QT_8bit}
-    if r.index == "ivfpq":
-        quantizer = faiss.IndexFlatIP(d)
-        index = faiss.IndexIVFPQ(quantizer, d, nlist, r.pq_m, r.nbits, ip)
-        index.own_fields = True
-        quantizer.this.disown()
-        index.cp.min_points_per_centroid = 1
-        index.pq.cp.min_points_per_centroid = 1
-        return index
-    if r.index == "hnsw":
-        if r.dtype == "float32":
-            return faiss.IndexHNSWFlat(d, r.m, ip)
-        return faiss.IndexHNSWSQ(d, sq[r.dtype], r.m, ip)
-    if r.dtype == "float32":
-        return faiss.IndexFlatIP(d)
-    return faiss.IndexScalarQuantizer(d, sq[r.dtype], ip)
+    index = new_faiss_index(sample, dim)
+    if sample.dtype == "binary":
+        index.add(sign_bits(x))
+    else:
+        if not index.is_trained:
+            index.train(x)
+        index.add(x)
+    return len(serialized_bytes(index))

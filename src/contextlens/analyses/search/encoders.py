@@ -8,41 +8,71 @@ built on any of them, and only one of them was trained for it:
 * ``hidden-mean`` - mean of the hidden states at one layer (0 = embedding output, L = last);
 * ``sentence``    - the embedding model's own output, with its sentence-transformers pooling config.
 
-Every encoder has an :class:`EncoderIdentity` (model, kind, layer). A vector index stores it in
-its manifest and refuses queries from an encoder with a different identity: vectors of two
-models, or of two kinds, live in different spaces and their cosines mean nothing.
+Every encoder's vectors carry a :class:`~contextlens.core.vectors.Provenance`, the one type that
+says where any vector of contextlens came from: ``hidden-mean`` is the provenance kind
+``hidden-state`` with pooling ``mean``, ``input-row`` the kind ``input-row`` with pooling
+``mean``, ``sentence`` the kind ``sentence`` (the model's own pooling). The encoder kind names
+above are what the CLI's ``--kind`` and an index manifest's ``encoder.kind`` say; a vector index
+stores the provenance in its manifest and refuses queries from an encoder with another one:
+vectors of two models, or of two kinds, live in different spaces and their cosines mean nothing.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
 
 from contextlens.core.contextual_models import ContextualModel, load_contextual, sentence_config
 from contextlens.core.disk_cache import cache_key, cached_arrays
+from contextlens.core.vectors import Provenance
 from contextlens.errors import InputError
 
-KINDS: tuple[str, ...] = ("input-row", "hidden-mean", "sentence")
+# Encoder kind (``--kind``, the manifest's ``encoder.kind``) -> (provenance kind, pooling).
+ENCODER_KINDS: dict[str, tuple[str, str | None]] = {
+    "input-row": ("input-row", "mean"),
+    "hidden-mean": ("hidden-state", "mean"),
+    "sentence": ("sentence", None),
+}
+KINDS: tuple[str, ...] = tuple(ENCODER_KINDS)
 
 
-@dataclass(frozen=True)
-class EncoderIdentity:
-    """What a vector is: which model, which kind, which layer (hidden-mean only), how many dims."""
+def text_provenance(model: str, kind: str, layer: int | None, dim: int) -> Provenance:
+    """The provenance of a text vector made by the encoder ``kind`` (an :data:`ENCODER_KINDS` name)."""
+    if kind not in ENCODER_KINDS:
+        raise InputError(f"unknown encoder kind {kind!r}; use one of {', '.join(KINDS)}")
+    vector_kind, pooling = ENCODER_KINDS[kind]
+    return Provenance(model, vector_kind, layer, pooling, dim)  # type: ignore[arg-type]
 
-    model: str
-    kind: str
-    layer: int | None
-    dim: int
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+def encoder_kind(provenance: Provenance) -> str:
+    """The encoder kind name (``hidden-mean`` ...) of a text vector's provenance."""
+    for name, (kind, pooling) in ENCODER_KINDS.items():
+        if (provenance.kind, provenance.pooling) == (kind, pooling):
+            return name
+    raise InputError(f"{provenance.describe()} vectors are not made by a text encoder; use one of {', '.join(KINDS)}")
 
-    def describe(self) -> str:
-        layer = f" layer {self.layer}" if self.layer is not None else ""
-        return f"{self.model} {self.kind}{layer} ({self.dim}-d)"
+
+def encoder_dict(provenance: Provenance) -> dict[str, Any]:
+    """The manifest's ``encoder`` object: ``{"model", "kind", "layer", "dim"}`` with the encoder kind name."""
+    return {
+        "model": provenance.model,
+        "kind": encoder_kind(provenance),
+        "layer": provenance.layer,
+        "dim": provenance.dim,
+    }
+
+
+def provenance_from_dict(data: dict[str, Any]) -> Provenance:
+    """Inverse of :func:`encoder_dict` (a manifest's ``encoder``)."""
+    return text_provenance(data["model"], data["kind"], data["layer"], int(data["dim"]))
+
+
+def describe_encoder(provenance: Provenance) -> str:
+    """``minilm hidden-mean layer 3 (384-d)``: how tables and messages name an encoder."""
+    layer = f" layer {provenance.layer}" if provenance.layer is not None else ""
+    return f"{provenance.model} {encoder_kind(provenance)}{layer} ({provenance.dim}-d)"
 
 
 class TextEncoder:
@@ -70,12 +100,14 @@ class TextEncoder:
         self.model = model
         self.kind = kind
         self.layer = layer
-        self.identity = EncoderIdentity(model.name, kind, layer, model.hidden_size)
+        self.provenance = text_provenance(model.name, kind, layer, model.hidden_size)
 
     def encode(self, texts: Sequence[str], batch_size: int = 32, show_progress_bar: bool = False) -> np.ndarray:
         """Encode texts into an ``(n, dim)`` float32 array, in input order (not normalized)."""
         if not texts:
             raise InputError("no texts to encode; give at least one non-empty text")
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise InputError(f"--batch-size must be a whole number of at least 1, got {batch_size!r}")
         if self.kind == "input-row":
             out = self.model.embed_input_rows(texts)
         elif self.kind == "hidden-mean":
@@ -88,7 +120,7 @@ class TextEncoder:
 
     def encode_cached(self, texts: Sequence[str], namespace: str = "retrieval", **kwargs: Any) -> np.ndarray:
         """:meth:`encode`, served from the on-disk cache when the same texts were encoded before."""
-        key = cache_key(self.identity.to_dict(), self.model.source, list(texts))
+        key = cache_key(encoder_dict(self.provenance), self.model.source, list(texts))
         return cached_arrays(namespace, key, lambda: {"x": self.encode(texts, **kwargs)})["x"]
 
 

@@ -1,20 +1,25 @@
 """Semantic search on a real FAISS index: build, save with a manifest, load, verify, search.
 
-A saved index is a folder of three files::
+A saved index is a folder holding a pointer file and one version folder of three files::
 
-    manifest.json   what the vectors are (encoder model, kind, layer, dim), how they are stored
-                    (index type and parameters, dtype, count) and the sha256 of the two files below
-    index.faiss     the FAISS index, as ``faiss.serialize_index`` writes it
-    docs.jsonl      the documents, one ``{"id": ..., "text": ...}`` per line, in index order
+    CURRENT             the name of the version folder in use (one line)
+    v-<time>-<pid>/
+      manifest.json     what the vectors are (encoder model, kind, layer, dim), how they are stored
+                        (index type and parameters, dtype, count) and the sha256 of the two files below
+      index.faiss       the FAISS index, as ``faiss.serialize_index`` writes it
+      docs.jsonl        the documents, one ``{"id": ..., "text": ...}`` per line, in index order
 
-It is written into a temporary sibling folder and renamed into place, so a crash never leaves a
-half-written index behind. Loading checks the manifest and both checksums before anything is
-read; searching checks that the query encoder has the identity stored in the manifest. A wrong
-model or kind, a damaged file or a missing manifest is a one-line error, never wrong results.
+A new build writes a fresh version folder, then switches ``CURRENT`` to it with one atomic
+``os.replace``, then removes the old version: at every moment either the old or the new index is
+found, and a build killed half-way leaves only an unreferenced folder, removed by the next
+build. A folder holding anything else is refused unless ``force`` (the other files are then
+left alone). A folder in the layout of contextlens before the pointer (the three files directly
+in it) is still read, and is replaced by the new layout on the next build.
 
-Vectors are L2-normalized before they enter the index, so inner product is cosine similarity
-(``flat``, ``hnsw``, ``ivfpq``, ``sq8``); ``binary`` keeps one sign bit per dimension and scores
-by Hamming distance, reported as ``1 - 2 * hamming / dim`` (the cosine of the two sign vectors).
+Loading checks the manifest and both checksums before anything is read; searching checks that
+the query encoder has the provenance stored in the manifest. A wrong model or kind, a damaged
+file or a missing manifest is a one-line error, never wrong results. Index types and their
+parameters: :mod:`contextlens.analyses.search.index_config`.
 """
 
 from __future__ import annotations
@@ -22,42 +27,44 @@ from __future__ import annotations
 import datetime as _dt
 import hashlib
 import json
-import math
-import os
-import shutil
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-import faiss
 import numpy as np
 
-from contextlens.analyses.search.encoders import EncoderIdentity, TextEncoder
+from contextlens.analyses.search import index_files
+from contextlens.analyses.search.encoders import (
+    TextEncoder,
+    describe_encoder,
+    encoder_dict,
+    make_encoder,
+    provenance_from_dict,
+)
+from contextlens.analyses.search.index_config import (
+    ALLOWED_DTYPES,
+    INDEX_TYPES,
+    IndexConfig,
+    apply_search_params,
+    build_faiss_index,
+    deserialize,
+    search_faiss,
+    serialized_bytes,
+)
+from contextlens.analyses.search.index_files import DOCS_FILE, INDEX_FILE, MANIFEST, current_folder
+from contextlens.core.vectors import Provenance
 from contextlens.errors import ContextlensError, DataFileError, InputError
 
-INDEX_TYPES: tuple[str, ...] = ("flat", "hnsw", "ivfpq", "sq8", "binary")
-MANIFEST = "manifest.json"
-INDEX_FILE = "index.faiss"
-DOCS_FILE = "docs.jsonl"
+__all__ = ["INDEX_TYPES", "IndexConfig", "build_faiss_index", "search_faiss"]
 FORMAT = "contextlens-index/1"
-
-# Parameters each index type takes, with their defaults (None = chosen from the data).
-DEFAULT_PARAMS: dict[str, dict[str, int | None]] = {
-    "flat": {},
-    "hnsw": {"m": 32, "ef_construction": 80, "ef_search": 64},
-    "ivfpq": {"nlist": None, "pq_m": None, "nbits": 8, "nprobe": 16},
-    "sq8": {},
-    "binary": {},
-}
 
 
 class IndexMismatchError(ContextlensError):
     """The query encoder is not the encoder the index was built with."""
 
 
-class DamagedIndexError(DataFileError):
-    """An index folder has no manifest, or a file whose checksum or shape disagrees with it."""
+DamagedIndexError = index_files.DamagedIndexError
 
 
 # --- documents ------------------------------------------------------------------------------
@@ -126,129 +133,6 @@ def _jsonl_documents(path: Path) -> list[Document]:
     return docs
 
 
-# --- index types ----------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class IndexSpec:
-    """An index type and its parameters (see :data:`DEFAULT_PARAMS`)."""
-
-    type: str = "flat"
-    params: dict[str, int | None] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        if self.type not in INDEX_TYPES:
-            raise InputError(f"unknown index type {self.type!r}; use one of {', '.join(INDEX_TYPES)}")
-        unknown = set(self.params) - set(DEFAULT_PARAMS[self.type])
-        if unknown:
-            allowed = ", ".join(DEFAULT_PARAMS[self.type]) or "none"
-            raise InputError(f"index {self.type!r} takes no {sorted(unknown)} parameter; it takes: {allowed}")
-
-    def resolved(self, count: int, dim: int) -> IndexSpec:
-        """Fill in defaults for ``count`` vectors of ``dim`` dimensions, and check they can work."""
-        params = {**DEFAULT_PARAMS[self.type], **{k: v for k, v in self.params.items() if v is not None}}
-        if self.type == "binary" and dim % 8:
-            raise InputError(f"binary codes need a dimension divisible by 8, got {dim}")
-        if self.type == "hnsw":
-            for name in ("m", "ef_construction", "ef_search"):
-                if params[name] < 1:
-                    raise InputError(f"--{name.replace('_', '-')} must be at least 1, got {params[name]}")
-        if self.type == "ivfpq":
-            if params["nlist"] is None:
-                params["nlist"] = max(1, min(int(4 * math.sqrt(count)), count // 39 or 1))
-            if params["pq_m"] is None:
-                params["pq_m"] = next(m for m in (dim // 8, dim // 4, dim // 2, dim) if m and dim % m == 0)
-            nlist, pq_m, nbits = params["nlist"], params["pq_m"], params["nbits"]
-            if not 1 <= nlist <= count:
-                raise InputError(f"--nlist must be between 1 and the number of vectors ({count}), got {nlist}")
-            if pq_m < 1 or dim % pq_m:
-                raise InputError(f"--pq-m must divide the dimension {dim}, got {pq_m}")
-            if not 1 <= nbits <= 16:
-                raise InputError(f"--nbits must be between 1 and 16, got {nbits}")
-            if count < 2**nbits:
-                raise InputError(
-                    f"ivfpq with --nbits {nbits} trains {2**nbits} centroids per sub-vector and needs at least "
-                    f"{2**nbits} vectors, but there are {count}; lower --nbits or use --index flat"
-                )
-            params["nprobe"] = max(1, min(params["nprobe"], nlist))
-        return IndexSpec(self.type, params)
-
-    @property
-    def dtype(self) -> str:
-        """How one vector is stored."""
-        if self.type == "ivfpq":
-            return f"pq{self.params.get('pq_m')}x{self.params.get('nbits')}"
-        return {"flat": "float32", "hnsw": "float32", "sq8": "int8", "binary": "binary"}[self.type]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"type": self.type, "params": dict(self.params)}
-
-
-def normalize(vectors: np.ndarray) -> np.ndarray:
-    """Rows scaled to unit length (zero rows stay zero), float32 and contiguous for FAISS."""
-    x = np.ascontiguousarray(vectors, dtype=np.float32)
-    norms = np.linalg.norm(x, axis=1, keepdims=True)
-    return np.ascontiguousarray(x / np.where(norms > 0, norms, 1.0), dtype=np.float32)
-
-
-def sign_bits(vectors: np.ndarray) -> np.ndarray:
-    """One bit per dimension (1 where the value is positive), packed 8 to a byte."""
-    return np.packbits(np.asarray(vectors) > 0, axis=1)
-
-
-def build_faiss_index(vectors: np.ndarray, spec: IndexSpec):
-    """A trained FAISS index holding ``vectors`` (normalized here), per ``spec`` (resolved)."""
-    x = normalize(vectors)
-    n, d = x.shape
-    spec = spec.resolved(n, d)
-    p = spec.params
-    ip = faiss.METRIC_INNER_PRODUCT
-    if spec.type == "binary":
-        index = faiss.IndexBinaryFlat(d)
-        index.add(sign_bits(x))
-        return index
-    if spec.type == "flat":
-        index = faiss.IndexFlatIP(d)
-    elif spec.type == "hnsw":
-        index = faiss.IndexHNSWFlat(d, p["m"], ip)
-        index.hnsw.efConstruction = p["ef_construction"]
-    elif spec.type == "sq8":
-        index = faiss.IndexScalarQuantizer(d, faiss.ScalarQuantizer.QT_8bit, ip)
-    else:
-        quantizer = faiss.IndexFlatIP(d)
-        index = faiss.IndexIVFPQ(quantizer, d, p["nlist"], p["pq_m"], p["nbits"], ip)
-        index.own_fields = True
-        quantizer.this.disown()
-        # FAISS prints a warning per sub-quantizer when there are fewer than 39 points per centroid;
-        # the quality cost of a small training set shows in the recall, so keep stderr to one line.
-        index.cp.min_points_per_centroid = 1
-        index.pq.cp.min_points_per_centroid = 1
-    if not index.is_trained:
-        index.train(x)
-    index.add(x)
-    apply_search_params(index, spec)
-    return index
-
-
-def apply_search_params(index, spec: IndexSpec) -> None:
-    """Set the query-time knobs (HNSW efSearch, IVF nprobe) on a built or loaded index."""
-    if spec.type == "hnsw":
-        index.hnsw.efSearch = spec.params["ef_search"]
-    elif spec.type == "ivfpq":
-        index.nprobe = spec.params["nprobe"]
-
-
-def search_faiss(index, spec: IndexSpec, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """``(scores, ids)`` of the ``k`` best matches per query; scores are cosines (higher is better)."""
-    q = normalize(queries)
-    k = min(k, index.ntotal)
-    if spec.type == "binary":
-        dist, ids = index.search(sign_bits(q), k)
-        return 1.0 - 2.0 * dist.astype(np.float32) / q.shape[1], ids
-    scores, ids = index.search(q, k)
-    return scores, ids
-
-
 # --- the index --------------------------------------------------------------------------------
 
 
@@ -265,27 +149,31 @@ class SearchResult:
     """The ranked documents for one query."""
 
     query: str
-    encoder: EncoderIdentity
+    encoder: Provenance
     index_type: str
     hits: list[Hit]
 
+    def describe_encoder(self) -> str:
+        return describe_encoder(self.encoder)
+
     def to_dict(self) -> dict[str, Any]:
+        """Plain JSON types only; ``encoder`` in the manifest's shape."""
         return {
             "query": self.query,
-            "encoder": self.encoder.to_dict(),
+            "encoder": encoder_dict(self.encoder),
             "index": self.index_type,
             "hits": [asdict(h) for h in self.hits],
         }
 
 
 class VectorIndex:
-    """Documents, their vectors in a FAISS index, and the identity of the encoder that made them."""
+    """Documents, their vectors in a FAISS index, and the provenance of those vectors."""
 
-    def __init__(self, identity: EncoderIdentity, spec: IndexSpec, index, documents: Sequence[Document]):
+    def __init__(self, provenance: Provenance, config: IndexConfig, index, documents: Sequence[Document]):
         if index.ntotal != len(documents):
             raise DamagedIndexError(f"the index holds {index.ntotal} vectors but there are {len(documents)} documents")
-        self.identity = identity
-        self.spec = spec
+        self.provenance = provenance
+        self.config = config
         self.index = index
         self.documents = list(documents)
 
@@ -294,30 +182,31 @@ class VectorIndex:
         cls,
         documents: Sequence[Document],
         encoder: TextEncoder,
-        spec: IndexSpec | None = None,
+        config: IndexConfig | None = None,
         batch_size: int = 32,
         show_progress_bar: bool = False,
     ) -> VectorIndex:
         """Encode the documents and index their vectors."""
         if not documents:
             raise InputError("no documents to index")
-        spec = (spec or IndexSpec()).resolved(len(documents), encoder.identity.dim)
+        config = (config or IndexConfig()).resolved(len(documents), encoder.provenance.dim)
         vectors = encoder.encode(
             [d.text for d in documents], batch_size=batch_size, show_progress_bar=show_progress_bar
         )
-        return cls(encoder.identity, spec, build_faiss_index(vectors, spec), documents)
+        return cls(encoder.provenance, config, build_faiss_index(vectors, config), documents)
 
     def __len__(self) -> int:
         return len(self.documents)
 
-    def check_encoder(self, identity: EncoderIdentity) -> None:
+    def check_encoder(self, provenance: Provenance) -> None:
         """Refuse a query encoder that is not the index's: its vectors live in another space."""
-        mine = self.identity
+        mine, theirs = encoder_dict(self.provenance), encoder_dict(provenance)
         for what in ("model", "kind", "layer", "dim"):
-            if getattr(identity, what) != getattr(mine, what):
+            if theirs[what] != mine[what]:
                 raise IndexMismatchError(
-                    f"this index was built with {mine.describe()} vectors but the query encoder is "
-                    f"{identity.describe()} ({what} differs); query with the index's encoder or rebuild the index"
+                    f"this index was built with {describe_encoder(self.provenance)} vectors but the query encoder "
+                    f"is {describe_encoder(provenance)} ({what} differs); query with the index's encoder or "
+                    "rebuild the index"
                 )
 
     def search_vectors(self, queries: np.ndarray, k: int = 10) -> tuple[np.ndarray, np.ndarray]:
@@ -325,13 +214,15 @@ class VectorIndex:
         if k < 1:
             raise InputError(f"-k must be at least 1, got {k}")
         queries = np.atleast_2d(np.asarray(queries, dtype=np.float32))
-        if queries.shape[1] != self.identity.dim:
-            raise IndexMismatchError(f"query vectors have {queries.shape[1]} dimensions, the index {self.identity.dim}")
-        return search_faiss(self.index, self.spec, queries, k)
+        if queries.shape[1] != self.provenance.dim:
+            raise IndexMismatchError(
+                f"query vectors have {queries.shape[1]} dimensions, the index {self.provenance.dim}"
+            )
+        return search_faiss(self.index, self.config, queries, k)
 
     def search(self, encoder: TextEncoder, queries: Sequence[str], k: int = 10) -> list[SearchResult]:
         """Encode the queries with ``encoder`` (which must match the index) and rank documents."""
-        self.check_encoder(encoder.identity)
+        self.check_encoder(encoder.provenance)
         if not queries or any(not q.strip() for q in queries):
             raise InputError("the query is empty; give some text to search for")
         scores, ids = self.search_vectors(encoder.encode(list(queries)), k)
@@ -341,39 +232,27 @@ class VectorIndex:
                 Hit(rank, float(s), self.documents[i].id, self.documents[i].text)
                 for rank, (s, i) in enumerate(((s, i) for s, i in zip(row_scores, row_ids, strict=True) if i >= 0), 1)
             ]
-            results.append(SearchResult(query, self.identity, self.spec.type, hits))
+            results.append(SearchResult(query, self.provenance, self.config.type, hits))
         return results
 
     # --- persistence ----------------------------------------------------------------------
 
     def serialized(self) -> bytes:
-        if self.spec.type == "binary":
-            return faiss.serialize_index_binary(self.index).tobytes()
-        return faiss.serialize_index(self.index).tobytes()
+        return serialized_bytes(self.index)
 
-    def save(self, folder: Path | str, model_source: str | None = None) -> Path:
-        """Write index, documents and manifest atomically (temporary folder, then rename)."""
-        folder = Path(folder)
-        if folder.exists() and (not folder.is_dir() or (any(folder.iterdir()) and not (folder / MANIFEST).exists())):
-            raise InputError(f"--out {folder} exists and is not a contextlens index folder; choose a new folder")
-        folder.parent.mkdir(parents=True, exist_ok=True)
-        tmp = folder.parent / f".{folder.name}.tmp-{os.getpid()}"
-        if tmp.exists():
-            shutil.rmtree(tmp)
-        tmp.mkdir()
+    def save(self, folder: Path | str, model_source: str | None = None, force: bool = False) -> Path:
+        """Write index, documents and manifest as a new version of ``folder`` (see the module docstring).
+
+        Returns ``folder``; the files lie in :func:`current_folder` of it.
+        """
+        folder = index_files.check_index_folder(folder, force)
         index_bytes = self.serialized()
         docs_bytes = "".join(
             json.dumps({"id": d.id, "text": d.text}, ensure_ascii=False) + "\n" for d in self.documents
         ).encode("utf-8")
-        (tmp / INDEX_FILE).write_bytes(index_bytes)
-        (tmp / DOCS_FILE).write_bytes(docs_bytes)
-        (tmp / MANIFEST).write_text(json.dumps(self.manifest(index_bytes, docs_bytes, model_source), indent=2) + "\n")
-        old = folder.parent / f".{folder.name}.old-{os.getpid()}"
-        if folder.exists():
-            folder.rename(old)
-        tmp.rename(folder)
-        if old.exists():
-            shutil.rmtree(old)
+        manifest = json.dumps(self.manifest(index_bytes, docs_bytes, model_source), indent=2) + "\n"
+        files = {INDEX_FILE: index_bytes, DOCS_FILE: docs_bytes, MANIFEST: manifest.encode("utf-8")}
+        index_files.write_version(folder, files)
         return folder
 
     def manifest(self, index_bytes: bytes, docs_bytes: bytes, model_source: str | None = None) -> dict[str, Any]:
@@ -383,14 +262,14 @@ class VectorIndex:
             "format": FORMAT,
             "contextlens_version": __version__,
             "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
-            "encoder": self.identity.to_dict(),
+            "encoder": encoder_dict(self.provenance),
             "model_source": model_source,
-            "dimension": self.identity.dim,
-            "dtype": self.spec.dtype,
+            "dimension": self.provenance.dim,
+            "dtype": self.config.code,
             "count": len(self.documents),
             "normalized": True,
-            "metric": "hamming" if self.spec.type == "binary" else "cosine (inner product of unit vectors)",
-            "index": self.spec.to_dict(),
+            "metric": "hamming" if self.config.type == "binary" else "cosine (inner product of unit vectors)",
+            "index": self.config.to_dict(),
             "files": {
                 INDEX_FILE: {"sha256": hashlib.sha256(index_bytes).hexdigest(), "bytes": len(index_bytes)},
                 DOCS_FILE: {"sha256": hashlib.sha256(docs_bytes).hexdigest(), "bytes": len(docs_bytes)},
@@ -400,8 +279,8 @@ class VectorIndex:
     @classmethod
     def load(cls, folder: Path | str) -> VectorIndex:
         """Read and verify a saved index: manifest present, checksums and counts consistent."""
-        folder = Path(folder)
         manifest = read_manifest(folder)
+        folder = current_folder(folder)
         blobs = {}
         for name in (INDEX_FILE, DOCS_FILE):
             path = folder / name
@@ -415,30 +294,32 @@ class VectorIndex:
                     f"{expected['bytes']}): the file is damaged or was changed; rebuild the index"
                 )
             blobs[name] = blob
-        spec = IndexSpec(manifest["index"]["type"], manifest["index"]["params"])
-        array = np.frombuffer(blobs[INDEX_FILE], dtype=np.uint8)
+        index_type = manifest["index"]["type"]
+        stored = manifest.get("dtype")
+        dtype = stored if stored in ALLOWED_DTYPES.get(index_type, ()) else ALLOWED_DTYPES.get(index_type, (None,))[0]
+        config = IndexConfig(index_type, manifest["index"]["params"], dtype)
         try:
-            index = faiss.deserialize_index_binary(array) if spec.type == "binary" else faiss.deserialize_index(array)
+            index = deserialize(blobs[INDEX_FILE], config)
         except RuntimeError as exc:
             raise DamagedIndexError(f"{folder / INDEX_FILE} is not a readable FAISS index; rebuild it") from exc
-        apply_search_params(index, spec)
+        apply_search_params(index, config)
         documents = []
         for line in blobs[DOCS_FILE].decode("utf-8").splitlines():
             obj = json.loads(line)
             documents.append(Document(obj["id"], obj["text"]))
-        enc = manifest["encoder"]
-        identity = EncoderIdentity(enc["model"], enc["kind"], enc["layer"], int(enc["dim"]))
-        if index.d != identity.dim or len(documents) != manifest["count"]:
+        provenance = manifest_provenance(manifest)
+        if index.d != provenance.dim or len(documents) != manifest["count"]:
             raise DamagedIndexError(f"{folder}: the index or documents disagree with the manifest; rebuild the index")
-        return cls(identity, spec, index, documents)
+        return cls(provenance, config, index, documents)
 
 
 def read_manifest(folder: Path | str) -> dict[str, Any]:
     """The manifest of an index folder, checked for the fields contextlens relies on."""
     folder = Path(folder)
     if not folder.is_dir():
-        raise DataFileError(f"index folder {folder} does not exist; build one with `contextlens index build`")
-    path = folder / MANIFEST
+        what = "is a file, not an index folder" if folder.exists() else "does not exist"
+        raise DataFileError(f"index folder {folder} {what}; build one with `contextlens index build`")
+    path = current_folder(folder) / MANIFEST
     if not path.is_file():
         raise DamagedIndexError(
             f"{folder} has no {MANIFEST}, so it is not a usable contextlens index; "
@@ -450,8 +331,42 @@ def read_manifest(folder: Path | str) -> dict[str, Any]:
             raise DamagedIndexError(f"{path} has format {manifest.get('format')!r}, expected {FORMAT!r}; rebuild it")
         for key in ("encoder", "index", "files", "count"):
             manifest[key]  # noqa: B018 - presence check
+        manifest_provenance(manifest)
         for name in (INDEX_FILE, DOCS_FILE):
             manifest["files"][name]["sha256"]  # noqa: B018
-    except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError, AttributeError) as exc:
+    except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError, AttributeError, ValueError) as exc:
         raise DamagedIndexError(f"{path} is not a valid contextlens manifest; rebuild the index") from exc
     return manifest
+
+
+def manifest_provenance(manifest: dict[str, Any]) -> Provenance:
+    """The provenance of an index's vectors, from its manifest's ``encoder``."""
+    return provenance_from_dict(manifest["encoder"])
+
+
+def search_index(
+    folder: Path | str,
+    query: str,
+    k: int = 10,
+    model: str | None = None,
+    kind: str | None = None,
+    layer: int | None = None,
+) -> SearchResult:
+    """Load the index in ``folder``, encode ``query`` with the index's own encoder and rank documents.
+
+    ``model``, ``kind`` and ``layer`` (each optional) must agree with the index's encoder; they
+    are checked against the manifest before any model is loaded.
+    """
+    manifest = read_manifest(folder)
+    stored = manifest["encoder"]
+    for what, value in {"model": model, "kind": kind, "layer": layer}.items():
+        if value is not None and value != stored[what]:
+            held = describe_encoder(manifest_provenance(manifest))
+            raise IndexMismatchError(
+                f"{folder} holds {held} vectors but the query asks for {what} {value!r}; "
+                f"drop --{what} or rebuild the index with that encoder"
+            )
+    loaded = VectorIndex.load(folder)
+    encoder = make_encoder(stored["model"], stored["kind"], stored["layer"])
+    (result,) = loaded.search(encoder, [query], k)
+    return result
