@@ -1,12 +1,24 @@
-"""Shared fixtures: the real shipped models, loaded once per test session, fully offline."""
+"""Shared fixtures: the real shipped models, loaded once per test session, fully offline.
+
+Tests never read or write the user's cache (``~/.cache/contextlens`` or ``$CONTEXTLENS_CACHE``):
+they use a test cache folder of their own, ``$CONTEXTLENS_TEST_CACHE`` or else
+``<repo>/.pytest_cache/contextlens`` (git-ignored with pytest's own cache). It is kept between
+runs because filling it costs the mpnet extraction, the GloVe conversion, the WordNet example
+scan and the encoded benchmark sentences; ``pytest --cache-clear`` or deleting it starts cold.
+"""
 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+TEST_CACHE = Path(
+    os.environ.get("CONTEXTLENS_TEST_CACHE") or Path(__file__).resolve().parent.parent / ".pytest_cache" / "contextlens"
+)
+os.environ["CONTEXTLENS_CACHE"] = str(TEST_CACHE)
 
 import pytest  # noqa: E402
 

@@ -55,5 +55,13 @@ class DataFileError(InputError):
     """A user data file is missing or malformed; the message names the file and the line."""
 
 
+class StaticModelError(InputError):
+    """A static vectors file is missing, a folder, empty or not in the format it claims."""
+
+
+class ModelLoadError(ContextlensError):
+    """A contextual model's files exist but cannot be loaded (a truncated or damaged weights file)."""
+
+
 class OutputPathError(InputError):
     """An output path (``--plot``, ``--html``, ``--out``) cannot be written; checked before the work."""

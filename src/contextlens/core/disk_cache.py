@@ -9,13 +9,14 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import zipfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from contextlens.core.resources import cache_dir
+from contextlens.core.resources import cache_dir, clean_leftovers, note_rebuild
 
 
 def cache_key(*parts: Any) -> str:
@@ -44,10 +45,16 @@ def cached_arrays(
         try:
             with np.load(path, allow_pickle=False) as data:
                 return {k: data[k] for k in data.files}
-        except (OSError, ValueError):
+        except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
+            note_rebuild(path, str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
             path.unlink(missing_ok=True)  # a damaged cache entry is recomputed, never trusted
     arrays = compute()
-    tmp = path.with_name(path.stem + f".{os.getpid()}.tmp.npz")
-    np.savez(tmp, **arrays)
-    os.replace(tmp, path)
+    clean_leftovers(path)  # temporaries of runs that were killed mid-write
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    try:
+        with tmp.open("wb") as f:
+            np.savez(f, **arrays)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)  # an interrupted write leaves no half-written entry behind
     return arrays

@@ -6,12 +6,17 @@ later (see :mod:`contextlens.core.contextual_models`). A target is given in one 
 * marker syntax: ``"The river [bank] flooded."`` (exactly one pair of brackets);
 * a word plus an occurrence index: ``locate("The bank by the bank", "bank", index=1)``;
 * a character span: ``Occurrence.from_span(text, 4, 8)``.
+
+Texts and words are normalized to Unicode NFC once, when the occurrence is made (``"cafe"`` +
+combining accent becomes ``"café"``); the offsets of an occurrence always index its NFC text.
 """
 
 from __future__ import annotations
 
 import difflib
+import operator
 import re
+import unicodedata
 from dataclasses import dataclass
 
 from contextlens.errors import EmptyTextError, InputError, MarkerError, TargetNotFoundError
@@ -32,6 +37,16 @@ class Occurrence:
     end: int
 
     def __post_init__(self) -> None:
+        if not isinstance(self.text, str):
+            raise InputError(f"expected the text as a str, got {type(self.text).__name__}")
+        for name in ("start", "end"):
+            value = getattr(self, name)
+            if isinstance(value, bool):
+                raise InputError(f"{name} must be a character offset (int), got {value!r}")
+            try:
+                object.__setattr__(self, name, operator.index(value))
+            except TypeError:
+                raise InputError(f"{name} must be a character offset (int), got {type(value).__name__}") from None
         if not self.text.strip():
             raise EmptyTextError("the text is empty; give a sentence that contains the target word")
         if not (0 <= self.start < self.end <= len(self.text)):
@@ -41,6 +56,20 @@ class Occurrence:
             )
         if not self.word.strip():
             raise InputError(f"span {self.start}:{self.end} covers only whitespace; mark a word")
+        if not unicodedata.is_normalized("NFC", self.text):
+            self._to_nfc()
+
+    def _to_nfc(self) -> None:
+        """Re-express the span in the NFC form of the text (offsets move where characters merge)."""
+        text, start, end = self.text, self.start, self.end
+        nfc = unicodedata.normalize("NFC", text)
+        new_start = len(unicodedata.normalize("NFC", text[:start]))
+        new_end = max(new_start, min(len(nfc), len(unicodedata.normalize("NFC", text[:end]))))
+        if not nfc[new_start:new_end].strip():
+            raise InputError(f"span {start}:{end} covers only a combining mark of {text!r}; mark the whole word")
+        object.__setattr__(self, "text", nfc)
+        object.__setattr__(self, "start", new_start)
+        object.__setattr__(self, "end", new_end)
 
     @property
     def word(self) -> str:
@@ -93,9 +122,18 @@ def parse_marked(text: str) -> Occurrence:
 def find_word(text: str, word: str, index: int = 0, *, case_sensitive: bool = False) -> Occurrence:
     """The ``index``-th whole-word occurrence of ``word`` in ``text`` (case-insensitive by default)."""
     _require_text(text)
-    if not word or not word.strip():
+    if not isinstance(word, str):
+        raise InputError(f"expected the target word as a str, got {type(word).__name__}; e.g. word='bank'")
+    try:
+        index = operator.index(index) if not isinstance(index, bool) else None
+    except TypeError:
+        index = None
+    if index is None:
+        raise InputError("the occurrence index must be an int (0 for the first occurrence)")
+    if not word.strip():
         raise InputError("the target word is empty; name the word to look for")
-    word = word.strip()
+    text = unicodedata.normalize("NFC", text)
+    word = unicodedata.normalize("NFC", word.strip())
     flags = 0 if case_sensitive else re.IGNORECASE
     pattern = re.compile(rf"(?<!\w){re.escape(word)}(?!\w)", flags)
     matches = list(pattern.finditer(text))

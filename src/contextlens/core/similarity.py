@@ -18,6 +18,12 @@ from contextlens.errors import InputError, ProvenanceMismatchError
 
 def check_comparable(a: Vector, b: Vector) -> None:
     """Raise unless ``a`` and ``b`` come from the same model and are the same kind of vector."""
+    for v in (a, b):
+        if not isinstance(v, Vector):
+            raise InputError(
+                f"expected a Vector (values with provenance), got {type(v).__name__}; "
+                "compare raw arrays with cosine_values"
+            )
     pa, pb = a.provenance, b.provenance
     if pa.model != pb.model:
         raise ProvenanceMismatchError(
@@ -42,6 +48,7 @@ def cosine(a: Vector, b: Vector) -> float:
 
 def cosine_values(a: np.ndarray, b: np.ndarray) -> float:
     """Cosine of two raw arrays (no provenance check): exactly 1.0 when they are equal."""
+    a, b = np.asarray(a), np.asarray(b)
     if a.shape != b.shape:
         raise InputError(f"shape mismatch: {a.shape} vs {b.shape}")
     if np.array_equal(a, b) and np.any(a):
@@ -55,6 +62,9 @@ def cosine_values(a: np.ndarray, b: np.ndarray) -> float:
 
 def cosine_matrix(vectors: Sequence[Vector]) -> np.ndarray:
     """Pairwise cosine matrix of comparable vectors: symmetric, diagonal exactly 1.0."""
+    if isinstance(vectors, Vector) or not len(vectors):
+        raise InputError("expected a non-empty sequence of Vectors")
+    check_comparable(vectors[0], vectors[0])
     for v in vectors[1:]:
         check_comparable(vectors[0], v)
     return cosine_matrix_values(np.stack([v.values for v in vectors]))

