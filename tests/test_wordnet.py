@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from contextlens.core import wordnet as wn
@@ -67,3 +69,17 @@ def test_missing_wordnet_is_a_clear_error(tmp_path, monkeypatch):
     proc = run_cli("eval", "wic", "--model", "minilm", "--quick")
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1 and "wordnet-base" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_damaged_stats_cache_is_rebuilt_with_a_note(caplog):
+    from contextlens.core.resources import cache_dir
+    from contextlens.core.wordnet import EXAMPLES_VERSION, usage_example_stats
+
+    good = usage_example_stats()
+    path = cache_dir() / "wordnet" / f"usage-example-stats-v{EXAMPLES_VERSION}.json"
+    path.write_text("")  # what a kill during a non-atomic write used to leave
+    with caplog.at_level("WARNING", logger="contextlens"):
+        rebuilt = usage_example_stats()
+    assert rebuilt == good
+    assert "damaged" in caplog.text
+    assert json.loads(path.read_text()) == good

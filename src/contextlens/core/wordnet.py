@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from contextlens.core.occurrences import ALPHA_WORD_RE, Occurrence
-from contextlens.core.resources import cache_dir
+from contextlens.core.resources import atomic_write_text, cache_dir, note_rebuild
 from contextlens.errors import ContextlensError
 
 if TYPE_CHECKING:
@@ -217,22 +217,20 @@ def usage_examples() -> list[UsageExample]:
     is deterministic (synsets in file order) and cached on disk after the first build (~30 s).
     """
     path = cache_dir() / "wordnet" / f"usage-examples-v{EXAMPLES_VERSION}.json"
-    if path.is_file():
-        rows = json.loads(path.read_text())
+    rows = _read_cached_json(path)
+    if isinstance(rows, list):
         return [UsageExample(**r) for r in rows]
     examples = list(_extract_usage_examples())
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
-    tmp.write_text(json.dumps([asdict(e) for e in examples]))
-    os.replace(tmp, path)
+    atomic_write_text(path, json.dumps([asdict(e) for e in examples]))
     return examples
 
 
 def usage_example_stats() -> dict[str, int]:
     """How many examples WordNet has, and how many had a locatable single-word lemma."""
     path = cache_dir() / "wordnet" / f"usage-example-stats-v{EXAMPLES_VERSION}.json"
-    if path.is_file():
-        return json.loads(path.read_text())
+    cached = _read_cached_json(path)
+    if isinstance(cached, dict):
+        return cached
     total = located = synsets_with_examples = 0
     for synset in _all_synsets():
         texts = synset.examples()
@@ -241,9 +239,19 @@ def usage_example_stats() -> dict[str, int]:
         total += len(texts)
     located = len(usage_examples())
     stats = {"examples": total, "located": located, "not_located": total - located, "synsets": synsets_with_examples}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(stats))
+    atomic_write_text(path, json.dumps(stats))
     return stats
+
+
+def _read_cached_json(path: Path) -> object | None:
+    """A cached JSON file, or None when it is missing or damaged (then it is rebuilt, said in one line)."""
+    if not path.is_file():
+        return None
+    try:
+        return json.loads(path.read_text())
+    except (ValueError, OSError) as exc:
+        note_rebuild(path, type(exc).__name__)
+        return None
 
 
 def _all_synsets() -> Iterator[Synset]:
