@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from contextlens.core.contextual_models import ContextualModel, OccurrenceEncoding, Pooling
+from contextlens.core.contextual_models import ContextualModel
+from contextlens.core.extraction import OccurrenceEncoding, Pooling
 from contextlens.core.occurrences import Occurrence
 from contextlens.core.similarity import cosine_matrix_values
 from contextlens.core.static_models import StaticModel
