@@ -122,6 +122,21 @@ def locate(text: str, word: str | None = None, index: int = 0) -> Occurrence:
     return parse_marked(text)
 
 
+# One neutral sentence for a word standing alone (rank, probe anchors, the similarity benchmark).
+LONE_WORD_TEMPLATE = "The word is [{word}]."
+
+
+def in_template(word: str, template: str = LONE_WORD_TEMPLATE) -> Occurrence:
+    """The word placed in a template such as ``"The word is [{word}]."`` (brackets mark it)."""
+    if template.count("[{word}]") != 1:
+        raise InputError(
+            f"template {template!r} must contain '[{{word}}]' exactly once, e.g. 'The word is [{{word}}].'"
+        )
+    if not word.strip() or len(word.split()) != 1 or "[" in word or "]" in word:
+        raise InputError(f"{word!r} is not a single word; give words without spaces or brackets")
+    return parse_marked(template.replace("{word}", word.strip()))
+
+
 def words_in(text: str) -> list[str]:
     """The word tokens of a text, as a simple regex sees them (used for suggestions)."""
     return _WORD_RE.findall(text)
