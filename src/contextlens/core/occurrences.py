@@ -1,7 +1,7 @@
 """Occurrences: one target word in one text, located by its character span.
 
 Character offsets are the ground truth everywhere in contextlens; tokens are mapped onto them
-later (see :mod:`contextlens.core.contextual_models`). A target is given in one of three ways:
+later (see :mod:`contextlens.core.alignment`). A target is given in one of three ways:
 
 * marker syntax: ``"The river [bank] flooded."`` (exactly one pair of brackets);
 * a word plus an occurrence index: ``locate("The bank by the bank", "bank", index=1)``;
