@@ -5,7 +5,7 @@ by concept in sibling modules, one meaning per verb:
 
 * :mod:`~contextlens.core.alignment` - characters -> tokens (the one span-to-token rule, windowing);
 * :mod:`~contextlens.core.extraction` - a target's input row and hidden states per occurrence
-  (``encode``/``encode_occurrences``), all tokens of one text (``forward_one``, ``encode_tokens``);
+  (``encode``/``encode_occurrences``), every token of a text (``forward_one``, ``token_states``);
 * :mod:`~contextlens.core.text_pooling` - one vector per text (``embed_*``).
 
 The methods below are thin entries into those modules, kept so callers hold one object. This
@@ -159,7 +159,7 @@ class ContextualModel:
         """All hidden states (and optionally attentions) of every token of one text."""
         return extraction.forward_one(self, occurrence, attentions)
 
-    def encode_tokens(
+    def token_states(
         self,
         texts: Sequence[str],
         layers: Sequence[int] | None = None,
