@@ -110,7 +110,7 @@ def _run_one(
     encoded = [tok(t)["input_ids"] for t, _, _ in data]
     order = sorted(range(len(encoded)), key=lambda i: -len(encoded[i]))
     batches = [[encoded[i] for i in order[k : k + batch_size]] for k in range(0, len(order), batch_size)]
-    padded = [model._pad(b) for b in batches]  # tokenization and padding excluded from "bare"
+    padded = [model.pad(b) for b in batches]  # tokenization and padding excluded from "bare"
 
     def bare() -> None:
         for ids, mask in padded:

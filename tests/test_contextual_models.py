@@ -98,6 +98,6 @@ def test_sentence_embeddings_match_sentence_transformers(minilm):
 
 
 def test_every_token_states(minilm):
-    (states,) = minilm.encode_tokens(["The river bank flooded."], layers=[0, -1])
+    (states,) = minilm.token_states(["The river bank flooded."], layers=[0, -1])
     assert states.tokens == ("the", "river", "bank", "flooded", ".")
     assert states.states.shape == (2, 5, 384)

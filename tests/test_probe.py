@@ -9,10 +9,9 @@ import pytest
 from typer.testing import CliRunner
 
 from contextlens.analyses.lesson.probe import check_anchor, load_anchor_sentences, probe
-from contextlens.analyses.lesson.ranking import in_template
 from contextlens.cli import app
 from contextlens.cli.probe import split_anchor_words
-from contextlens.core.occurrences import parse_marked
+from contextlens.core.occurrences import in_template, parse_marked
 from contextlens.core.similarity import cosine_values
 from contextlens.errors import DataFileError, InputError, OutOfVocabularyError
 from tests.helpers import run_cli

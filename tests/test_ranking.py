@@ -9,8 +9,9 @@ import pytest
 from scipy.stats import kendalltau
 from typer.testing import CliRunner
 
-from contextlens.analyses.lesson.ranking import WordPair, in_template, kendall_tau_b, load_pairs, rank_pairs
+from contextlens.analyses.lesson.ranking import WordPair, kendall_tau_b, load_pairs, rank_pairs
 from contextlens.cli import app
+from contextlens.core.occurrences import in_template
 from contextlens.core.similarity import cosine_values
 from contextlens.errors import InputError, OutOfVocabularyError
 from tests.helpers import run_cli

@@ -9,14 +9,9 @@ The public API, by the vocabulary of DESIGN.md::
 """
 
 from contextlens.analyses.lesson.divergence import Comparison, compare
-from contextlens.core.contextual_models import (
-    ContextualModel,
-    ForwardPass,
-    OccurrenceEncoding,
-    TokenizedOccurrence,
-    TokenStates,
-    load_contextual,
-)
+from contextlens.core.alignment import TokenizedOccurrence
+from contextlens.core.contextual_models import ContextualModel, load_contextual
+from contextlens.core.extraction import ForwardPass, OccurrenceEncoding, TokenStates
 from contextlens.core.occurrences import Occurrence, find_word, locate, parse_marked
 from contextlens.core.similarity import cosine, cosine_matrix
 from contextlens.core.static_models import StaticModel, load_static

@@ -43,7 +43,8 @@ def rank_cmd(
     html: HtmlOpt = None,
 ) -> None:
     """Word pairs ranked by static and by contextual cosine: inversions and Kendall tau."""
-    from contextlens.analyses.lesson.ranking import in_template, load_pairs, rank_pairs
+    from contextlens.analyses.lesson.ranking import load_pairs, rank_pairs
+    from contextlens.core.occurrences import in_template
     from contextlens.core.static_models import load_static
 
     in_template("word", template)  # a bad template fails before any model loads

@@ -1,7 +1,7 @@
 """Occurrences: one target word in one text, located by its character span.
 
 Character offsets are the ground truth everywhere in contextlens; tokens are mapped onto them
-later (see :mod:`contextlens.core.contextual_models`). A target is given in one of three ways:
+later (see :mod:`contextlens.core.alignment`). A target is given in one of three ways:
 
 * marker syntax: ``"The river [bank] flooded."`` (exactly one pair of brackets);
 * a word plus an occurrence index: ``locate("The bank by the bank", "bank", index=1)``;
@@ -158,6 +158,21 @@ def locate(text: str, word: str | None = None, index: int = 0) -> Occurrence:
             raise MarkerError(f"{text!r} has [markers] and a word was named too; use one of the two")
         return find_word(text, word, index)
     return parse_marked(text)
+
+
+# One neutral sentence for a word standing alone (rank, probe anchors, the similarity benchmark).
+LONE_WORD_TEMPLATE = "The word is [{word}]."
+
+
+def in_template(word: str, template: str = LONE_WORD_TEMPLATE) -> Occurrence:
+    """The word placed in a template such as ``"The word is [{word}]."`` (brackets mark it)."""
+    if template.count("[{word}]") != 1:
+        raise InputError(
+            f"template {template!r} must contain '[{{word}}]' exactly once, e.g. 'The word is [{{word}}].'"
+        )
+    if not word.strip() or len(word.split()) != 1 or "[" in word or "]" in word:
+        raise InputError(f"{word!r} is not a single word; give words without spaces or brackets")
+    return parse_marked(template.replace("{word}", word.strip()))
 
 
 def words_in(text: str) -> list[str]:

@@ -85,3 +85,21 @@ def cosine_matrix_values(rows: np.ndarray) -> np.ndarray:
             if i == j or np.array_equal(rows[i], rows[j]):
                 m[i, j] = m[j, i] = 1.0
     return m
+
+
+def normalize_rows(x: np.ndarray, dtype: type | None = None) -> np.ndarray:
+    """Rows (the last axis) scaled to unit length; zero rows stay zero. Cast to ``dtype`` first
+    when given; otherwise a float array keeps its dtype."""
+    x = np.asarray(x, dtype=dtype)
+    if not np.issubdtype(x.dtype, np.floating):
+        x = x.astype(np.float64)
+    norms = np.linalg.norm(x, axis=-1, keepdims=True)
+    return x / np.where(norms > 0, norms, 1.0)
+
+
+def row_cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Cosine of each row of ``a`` with the same row of ``b`` (no provenance check); 0 for a zero row."""
+    if a.shape != b.shape:
+        raise InputError(f"shape mismatch: {a.shape} vs {b.shape}")
+    num = np.einsum("ij,ij->i", a, b)
+    return num / np.maximum(np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1), 1e-12)

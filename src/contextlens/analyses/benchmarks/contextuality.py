@@ -26,6 +26,7 @@ import numpy as np
 
 from contextlens.analyses.benchmarks.result import BenchmarkResult
 from contextlens.core.occurrences import ALPHA_WORD_RE
+from contextlens.core.similarity import normalize_rows
 
 Span = tuple[int, int, int]
 METRICS = ("anisotropy", "self_similarity", "intra_sentence", "mev")
@@ -96,14 +97,10 @@ def build_sample(
 # --- the metrics (each on one layer's vectors) --------------------------------------------
 
 
-def _unit(x: np.ndarray) -> np.ndarray:
-    return x / np.maximum(np.linalg.norm(x, axis=-1, keepdims=True), 1e-12)
-
-
 def self_similarity(occurrences: np.ndarray) -> float:
     """Mean cosine over all distinct pairs of rows (one word's occurrences)."""
     n = len(occurrences)
-    u = _unit(occurrences)
+    u = normalize_rows(occurrences)
     sims = u @ u.T
     return float((sims.sum() - np.trace(sims)) / (n * (n - 1)))
 
@@ -111,7 +108,7 @@ def self_similarity(occurrences: np.ndarray) -> float:
 def intra_sentence_similarity(words: np.ndarray) -> float:
     """Mean cosine of each row (a word of one sentence) to the mean of all rows."""
     centre = words.mean(axis=0)
-    return float((_unit(words) @ _unit(centre)).mean())
+    return float((normalize_rows(words) @ normalize_rows(centre)).mean())
 
 
 def max_explainable_variance(occurrences: np.ndarray) -> float:
@@ -123,7 +120,7 @@ def max_explainable_variance(occurrences: np.ndarray) -> float:
 def anisotropy_baseline(vectors: np.ndarray, texts_of: Sequence[int], n_pairs: int, seed: int) -> float:
     """Mean cosine of ``n_pairs`` random pairs of rows that come from different texts."""
     rng = np.random.default_rng(seed)
-    u = _unit(vectors)
+    u = normalize_rows(vectors)
     n = len(vectors)
     total, count = 0.0, 0
     texts = np.asarray(texts_of)

@@ -35,6 +35,7 @@ from scipy.stats import spearmanr
 from contextlens.analyses.benchmarks.result import BenchmarkResult
 from contextlens.analyses.search.encoders import TextEncoder, hidden_means_every_layer
 from contextlens.core.contextual_models import ContextualModel, load_contextual, sentence_config
+from contextlens.core.similarity import normalize_rows
 from contextlens.errors import DataFileError, InputError
 
 DTYPES: tuple[str, ...] = ("float32", "float16", "int8", "binary")
@@ -173,7 +174,7 @@ class Coder:
 
     def __init__(self, coding: Coding, fit: np.ndarray):
         self.coding = coding
-        x = _unit(fit)
+        x = normalize_rows(fit, np.float32)
         self.mean = self.components = None
         if coding.reduction == "pca":
             self.mean = x.mean(axis=0)
@@ -186,14 +187,14 @@ class Coder:
 
     def _reduce(self, x: np.ndarray) -> np.ndarray:
         if self.coding.reduction == "truncate":
-            return _unit(x[:, : self.coding.dim])
+            return normalize_rows(x[:, : self.coding.dim], np.float32)
         if self.coding.reduction == "pca":
-            return _unit((x - self.mean) @ self.components)
+            return normalize_rows((x - self.mean) @ self.components, np.float32)
         return x
 
     def __call__(self, vectors: np.ndarray) -> np.ndarray:
         """Rows whose dot products are the similarities the stored codes give."""
-        x = self._reduce(_unit(vectors))
+        x = self._reduce(normalize_rows(vectors, np.float32))
         dtype = self.coding.dtype
         if dtype == "float16":
             x = x.astype(np.float16).astype(np.float32)
@@ -201,13 +202,7 @@ class Coder:
             x = self.sq.sa_decode(self.sq.sa_encode(np.ascontiguousarray(x, dtype=np.float32)))
         elif dtype == "binary":
             return np.where(x > 0, 1.0, -1.0).astype(np.float32) / math.sqrt(x.shape[1])
-        return _unit(x)
-
-
-def _unit(x: np.ndarray) -> np.ndarray:
-    x = np.asarray(x, dtype=np.float32)
-    norms = np.linalg.norm(x, axis=1, keepdims=True)
-    return x / np.where(norms > 0, norms, 1.0)
+        return normalize_rows(x, np.float32)
 
 
 # --- encodings --------------------------------------------------------------------------------

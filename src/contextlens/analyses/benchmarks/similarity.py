@@ -3,7 +3,8 @@
 Static models score a pair by the cosine of the two word vectors. Contextual models have no
 vector per word, so two reductions are measured per layer:
 
-* ``template`` - the word alone in one neutral sentence (:data:`TEMPLATE`);
+* ``template`` - the word alone in one neutral sentence, the one ``rank`` uses
+  (:data:`~contextlens.core.occurrences.LONE_WORD_TEMPLATE`);
 * ``pooled`` - the mean of the word's hidden states over up to ``k`` real contexts (Bommasani,
   Davis & Cardie 2020, "Interpreting pretrained contextualized representations via reductions to
   static embeddings"); contexts are WordNet usage examples that contain the exact word form.
@@ -24,12 +25,12 @@ import numpy as np
 from scipy.stats import spearmanr
 
 from contextlens.analyses.benchmarks.result import BenchmarkResult
-from contextlens.core.occurrences import ALPHA_WORD_RE
+from contextlens.core.occurrences import ALPHA_WORD_RE, LONE_WORD_TEMPLATE, in_template
+from contextlens.core.similarity import cosine_values
 from contextlens.core.static_models import StaticModel
 from contextlens.errors import DataFileError, OutOfVocabularyError
 
 DATASETS = {"simlex999": "simlex999.txt", "wordsim353": "wordsim353.tsv"}
-TEMPLATE = "This sentence is about {word}."
 
 
 @dataclass(frozen=True)
@@ -74,16 +75,12 @@ def spearman(predicted: Sequence[float], gold: Sequence[float]) -> float:
     return float(spearmanr(predicted, gold).statistic)
 
 
-def _cos(a: np.ndarray, b: np.ndarray) -> float:
-    return float(np.dot(a, b) / (np.linalg.norm(a) * np.linalg.norm(b) + 1e-12))
-
-
 def score_pairs(dataset: SimilarityDataset, vectors: dict[str, np.ndarray]) -> tuple[float, int]:
     """Spearman of cosine vs. human score over the pairs whose two words have vectors; and that count."""
     predicted, gold = [], []
     for p in dataset.pairs:
         if p.first in vectors and p.second in vectors:
-            predicted.append(_cos(vectors[p.first], vectors[p.second]))
+            predicted.append(cosine_values(vectors[p.first], vectors[p.second]))
             gold.append(p.score)
     return spearman(predicted, gold), len(predicted)
 
@@ -99,10 +96,9 @@ def static_vectors(words: Sequence[str], static: StaticModel) -> dict[str, np.nd
 
 
 def template_occurrence(word: str) -> tuple[str, int, int]:
-    """The word in the neutral template: ``(text, start, end)``."""
-    text = TEMPLATE.format(word=word)
-    start = TEMPLATE.index("{word}")
-    return text, start, start + len(word)
+    """The word in the lone-word template of the core: ``(text, start, end)``."""
+    occ = in_template(word)
+    return occ.text, occ.start, occ.end
 
 
 def find_contexts(
@@ -149,7 +145,7 @@ def evaluate_similarity(
     ``template_vectors`` / ``context_vectors`` are ``(n_spans, layers + 1, d)``; ``template_rows[w]``
     is the row of word ``w`` in its template, ``context_rows[w]`` the rows of its contexts.
     """
-    result = BenchmarkResult("similarity", model, meta={"template": TEMPLATE, "counts": {}})
+    result = BenchmarkResult("similarity", model, meta={"template": LONE_WORD_TEMPLATE, "counts": {}})
     for ds in datasets:
         result.meta["counts"][ds.name] = {"pairs": len(ds.pairs), "words": len(ds.words)}
 

@@ -1,28 +1,33 @@
-"""Encode many character spans over a shared set of texts: each text goes through the model once.
+"""Encode many character spans over a shared set of texts, cached on disk.
 
-The benchmarks (WiC, WSD, word similarity, contextuality) all ask for hidden states of words
-in sentences, often the same sentences. :func:`encode_spans` runs every distinct text once
-(:meth:`ContextualModel.encode_tokens`, all layers), pools the tokens that overlap each span
-(mean, as :meth:`ContextualModel.encode_occurrences` does) and keeps only those vectors. The
-result is cached on disk (float16) per model and span set.
+The benchmarks (WiC, WSD, word similarity, contextuality) all ask for hidden states (all
+layers) of words in sentences, often the same sentences. :func:`encode_spans` is the core's
+occurrence path (:func:`~contextlens.core.alignment.tokenize_many` then
+:func:`~contextlens.core.extraction.extract_targets`, mean pooling), so a span gets exactly
+the vectors :meth:`ContextualModel.encode_occurrences` gives it, windowing included; each
+distinct text still runs once. What this module adds is the disk cache (float16) per model
+and span set.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+from contextlens.core.alignment import tokenize_many
 from contextlens.core.contextual_models import ContextualModel
 from contextlens.core.disk_cache import cache_key, cached_arrays
+from contextlens.core.extraction import Progress, extract_targets
+from contextlens.core.occurrences import Occurrence
 from contextlens.errors import InputError
 
 Span = tuple[int, int, int]  # (text index, start, end)
-Progress = Callable[[int, int], None]  # (done, total)
 
-SPAN_ENCODING_VERSION = 1
+# 2: spans go through the core's alignment and extraction (a too long text is windowed around
+# the span instead of cut at its end).
+SPAN_ENCODING_VERSION = 2
 
 
 @dataclass
@@ -64,34 +69,14 @@ def encode_spans(
 def _encode(
     model: ContextualModel, texts: Sequence[str], spans: Sequence[Span], chunk_size: int, progress: Progress | None
 ) -> tuple[np.ndarray, np.ndarray]:
-    by_text: dict[int, list[int]] = defaultdict(list)
+    occurrences = []
     for i, (t, start, end) in enumerate(spans):
         if not 0 <= t < len(texts) or not 0 <= start < end <= len(texts[t]):
             raise InputError(f"span {i} ({t}, {start}, {end}) lies outside its text; give valid character spans")
-        by_text[t].append(i)
-    n_layers = model.num_layers + 1
-    hidden = np.zeros((len(spans), n_layers, model.hidden_size), dtype=np.float32)
-    rows = np.zeros((len(spans), model.hidden_size), dtype=np.float32)
-    weight = model.model.get_input_embeddings().weight.detach().float().numpy()
-    order = sorted(by_text, key=lambda t: (len(texts[t]), t))  # similar lengths batch together
-    done = 0
-    for c in range(0, len(order), chunk_size):
-        chunk = order[c : c + chunk_size]
-        states = model.encode_tokens([texts[t] for t in chunk], layers=None, batch_size=chunk_size)
-        for t, ts in zip(chunk, states, strict=True):
-            for i in by_text[t]:
-                _, start, end = spans[i]
-                positions = [p for p, (a, b) in enumerate(ts.offsets) if a < end and b > start and b > a]
-                if not positions:
-                    raise InputError(
-                        f"span {start}:{end} of {texts[t]!r} covers no token of {model.name} (cut by truncation?)"
-                    )
-                hidden[i] = ts.states[:, positions, :].mean(axis=1)
-                rows[i] = weight[[ts.token_ids[p] for p in positions]].mean(axis=0)
-        done += len(chunk)
-        if progress is not None:
-            progress(done, len(order))
-    return hidden, rows
+        occurrences.append(Occurrence(texts[t], start, end))
+    toks = tokenize_many(model, occurrences)
+    layers = model.check_layers(None)
+    return extract_targets(model, toks, layers, "mean", batch_size=chunk_size, progress=progress)
 
 
 def _safe(name: str) -> str:

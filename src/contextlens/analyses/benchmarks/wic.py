@@ -18,7 +18,7 @@ import numpy as np
 
 from contextlens.analyses.benchmarks.datasets import WicData, WicPair
 from contextlens.analyses.benchmarks.result import BenchmarkResult
-from contextlens.core.similarity import cosine
+from contextlens.core.similarity import cosine, row_cosines
 from contextlens.core.static_models import StaticModel
 
 PUBLISHED = {  # WiC test accuracy, Pilehvar & Camacho-Collados (2019), Table 3
@@ -65,8 +65,7 @@ def accuracy(cosines: Sequence[float], same: Sequence[bool], threshold: float) -
 def _pair_cosines(vectors: np.ndarray, index: Sequence[tuple[int, int]]) -> np.ndarray:
     a = vectors[[i for i, _ in index]]
     b = vectors[[j for _, j in index]]
-    num = np.einsum("ij,ij->i", a, b)
-    return num / np.maximum(np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1), 1e-12)
+    return row_cosines(a, b)
 
 
 def evaluate_wic(

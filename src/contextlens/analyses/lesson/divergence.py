@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from contextlens.core.contextual_models import ContextualModel, OccurrenceEncoding, Pooling, load_contextual
+from contextlens.core.contextual_models import ContextualModel, load_contextual
+from contextlens.core.extraction import OccurrenceEncoding, Pooling
 from contextlens.core.occurrences import Occurrence, locate
 from contextlens.core.resources import DEFAULT_CONTEXTUAL
 from contextlens.core.similarity import cosine_matrix_values

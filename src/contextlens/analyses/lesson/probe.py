@@ -21,9 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
-from contextlens.analyses.lesson.ranking import DEFAULT_TEMPLATE, in_template
 from contextlens.core.contextual_models import ContextualModel
-from contextlens.core.occurrences import Occurrence, is_single_word, parse_marked
+from contextlens.core.occurrences import LONE_WORD_TEMPLATE, Occurrence, in_template, is_single_word, parse_marked
 from contextlens.core.similarity import cosine, cosine_values
 from contextlens.core.static_models import StaticModel
 from contextlens.data import read_tsv
@@ -135,7 +134,7 @@ def probe(
     anchors: Sequence[str],
     model: ContextualModel,
     anchor_sentences: Mapping[str, Sequence[Occurrence]] | None = None,
-    template: str = DEFAULT_TEMPLATE,
+    template: str = LONE_WORD_TEMPLATE,
     layer: int = -1,
     static: StaticModel | None = None,
 ) -> ProbeResult:

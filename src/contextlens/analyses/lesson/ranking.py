@@ -16,13 +16,12 @@ import numpy as np
 from scipy.stats import rankdata
 
 from contextlens.core.contextual_models import ContextualModel
-from contextlens.core.occurrences import Occurrence, parse_marked
+from contextlens.core.occurrences import LONE_WORD_TEMPLATE, in_template
 from contextlens.core.similarity import cosine_values
 from contextlens.core.static_models import StaticModel
 from contextlens.data import PAIRS_FILE, builtin_path, read_tsv
 from contextlens.errors import ContextlensError, DataFileError, InputError
 
-DEFAULT_TEMPLATE = "The word is [{word}]."
 PAIR_COLUMNS = "word_a<TAB>word_b"
 
 
@@ -45,17 +44,6 @@ def load_pairs(path: Path | str | None = None) -> list[WordPair]:
     if len(pairs) < 2:
         raise DataFileError(f"{path} holds {len(pairs)} pair(s); ranking needs at least two lines {PAIR_COLUMNS}")
     return pairs
-
-
-def in_template(word: str, template: str) -> Occurrence:
-    """The word placed in a template such as ``"The word is [{word}]."`` (brackets mark it)."""
-    if template.count("[{word}]") != 1:
-        raise InputError(
-            f"template {template!r} must contain '[{{word}}]' exactly once, e.g. 'The word is [{{word}}].'"
-        )
-    if not word.strip() or len(word.split()) != 1 or "[" in word or "]" in word:
-        raise InputError(f"{word!r} is not a single word; give words without spaces or brackets")
-    return parse_marked(template.replace("{word}", word.strip()))
 
 
 def kendall_tau_b(x: Sequence[float], y: Sequence[float]) -> tuple[float, int, int]:
@@ -136,7 +124,7 @@ def rank_pairs(
     pairs: Sequence[WordPair],
     model: ContextualModel,
     static: StaticModel,
-    template: str = DEFAULT_TEMPLATE,
+    template: str = LONE_WORD_TEMPLATE,
     layer: int = -1,
     top: int = 5,
     source: str = "built-in pairs",

@@ -1,0 +1,263 @@
+"""Extraction: what a model makes of a target occurrence, and of every token of one text.
+
+* :func:`extract_targets` - the target's hidden states (requested layers) and input row per
+  occurrence, pooled over its tokens (:mod:`contextlens.core.alignment` says which). Distinct
+  token sequences are run once each (many targets of one sentence share a forward pass), sorted
+  by length and batched with dynamic padding; per batch only the target rows are copied out.
+* :func:`encode_occurrences` - the same as :class:`OccurrenceEncoding` objects, cached in memory.
+* :func:`forward_one` - all layers (and attentions) of every token of one text (:class:`ForwardPass`).
+* :func:`token_states` - hidden states of every non-special token of many texts (:class:`TokenStates`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal
+
+import numpy as np
+import torch
+
+from contextlens.core.alignment import TokenizedOccurrence, tokenize_many
+from contextlens.core.occurrences import Occurrence
+from contextlens.core.vectors import Provenance, Vector
+from contextlens.errors import InputError
+
+if TYPE_CHECKING:
+    from contextlens.core.contextual_models import ContextualModel
+
+Pooling = Literal["mean", "first", "last"]
+POOLINGS: tuple[str, ...] = ("mean", "first", "last")
+Progress = Callable[[int, int], None]  # (done, total)
+
+
+@dataclass(frozen=True)
+class OccurrenceEncoding:
+    """What a model makes of one occurrence: tokens, input row, hidden states per layer."""
+
+    model: str
+    tokenized: TokenizedOccurrence
+    layers: tuple[int, ...]
+    hidden: np.ndarray = field(repr=False)  # (len(layers), hidden_size), pooled over the word
+    input_row_values: np.ndarray = field(repr=False)  # (hidden_size,), pooled the same way
+    pooling: str = "mean"
+
+    @property
+    def occurrence(self) -> Occurrence:
+        return self.tokenized.occurrence
+
+    @property
+    def target_tokens(self) -> list[str]:
+        return [self.tokenized.tokens[i] for i in self.tokenized.target_positions]
+
+    @property
+    def truncated(self) -> bool:
+        return self.tokenized.truncated
+
+    def hidden_state(self, layer: int) -> Vector:
+        """The pooled hidden state after ``layer`` (0 = embedding output)."""
+        if layer < 0:
+            layer = self.layers[-1] + 1 + layer
+        if layer not in self.layers:
+            raise InputError(f"layer {layer} was not extracted; extracted layers: {list(self.layers)}")
+        row = self.hidden[self.layers.index(layer)]
+        return Vector(row, Provenance(self.model, "hidden-state", layer, self.pooling))
+
+    def hidden_states(self) -> list[Vector]:
+        return [self.hidden_state(layer) for layer in self.layers]
+
+    def input_row(self) -> Vector:
+        return Vector(self.input_row_values, Provenance(self.model, "input-row", None, self.pooling))
+
+
+@dataclass(frozen=True)
+class ForwardPass:
+    """Everything one text produces (single text, all tokens): used by trace and attention."""
+
+    tokenized: TokenizedOccurrence
+    hidden_states: np.ndarray  # (L+1, seq, d)
+    attentions: np.ndarray | None  # (L, heads, seq, seq) when asked for
+    input_rows: np.ndarray  # (seq, d)
+    position_rows: np.ndarray | None  # (seq, d) learned absolute position embeddings, if any
+
+
+@dataclass(frozen=True)
+class TokenStates:
+    """Hidden states of every non-special token of one text: ``states[k, t]`` is layer
+    ``layers[k]`` at token ``t``."""
+
+    text: str
+    token_ids: tuple[int, ...]
+    tokens: tuple[str, ...]
+    offsets: tuple[tuple[int, int], ...]
+    layers: tuple[int, ...]
+    states: np.ndarray = field(repr=False)  # (len(layers), n_tokens, hidden_size)
+    truncated: bool = False
+
+
+def check_pooling(pooling: str) -> None:
+    if pooling not in POOLINGS:
+        raise InputError(f"unknown pooling {pooling!r}; use one of {', '.join(POOLINGS)}")
+
+
+def extract_targets(
+    model: ContextualModel,
+    toks: Sequence[TokenizedOccurrence],
+    layers: tuple[int, ...],
+    pooling: str = "mean",
+    batch_size: int = 32,
+    show_progress_bar: bool = False,
+    progress: Progress | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(hidden (n, len(layers), d), input rows (n, d))`` of each tokenized target, in input order.
+
+    Occurrences whose token sequences are equal share one forward pass; ``progress(done,
+    total)`` counts distinct sequences.
+    """
+    check_pooling(pooling)
+    if batch_size < 1:
+        raise InputError(f"batch_size must be at least 1, got {batch_size}")
+    hidden = np.zeros((len(toks), len(layers), model.hidden_size), dtype=np.float32)
+    rows = np.zeros((len(toks), model.hidden_size), dtype=np.float32)
+    groups: dict[tuple[int, ...], list[int]] = {}
+    for n, tok in enumerate(toks):
+        groups.setdefault(tok.input_ids, []).append(n)
+    items = list(groups.items())  # (input ids, indices of the occurrences that use them)
+    weight = model.model.get_input_embeddings().weight
+    for batch in model.batches(items, batch_size, show_progress_bar, "hidden states", progress):
+        outputs = model.run_padded([ids for ids, _ in batch], hidden_states=True)
+        members = [(row, n) for row, (_, ns) in enumerate(batch) for n in ns]
+        rows_idx = [row for row, n in members for _ in toks[n].target_positions]
+        pos_idx = [p for _, n in members for p in toks[n].target_positions]
+        # (layers, target tokens of the batch, d): only what is kept is copied out
+        gathered = torch.stack([outputs.hidden_states[layer][rows_idx, pos_idx] for layer in layers])
+        target_ids = torch.tensor([toks[n].input_ids[p] for _, n in members for p in toks[n].target_positions])
+        target_rows = weight[target_ids]
+        offset = 0
+        for _, n in members:
+            width = len(toks[n].target_positions)
+            hidden[n] = _pool(gathered[:, offset : offset + width], pooling, dim=1).float().numpy()
+            rows[n] = _pool(target_rows[offset : offset + width], pooling, dim=0).detach().float().numpy()
+            offset += width
+    return hidden, rows
+
+
+def encode_occurrences(
+    model: ContextualModel,
+    occurrences: Sequence[Occurrence],
+    layers: Sequence[int] | None = None,
+    pooling: Pooling = "mean",
+    batch_size: int = 32,
+    show_progress_bar: bool = False,
+) -> list[OccurrenceEncoding]:
+    """Input rows and hidden states of each occurrence's target, pooled over its tokens.
+
+    Results come back in input order; repeated requests are served from the model's cache.
+    """
+    check_pooling(pooling)
+    if batch_size < 1:
+        raise InputError(f"batch_size must be at least 1, got {batch_size}")
+    wanted = model.check_layers(layers)
+    results: list[OccurrenceEncoding | None] = [None] * len(occurrences)
+    todo: list[tuple[int, Occurrence]] = []
+    for i, occ in enumerate(occurrences):
+        hit = model.cached((occ.text, occ.start, occ.end, wanted, pooling))
+        if hit is not None:
+            results[i] = hit
+        else:
+            todo.append((i, occ))
+    if todo:
+        toks = tokenize_many(model, [o for _, o in todo])
+        hidden, rows = extract_targets(model, toks, wanted, pooling, batch_size, show_progress_bar)
+        for k, ((i, occ), tok) in enumerate(zip(todo, toks, strict=True)):
+            enc = OccurrenceEncoding(model.name, tok, wanted, hidden[k].copy(), rows[k].copy(), pooling)
+            results[i] = enc
+            model.remember((occ.text, occ.start, occ.end, wanted, pooling), enc)
+    return results  # type: ignore[return-value]
+
+
+def forward_one(model: ContextualModel, occurrence: Occurrence, attentions: bool = False) -> ForwardPass:
+    """All hidden states (and optionally attentions) of every token of one text."""
+    tok = tokenize_many(model, [occurrence])[0]
+    if attentions:
+        model.set_attention("eager")
+    try:
+        outputs = model.run_padded([tok.input_ids], hidden_states=True, attentions=attentions)
+    finally:
+        if attentions:
+            model.set_attention(model.default_attention)
+    hidden = torch.stack(outputs.hidden_states)[:, 0].float().numpy().copy()
+    att = None
+    if attentions:
+        if outputs.attentions is None or any(a is None for a in outputs.attentions):
+            raise InputError(f"{model.name} does not return attention weights")
+        att = torch.stack(outputs.attentions)[:, 0].float().numpy().copy()
+    weight = model.model.get_input_embeddings().weight
+    rows = weight[torch.tensor(tok.input_ids)].detach().float().numpy().copy()
+    return ForwardPass(tok, hidden, att, rows, _position_rows(model, tok))
+
+
+def token_states(
+    model: ContextualModel,
+    texts: Sequence[str],
+    layers: Sequence[int] | None = None,
+    batch_size: int = 32,
+    show_progress_bar: bool = False,
+) -> list[TokenStates]:
+    """Hidden states of every (non-special) token of each text at the requested layers.
+
+    For corpus statistics over all tokens; texts longer than the model's maximum length are
+    truncated at the end (``TokenStates.truncated`` says so).
+    """
+    wanted = model.check_layers(layers)
+    layer_index = torch.tensor(wanted)
+    items = []
+    for i, text in enumerate(texts):
+        if not isinstance(text, str) or not text.strip():
+            raise InputError(f"text {i} is empty; every text must contain something to encode")
+        enc = model.tokenizer(
+            text, return_offsets_mapping=True, return_special_tokens_mask=True, truncation=False, verbose=False
+        )
+        ids = list(enc["input_ids"])
+        truncated = len(ids) > model.max_length
+        items.append((i, ids[: model.max_length], enc, truncated))
+    results: list[TokenStates | None] = [None] * len(texts)
+    for batch in model.batches([(i, ids) for i, ids, _, _ in items], batch_size, show_progress_bar, "tokens"):
+        outputs = model.run_padded([ids for _, ids in batch], hidden_states=True)
+        stacked = torch.stack(outputs.hidden_states)[layer_index]
+        for row, (i, ids) in enumerate(batch):
+            _, _, enc, truncated = items[i]
+            special = enc["special_tokens_mask"][: len(ids)]
+            keep = [p for p, s in enumerate(special) if not s]
+            results[i] = TokenStates(
+                text=texts[i],
+                token_ids=tuple(ids[p] for p in keep),
+                tokens=tuple(model.tokenizer.convert_ids_to_tokens([ids[p] for p in keep])),
+                offsets=tuple(tuple(enc["offset_mapping"][p]) for p in keep),
+                layers=wanted,
+                states=stacked[:, row, keep, :].float().numpy().copy(),
+                truncated=truncated,
+            )
+    return results  # type: ignore[return-value]
+
+
+def _position_rows(model: ContextualModel, tok: TokenizedOccurrence) -> np.ndarray | None:
+    """Learned absolute position embeddings of each position, where the model has them."""
+    emb = getattr(model.model, "embeddings", None)
+    table = getattr(emb, "position_embeddings", None)
+    if table is None or not hasattr(table, "weight"):
+        return None
+    n = len(tok.input_ids)
+    if model.config.model_type in {"mpnet", "roberta", "xlm-roberta"}:
+        pad = model.tokenizer.pad_token_id  # positions start after the padding index
+        positions = torch.arange(pad + 1, pad + 1 + n)
+    else:
+        positions = torch.arange(n)
+    return table.weight[positions].detach().float().numpy().copy()
+
+
+def _pool(x: torch.Tensor, pooling: str, dim: int) -> torch.Tensor:
+    if pooling == "mean":
+        return x.mean(dim=dim)
+    index = 0 if pooling == "first" else -1
+    return x.select(dim, index)
