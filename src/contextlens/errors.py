@@ -53,3 +53,7 @@ class ProvenanceMismatchError(ContextlensError, TypeError):
 
 class DataFileError(InputError):
     """A user data file is missing or malformed; the message names the file and the line."""
+
+
+class OutputPathError(InputError):
+    """An output file or folder cannot be written (bad suffix, missing or read-only parent...)."""
