@@ -6,14 +6,12 @@ The CLI is a face: it parses input, calls one analysis and renders the result. N
 from __future__ import annotations
 
 import json
-import math
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
-import numpy as np
 import typer
 from rich.console import Console
 
@@ -92,25 +90,9 @@ def static_option(name: str, optional: bool) -> StaticModel | None:
     return load_static(name)
 
 
-def to_jsonable(obj: Any) -> Any:
-    """Numpy scalars/arrays to Python; NaN and infinities to null (strict JSON)."""
-    if isinstance(obj, dict):
-        return {str(k): to_jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [to_jsonable(v) for v in obj]
-    if isinstance(obj, np.ndarray):
-        return to_jsonable(obj.tolist())
-    if isinstance(obj, np.generic):
-        return to_jsonable(obj.item())
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    if isinstance(obj, Path):
-        return str(obj)
-    return obj
-
-
 def print_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(to_jsonable(data), indent=2, allow_nan=False) + "\n")
+    """Dump a result's ``to_dict()`` (plain JSON types already, see core/jsonable.py) to stdout."""
+    sys.stdout.write(json.dumps(data, indent=2, allow_nan=False) + "\n")
 
 
 def note(message: str) -> None:

@@ -113,3 +113,19 @@ def evaluate_wsd(
         best = max(layer_acc, key=lambda r: (r["value"], -r["layer"]))
         result.meta["best_layer"] = {"layer": best["layer"], "accuracy": best["value"]}
     return result
+
+
+def table_rows(result: BenchmarkResult) -> list[dict[str, object]]:
+    """The wsd table: per (system, layer) accuracy and macro-F1; ``best`` marks the model's best layer."""
+    best = (result.meta.get("best_layer") or {}).get("layer")
+    rows = result.pivot(
+        ("system", "layer"), {"accuracy": {"metric": "accuracy"}, "macro_f1": {"metric": "macro_f1"}}, metric="accuracy"
+    )
+    for row in rows:
+        row["best"] = row["system"] == result.model and row["layer"] == best
+    return rows
+
+
+def random_expected_accuracy(result: BenchmarkResult) -> float | None:
+    """The accuracy a uniformly random sense would expect on the scored examples."""
+    return result.value(system="random-sense", metric="expected_accuracy")

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from contextlens.core.contextual_models import ContextualModel
+from contextlens.core.jsonable import plain_json
 from contextlens.core.occurrences import Occurrence
 from contextlens.errors import InputError
 
@@ -69,6 +70,7 @@ class AttentionMap:
         order = sorted(candidates, key=lambda i: -row[i])[:k]
         return [(self.tokens[i], float(row[i])) for i in order]
 
+    @plain_json
     def to_dict(self, layer: int | None = None, head: int | None = None) -> dict[str, object]:
         out: dict[str, object] = {
             **self.occurrence.to_dict(),
@@ -103,6 +105,7 @@ class AttentionResult:
     maps: list[AttentionMap]
     top_k: int = 3  # tokens listed per layer by a face
 
+    @plain_json
     def to_dict(self) -> dict[str, object]:
         return {
             "model": self.model,

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from contextlens.core.contextual_models import ContextualModel, OccurrenceEncoding, Pooling
+from contextlens.core.jsonable import plain_json
 from contextlens.core.occurrences import Occurrence
 from contextlens.core.similarity import cosine_matrix_values
 from contextlens.core.static_models import StaticModel
@@ -61,6 +62,7 @@ class Comparison:
         """The layer where the target's vectors are least alike (lowest mean cosine)."""
         return self.layers[int(np.argmin(self.layer_cosines))]
 
+    @plain_json
     def to_dict(self) -> dict[str, object]:
         out: dict[str, object] = {
             "model": self.model,
@@ -136,3 +138,12 @@ def same_minus_cross(matrix: np.ndarray, labels: Sequence[str]) -> tuple[float, 
     if not same or not cross:
         raise InputError("need at least one same-sense pair and one cross-sense pair")
     return float(np.mean(same)), float(np.mean(cross))
+
+
+def same_and_cross_by_layer(result: Comparison, labels: Sequence[str]) -> list[tuple[int, float, float]]:
+    """Per layer: (layer, mean same-label cosine, mean cross-label cosine), e.g. for bank by sense."""
+    rows = []
+    for layer, m in zip(result.layers, result.matrices, strict=True):
+        same, cross = same_minus_cross(m, labels)
+        rows.append((layer, same, cross))
+    return rows

@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from contextlens.core.contextual_models import ContextualModel
+from contextlens.core.jsonable import plain_json
 from contextlens.core.occurrences import Occurrence, parse_marked
 from contextlens.core.similarity import cosine_matrix_values
 from contextlens.data import POLYSEMY_FILE, builtin_path, read_tsv
@@ -128,6 +129,7 @@ class WordExploration:
     def p_value(self) -> float | None:
         return None if self.p_values is None else self.p_values[self.layers.index(self.layer)]
 
+    @plain_json
     def to_dict(self) -> dict[str, object]:
         return {
             "word": self.word,
@@ -167,6 +169,7 @@ class Exploration:
     source: str
     words: list[WordExploration]
 
+    @plain_json
     def to_dict(self) -> dict[str, object]:
         return {
             "model": self.model,

@@ -23,6 +23,7 @@ import numpy as np
 
 from contextlens.analyses.lesson.ranking import DEFAULT_TEMPLATE, in_template
 from contextlens.core.contextual_models import ContextualModel
+from contextlens.core.jsonable import plain_json
 from contextlens.core.occurrences import Occurrence, is_single_word, parse_marked
 from contextlens.core.similarity import cosine, cosine_values
 from contextlens.core.static_models import StaticModel
@@ -102,6 +103,7 @@ class ProbeResult:
     def best_anchor(self, sentence: int) -> str:
         return self.anchors[int(np.argmax(self.at()[sentence]))]
 
+    @plain_json
     def to_dict(self) -> dict[str, object]:
         return {
             "model": self.model,

@@ -16,6 +16,7 @@ import numpy as np
 from scipy.stats import rankdata
 
 from contextlens.core.contextual_models import ContextualModel
+from contextlens.core.jsonable import plain_json
 from contextlens.core.occurrences import Occurrence, parse_marked
 from contextlens.core.similarity import cosine_values
 from contextlens.core.static_models import StaticModel
@@ -88,6 +89,7 @@ class RankedPair:
         """Positions gained under the contextual ranking (positive = ranked more similar)."""
         return self.static_rank - self.contextual_rank
 
+    @plain_json
     def to_dict(self) -> dict[str, object]:
         return {
             "a": self.pair.a,
@@ -115,6 +117,7 @@ class Ranking:
     kendall_tau: float
     top_moves: list[RankedPair] = field(default_factory=list)
 
+    @plain_json
     def to_dict(self) -> dict[str, object]:
         return {
             "model": self.model,

@@ -14,6 +14,7 @@ import numpy as np
 
 from contextlens.analyses.lesson.attention import check_top_k, renormalise_without
 from contextlens.core.contextual_models import ContextualModel
+from contextlens.core.jsonable import plain_json
 from contextlens.core.occurrences import Occurrence
 from contextlens.core.similarity import cosine_values
 
@@ -25,6 +26,7 @@ class TraceLayer:
     norm: float
     top_attended: list[tuple[str, float]]  # from block ``layer``'s attention; empty at layer 0
 
+    @plain_json
     def to_dict(self) -> dict[str, object]:
         return {
             "layer": self.layer,
@@ -60,6 +62,7 @@ class Trace:
     def target_tokens(self) -> list[str]:
         return [self.tokens[p] for p in self.target_positions]
 
+    @plain_json
     def to_dict(self) -> dict[str, object]:
         return {
             "model": self.model,
