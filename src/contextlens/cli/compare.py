@@ -82,8 +82,8 @@ def render_comparison(result: Comparison) -> None:
         table.add_column("lowest pair", justify="right")
     table.add_column("", no_wrap=True)
     worst = result.most_divergent_layer
-    for layer, cos, m in zip(result.layers, result.layer_cosines, result.matrices, strict=True):
-        cells = [str(layer), fmt(cos)] + ([fmt(float(m.min()))] if many else []) + [_bar(cos)]
+    for layer, cos, low in zip(result.layers, result.layer_cosines, result.lowest_pair_cosines, strict=True):
+        cells = [str(layer), fmt(cos)] + ([fmt(low)] if many else []) + [_bar(cos)]
         table.add_row(*cells, style="bold red" if layer == worst else None)
     table.add_section()
     if result.static_cosine is not None:
@@ -94,7 +94,7 @@ def render_comparison(result: Comparison) -> None:
     console.print(table)
     same = f"static vector ({result.static_model}) and input row are" if result.static_model else "input row is"
     console.print(
-        f"most divergent layer: [bold red]{worst}[/bold red] (cosine {fmt(min(result.layer_cosines))}); "
+        f"most divergent layer: [bold red]{worst}[/bold red] (cosine {fmt(result.most_divergent_cosine)}); "
         f"{same} the same in every sentence"
     )
 

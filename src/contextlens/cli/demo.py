@@ -51,8 +51,8 @@ def demo_cmd(
     table = Table(title=f"“bank”: mean cosine of same-sense vs cross-sense pairs — {contextual.name}")
     for col in ("layer", "same sense", "cross sense", "gap"):
         table.add_column(col, justify="right")
-    for layer, same, cross in same_and_cross_by_layer(many, labels):
-        table.add_row(str(layer), fmt(same), fmt(cross), fmt(same - cross))
+    for layer, same, cross, gap in same_and_cross_by_layer(many, labels):
+        table.add_row(str(layer), fmt(same), fmt(cross), fmt(gap))
     console.print(table)
     from contextlens.reports.figures import divergence_figure, save
 

@@ -67,16 +67,14 @@ def explore_cmd(
         for col in ("rank", "word", "sentences", "senses", "spread", "same", "cross", "gap", "p"):
             table.add_column(col, justify="left" if col == "word" else "right", no_wrap=True)
         for i, w in enumerate(result.words, 1):
-            k = w.layers.index(w.layer)
-            senses = sorted({s for s in w.senses if s is not None})
             table.add_row(
                 str(i),
                 escape(w.word),
                 str(len(w.occurrences)),
-                str(len(senses)) if senses else "-",
+                str(len(w.distinct_senses)) if w.distinct_senses else "-",
                 fmt(w.spread, 3),
-                fmt(None if w.same_sense is None else w.same_sense[k], 3),
-                fmt(None if w.cross_sense is None else w.cross_sense[k], 3),
+                fmt(w.same_sense_cosine, 3),
+                fmt(w.cross_sense_cosine, 3),
                 fmt(w.gap, 3),
                 fmt_p(w.p_value),
             )

@@ -90,8 +90,7 @@ def probe_cmd(
             table.add_column("layer", justify="right")
             for a in result.anchors:
                 table.add_column(escape(a), justify="right")
-            for k, lay in enumerate(result.layers):
-                best = int(s.scores[k].argmax())
+            for k, (lay, best) in enumerate(zip(result.layers, s.best_per_layer, strict=True)):
                 cells = [f"[bold]{v:.4f}[/bold]" if j == best else f"{v:.4f}" for j, v in enumerate(s.scores[k])]
                 table.add_row(str(lay), *cells, style="on grey15" if lay == result.layer else None)
             if result.static_scores is not None:

@@ -85,10 +85,9 @@ def rank_cmd(
             )
         console.print(table)
         console.print("static / contextual: cosine; rank 1 = most similar; move = static rank − contextual rank")
-        total = len(result.pairs) * (len(result.pairs) - 1) // 2
         console.print(f"template: {escape(repr(result.template))}")
         console.print(
-            f"inversions (discordant pairs of pairs): [bold]{result.inversions}[/bold] of {total}; "
+            f"inversions (discordant pairs of pairs): [bold]{result.inversions}[/bold] of {result.pairs_compared}; "
             f"Kendall τ-b = [bold]{result.kendall_tau:.4f}[/bold]"
         )
         moves = ", ".join(f"{p.pair.a}–{p.pair.b} ({p.move:+g})" for p in result.top_moves)

@@ -62,6 +62,16 @@ class Comparison:
         """The layer where the target's vectors are least alike (lowest mean cosine)."""
         return self.layers[int(np.argmin(self.layer_cosines))]
 
+    @property
+    def most_divergent_cosine(self) -> float:
+        """The mean cosine at :attr:`most_divergent_layer`."""
+        return min(self.layer_cosines)
+
+    @property
+    def lowest_pair_cosines(self) -> list[float]:
+        """Per layer, the cosine of the least alike pair of sentences."""
+        return [float(m.min()) for m in self.matrices]
+
     @plain_json
     def to_dict(self) -> dict[str, object]:
         out: dict[str, object] = {
@@ -140,10 +150,10 @@ def same_minus_cross(matrix: np.ndarray, labels: Sequence[str]) -> tuple[float, 
     return float(np.mean(same)), float(np.mean(cross))
 
 
-def same_and_cross_by_layer(result: Comparison, labels: Sequence[str]) -> list[tuple[int, float, float]]:
-    """Per layer: (layer, mean same-label cosine, mean cross-label cosine), e.g. for bank by sense."""
+def same_and_cross_by_layer(result: Comparison, labels: Sequence[str]) -> list[tuple[int, float, float, float]]:
+    """Per layer: (layer, mean same-label cosine, mean cross-label cosine, their gap), e.g. bank by sense."""
     rows = []
     for layer, m in zip(result.layers, result.matrices, strict=True):
         same, cross = same_minus_cross(m, labels)
-        rows.append((layer, same, cross))
+        rows.append((layer, same, cross, same - cross))
     return rows

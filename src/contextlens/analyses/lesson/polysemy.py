@@ -122,6 +122,21 @@ class WordExploration:
         return self.spreads[self.layers.index(self.layer)]
 
     @property
+    def distinct_senses(self) -> list[str]:
+        """The sense labels given (sorted); empty when the sentences are unlabelled."""
+        return sorted({s for s in self.senses if s is not None})
+
+    @property
+    def same_sense_cosine(self) -> float | None:
+        """Mean same-sense cosine at the chosen layer."""
+        return None if self.same_sense is None else self.same_sense[self.layers.index(self.layer)]
+
+    @property
+    def cross_sense_cosine(self) -> float | None:
+        """Mean cross-sense cosine at the chosen layer."""
+        return None if self.cross_sense is None else self.cross_sense[self.layers.index(self.layer)]
+
+    @property
     def gap(self) -> float | None:
         return None if self.gaps is None else self.gaps[self.layers.index(self.layer)]
 

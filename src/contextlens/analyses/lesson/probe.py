@@ -70,6 +70,11 @@ class ProbedSentence:
     target_tokens: list[str]
     scores: np.ndarray = field(repr=False)  # (layers, anchors)
 
+    @property
+    def best_per_layer(self) -> list[int]:
+        """Index of the closest anchor at each layer."""
+        return [int(i) for i in self.scores.argmax(axis=1)]
+
 
 @dataclass
 class ProbeResult:

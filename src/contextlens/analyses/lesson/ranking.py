@@ -117,6 +117,11 @@ class Ranking:
     kendall_tau: float
     top_moves: list[RankedPair] = field(default_factory=list)
 
+    @property
+    def pairs_compared(self) -> int:
+        """Pairs of pairs that Kendall's tau compares: n (n - 1) / 2."""
+        return len(self.pairs) * (len(self.pairs) - 1) // 2
+
     @plain_json
     def to_dict(self) -> dict[str, object]:
         return {
@@ -128,7 +133,7 @@ class Ranking:
             "n_pairs": len(self.pairs),
             "inversions": self.inversions,
             "concordant": self.concordant,
-            "pairs_compared": len(self.pairs) * (len(self.pairs) - 1) // 2,
+            "pairs_compared": self.pairs_compared,
             "kendall_tau_b": self.kendall_tau,
             "pairs": [p.to_dict() for p in self.pairs],
             "largest_moves": [p.to_dict() for p in self.top_moves],
