@@ -247,3 +247,34 @@ def test_json_equals_to_dict_for_a_quick_benchmark(capsys):
     assert got["rows"] == expected["rows"]  # timings in meta differ between two runs
     assert got["meta"]["counts"] == expected["meta"]["counts"]
     assert expected["meta"]["counts"]["max_contexts_per_word"] >= 1
+
+
+# --- the tables the faces render come from the analyses ------------------------------------------
+
+
+def test_comparison_and_sense_table(minilm, glove):
+    from contextlens.analyses.lesson.divergence import same_and_cross_by_layer, same_minus_cross
+
+    sentences = [*PAIR, "She paid the cash into the [bank].", "Reeds grow along the [bank] of the stream."]
+    labels = ["money", "river", "money", "river"]
+    many = compare([parse_marked(s) for s in sentences], minilm, glove)
+    assert len(many.lowest_pair_cosines) == len(many.layers)
+    assert all(low <= mean for low, mean in zip(many.lowest_pair_cosines, many.layer_cosines, strict=True))
+    assert many.most_divergent_cosine == many.layer_cosines[many.layers.index(many.most_divergent_layer)]
+    rows = same_and_cross_by_layer(many, labels)
+    assert [r[0] for r in rows] == many.layers
+    for (_, same, cross, gap), m in zip(rows, many.matrices, strict=True):
+        assert (same, cross) == same_minus_cross(m, labels)
+        assert gap == pytest.approx(same - cross)
+
+
+def test_benchmark_table_rows_pivot_the_tidy_rows():
+    from contextlens.analyses.benchmarks.contextuality import TABLE_METRICS, table_rows
+    from contextlens.analyses.benchmarks.suite import run_contextuality
+
+    result = run_contextuality("minilm", "quick")
+    rows = table_rows(result)
+    assert [r["layer"] for r in rows] == sorted({r["layer"] for r in result.rows})
+    for row in rows:
+        for metric in TABLE_METRICS:
+            assert row[metric] == result.select(layer=row["layer"], metric=metric)[0]["value"]
