@@ -59,7 +59,7 @@ def catalogue(tmp: Path) -> list[tuple[str, list[str]]]:
         ("explore --sentences file missing", ["explore", *M, "--sentences", str(tmp / "missing.tsv")]),
         ("probe without anchors", ["probe", TWO[1], *M]),
         ("probe template without [{word}]", ["probe", TWO[1], "-a", "river", *M, "--template", "The word."]),
-        ("rank --pairs file missing", ["rank", *M, "--pairs", str(tmp / "missing.tsv")]),
+        ("rank with a missing pairs file", ["rank", str(tmp / "missing.tsv"), *M]),
         ("neighbors without a word", ["neighbors"]),
         ("neighbors malformed --analogy", ["neighbors", "--analogy", "king-man-queen"]),
     ]
