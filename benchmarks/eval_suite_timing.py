@@ -18,7 +18,6 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 from contextlens.analyses.benchmarks import suite as bs  # noqa: E402
-from contextlens.cli.common import to_jsonable  # noqa: E402
 from contextlens.core.contextual_models import load_contextual  # noqa: E402
 
 
@@ -50,7 +49,7 @@ def main() -> None:
         result = run()
         print(f"{name}: {time.perf_counter() - t:.1f} s")
         (args.out / f"{name}-{args.model}-{args.size}.json").write_text(
-            json.dumps(to_jsonable(result.to_dict()), indent=1)
+            json.dumps(result.to_dict(), indent=1, allow_nan=False)
         )
     print(f"total: {time.perf_counter() - t0:.1f} s")
 

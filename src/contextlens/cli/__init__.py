@@ -7,6 +7,11 @@ import sys
 
 import typer
 
+try:  # typer 0.29+ vendors click and re-exports only BadParameter of its exceptions
+    from typer._click.exceptions import ClickException, NoArgsIsHelpError, UsageError
+except ImportError:  # older typer runs on click itself
+    from click.exceptions import ClickException, NoArgsIsHelpError, UsageError  # type: ignore[no-redef]
+
 from contextlens.errors import ContextlensError
 
 app = typer.Typer(
@@ -34,14 +39,25 @@ from contextlens.cli import (  # noqa: E402,F401
 )
 
 
-def main() -> None:
-    """Entry point: user mistakes become one line on stderr and exit code 2."""
+def main(args: list[str] | None = None) -> None:
+    """Entry point: user mistakes, usage errors included, become one line on stderr and exit code 2."""
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     try:
-        app()
+        code = app(args=args, prog_name="contextlens", standalone_mode=False)
     except ContextlensError as exc:
         sys.stderr.write(f"error: {exc}\n")
         sys.exit(2)
-    except KeyboardInterrupt:
+    except UsageError as exc:  # bad option value, unknown option or command, missing argument
+        if isinstance(exc, NoArgsIsHelpError):  # bare `contextlens` or `contextlens eval`
+            exc.show()
+            sys.exit(exc.exit_code)
+        hint = f" (see '{exc.ctx.command_path} --help')" if exc.ctx is not None else ""
+        sys.stderr.write(f"error: {exc.format_message()}{hint}\n")
+        sys.exit(2)
+    except ClickException as exc:
+        sys.stderr.write(f"error: {exc.format_message()}\n")
+        sys.exit(exc.exit_code)
+    except (KeyboardInterrupt, typer.Abort):
         sys.stderr.write("interrupted\n")
         sys.exit(130)
+    sys.exit(code if isinstance(code, int) else 0)

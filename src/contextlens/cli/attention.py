@@ -19,10 +19,11 @@ from contextlens.cli.common import (
     PlotOpt,
     WordOpt,
     console,
+    figures_after,
     fmt,
     occurrences_from_args,
     print_json,
-    write_figures,
+    window_note,
 )
 from contextlens.core.contextual_models import load_contextual
 from contextlens.errors import InputError
@@ -48,44 +49,46 @@ def attention_cmd(
     occs = occurrences_from_args(sentences, word, occurrence)
     if len(occs) > 2:
         raise InputError(f"attention shows one or two sentences side by side, got {len(occs)}")
-    result = attend(occs, load_contextual(model), layer=layer, head=head, exclude_special=exclude_special)
+    result = attend(occs, load_contextual(model), layer=layer, head=head, exclude_special=exclude_special, top_k=top)
     from contextlens.reports import interactive, lesson_figures
 
-    write_figures(
+    with figures_after(
         plot,
         html,
         lambda: lesson_figures.attention_figure(result),
         lambda: interactive.attention_figures(result),
         "contextlens attention",
-    )
-    if json_out:
-        print_json(result.to_dict())
-        return
-    for i, m in enumerate(result.maps, 1):
-        console.rule(f"[bold]{i}. {escape(m.occurrence.marked())}")
-        table = Table(title=f"attention of “{escape(' '.join(m.target_tokens))}” — {result.model}")
-        table.add_column("token")
-        table.add_column(f"L{result.layer} H{result.head}", justify="right")
-        table.add_column(f"L{result.layer} head mean", justify="right")
-        table.add_column(f"rollout to L{m.num_layers}", justify="right")
-        for t, tok in enumerate(m.tokens):
-            if exclude_special and m.special[t]:
-                continue
-            style = "bold" if t in m.target_positions else ("dim" if m.special[t] else None)
-            table.add_row(
-                escape(tok),
-                fmt(m.row(result.layer, result.head)[t], 3),
-                fmt(m.row(result.layer)[t], 3),
-                fmt(m.rollout[-1][t], 3),
-                style=style,
-            )
-        console.print(table)
-        tops = Table(title="most attended tokens per layer (head mean)")
-        tops.add_column("layer", justify="right")
-        tops.add_column("tokens")
-        for lay in range(1, m.num_layers + 1):
-            tops.add_row(str(lay), escape(", ".join(f"{tok} {w:.2f}" for tok, w in m.top(lay, top))))
-        console.print(tops)
-    if exclude_special:
-        console.print("special tokens excluded; every row renormalised over the remaining tokens")
-    console.print("layers are attention blocks 1..L; heads 0..H-1; rollout: Abnar & Zuidema (2020)")
+    ):
+        if json_out:
+            print_json(result.to_dict())
+            return
+        for i, m in enumerate(result.maps, 1):
+            console.rule(f"[bold]{i}. {escape(m.occurrence.marked())}")
+            if m.window is not None:
+                console.print(window_note(m.occurrence.text, m.window))
+            table = Table(title=f"attention of “{escape(' '.join(m.target_tokens))}” — {result.model}")
+            table.add_column("token")
+            table.add_column(f"L{result.layer} H{result.head}", justify="right")
+            table.add_column(f"L{result.layer} head mean", justify="right")
+            table.add_column(f"rollout to L{m.num_layers}", justify="right")
+            for t, tok in enumerate(m.tokens):
+                if exclude_special and m.special[t]:
+                    continue
+                style = "bold" if t in m.target_positions else ("dim" if m.special[t] else None)
+                table.add_row(
+                    escape(tok),
+                    fmt(m.row(result.layer, result.head)[t], 3),
+                    fmt(m.row(result.layer)[t], 3),
+                    fmt(m.rollout[-1][t], 3),
+                    style=style,
+                )
+            console.print(table)
+            tops = Table(title="most attended tokens per layer (head mean)")
+            tops.add_column("layer", justify="right")
+            tops.add_column("tokens")
+            for lay in range(1, m.num_layers + 1):
+                tops.add_row(str(lay), escape(", ".join(f"{tok} {w:.2f}" for tok, w in m.top(lay, result.top_k))))
+            console.print(tops)
+        if exclude_special:
+            console.print("special tokens excluded; every row renormalised over the remaining tokens")
+        console.print("layers are attention blocks 1..L; heads 0..H-1; rollout: Abnar & Zuidema (2020)")

@@ -6,18 +6,20 @@ The CLI is a face: it parses input, calls one analysis and renders the result. N
 from __future__ import annotations
 
 import json
-import math
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
-import numpy as np
 import typer
 from rich.console import Console
 
 from contextlens.core.occurrences import Occurrence, locate
 from contextlens.core.resources import DEFAULT_CONTEXTUAL, DEFAULT_STATIC
-from contextlens.errors import InputError
+from contextlens.core.static_models import StaticModel, load_static
+from contextlens.errors import InputError, OutputPathError
+from contextlens.reports.output_paths import check_output_path
 
 console = Console(emoji=False, highlight=False)
 err_console = Console(stderr=True, emoji=False, highlight=False)
@@ -28,11 +30,36 @@ ModelOpt = Annotated[
 ]
 StaticOpt = Annotated[
     str,
-    typer.Option("--static", "-s", help="Static model: glove-50d (default) or a GloVe/word2vec/fastText/.kv file."),
+    typer.Option(
+        "--static",
+        "-s",
+        help="Static model: glove-50d (default) or a GloVe/word2vec/fastText/.kv file"
+        " ('none' skips the static baseline where it is optional: compare, probe).",
+    ),
 ]
+NO_STATIC = "none"
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document instead of a table.")]
-PlotOpt = Annotated[Path | None, typer.Option("--plot", help="Write a PNG figure to this file.")]
-HtmlOpt = Annotated[Path | None, typer.Option("--html", help="Write an interactive, self-contained HTML figure.")]
+FIGURE_SUFFIXES = (".png", ".svg", ".pdf")
+HTML_SUFFIXES = (".html", ".htm")
+
+
+def _checked_figure(path: Path | None) -> Path | None:
+    """Parse-time check of --plot, before any work: a bad path never costs a computed result."""
+    return None if path is None else check_output_path(path, FIGURE_SUFFIXES)
+
+
+def _checked_html(path: Path | None) -> Path | None:
+    return None if path is None else check_output_path(path, HTML_SUFFIXES)
+
+
+PlotOpt = Annotated[
+    Path | None,
+    typer.Option("--plot", help="Write a PNG figure to this file (.svg/.pdf also work).", callback=_checked_figure),
+]
+HtmlOpt = Annotated[
+    Path | None,
+    typer.Option("--html", help="Write an interactive, self-contained HTML figure.", callback=_checked_html),
+]
 WordOpt = Annotated[
     str | None,
     typer.Option("--word", "-w", help="Target word, when the sentences carry no \\[markers]."),
@@ -52,30 +79,34 @@ def occurrences_from_args(sentences: list[str], word: str | None, index: int) ->
     return [locate(s, word, index) for s in sentences]
 
 
-def to_jsonable(obj: Any) -> Any:
-    """Numpy scalars/arrays to Python; NaN and infinities to null (strict JSON)."""
-    if isinstance(obj, dict):
-        return {str(k): to_jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [to_jsonable(v) for v in obj]
-    if isinstance(obj, np.ndarray):
-        return to_jsonable(obj.tolist())
-    if isinstance(obj, np.generic):
-        return to_jsonable(obj.item())
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    if isinstance(obj, Path):
-        return str(obj)
-    return obj
+def static_option(name: str, optional: bool) -> StaticModel | None:
+    """The --static model; ``none`` means no static baseline, where the command can do without one."""
+    if name.strip().lower() == NO_STATIC:
+        if optional:
+            return None
+        raise InputError(
+            "this command needs a static model to compare against; --static none works only with compare and probe"
+        )
+    return load_static(name)
 
 
 def print_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(to_jsonable(data), indent=2, allow_nan=False) + "\n")
+    """Dump a result's ``to_dict()`` (plain JSON types already, see core/jsonable.py) to stdout."""
+    sys.stdout.write(json.dumps(data, indent=2, allow_nan=False) + "\n")
 
 
 def note(message: str) -> None:
     """A side remark (file written, window cut) on stderr, so --json stdout stays clean."""
     err_console.print(f"[dim]{message}[/dim]")
+
+
+def window_note(text: str, window: tuple[int, int]) -> str:
+    """One line saying which characters of a long text the model saw (it was cut to fit)."""
+    start, end = window
+    return (
+        f"[yellow]cut to fit the model: only characters {start}-{end} of {len(text)} "
+        "(a window around the target) were read[/yellow]"
+    )
 
 
 def fmt(x: float | None, digits: int = 4) -> str:
@@ -93,7 +124,7 @@ ExcludeSpecialOpt = Annotated[
 
 
 def write_figures(plot: Path | None, html: Path | None, png_figure, html_figures, title: str) -> None:
-    """Write the PNG and/or the interactive HTML the user asked for."""
+    """Write the PNG and/or the interactive HTML the user asked for (call it after printing the result)."""
     if plot is not None:
         from contextlens.reports.figures import save
 
@@ -101,7 +132,25 @@ def write_figures(plot: Path | None, html: Path | None, png_figure, html_figures
     if html is not None:
         from contextlens.reports.interactive import write_page
 
-        note(f"interactive figure written to {write_page(html_figures(), html, title)}")
+        with written(html):
+            note(f"interactive figure written to {write_page(html_figures(), html, title)}")
+
+
+@contextmanager
+def written(path: Path) -> Iterator[None]:
+    """A write that fails despite the up-front check (disk full, folder removed) becomes one line."""
+    try:
+        yield
+    except OSError as exc:
+        raise OutputPathError(f"cannot write {path}: {exc.strerror or exc}; choose another path") from exc
+
+
+@contextmanager
+def figures_after(plot: Path | None, html: Path | None, png_figure, html_figures, title: str) -> Iterator[None]:
+    """Print the result inside the block; the figures are written after it, so a failed write
+    never loses the printed result."""
+    yield
+    write_figures(plot, html, png_figure, html_figures, title)
 
 
 def fmt_p(p: float | None) -> str:

@@ -21,13 +21,13 @@ from contextlens.cli.common import (
     StaticOpt,
     WordOpt,
     console,
+    figures_after,
     fmt,
-    note,
     occurrences_from_args,
     print_json,
+    static_option,
 )
 from contextlens.core.contextual_models import POOLINGS, load_contextual
-from contextlens.core.static_models import load_static
 from contextlens.errors import InputError
 
 
@@ -52,22 +52,21 @@ def compare_cmd(
             "compare needs at least two sentences; give the same word in two or more contexts, "
             "e.g. 'The [bank] called.' 'The river [bank] flooded.'"
         )
-    static_model = load_static(static)
-    for o in occs:  # fail on an unknown word before paying for the contextual model
-        static_model.vector(o.word)
-    result = compare(occs, load_contextual(model), static_model, pooling=pooling)  # type: ignore[arg-type]
-    if plot is not None:
-        from contextlens.reports.figures import divergence_figure, save
+    # the contextual model loads its weights lazily: an unknown static word still fails in seconds
+    result = compare(occs, load_contextual(model), static_option(static, optional=True), pooling=pooling)  # type: ignore[arg-type]
+    from contextlens.reports import figures, interactive
 
-        note(f"figure written to {save(divergence_figure(result), plot)}")
-    if html is not None:
-        from contextlens.reports.interactive import divergence_figures, write_page
-
-        note(f"interactive figure written to {write_page(divergence_figures(result), html, 'contextlens compare')}")
-    if json_out:
-        print_json(result.to_dict())
-        return
-    render_comparison(result)
+    with figures_after(
+        plot,
+        html,
+        lambda: figures.divergence_figure(result),
+        lambda: interactive.divergence_figures(result),
+        "contextlens compare",
+    ):
+        if json_out:
+            print_json(result.to_dict())
+        else:
+            render_comparison(result)
 
 
 def render_comparison(result: Comparison) -> None:
@@ -83,8 +82,8 @@ def render_comparison(result: Comparison) -> None:
         table.add_column("lowest pair", justify="right")
     table.add_column("", no_wrap=True)
     worst = result.most_divergent_layer
-    for layer, cos, m in zip(result.layers, result.layer_cosines, result.matrices, strict=True):
-        cells = [str(layer), fmt(cos)] + ([fmt(float(m.min()))] if many else []) + [_bar(cos)]
+    for layer, cos, low in zip(result.layers, result.layer_cosines, result.lowest_pair_cosines, strict=True):
+        cells = [str(layer), fmt(cos)] + ([fmt(low)] if many else []) + [_bar(cos)]
         table.add_row(*cells, style="bold red" if layer == worst else None)
     table.add_section()
     if result.static_cosine is not None:
@@ -93,9 +92,10 @@ def render_comparison(result: Comparison) -> None:
     cells = ["input row", fmt(result.input_row_cosine)]
     table.add_row(*cells, *([""] if many else []), _bar(result.input_row_cosine), style="green")
     console.print(table)
+    same = f"static vector ({result.static_model}) and input row are" if result.static_model else "input row is"
     console.print(
-        f"most divergent layer: [bold red]{worst}[/bold red] (cosine {fmt(min(result.layer_cosines))}); "
-        f"static vector ({result.static_model}) and input row are the same in every sentence"
+        f"most divergent layer: [bold red]{worst}[/bold red] (cosine {fmt(result.most_divergent_cosine)}); "
+        f"{same} the same in every sentence"
     )
 
 

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from contextlens.analyses.lesson.divergence import compare, same_minus_cross
+from contextlens.analyses.lesson.divergence import compare, same_and_cross_by_layer
 from contextlens.cli import app
 from contextlens.cli.common import (
     DEFAULT_MODEL,
@@ -17,22 +17,26 @@ from contextlens.cli.common import (
     StaticOpt,
     console,
     fmt,
+    static_option,
+    written,
 )
 from contextlens.cli.compare import render_comparison
 from contextlens.core.contextual_models import load_contextual
 from contextlens.core.occurrences import parse_marked
-from contextlens.core.static_models import load_static
 from contextlens.examples import BANK_BY_SENSE, WORKED_EXAMPLE
+from contextlens.reports.output_paths import check_output_folder
 
 
 @app.command("demo")
 def demo_cmd(
     model: ModelOpt = DEFAULT_MODEL,
     static: StaticOpt = DEFAULT_STATIC_MODEL,
-    out: Annotated[Path, typer.Option(help="Folder for the figures and report.html.")] = Path("contextlens-demo"),
+    out: Annotated[
+        Path, typer.Option(help="Folder for the figures and report.html.", callback=check_output_folder)
+    ] = Path("contextlens-demo"),
 ) -> None:
     """The lesson end to end: "bank" in two sentences, several per sense, and report.html with every experiment."""
-    static_model = load_static(static)
+    static_model = static_option(static, optional=False)
     contextual = load_contextual(model)
     console.rule("[bold]1. Same word, two contexts")
     pair = compare([parse_marked(s) for s in WORKED_EXAMPLE], contextual, static_model)
@@ -47,9 +51,8 @@ def demo_cmd(
     table = Table(title=f"“bank”: mean cosine of same-sense vs cross-sense pairs — {contextual.name}")
     for col in ("layer", "same sense", "cross sense", "gap"):
         table.add_column(col, justify="right")
-    for layer, m in zip(many.layers, many.matrices, strict=True):
-        same, cross = same_minus_cross(m, labels)
-        table.add_row(str(layer), fmt(same), fmt(cross), fmt(same - cross))
+    for layer, same, cross, gap in same_and_cross_by_layer(many, labels):
+        table.add_row(str(layer), fmt(same), fmt(cross), fmt(gap))
     console.print(table)
     from contextlens.reports.figures import divergence_figure, save
 
@@ -66,5 +69,6 @@ def demo_cmd(
 
     with console.status("running the explorer, ranking, attention, probe and trace..."):
         lesson = run_lesson(contextual, static_model)
-    report, n_figures = write_report(lesson, out / "report.html")
+    with written(out / "report.html"):
+        report, n_figures = write_report(lesson, out / "report.html")
     console.print(f"report: {report} ({n_figures} interactive figures; open it in a browser, no network needed)")

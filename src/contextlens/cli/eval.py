@@ -69,12 +69,18 @@ def _progress(model: str) -> Iterator[Callable[[int, int], None]]:
             progress.stop()
 
 
-def _plot(result_or_results: object, plot: Path | None, draw: Callable) -> None:
-    if plot is None:
-        return
-    from contextlens.reports.figures import save
+@contextmanager
+def _plot_after(result_or_results: object, plot: Path | None, draw: Callable) -> Iterator[None]:
+    """Print the result inside the block; the figure (path checked before the work) is drawn after."""
+    yield
+    if plot is not None:
+        from contextlens.reports.figures import save
 
-    note(f"figure written to {save(draw(result_or_results), plot)}")
+        note(f"figure written to {save(draw(result_or_results), plot)}")
+
+
+def _layer(layer: int | None) -> str:
+    return "-" if layer is None else str(layer)
 
 
 def _footer(result: BenchmarkResult) -> None:
@@ -102,31 +108,33 @@ def wic_cmd(
 
     with _progress(model) as progress:
         result = run_wic(model, static, _size(quick), progress)
-    _plot(result, plot, wic_figure)
-    if json_out:
-        print_json(result.to_dict())
-        return
+    with _plot_after(result, plot, wic_figure):
+        if json_out:
+            print_json(result.to_dict())
+        else:
+            _wic_table(result)
+
+
+def _wic_table(result: BenchmarkResult) -> None:
+    from contextlens.analyses.benchmarks.wic import table_rows
+
     counts = result.meta["counts"]
     best = result.meta["best_layer"]
     table = Table(title=f"word in context (WordNet 3.0 pairs) — {result.model}")
     for col in ("system", "layer", "dev accuracy", "threshold", "test accuracy"):
         table.add_column(col, justify="right" if col != "system" else "left", no_wrap=col == "system")
-    for r in result.select(split="test", metric="accuracy"):
-        dev = result.select(system=r["system"], layer=r["layer"], split="dev", metric="accuracy")
-        th = result.select(system=r["system"], layer=r["layer"], split="dev", metric="threshold")
-        layer = "-" if r["layer"] is None else str(r["layer"])
-        style = "bold red" if r["system"] == result.model and r["layer"] == best["layer_by_dev"] else None
+    for r in table_rows(result):
+        if r["published"]:
+            table.add_row(f"[dim]{r['system']}[/dim]", "-", "-", "-", f"[dim]{r['test_accuracy']:.3f}[/dim]")
+            continue
         table.add_row(
             r["system"],
-            layer,
-            fmt(dev[0]["value"] if dev else None, 3),
-            fmt(th[0]["value"] if th else None, 3),
-            fmt(r["value"], 3),
-            style=style,
+            _layer(r["layer"]),
+            fmt(r["dev_accuracy"], 3),
+            fmt(r["threshold"], 3),
+            fmt(r["test_accuracy"], 3),
+            style="bold red" if r["best"] else None,
         )
-    for r in result.rows:
-        if r["system"].startswith("published:"):
-            table.add_row(f"[dim]{r['system']}[/dim]", "-", "-", "-", f"[dim]{r['value']:.3f}[/dim]")
     console.print(table)
     console.print(
         f"test: {counts['test']['pairs']} pairs ({counts['test']['same']} same / {counts['test']['different']} "
@@ -161,35 +169,29 @@ def wsd_cmd(
 
     with _progress(model) as progress:
         result = run_wsd(model, _size(quick), progress, glosses=glosses)
-    _plot(result, plot, wsd_figure)
-    if json_out:
-        print_json(result.to_dict())
-        return
-    best = result.meta.get("best_layer") or {}
+    with _plot_after(result, plot, wsd_figure):
+        if json_out:
+            print_json(result.to_dict())
+        else:
+            _wsd_table(result)
+
+
+def _wsd_table(result: BenchmarkResult) -> None:
+    from contextlens.analyses.benchmarks.wsd import random_expected_accuracy, table_rows
+
     table = Table(title=f"word sense disambiguation (WordNet 3.0 examples) — {result.model}")
     for col in ("system", "layer", "dev accuracy", "test accuracy", "test macro-F1"):
         table.add_column(col, justify="right" if col != "system" else "left", no_wrap=col == "system")
-    for r in result.select(split="test", metric="accuracy"):
-        dev = result.select(system=r["system"], layer=r["layer"], split="dev", metric="accuracy")
-        f1 = result.select(system=r["system"], layer=r["layer"], split="test", metric="macro_f1")
-        style = "bold red" if r["system"] == result.model and r["layer"] == best.get("layer_by_dev") else None
-        layer = "-" if r["layer"] is None else str(r["layer"])
-        table.add_row(
-            r["system"],
-            layer,
-            fmt(dev[0]["value"] if dev else None, 3),
-            fmt(r["value"], 3),
-            fmt(f1[0]["value"] if f1 else None, 3),
-            style=style,
-        )
+    for r in table_rows(result):
+        cells = (fmt(r["dev_accuracy"], 3), fmt(r["test_accuracy"], 3), fmt(r["test_macro_f1"], 3))
+        table.add_row(r["system"], _layer(r["layer"]), *cells, style="bold red" if r["best"] else None)
     console.print(table)
     c = result.meta["counts"]
-    expected = result.select(system="random-sense", metric="expected_accuracy")
     console.print(
         f"{c['lemma_pos']} lemmas (with part of speech), {c['senses']} senses from {c['train_examples']} "
         f"examples; held out and scored: {c['scored_test_examples']} test examples ({c['test_lemmas']} lemmas), "
         f"{c['scored_dev_examples']} dev examples ({c['dev_lemmas']} lemmas); no lemma in both. "
-        f"Random-sense expected accuracy {fmt(expected[0]['value'] if expected else None, 3)}."
+        f"Random-sense expected accuracy {fmt(random_expected_accuracy(result), 3)}."
     )
     for label, key in (("", "best_layer"), (" (with glosses)", "best_layer_glosses")):
         b = result.meta.get(key)
@@ -219,10 +221,16 @@ def similarity_cmd(
 
     with _progress(model) as progress:
         result = run_similarity(model, static, _size(quick), progress)
-    _plot(result, plot, similarity_figure)
-    if json_out:
-        print_json(result.to_dict())
-        return
+    with _plot_after(result, plot, similarity_figure):
+        if json_out:
+            print_json(result.to_dict())
+        else:
+            _similarity_table(result)
+
+
+def _similarity_table(result: BenchmarkResult) -> None:
+    from contextlens.analyses.benchmarks.similarity import table_rows
+
     datasets = list(result.meta["counts"])
     table = Table(title=f"word similarity: Spearman with human ratings — {result.model}")
     table.add_column("system", no_wrap=True)
@@ -230,16 +238,11 @@ def similarity_cmd(
     for ds in datasets:
         table.add_column(f"{ds} rho", justify="right")
         table.add_column("coverage", justify="right")
-    keys: list[tuple] = []
-    for r in result.select(metric="spearman"):
-        if (r["system"], r["layer"]) not in keys:
-            keys.append((r["system"], r["layer"]))
-    for system, layer in keys:
-        cells = [system, "-" if layer is None else str(layer)]
+    for r in table_rows(result):
+        cells = [r["system"], _layer(r["layer"])]
         for ds in datasets:
-            rho = result.select(system=system, layer=layer, split=ds, metric="spearman")
-            cov = result.select(system=system, layer=layer, split=ds, metric="coverage")
-            cells += [fmt(rho[0]["value"] if rho else None, 3), f"{cov[0]['value']:.1%}" if cov else "-"]
+            coverage = r[f"{ds}:coverage"]
+            cells += [fmt(r[f"{ds}:spearman"], 3), "-" if coverage is None else f"{coverage:.1%}"]
         table.add_row(*cells)
     console.print(table)
     console.print(
@@ -270,36 +273,29 @@ def contextuality_cmd(
     for name in [model, *(also or [])]:
         with _progress(name) as progress:
             results.append(run_contextuality(name, _size(quick), progress))
-    _plot(results, plot, contextuality_figure)
-    if json_out:
-        from contextlens.analyses.benchmarks.contextuality import combine
+    with _plot_after(results, plot, contextuality_figure):
+        if json_out:
+            from contextlens.analyses.benchmarks.contextuality import combine
 
-        print_json(combine(results).to_dict())
-        return
+            print_json(combine(results).to_dict())
+        else:
+            _contextuality_tables(results)
+
+
+def _contextuality_tables(results: list[BenchmarkResult]) -> None:
+    from contextlens.analyses.benchmarks.contextuality import TABLE_METRICS, table_rows
+
     for result in results:
         table = Table(title=f"how contextual? (Ethayarajh 2019) — {result.model}")
         headers = ("layer", "anisotropy", "self-sim", "adjusted", "intra-sent", "adjusted", "MEV", "adjusted")
         for col in headers:
             table.add_column(col, justify="right")
-        metrics = (
-            "anisotropy",
-            "self_similarity",
-            "self_similarity_adjusted",
-            "intra_sentence",
-            "intra_sentence_adjusted",
-            "mev",
-            "mev_adjusted",
-        )
-        layers = sorted({r["layer"] for r in result.rows})
-        for layer in layers:
-            cells = [str(layer)]
-            for m in metrics:
-                cells.append(fmt(result.select(layer=layer, metric=m)[0]["value"], 3))
-            table.add_row(*cells)
+        for r in table_rows(result):
+            table.add_row(str(r["layer"]), *(fmt(r[m], 3) for m in TABLE_METRICS))
         console.print(table)
         c = result.meta["counts"]
         console.print(
-            f"{c['words']} words x up to 10 contexts ({c['word_occurrences']} occurrences); "
+            f"{c['words']} words x up to {c['max_contexts_per_word']} contexts ({c['word_occurrences']} occurrences); "
             f"{c['sentences']} sentences ({c['sentence_words']} words) for intra-sentence similarity. "
             "Adjusted = raw minus the anisotropy baseline (MEV: minus the MEV of random words)."
         )

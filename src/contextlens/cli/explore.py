@@ -18,10 +18,10 @@ from contextlens.cli.common import (
     ModelOpt,
     PlotOpt,
     console,
+    figures_after,
     fmt,
     fmt_p,
     print_json,
-    write_figures,
 )
 from contextlens.core.contextual_models import load_contextual
 
@@ -53,56 +53,54 @@ def explore_cmd(
     )
     from contextlens.reports import interactive, lesson_figures
 
-    write_figures(
+    with figures_after(
         plot,
         html,
         lambda: lesson_figures.explore_figure(result),
         lambda: interactive.explore_figures(result),
         "contextlens explore",
-    )
-    if json_out:
-        print_json(result.to_dict())
-        return
-    table = Table(title=f"polysemy explorer — {result.model}, layer {result.layer}, ranked by spread")
-    for col in ("rank", "word", "sentences", "senses", "spread", "same", "cross", "gap", "p"):
-        table.add_column(col, justify="left" if col == "word" else "right", no_wrap=True)
-    for i, w in enumerate(result.words, 1):
-        k = w.layers.index(w.layer)
-        senses = sorted({s for s in w.senses if s is not None})
-        table.add_row(
-            str(i),
-            escape(w.word),
-            str(len(w.occurrences)),
-            str(len(senses)) if senses else "-",
-            fmt(w.spread, 3),
-            fmt(None if w.same_sense is None else w.same_sense[k], 3),
-            fmt(None if w.cross_sense is None else w.cross_sense[k], 3),
-            fmt(w.gap, 3),
-            fmt_p(w.p_value),
+    ):
+        if json_out:
+            print_json(result.to_dict())
+            return
+        table = Table(title=f"polysemy explorer — {result.model}, layer {result.layer}, ranked by spread")
+        for col in ("rank", "word", "sentences", "senses", "spread", "same", "cross", "gap", "p"):
+            table.add_column(col, justify="left" if col == "word" else "right", no_wrap=True)
+        for i, w in enumerate(result.words, 1):
+            table.add_row(
+                str(i),
+                escape(w.word),
+                str(len(w.occurrences)),
+                str(len(w.distinct_senses)) if w.distinct_senses else "-",
+                fmt(w.spread, 3),
+                fmt(w.same_sense_cosine, 3),
+                fmt(w.cross_sense_cosine, 3),
+                fmt(w.gap, 3),
+                fmt_p(w.p_value),
+            )
+        console.print(table)
+        labelled = [w for w in result.words if w.labelled]
+        if labelled:
+            per_layer = Table(title="separation gap (same − cross sense cosine) per layer, permutation p in brackets")
+            per_layer.add_column("layer", justify="right")
+            for w in labelled:
+                per_layer.add_column(escape(w.word), justify="right")
+            for k, lay in enumerate(labelled[0].layers):
+                per_layer.add_row(str(lay), *[f"{w.gaps[k]:+.3f} ({w.p_values[k]:.3f})" for w in labelled])
+            console.print(per_layer)
+        console.print(
+            f"spread = 1 − mean pairwise cosine; p: one-sided permutation test, {result.permutations} shuffles of the "
+            f"sense labels, seed {result.seed}"
         )
-    console.print(table)
-    labelled = [w for w in result.words if w.labelled]
-    if labelled:
-        per_layer = Table(title="separation gap (same − cross sense cosine) per layer, permutation p in brackets")
-        per_layer.add_column("layer", justify="right")
-        for w in labelled:
-            per_layer.add_column(escape(w.word), justify="right")
-        for k, lay in enumerate(labelled[0].layers):
-            per_layer.add_row(str(lay), *[f"{w.gaps[k]:+.3f} ({w.p_values[k]:.3f})" for w in labelled])
-        console.print(per_layer)
-    console.print(
-        f"spread = 1 − mean pairwise cosine; p: one-sided permutation test, {result.permutations} shuffles of the "
-        f"sense labels, seed {result.seed}"
-    )
-    if matrices:
-        for w in result.words:
-            m = Table(title=escape(f"“{w.word}”: cosine at layer {w.layer}"))
-            m.add_column("#", justify="right")
-            m.add_column("sense")
-            for j in range(len(w.occurrences)):
-                m.add_column(str(j + 1), justify="right")
-            for i, s in enumerate(w.senses):
-                m.add_row(str(i + 1), escape(s or "-"), *[f"{v:.2f}" for v in w.matrix[i]])
-            console.print(m)
-            for i, o in enumerate(w.occurrences, 1):
-                console.print(f"  [dim]{i}. {escape(o.marked())}[/dim]")
+        if matrices:
+            for w in result.words:
+                m = Table(title=escape(f"“{w.word}”: cosine at layer {w.layer}"))
+                m.add_column("#", justify="right")
+                m.add_column("sense")
+                for j in range(len(w.occurrences)):
+                    m.add_column(str(j + 1), justify="right")
+                for i, s in enumerate(w.senses):
+                    m.add_row(str(i + 1), escape(s or "-"), *[f"{v:.2f}" for v in w.matrix[i]])
+                console.print(m)
+                for i, o in enumerate(w.occurrences, 1):
+                    console.print(f"  [dim]{i}. {escape(o.marked())}[/dim]")

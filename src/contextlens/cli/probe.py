@@ -23,9 +23,10 @@ from contextlens.cli.common import (
     TemplateOpt,
     WordOpt,
     console,
+    figures_after,
     occurrences_from_args,
     print_json,
-    write_figures,
+    static_option,
 )
 from contextlens.core.contextual_models import load_contextual
 from contextlens.core.occurrences import is_single_word
@@ -67,40 +68,37 @@ def probe_cmd(
     texts, anchor_words = split_anchor_words(sentences, list(anchors or []))
     given = load_anchor_sentences(anchor_sentences) if anchor_sentences is not None else None
     occs = occurrences_from_args(texts, word, occurrence)
-    from contextlens.core.static_models import load_static
-
-    static_model = load_static(static)
+    static_model = static_option(static, optional=True)
     result = probe(
         occs, anchor_words, load_contextual(model), given, template=template, layer=layer, static=static_model
     )
     from contextlens.reports import interactive, lesson_figures
 
-    write_figures(
+    with figures_after(
         plot,
         html,
         lambda: lesson_figures.probe_figure(result),
         lambda: interactive.probe_figures(result),
         "contextlens probe",
-    )
-    if json_out:
-        print_json(result.to_dict())
-        return
-    for i, s in enumerate(result.sentences):
-        console.print(f"[bold]{i + 1}. {escape(s.occurrence.marked())}[/bold]")
-        table = Table(title=f"cosine with each anchor — {result.model}")
-        table.add_column("layer", justify="right")
-        for a in result.anchors:
-            table.add_column(escape(a), justify="right")
-        for k, lay in enumerate(result.layers):
-            best = int(s.scores[k].argmax())
-            cells = [f"[bold]{v:.4f}[/bold]" if j == best else f"{v:.4f}" for j, v in enumerate(s.scores[k])]
-            table.add_row(str(lay), *cells, style="on grey15" if lay == result.layer else None)
+    ):
+        if json_out:
+            print_json(result.to_dict())
+            return
+        for i, s in enumerate(result.sentences):
+            console.print(f"[bold]{i + 1}. {escape(s.occurrence.marked())}[/bold]")
+            table = Table(title=f"cosine with each anchor — {result.model}")
+            table.add_column("layer", justify="right")
+            for a in result.anchors:
+                table.add_column(escape(a), justify="right")
+            for k, (lay, best) in enumerate(zip(result.layers, s.best_per_layer, strict=True)):
+                cells = [f"[bold]{v:.4f}[/bold]" if j == best else f"{v:.4f}" for j, v in enumerate(s.scores[k])]
+                table.add_row(str(lay), *cells, style="on grey15" if lay == result.layer else None)
+            if result.static_scores is not None:
+                table.add_section()
+                table.add_row("static", *(f"{v:.4f}" for v in result.static_scores[i]), style="blue")
+            console.print(table)
+            console.print(f"at layer {result.layer} the closest anchor is [bold]{escape(result.best_anchor(i))}[/bold]")
+        sources = ", ".join(f"{a}: {s}" for a, s in zip(result.anchors, result.anchor_sources, strict=True))
+        console.print(f"anchors ({escape(sources)}); template {escape(repr(result.template))}")
         if result.static_scores is not None:
-            table.add_section()
-            table.add_row("static", *(f"{v:.4f}" for v in result.static_scores[i]), style="blue")
-        console.print(table)
-        console.print(f"at layer {result.layer} the closest anchor is [bold]{escape(result.best_anchor(i))}[/bold]")
-    sources = ", ".join(f"{a}: {s}" for a, s in zip(result.anchors, result.anchor_sources, strict=True))
-    console.print(f"anchors ({escape(sources)}); template {escape(repr(result.template))}")
-    if result.static_scores is not None:
-        console.print(f"static = cosine of {escape(result.static_model or '')} vectors: the same in every sentence")
+            console.print(f"static = cosine of {escape(result.static_model or '')} vectors: the same in every sentence")

@@ -21,9 +21,10 @@ from contextlens.cli.common import (
     StaticOpt,
     TemplateOpt,
     console,
+    figures_after,
     fmt,
     print_json,
-    write_figures,
+    static_option,
 )
 from contextlens.core.contextual_models import load_contextual
 
@@ -45,14 +46,13 @@ def rank_cmd(
     """Word pairs ranked by static and by contextual cosine: inversions and Kendall tau."""
     from contextlens.analyses.lesson.ranking import load_pairs, rank_pairs
     from contextlens.core.occurrences import in_template
-    from contextlens.core.static_models import load_static
 
     in_template("word", template)  # a bad template fails before any model loads
     pair_list = load_pairs(pairs)
     result = rank_pairs(
         pair_list,
         load_contextual(model),
-        load_static(static),
+        static_option(static, optional=False),
         template=template,
         layer=layer,
         top=top,
@@ -60,37 +60,36 @@ def rank_cmd(
     )
     from contextlens.reports import interactive, lesson_figures
 
-    write_figures(
+    with figures_after(
         plot,
         html,
         lambda: lesson_figures.slope_figure(result),
         lambda: interactive.slope_figures(result),
         "contextlens rank",
-    )
-    if json_out:
-        print_json(result.to_dict())
-        return
-    table = Table(
-        title=escape(f"{len(result.pairs)} pairs — {result.static_model} vs {result.model} layer {result.layer}")
-    )
-    for col in ("pair", "static", "rank", "contextual", "rank ", "move"):
-        table.add_column(col, justify="left" if col == "pair" else "right", no_wrap=True)
-    for p in sorted(result.pairs, key=lambda r: r.static_rank):
-        table.add_row(
-            escape(f"{p.pair.a}–{p.pair.b}"),
-            fmt(p.static_cosine),
-            f"{p.static_rank:g}",
-            fmt(p.contextual_cosine),
-            f"{p.contextual_rank:g}",
-            f"{p.move:+g}",
+    ):
+        if json_out:
+            print_json(result.to_dict())
+            return
+        table = Table(
+            title=escape(f"{len(result.pairs)} pairs — {result.static_model} vs {result.model} layer {result.layer}")
         )
-    console.print(table)
-    console.print("static / contextual: cosine; rank 1 = most similar; move = static rank − contextual rank")
-    total = len(result.pairs) * (len(result.pairs) - 1) // 2
-    console.print(f"template: {escape(repr(result.template))}")
-    console.print(
-        f"inversions (discordant pairs of pairs): [bold]{result.inversions}[/bold] of {total}; "
-        f"Kendall τ-b = [bold]{result.kendall_tau:.4f}[/bold]"
-    )
-    moves = ", ".join(f"{p.pair.a}–{p.pair.b} ({p.move:+g})" for p in result.top_moves)
-    console.print(f"largest rank moves (+ = more similar in context): {escape(moves)}")
+        for col in ("pair", "static", "rank", "contextual", "rank ", "move"):
+            table.add_column(col, justify="left" if col == "pair" else "right", no_wrap=True)
+        for p in sorted(result.pairs, key=lambda r: r.static_rank):
+            table.add_row(
+                escape(f"{p.pair.a}–{p.pair.b}"),
+                fmt(p.static_cosine),
+                f"{p.static_rank:g}",
+                fmt(p.contextual_cosine),
+                f"{p.contextual_rank:g}",
+                f"{p.move:+g}",
+            )
+        console.print(table)
+        console.print("static / contextual: cosine; rank 1 = most similar; move = static rank − contextual rank")
+        console.print(f"template: {escape(repr(result.template))}")
+        console.print(
+            f"inversions (discordant pairs of pairs): [bold]{result.inversions}[/bold] of {result.pairs_compared}; "
+            f"Kendall τ-b = [bold]{result.kendall_tau:.4f}[/bold]"
+        )
+        moves = ", ".join(f"{p.pair.a}–{p.pair.b} ({p.move:+g})" for p in result.top_moves)
+        console.print(f"largest rank moves (+ = more similar in context): {escape(moves)}")

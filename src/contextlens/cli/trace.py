@@ -19,10 +19,11 @@ from contextlens.cli.common import (
     PlotOpt,
     WordOpt,
     console,
+    figures_after,
     fmt,
     occurrences_from_args,
     print_json,
-    write_figures,
+    window_note,
 )
 from contextlens.core.contextual_models import load_contextual
 
@@ -46,39 +47,43 @@ def trace_cmd(
     result = trace(occ, load_contextual(model), top_k=top, exclude_special=exclude_special)
     from contextlens.reports import interactive, lesson_figures
 
-    write_figures(
+    with figures_after(
         plot,
         html,
         lambda: lesson_figures.trace_figure(result),
         lambda: interactive.trace_figures(result),
         "contextlens trace",
-    )
-    if json_out:
-        print_json(result.to_dict())
-        return
-    console.print(f"[bold]{escape(result.occurrence.marked())}[/bold] — {result.model}")
-    toks = Table(title="1-3. tokens, ids and input rows (the static embedding table)")
-    for col in ("pos", "token", "id", "input row norm", "position row norm"):
-        toks.add_column(col, justify="left" if col == "token" else "right")
-    for i, (t, d) in enumerate(zip(result.tokens, result.token_ids, strict=True)):
-        pos = "-" if result.position_row_norms is None else f"{result.position_row_norms[i]:.3f}"
-        style = "bold" if i in result.target_positions else ("dim" if result.special[i] else None)
-        toks.add_row(str(i), escape(t), str(d), f"{result.input_row_norms[i]:.3f}", pos, style=style)
-    console.print(toks)
-    if result.has_learned_positions:
-        console.print(
-            f"4. positions: learned absolute position rows are added to the input rows; the target's position row "
-            f"has cosine {fmt(result.position_cosine_to_input_row)} with its input row, and the embedding output "
-            f"(layer 0) has cosine {fmt(result.layer0_cosine_to_row_plus_position)} with input row + position row "
-            "(the rest is LayerNorm and, where the model has one, the token-type row)"
-        )
-    else:
-        console.print("4. positions: this model has no learned absolute position rows (relative or rotary positions)")
-    layers = Table(title=f"5-6. the target's hidden state per layer (“{escape(' '.join(result.target_tokens))}”)")
-    for col in ("layer", "cosine to input row", "norm", "attends most to (head mean of this block)"):
-        layers.add_column(col, justify="left" if col.startswith("attends") else "right")
-    for t in result.layers:
-        attended = ", ".join(f"{tok} {w:.2f}" for tok, w in t.top_attended) or "- (embedding output)"
-        layers.add_row(str(t.layer), fmt(t.cosine_to_input_row), f"{t.norm:.2f}", escape(attended))
-    console.print(layers)
-    console.print(f"target input row norm: {result.target_input_row_norm:.3f}")
+    ):
+        if json_out:
+            print_json(result.to_dict())
+            return
+        console.print(f"[bold]{escape(result.occurrence.marked())}[/bold] — {result.model}")
+        if result.window is not None:
+            console.print(window_note(result.occurrence.text, result.window))
+        toks = Table(title="1-3. tokens, ids and input rows (the static embedding table)")
+        for col in ("pos", "token", "id", "input row norm", "position row norm"):
+            toks.add_column(col, justify="left" if col == "token" else "right")
+        for i, (t, d) in enumerate(zip(result.tokens, result.token_ids, strict=True)):
+            pos = "-" if result.position_row_norms is None else f"{result.position_row_norms[i]:.3f}"
+            style = "bold" if i in result.target_positions else ("dim" if result.special[i] else None)
+            toks.add_row(str(i), escape(t), str(d), f"{result.input_row_norms[i]:.3f}", pos, style=style)
+        console.print(toks)
+        if result.has_learned_positions:
+            console.print(
+                f"4. positions: learned absolute position rows are added to the input rows; the target's position row "
+                f"has cosine {fmt(result.position_cosine_to_input_row)} with its input row, and the embedding output "
+                f"(layer 0) has cosine {fmt(result.layer0_cosine_to_row_plus_position)} with input row + position row "
+                "(the rest is LayerNorm and, where the model has one, the token-type row)"
+            )
+        else:
+            console.print(
+                "4. positions: this model has no learned absolute position rows (relative or rotary positions)"
+            )
+        layers = Table(title=f"5-6. the target's hidden state per layer (“{escape(' '.join(result.target_tokens))}”)")
+        for col in ("layer", "cosine to input row", "norm", "attends most to (head mean of this block)"):
+            layers.add_column(col, justify="left" if col.startswith("attends") else "right")
+        for t in result.layers:
+            attended = ", ".join(f"{tok} {w:.2f}" for tok, w in t.top_attended) or "- (embedding output)"
+            layers.add_row(str(t.layer), fmt(t.cosine_to_input_row), f"{t.norm:.2f}", escape(attended))
+        console.print(layers)
+        console.print(f"target input row norm: {result.target_input_row_norm:.3f}")

@@ -121,7 +121,8 @@ class StaticModel:
         hint = f"; close words it knows: {', '.join(close)}" if close else ""
         return (
             f"{key!r} is not in the vocabulary of {self.name} ({len(vocab):,} words, no subword "
-            f"information){hint}; use a model with subwords (fastText) for unseen words"
+            f"information){hint}; use a model with subwords (fastText) for unseen words, or --static none "
+            "to skip the static baseline (compare, probe)"
         )
 
 

@@ -10,14 +10,24 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from contextlens.analyses.lesson.divergence import Comparison  # noqa: E402
+from contextlens.errors import OutputPathError  # noqa: E402
 
 
 def save(fig: plt.Figure, path: Path | str) -> Path:
-    """Write a figure as PNG (parent folders created) and free it."""
+    """Write a figure (PNG unless the suffix says .svg/.pdf; parent folders created) and free it.
+
+    Returns the path actually written. A failed write is an OutputPathError, one line.
+    """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=130, bbox_inches="tight")
-    plt.close(fig)
+    if path.suffix == "":
+        path = path.with_name(path.name + ".png")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(path, dpi=130, bbox_inches="tight")
+    except (OSError, ValueError) as exc:  # matplotlib: ValueError for an unknown format
+        raise OutputPathError(f"cannot write {path}: {getattr(exc, 'strerror', None) or exc}") from exc
+    finally:
+        plt.close(fig)
     return path
 
 

@@ -51,6 +51,7 @@ class ContextualitySample:
 
     words: dict[str, list[Span]]  # word -> its occurrences, one per text
     sentences: list[list[Span]]  # all words of each sampled sentence
+    max_contexts: int = 10  # most occurrences kept per word
 
     def spans(self) -> list[Span]:
         out = {s for spans in self.words.values() for s in spans}
@@ -91,7 +92,7 @@ def build_sample(
         words[w] = sorted(spans[:max_contexts])
     candidates = [i for i, ws in enumerate(sentence_words) if len(ws) >= 3]
     picked = sorted(rng.sample(candidates, min(n_sentences, len(candidates))))
-    return ContextualitySample(words, [sentence_words[i] for i in picked])
+    return ContextualitySample(words, [sentence_words[i] for i in picked], max_contexts)
 
 
 # --- the metrics (each on one layer's vectors) --------------------------------------------
@@ -188,6 +189,7 @@ def evaluate_contextuality(
             "counts": {
                 "words": len(sample.words),
                 "word_occurrences": sum(len(v) for v in sample.words.values()),
+                "max_contexts_per_word": sample.max_contexts,
                 "sentences": len(sample.sentences),
                 "sentence_words": sum(len(s) for s in sample.sentences),
             },
@@ -216,3 +218,20 @@ def combine(results: Sequence[BenchmarkResult]) -> BenchmarkResult:
     merged.meta["models"] = [res.model for res in results]
     merged.meta["per_model"] = {res.model: {"seconds": res.meta.get("seconds")} for res in results}
     return merged
+
+
+TABLE_METRICS = (
+    "anisotropy",
+    "self_similarity",
+    "self_similarity_adjusted",
+    "intra_sentence",
+    "intra_sentence_adjusted",
+    "mev",
+    "mev_adjusted",
+)
+
+
+def table_rows(result: BenchmarkResult) -> list[dict[str, object]]:
+    """The contextuality table: one row per layer with each of :data:`TABLE_METRICS`."""
+    rows = result.pivot(("layer",), {m: {"metric": m} for m in TABLE_METRICS})
+    return sorted(rows, key=lambda r: r["layer"])

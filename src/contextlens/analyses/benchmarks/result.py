@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from contextlens.core.jsonable import plain_json
+
 
 @dataclass
 class BenchmarkResult:
@@ -28,6 +30,25 @@ class BenchmarkResult:
         """Rows whose columns equal every given value."""
         return [r for r in self.rows if all(r.get(k) == v for k, v in where.items())]
 
+    def value(self, **where: Any) -> Any:
+        """The value of the first row matching ``where``; None when no row does."""
+        rows = self.select(**where)
+        return rows[0]["value"] if rows else None
+
+    def pivot(self, by: tuple[str, ...], columns: dict[str, dict[str, Any]], **where: Any) -> list[dict[str, Any]]:
+        """A wide table for display: one row per distinct ``by`` values among the rows matching
+        ``where`` (first-seen order); column ``name`` holds the value matching ``columns[name]``."""
+        keys: list[tuple] = []
+        for r in self.select(**where):
+            key = tuple(r.get(c) for c in by)
+            if key not in keys:
+                keys.append(key)
+        table = []
+        for key in keys:
+            fixed = dict(zip(by, key, strict=True))
+            table.append({**fixed, **{name: self.value(**fixed, **cond) for name, cond in columns.items()}})
+        return table
+
     def columns(self) -> list[str]:
         """Column names in first-seen order."""
         seen: dict[str, None] = {}
@@ -36,5 +57,6 @@ class BenchmarkResult:
                 seen.setdefault(k, None)
         return list(seen)
 
+    @plain_json
     def to_dict(self) -> dict[str, Any]:
         return {"benchmark": self.benchmark, "model": self.model, "rows": self.rows, "meta": self.meta}

@@ -177,3 +177,13 @@ def evaluate_similarity(
                 "spearman": best["value"],
             }
     return result
+
+
+def table_rows(result: BenchmarkResult) -> list[dict[str, object]]:
+    """The similarity table: per (system, layer), for each data set ``<name>:spearman`` and
+    ``<name>:coverage`` (data sets in ``result.meta["counts"]`` order)."""
+    columns: dict[str, dict[str, object]] = {}
+    for ds in result.meta["counts"]:
+        columns[f"{ds}:spearman"] = {"split": ds, "metric": "spearman"}
+        columns[f"{ds}:coverage"] = {"split": ds, "metric": "coverage"}
+    return result.pivot(("system", "layer"), columns, metric="spearman")

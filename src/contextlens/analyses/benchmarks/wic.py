@@ -146,3 +146,29 @@ def best_layer(result: BenchmarkResult, system: str) -> dict[str, float | int] |
         "best_test_layer": best_test["layer"],
         "best_test_accuracy": best_test["value"],
     }
+
+
+def table_rows(result: BenchmarkResult) -> list[dict[str, object]]:
+    """The wic table: per (system, layer) dev accuracy, threshold and test accuracy; ``best`` marks
+    the model's dev-picked layer; published results (other data) last, flagged ``published``."""
+    best = (result.meta.get("best_layer") or {}).get("layer_by_dev")
+    measured = result.pivot(
+        ("system", "layer"),
+        {
+            "dev_accuracy": {"split": "dev", "metric": "accuracy"},
+            "threshold": {"split": "dev", "metric": "threshold"},
+            "test_accuracy": {"split": "test", "metric": "accuracy"},
+        },
+        split="test",
+        metric="accuracy",
+    )
+    for row in measured:
+        row["best"] = row["system"] == result.model and row["layer"] == best
+        row["published"] = False
+    published = [
+        {"system": r["system"], "layer": None, "dev_accuracy": None, "threshold": None, "test_accuracy": r["value"]}
+        | {"best": False, "published": True}
+        for r in result.rows
+        if r["system"].startswith("published:")
+    ]
+    return measured + published

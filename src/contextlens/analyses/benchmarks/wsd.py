@@ -124,3 +124,27 @@ def evaluate_wsd(
         if best is not None:
             result.meta["best_layer" if system == model else "best_layer_glosses"] = best
     return result
+
+
+def table_rows(result: BenchmarkResult) -> list[dict[str, object]]:
+    """The wsd table: per (system, layer) dev accuracy, test accuracy and test macro-F1; ``best``
+    marks the model's layer picked on dev."""
+    best = (result.meta.get("best_layer") or {}).get("layer_by_dev")
+    rows = result.pivot(
+        ("system", "layer"),
+        {
+            "dev_accuracy": {"split": "dev", "metric": "accuracy"},
+            "test_accuracy": {"split": "test", "metric": "accuracy"},
+            "test_macro_f1": {"split": "test", "metric": "macro_f1"},
+        },
+        split="test",
+        metric="accuracy",
+    )
+    for row in rows:
+        row["best"] = row["system"] == result.model and row["layer"] == best
+    return rows
+
+
+def random_expected_accuracy(result: BenchmarkResult) -> float | None:
+    """The accuracy a uniformly random sense would expect on the scored examples."""
+    return result.value(system="random-sense", metric="expected_accuracy")

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from contextlens.core.contextual_models import ContextualModel
+from contextlens.core.jsonable import plain_json
 from contextlens.core.occurrences import Occurrence
 from contextlens.errors import InputError
 
@@ -39,6 +40,7 @@ class AttentionMap:
     full: np.ndarray = field(repr=False)  # (L, H, seq, seq): every row, for token x token views
     exclude_special: bool = False
     truncated: bool = False
+    window: tuple[int, int] | None = None  # characters of the sentence kept when it was cut to fit
 
     @property
     def num_layers(self) -> int:
@@ -68,6 +70,7 @@ class AttentionMap:
         order = sorted(candidates, key=lambda i: -row[i])[:k]
         return [(self.tokens[i], float(row[i])) for i in order]
 
+    @plain_json
     def to_dict(self, layer: int | None = None, head: int | None = None) -> dict[str, object]:
         out: dict[str, object] = {
             **self.occurrence.to_dict(),
@@ -77,6 +80,7 @@ class AttentionMap:
             "target_tokens": self.target_tokens,
             "exclude_special": self.exclude_special,
             "truncated": self.truncated,
+            "window": None if self.window is None else list(self.window),
             "head_mean": self.head_mean.tolist(),
             "rollout": self.rollout.tolist(),
             "per_head": self.weights.tolist(),
@@ -99,7 +103,9 @@ class AttentionResult:
     layer: int
     head: int
     maps: list[AttentionMap]
+    top_k: int = 3  # tokens listed per layer by a face
 
+    @plain_json
     def to_dict(self) -> dict[str, object]:
         return {
             "model": self.model,
@@ -109,6 +115,12 @@ class AttentionResult:
             "rollout": "Abnar & Zuidema 2020: head mean + identity, rows renormalised, multiplied through layers",
             "sentences": [m.to_dict(self.layer, self.head) for m in self.maps],
         }
+
+
+def check_top_k(top_k: int) -> None:
+    """How many most-attended tokens to list: at least one."""
+    if top_k < 1:
+        raise InputError(f"--top must be at least 1, got {top_k}")
 
 
 def check_layer_head(model: ContextualModel, layer: int, head: int) -> None:
@@ -149,6 +161,7 @@ def attend(
     layer: int = 6,
     head: int = 3,
     exclude_special: bool = False,
+    top_k: int = 3,
 ) -> AttentionResult:
     """Attention from each target to every token of its sentence, all layers and heads.
 
@@ -157,9 +170,10 @@ def attend(
     """
     if not occurrences:
         raise InputError("no sentences given; pass one or two sentences like 'The river [bank] flooded.'")
+    check_top_k(top_k)
     check_layer_head(model, layer, head)
     maps = [_attention_map(o, model, exclude_special) for o in occurrences]
-    return AttentionResult(model.name, layer, head, maps)
+    return AttentionResult(model.name, layer, head, maps, top_k)
 
 
 def _attention_map(occ: Occurrence, model: ContextualModel, exclude_special: bool) -> AttentionMap:
@@ -188,4 +202,5 @@ def _attention_map(occ: Occurrence, model: ContextualModel, exclude_special: boo
         full=full,
         exclude_special=exclude_special,
         truncated=tok.truncated,
+        window=tok.window if tok.truncated else None,
     )

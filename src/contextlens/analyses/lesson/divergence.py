@@ -14,6 +14,7 @@ import numpy as np
 
 from contextlens.core.contextual_models import ContextualModel, load_contextual
 from contextlens.core.extraction import OccurrenceEncoding, Pooling
+from contextlens.core.jsonable import plain_json
 from contextlens.core.occurrences import Occurrence, locate
 from contextlens.core.resources import DEFAULT_CONTEXTUAL
 from contextlens.core.similarity import cosine_matrix_values
@@ -63,6 +64,17 @@ class Comparison:
         """The layer where the target's vectors are least alike (lowest mean cosine)."""
         return self.layers[int(np.argmin(self.layer_cosines))]
 
+    @property
+    def most_divergent_cosine(self) -> float:
+        """The mean cosine at :attr:`most_divergent_layer`."""
+        return min(self.layer_cosines)
+
+    @property
+    def lowest_pair_cosines(self) -> list[float]:
+        """Per layer, the cosine of the least alike pair of sentences."""
+        return [float(m.min()) for m in self.matrices]
+
+    @plain_json
     def to_dict(self) -> dict[str, object]:
         out: dict[str, object] = {
             "model": self.model,
@@ -170,3 +182,12 @@ def same_minus_cross(matrix: np.ndarray, labels: Sequence[str]) -> tuple[float, 
     if not same or not cross:
         raise InputError("need at least one same-sense pair and one cross-sense pair")
     return float(np.mean(same)), float(np.mean(cross))
+
+
+def same_and_cross_by_layer(result: Comparison, labels: Sequence[str]) -> list[tuple[int, float, float, float]]:
+    """Per layer: (layer, mean same-label cosine, mean cross-label cosine, their gap), e.g. bank by sense."""
+    rows = []
+    for layer, m in zip(result.layers, result.matrices, strict=True):
+        same, cross = same_minus_cross(m, labels)
+        rows.append((layer, same, cross, same - cross))
+    return rows

@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from contextlens.core.contextual_models import ContextualModel
+from contextlens.core.jsonable import plain_json
 from contextlens.core.occurrences import Occurrence, parse_marked
 from contextlens.core.similarity import cosine_matrix_values
 from contextlens.data import POLYSEMY_FILE, builtin_path, read_tsv
@@ -121,6 +122,21 @@ class WordExploration:
         return self.spreads[self.layers.index(self.layer)]
 
     @property
+    def distinct_senses(self) -> list[str]:
+        """The sense labels given (sorted); empty when the sentences are unlabelled."""
+        return sorted({s for s in self.senses if s is not None})
+
+    @property
+    def same_sense_cosine(self) -> float | None:
+        """Mean same-sense cosine at the chosen layer."""
+        return None if self.same_sense is None else self.same_sense[self.layers.index(self.layer)]
+
+    @property
+    def cross_sense_cosine(self) -> float | None:
+        """Mean cross-sense cosine at the chosen layer."""
+        return None if self.cross_sense is None else self.cross_sense[self.layers.index(self.layer)]
+
+    @property
     def gap(self) -> float | None:
         return None if self.gaps is None else self.gaps[self.layers.index(self.layer)]
 
@@ -128,6 +144,7 @@ class WordExploration:
     def p_value(self) -> float | None:
         return None if self.p_values is None else self.p_values[self.layers.index(self.layer)]
 
+    @plain_json
     def to_dict(self) -> dict[str, object]:
         return {
             "word": self.word,
@@ -167,6 +184,7 @@ class Exploration:
     source: str
     words: list[WordExploration]
 
+    @plain_json
     def to_dict(self) -> dict[str, object]:
         return {
             "model": self.model,

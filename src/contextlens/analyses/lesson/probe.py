@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from contextlens.core.contextual_models import ContextualModel
+from contextlens.core.jsonable import plain_json
 from contextlens.core.occurrences import LONE_WORD_TEMPLATE, Occurrence, in_template, is_single_word, parse_marked
 from contextlens.core.similarity import cosine, cosine_values
 from contextlens.core.static_models import StaticModel
@@ -68,6 +69,11 @@ class ProbedSentence:
     target_tokens: list[str]
     scores: np.ndarray = field(repr=False)  # (layers, anchors)
 
+    @property
+    def best_per_layer(self) -> list[int]:
+        """Index of the closest anchor at each layer."""
+        return [int(i) for i in self.scores.argmax(axis=1)]
+
 
 @dataclass
 class ProbeResult:
@@ -101,6 +107,7 @@ class ProbeResult:
     def best_anchor(self, sentence: int) -> str:
         return self.anchors[int(np.argmax(self.at()[sentence]))]
 
+    @plain_json
     def to_dict(self) -> dict[str, object]:
         return {
             "model": self.model,

@@ -16,6 +16,7 @@ import numpy as np
 from scipy.stats import rankdata
 
 from contextlens.core.contextual_models import ContextualModel
+from contextlens.core.jsonable import plain_json
 from contextlens.core.occurrences import LONE_WORD_TEMPLATE, in_template
 from contextlens.core.similarity import cosine_values
 from contextlens.core.static_models import StaticModel
@@ -76,6 +77,7 @@ class RankedPair:
         """Positions gained under the contextual ranking (positive = ranked more similar)."""
         return self.static_rank - self.contextual_rank
 
+    @plain_json
     def to_dict(self) -> dict[str, object]:
         return {
             "a": self.pair.a,
@@ -103,6 +105,12 @@ class Ranking:
     kendall_tau: float
     top_moves: list[RankedPair] = field(default_factory=list)
 
+    @property
+    def pairs_compared(self) -> int:
+        """Pairs of pairs that Kendall's tau compares: n (n - 1) / 2."""
+        return len(self.pairs) * (len(self.pairs) - 1) // 2
+
+    @plain_json
     def to_dict(self) -> dict[str, object]:
         return {
             "model": self.model,
@@ -113,7 +121,7 @@ class Ranking:
             "n_pairs": len(self.pairs),
             "inversions": self.inversions,
             "concordant": self.concordant,
-            "pairs_compared": len(self.pairs) * (len(self.pairs) - 1) // 2,
+            "pairs_compared": self.pairs_compared,
             "kendall_tau_b": self.kendall_tau,
             "pairs": [p.to_dict() for p in self.pairs],
             "largest_moves": [p.to_dict() for p in self.top_moves],

@@ -14,6 +14,7 @@ from contextlens.analyses.lesson.probe import ProbeResult, probe
 from contextlens.analyses.lesson.ranking import Ranking, load_pairs, rank_pairs
 from contextlens.analyses.lesson.trace import Trace, trace
 from contextlens.core.contextual_models import ContextualModel
+from contextlens.core.jsonable import plain_json
 from contextlens.core.occurrences import parse_marked
 from contextlens.core.static_models import StaticModel
 from contextlens.examples import WORKED_EXAMPLE
@@ -34,6 +35,7 @@ class Lesson:
     probe: ProbeResult
     trace: Trace
 
+    @plain_json
     def to_dict(self) -> dict[str, object]:
         return {
             "model": self.model,

@@ -12,11 +12,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from contextlens.analyses.lesson.attention import renormalise_without
+from contextlens.analyses.lesson.attention import check_top_k, renormalise_without
 from contextlens.core.contextual_models import ContextualModel
+from contextlens.core.jsonable import plain_json
 from contextlens.core.occurrences import Occurrence
 from contextlens.core.similarity import cosine_values
-from contextlens.errors import InputError
 
 
 @dataclass
@@ -26,6 +26,7 @@ class TraceLayer:
     norm: float
     top_attended: list[tuple[str, float]]  # from block ``layer``'s attention; empty at layer 0
 
+    @plain_json
     def to_dict(self) -> dict[str, object]:
         return {
             "layer": self.layer,
@@ -55,16 +56,19 @@ class Trace:
     attention_rows: np.ndarray = field(repr=False)  # (L, seq): head-mean attention of the target
     exclude_special: bool = False
     truncated: bool = False
+    window: tuple[int, int] | None = None  # characters of the sentence kept when it was cut to fit
 
     @property
     def target_tokens(self) -> list[str]:
         return [self.tokens[p] for p in self.target_positions]
 
+    @plain_json
     def to_dict(self) -> dict[str, object]:
         return {
             "model": self.model,
             **self.occurrence.to_dict(),
             "truncated": self.truncated,
+            "window": None if self.window is None else list(self.window),
             "tokens": [
                 {
                     "position": i,
@@ -91,8 +95,7 @@ class Trace:
 
 def trace(occurrence: Occurrence, model: ContextualModel, top_k: int = 3, exclude_special: bool = False) -> Trace:
     """Follow the target from its tokens to its last hidden state."""
-    if top_k < 1:
-        raise InputError(f"--top must be at least 1, got {top_k}")
+    check_top_k(top_k)
     fp = model.forward_one(occurrence, attentions=True)
     tok = fp.tokenized
     targets = list(tok.target_positions)
@@ -134,4 +137,5 @@ def trace(occurrence: Occurrence, model: ContextualModel, top_k: int = 3, exclud
         attention_rows=att_rows,
         exclude_special=exclude_special,
         truncated=tok.truncated,
+        window=tok.window if tok.truncated else None,
     )
