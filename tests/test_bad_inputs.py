@@ -209,3 +209,26 @@ def test_compare_accepts_marked_strings_and_model_names(minilm, glove):
     assert by_name.static_model == by_object.static_model == "glove-50d"
     assert by_name.layer_cosines == by_object.layer_cosines
     assert by_name.static_cosine == 1.0
+
+
+def test_every_analysis_takes_a_loaded_model_or_its_name(minilm, glove):
+    """One way in for models: a loaded model and its name give the same result; anything else is refused."""
+    from contextlens.analyses.lesson.ranking import load_pairs, rank_pairs
+    from contextlens.analyses.lesson.trace import trace
+    from contextlens.analyses.search.encoders import make_encoder
+    from contextlens.core.contextual_models import as_contextual
+    from contextlens.core.occurrences import parse_marked
+    from contextlens.core.static_models import as_static
+
+    assert as_contextual("minilm") is minilm and as_static("glove-50d") is glove
+    occ = parse_marked("The river [bank] flooded.")
+    by_name, loaded = trace(occ, "minilm"), trace(occ, minilm)
+    assert by_name.to_dict() == loaded.to_dict()
+    pairs = load_pairs()[:3]
+    assert rank_pairs(pairs, "minilm", "glove-50d").to_dict() == rank_pairs(pairs, minilm, glove).to_dict()
+    assert make_encoder(minilm).model is make_encoder("minilm").model
+    for bad in (42, None, [minilm]):
+        with pytest.raises(InputError, match="expected a contextual model"):
+            as_contextual(bad)
+        with pytest.raises(InputError, match="expected a static model"):
+            as_static(bad)

@@ -15,6 +15,7 @@ module keeps what they share: batching longest-first, padding and running under
 
 from __future__ import annotations
 
+import os
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from functools import lru_cache
@@ -290,3 +291,15 @@ def load_contextual(name_or_path: str = "mpnet") -> ContextualModel:
     """Load a contextual model by registry name, local folder or hub id; one instance per name."""
     name, source, revision = resolve_contextual(name_or_path)
     return ContextualModel(name, source, revision)
+
+
+def as_contextual(model: ContextualModel | str | os.PathLike) -> ContextualModel:
+    """Every analysis takes a loaded model or its name (or folder); a name is loaded here, once."""
+    if isinstance(model, ContextualModel):
+        return model
+    if isinstance(model, str | os.PathLike):
+        return load_contextual(os.fspath(model))
+    raise InputError(
+        f"expected a contextual model (or its name, e.g. 'minilm'), got {type(model).__name__}; "
+        "load one with load_contextual('minilm')"
+    )

@@ -258,3 +258,15 @@ def _remove_old_layout(static_dir: Path, name: str) -> None:
     for stem in (f"{name}.kv", f"{name}.tmp.kv"):
         (static_dir / stem).unlink(missing_ok=True)
         (static_dir / f"{stem}.vectors.npy").unlink(missing_ok=True)
+
+
+def as_static(static: StaticModel | str | os.PathLike) -> StaticModel:
+    """Every analysis takes a loaded static model or its name (or file); a name is loaded here."""
+    if isinstance(static, StaticModel):
+        return static
+    if isinstance(static, str | os.PathLike):
+        return load_static(static)
+    raise InputError(
+        f"expected a static model (or its name, e.g. 'glove-50d'), got {type(static).__name__}; "
+        "load one with load_static('glove-50d')"
+    )

@@ -28,6 +28,8 @@ def check_output_path(path: Path | str, suffixes: Sequence[str]) -> Path:
     path = Path(path)
     if str(path) in ("", "."):
         raise OutputPathError(f"the output path is empty; give a file name ending in {' or '.join(allowed)}")
+    if path.is_dir():
+        raise OutputPathError(f"{path} is a folder; give a file name inside it, like {path / ('figure' + allowed[0])}")
     if not path.suffix:
         path = path.with_name(path.name + allowed[0])
     elif path.suffix.lower() not in allowed:

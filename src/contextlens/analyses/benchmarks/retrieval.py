@@ -34,7 +34,7 @@ from scipy.stats import spearmanr
 
 from contextlens.analyses.benchmarks.result import BenchmarkResult
 from contextlens.analyses.search.encoders import TextEncoder, hidden_means_every_layer
-from contextlens.core.contextual_models import ContextualModel, load_contextual, sentence_config
+from contextlens.core.contextual_models import ContextualModel, as_contextual, sentence_config
 from contextlens.core.similarity import normalize_rows
 from contextlens.errors import DataFileError, InputError
 
@@ -289,7 +289,9 @@ def sweep(result: BenchmarkResult, encodings: Encodings, score: Scorer) -> None:
                 )
 
 
-def evaluate_lee(model: str = "mpnet", quick: bool = False, show_progress_bar: bool = False) -> BenchmarkResult:
+def evaluate_lee(
+    model: ContextualModel | str = "mpnet", quick: bool = False, show_progress_bar: bool = False
+) -> BenchmarkResult:
     """Document-document similarity on the Lee corpus against human ratings (see module docstring).
 
     ``quick`` uses the first 20 rated documents and 60 background documents (for tests).
@@ -297,7 +299,7 @@ def evaluate_lee(model: str = "mpnet", quick: bool = False, show_progress_bar: b
     lee = load_lee()
     n, n_fit = (20, 60) if quick else (len(lee.documents), len(lee.background))
     docs, ratings, background = lee.documents[:n], lee.ratings[:n, :n], lee.background[:n_fit]
-    m = load_contextual(model)
+    m = as_contextual(model)
     encodings = encode_task(m, docs, docs, background, show_progress_bar)
     result = BenchmarkResult("retrieval-lee", m.name)
     sweep(result, encodings, lambda sims: lee_scores(sims, ratings))
@@ -318,13 +320,17 @@ def evaluate_lee(model: str = "mpnet", quick: bool = False, show_progress_bar: b
 
 
 def evaluate_wordnet(
-    model: str = "mpnet", sample: int = 1000, seed: int = 0, quick: bool = False, show_progress_bar: bool = False
+    model: ContextualModel | str = "mpnet",
+    sample: int = 1000,
+    seed: int = 0,
+    quick: bool = False,
+    show_progress_bar: bool = False,
 ) -> BenchmarkResult:
     """Usage example -> its synset's definition among ``sample`` definitions (100 with ``quick``)."""
     if quick:
         sample = min(sample, 100)
     task = load_wordnet_task(sample, seed)
-    m = load_contextual(model)
+    m = as_contextual(model)
     encodings = encode_task(m, task.examples, task.definitions, None, show_progress_bar)
     result = BenchmarkResult("retrieval-wordnet", m.name)
     sweep(result, encodings, wordnet_scores)

@@ -24,8 +24,8 @@ from contextlens.analyses.benchmarks.span_encoding import Progress, Span, SpanEn
 from contextlens.analyses.benchmarks.wic import evaluate_wic
 from contextlens.analyses.benchmarks.wsd import evaluate_wsd
 from contextlens.core import wordnet as wn
-from contextlens.core.contextual_models import load_contextual
-from contextlens.core.static_models import load_static
+from contextlens.core.contextual_models import ContextualModel, as_contextual
+from contextlens.core.static_models import StaticModel, as_static
 
 SEED = 0
 
@@ -145,10 +145,12 @@ def build_suite(size: str = "full") -> Suite:
     )
 
 
-def encode_suite(model_name: str, size: str, progress: Progress | None = None) -> tuple[SpanEncoding, float]:
-    """Every span of the suite through ``model_name`` (disk-cached); and the seconds it took."""
+def encode_suite(
+    model: ContextualModel | str, size: str, progress: Progress | None = None
+) -> tuple[SpanEncoding, float]:
+    """Every span of the suite through ``model`` (disk-cached); and the seconds it took."""
     suite = build_suite(size)
-    model = load_contextual(model_name)
+    model = as_contextual(model)
     started = time.perf_counter()
     encoding = encode_spans(model, suite.texts, suite.spans, progress=progress)
     return encoding, time.perf_counter() - started
@@ -172,18 +174,24 @@ def _timed(run: Callable[[], tuple[BenchmarkResult, Suite, float]]) -> Benchmark
     return _meta(result, suite, time.perf_counter() - started, encode_seconds)
 
 
-def run_wic(model: str, static: str, size: str = "full", progress: Progress | None = None) -> BenchmarkResult:
+def run_wic(
+    model: ContextualModel | str, static: StaticModel | str, size: str = "full", progress: Progress | None = None
+) -> BenchmarkResult:
     def run() -> tuple[BenchmarkResult, Suite, float]:
         suite = build_suite(size)
-        static_model = load_static(static)  # a wrong name fails before the (long) encoding
+        static_model = as_static(static)  # a wrong name fails before the (long) encoding
         enc, secs = encode_suite(model, size, progress)
-        result = evaluate_wic(suite.wic, suite.wic_rows, enc.hidden, enc.input_rows, enc.model, static_model, static)
+        result = evaluate_wic(
+            suite.wic, suite.wic_rows, enc.hidden, enc.input_rows, enc.model, static_model, static_model.name
+        )
         return result, suite, secs
 
     return _timed(run)
 
 
-def run_wsd(model: str, size: str = "full", progress: Progress | None = None, glosses: bool = False) -> BenchmarkResult:
+def run_wsd(
+    model: ContextualModel | str, size: str = "full", progress: Progress | None = None, glosses: bool = False
+) -> BenchmarkResult:
     """WSD per layer; with ``glosses`` also sense vectors that include the WordNet gloss."""
 
     def run() -> tuple[BenchmarkResult, Suite, float]:
@@ -193,7 +201,7 @@ def run_wsd(model: str, size: str = "full", progress: Progress | None = None, gl
         if glosses:
             texts, spans, gloss_rows = gloss_spans(suite.wsd)
             started = time.perf_counter()
-            gloss_hidden = encode_spans(load_contextual(model), texts, spans, progress=progress).hidden
+            gloss_hidden = encode_spans(as_contextual(model), texts, spans, progress=progress).hidden
             secs += time.perf_counter() - started
         result = evaluate_wsd(
             suite.wsd, suite.wsd_rows, enc.hidden, enc.model, wn.sense_count, SEED, gloss_hidden, gloss_rows
@@ -222,16 +230,18 @@ def gloss_spans(wsd: WsdData) -> tuple[list[str], list[Span], dict[tuple[tuple[s
     return texts, spans, rows
 
 
-def run_similarity(model: str, static: str, size: str = "full", progress: Progress | None = None) -> BenchmarkResult:
+def run_similarity(
+    model: ContextualModel | str, static: StaticModel | str, size: str = "full", progress: Progress | None = None
+) -> BenchmarkResult:
     def run() -> tuple[BenchmarkResult, Suite, float]:
         suite = build_suite(size)
-        static_model = load_static(static)  # a wrong name fails before the (long) encoding
+        static_model = as_static(static)  # a wrong name fails before the (long) encoding
         enc, secs = encode_suite(model, size, progress)
         result = sim.evaluate_similarity(
             suite.similarity,
             enc.model,
             static_model,
-            static,
+            static_model.name,
             enc.hidden,
             suite.template_rows,
             enc.hidden,
@@ -244,7 +254,9 @@ def run_similarity(model: str, static: str, size: str = "full", progress: Progre
     return _timed(run)
 
 
-def run_contextuality(model: str, size: str = "full", progress: Progress | None = None) -> BenchmarkResult:
+def run_contextuality(
+    model: ContextualModel | str, size: str = "full", progress: Progress | None = None
+) -> BenchmarkResult:
     def run() -> tuple[BenchmarkResult, Suite, float]:
         suite = build_suite(size)
         enc, secs = encode_suite(model, size, progress)

@@ -21,6 +21,7 @@ from sklearn.metrics import f1_score
 from contextlens.analyses.benchmarks.datasets import Key, WsdData
 from contextlens.analyses.benchmarks.result import BenchmarkResult
 from contextlens.analyses.benchmarks.wic import best_layer
+from contextlens.core.similarity import row_cosines
 
 
 def centroids(vectors: np.ndarray, senses: Sequence[str]) -> dict[str, np.ndarray]:
@@ -35,7 +36,7 @@ def nearest_sense(vector: np.ndarray, candidates: dict[str, np.ndarray]) -> str:
     """The candidate with the highest cosine (ties: the first in sorted order)."""
     names = sorted(candidates)
     mat = np.stack([candidates[n] for n in names])
-    cos = mat @ vector / np.maximum(np.linalg.norm(mat, axis=1) * np.linalg.norm(vector), 1e-12)
+    cos = row_cosines(mat, np.broadcast_to(vector, mat.shape))
     return names[int(np.argmax(cos))]
 
 

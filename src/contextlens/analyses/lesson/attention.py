@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from contextlens.core.contextual_models import ContextualModel
+from contextlens.core.contextual_models import ContextualModel, as_contextual
 from contextlens.core.jsonable import plain_json
 from contextlens.core.occurrences import Occurrence
 from contextlens.errors import InputError
@@ -157,7 +157,7 @@ def renormalise_without(rows: np.ndarray, drop: Sequence[bool]) -> np.ndarray:
 
 def attend(
     occurrences: Sequence[Occurrence],
-    model: ContextualModel,
+    model: ContextualModel | str,
     layer: int = 6,
     head: int = 3,
     exclude_special: bool = False,
@@ -168,6 +168,7 @@ def attend(
     The defaults are the lesson's close-up (layer 6, head 3). Raises InputError for a layer or
     head out of range.
     """
+    model = as_contextual(model)
     if not occurrences:
         raise InputError("no sentences given; pass one or two sentences like 'The river [bank] flooded.'")
     check_top_k(top_k)

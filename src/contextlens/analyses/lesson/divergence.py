@@ -12,13 +12,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from contextlens.core.contextual_models import ContextualModel, load_contextual
+from contextlens.core.contextual_models import ContextualModel, as_contextual
 from contextlens.core.extraction import OccurrenceEncoding, Pooling
 from contextlens.core.jsonable import plain_json
 from contextlens.core.occurrences import Occurrence, locate
 from contextlens.core.resources import DEFAULT_CONTEXTUAL
 from contextlens.core.similarity import cosine_matrix_values
-from contextlens.core.static_models import StaticModel, load_static
+from contextlens.core.static_models import StaticModel, as_static
 from contextlens.errors import InputError
 
 
@@ -156,17 +156,7 @@ def _check_inputs(
         raise InputError(
             f"compare needs at least two sentences, got {len(occs)}; give the same word in two or more contexts"
         )
-    if isinstance(model, str):
-        model = load_contextual(model)
-    if not isinstance(model, ContextualModel):
-        raise InputError(f"expected a contextual model (or its name, e.g. 'minilm'), got {type(model).__name__}")
-    if isinstance(static, str):
-        static = load_static(static)
-    if static is not None and not isinstance(static, StaticModel):
-        raise InputError(
-            f"expected a static model (or its name, e.g. 'glove-50d') or None, got {type(static).__name__}"
-        )
-    return occs, model, static
+    return occs, as_contextual(model), None if static is None else as_static(static)
 
 
 def same_minus_cross(matrix: np.ndarray, labels: Sequence[str]) -> tuple[float, float]:

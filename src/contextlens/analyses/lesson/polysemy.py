@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from contextlens.core.contextual_models import ContextualModel
+from contextlens.core.contextual_models import ContextualModel, as_contextual
 from contextlens.core.jsonable import plain_json
 from contextlens.core.occurrences import Occurrence, parse_marked
 from contextlens.core.similarity import cosine_matrix_values
@@ -200,7 +200,7 @@ class Exploration:
 
 def explore(
     words: Sequence[str],
-    model: ContextualModel,
+    model: ContextualModel | str,
     sentences: Sequence[SenseSentence] | None = None,
     layer: int = -1,
     permutations: int = 1000,
@@ -213,6 +213,7 @@ def explore(
     An empty ``words`` means every word in the sentences. Raises InputError for a word with no
     (or only one) sentence and for a layer out of range.
     """
+    model = as_contextual(model)
     if sentences is None:
         sentences = load_sense_sentences()
         source = source or "built-in polysemy set"

@@ -21,11 +21,11 @@ from pathlib import Path
 
 import numpy as np
 
-from contextlens.core.contextual_models import ContextualModel
+from contextlens.core.contextual_models import ContextualModel, as_contextual
 from contextlens.core.jsonable import plain_json
 from contextlens.core.occurrences import LONE_WORD_TEMPLATE, Occurrence, in_template, is_single_word, parse_marked
 from contextlens.core.similarity import cosine, cosine_values
-from contextlens.core.static_models import StaticModel
+from contextlens.core.static_models import StaticModel, as_static
 from contextlens.data import read_tsv
 from contextlens.errors import ContextlensError, DataFileError, InputError, OutOfVocabularyError
 
@@ -139,17 +139,19 @@ class ProbeResult:
 def probe(
     occurrences: Sequence[Occurrence],
     anchors: Sequence[str],
-    model: ContextualModel,
+    model: ContextualModel | str,
     anchor_sentences: Mapping[str, Sequence[Occurrence]] | None = None,
     template: str = LONE_WORD_TEMPLATE,
     layer: int = -1,
-    static: StaticModel | None = None,
+    static: StaticModel | str | None = None,
 ) -> ProbeResult:
     """Score each target against each anchor at every layer (0..L), and with ``static`` vectors.
 
     Anchors with sentences in ``anchor_sentences`` are the mean of their hidden states there; the
     rest stand in ``template``. Raises InputError / OutOfVocabularyError for unusable anchors.
     """
+    model = as_contextual(model)
+    static = None if static is None else as_static(static)
     if not occurrences:
         raise InputError("no sentences given; pass a sentence like 'The river [bank] flooded.'")
     anchor_sentences = {k.lower(): list(v) for k, v in (anchor_sentences or {}).items()}

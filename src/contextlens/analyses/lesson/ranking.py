@@ -15,11 +15,11 @@ from pathlib import Path
 import numpy as np
 from scipy.stats import rankdata
 
-from contextlens.core.contextual_models import ContextualModel
+from contextlens.core.contextual_models import ContextualModel, as_contextual
 from contextlens.core.jsonable import plain_json
 from contextlens.core.occurrences import LONE_WORD_TEMPLATE, in_template
 from contextlens.core.similarity import cosine_values
-from contextlens.core.static_models import StaticModel
+from contextlens.core.static_models import StaticModel, as_static
 from contextlens.data import PAIRS_FILE, builtin_path, read_tsv
 from contextlens.errors import ContextlensError, DataFileError, InputError
 
@@ -130,14 +130,15 @@ class Ranking:
 
 def rank_pairs(
     pairs: Sequence[WordPair],
-    model: ContextualModel,
-    static: StaticModel,
+    model: ContextualModel | str,
+    static: StaticModel | str,
     template: str = LONE_WORD_TEMPLATE,
     layer: int = -1,
     top: int = 5,
     source: str = "built-in pairs",
 ) -> Ranking:
     """Rank the pairs by static and by contextual cosine and count where the rankings disagree."""
+    model, static = as_contextual(model), as_static(static)
     if len(pairs) < 2:
         raise InputError(f"ranking needs at least two pairs, got {len(pairs)}")
     (chosen,) = model.check_layers([layer])

@@ -13,10 +13,10 @@ from contextlens.analyses.lesson.polysemy import Exploration, explore
 from contextlens.analyses.lesson.probe import ProbeResult, probe
 from contextlens.analyses.lesson.ranking import Ranking, load_pairs, rank_pairs
 from contextlens.analyses.lesson.trace import Trace, trace
-from contextlens.core.contextual_models import ContextualModel
+from contextlens.core.contextual_models import ContextualModel, as_contextual
 from contextlens.core.jsonable import plain_json
 from contextlens.core.occurrences import parse_marked
-from contextlens.core.static_models import StaticModel
+from contextlens.core.static_models import StaticModel, as_static
 from contextlens.examples import WORKED_EXAMPLE
 
 ATTENTION_SENTENCES = ("The [bank] approved the loan.", "The river [bank] flooded.")
@@ -49,8 +49,9 @@ class Lesson:
         }
 
 
-def run_lesson(model: ContextualModel, static: StaticModel, permutations: int = 1000) -> Lesson:
+def run_lesson(model: ContextualModel | str, static: StaticModel | str, permutations: int = 1000) -> Lesson:
     """Run every experiment of the lesson on the built-in sentences and pairs."""
+    model, static = as_contextual(model), as_static(static)
     layer = min(6, model.num_layers)  # the seed's close-up: layer 6, head 3
     head = min(3, model.num_heads - 1)
     return Lesson(

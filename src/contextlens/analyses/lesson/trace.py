@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from contextlens.analyses.lesson.attention import check_top_k, renormalise_without
-from contextlens.core.contextual_models import ContextualModel
+from contextlens.core.contextual_models import ContextualModel, as_contextual
 from contextlens.core.jsonable import plain_json
 from contextlens.core.occurrences import Occurrence
 from contextlens.core.similarity import cosine_values
@@ -93,8 +93,9 @@ class Trace:
         }
 
 
-def trace(occurrence: Occurrence, model: ContextualModel, top_k: int = 3, exclude_special: bool = False) -> Trace:
+def trace(occurrence: Occurrence, model: ContextualModel | str, top_k: int = 3, exclude_special: bool = False) -> Trace:
     """Follow the target from its tokens to its last hidden state."""
+    model = as_contextual(model)
     check_top_k(top_k)
     fp = model.forward_one(occurrence, attentions=True)
     tok = fp.tokenized

@@ -45,6 +45,7 @@ from contextlens.analyses.search.index_config import (
     serialized_bytes,
     sign_bits,
 )
+from contextlens.core.similarity import normalize_rows
 from contextlens.errors import InputError
 
 __all__ = ["ALLOWED_DTYPES", "DTYPES", "INDEX_TYPES", "CapacityEstimate", "estimate", "measure", "serialized_size"]
@@ -211,7 +212,7 @@ def serialized_size(config: IndexConfig, n: int, dim: int, seed: int = 0, count:
     sample = _sample_config(resolved, n, dim)
     rng = np.random.default_rng(seed)
     x = rng.standard_normal((n, dim), dtype=np.float32)
-    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    x = normalize_rows(x)
     index = new_faiss_index(sample, dim)
     if sample.dtype == "binary":
         index.add(sign_bits(x))

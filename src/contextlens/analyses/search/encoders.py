@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from contextlens.core.contextual_models import ContextualModel, load_contextual, sentence_config
+from contextlens.core.contextual_models import ContextualModel, as_contextual, sentence_config
 from contextlens.core.disk_cache import cache_key, cached_arrays
 from contextlens.core.vectors import Provenance
 from contextlens.errors import InputError
@@ -124,11 +124,11 @@ class TextEncoder:
         return cached_arrays(namespace, key, lambda: {"x": self.encode(texts, **kwargs)})["x"]
 
 
-def make_encoder(model: str, kind: str = "sentence", layer: int | None = None) -> TextEncoder:
-    """Load the model by name (cached) and wrap it as an encoder; validates kind and layer first."""
+def make_encoder(model: ContextualModel | str, kind: str = "sentence", layer: int | None = None) -> TextEncoder:
+    """Wrap a model (loaded, or loaded here by name) as an encoder; validates the kind first."""
     if kind not in KINDS:
         raise InputError(f"unknown encoder kind {kind!r}; use one of {', '.join(KINDS)}")
-    return TextEncoder(load_contextual(model), kind, layer)
+    return TextEncoder(as_contextual(model), kind, layer)
 
 
 def hidden_means_every_layer(

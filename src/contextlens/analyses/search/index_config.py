@@ -21,6 +21,7 @@ from typing import Any
 import faiss
 import numpy as np
 
+from contextlens.core.similarity import normalize_rows
 from contextlens.errors import InputError
 
 INDEX_TYPES: tuple[str, ...] = ("flat", "hnsw", "ivfpq", "sq8", "binary")
@@ -126,9 +127,7 @@ class IndexConfig:
 
 def normalize(vectors: np.ndarray) -> np.ndarray:
     """Rows scaled to unit length (zero rows stay zero), float32 and contiguous for FAISS."""
-    x = np.ascontiguousarray(vectors, dtype=np.float32)
-    norms = np.linalg.norm(x, axis=1, keepdims=True)
-    return np.ascontiguousarray(x / np.where(norms > 0, norms, 1.0), dtype=np.float32)
+    return np.ascontiguousarray(normalize_rows(vectors, dtype=np.float32), dtype=np.float32)
 
 
 def sign_bits(vectors: np.ndarray) -> np.ndarray:
