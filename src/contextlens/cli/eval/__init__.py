@@ -1,0 +1,79 @@
+"""`contextlens eval ...`: benchmarks on real data, one module per subcommand; shared options here."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from contextlens.analyses.benchmarks.result import BenchmarkResult
+from contextlens.cli import app
+from contextlens.cli.common import console, err_console, note
+
+eval_app = typer.Typer(
+    help="Benchmarks on real data: wic, wsd, similarity, contextuality, retrieval.", no_args_is_help=True
+)
+app.add_typer(eval_app, name="eval")
+
+QuickOpt = Annotated[
+    bool, typer.Option("--quick", help="A small subset (seconds, for tests and a first look); not comparable.")
+]
+
+
+def size_name(quick: bool) -> str:
+    return "quick" if quick else "full"
+
+
+@contextmanager
+def encoding_progress(model: str) -> Iterator[Callable[[int, int], None]]:
+    """A progress bar on stderr for the one-time encoding of the shared benchmark sentences.
+
+    It appears only when encoding actually runs (not on a cache hit) and only on a terminal,
+    so that piped output and error messages stay clean.
+    """
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    progress = Progress(*columns, console=err_console, transient=True, disable=not err_console.is_terminal)
+    task = None
+
+    def update(done: int, total: int) -> None:
+        nonlocal task
+        if task is None:
+            progress.start()
+            task = progress.add_task(f"{model}: encoding benchmark sentences (once, then cached)", total=total)
+        progress.update(task, completed=done, total=total)
+
+    try:
+        yield update
+    finally:
+        if task is not None:
+            progress.stop()
+
+
+@contextmanager
+def plot_after(result_or_results: object, plot: Path | None, draw: Callable) -> Iterator[None]:
+    """Print the result inside the block; the figure (path checked before the work) is drawn after."""
+    yield
+    if plot is not None:
+        from contextlens.reports.figures import save
+
+        note(f"figure written to {save(draw(result_or_results), plot)}")
+
+
+def layer_cell(layer: int | None) -> str:
+    return "-" if layer is None else str(layer)
+
+
+def timing_footer(result: BenchmarkResult) -> None:
+    meta = result.meta
+    console.print(
+        f"[dim]{meta['size']} data; {meta['seconds']:.1f} s ({meta['encode_seconds']:.1f} s encoding, "
+        "cached on disk after the first run)[/dim]"
+    )
+
+
+# Each module registers its subcommand on `eval_app` when imported.
+from contextlens.cli.eval import contextuality, retrieval, similarity, wic, wsd  # noqa: E402,F401

@@ -1,0 +1,90 @@
+"""`contextlens eval retrieval`: retrieval quality per encoder kind, layer and coding."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+from contextlens.cli.common import (
+    JsonOpt,
+    PlotOpt,
+    console,
+    fmt,
+    note,
+    print_json,
+)
+from contextlens.cli.eval import eval_app
+from contextlens.errors import InputError
+
+
+@eval_app.command("retrieval")
+def eval_retrieval(
+    model: Annotated[
+        str, typer.Option("--model", "-m", help="Contextual model: mpnet (default), minilm, ...")
+    ] = "mpnet",
+    task: Annotated[str, typer.Option("--task", help="lee (documents vs human ratings) or wordnet.")] = "lee",
+    sample: Annotated[int, typer.Option(help="WordNet: synsets in the sample (queries = definitions).")] = 1000,
+    seed: Annotated[int, typer.Option(help="WordNet: sampling seed.")] = 0,
+    quick: Annotated[bool, typer.Option("--quick", help="A small subset, for tests and a first look.")] = False,
+    json_out: JsonOpt = False,
+    plot: PlotOpt = None,
+) -> None:
+    """Retrieval quality of each encoder kind and layer, and quality against bytes per vector."""
+    from contextlens.analyses.benchmarks.retrieval import evaluate_lee, evaluate_wordnet
+    from contextlens.analyses.benchmarks.retrieval_table import retrieval_table
+    from contextlens.reports.output_paths import FIGURE_SUFFIXES, check_output_path
+
+    if task not in ("lee", "wordnet"):
+        raise InputError(f"unknown --task {task!r}; use lee or wordnet")
+    if plot is not None:
+        plot = check_output_path(plot, FIGURE_SUFFIXES)  # before the work, not after it
+    progress = console.is_terminal and not json_out
+    if task == "lee":
+        result = evaluate_lee(model, quick=quick, show_progress_bar=progress)
+    else:
+        result = evaluate_wordnet(model, sample=sample, seed=seed, quick=quick, show_progress_bar=progress)
+    if plot is not None:
+        from contextlens.reports.figures import save
+        from contextlens.reports.retrieval_figures import retrieval_figure
+
+        note(f"figure written to {save(retrieval_figure(result), plot)}")
+    if json_out:
+        print_json(result.to_dict())
+        return
+    render_retrieval(retrieval_table(result))
+
+
+def render_retrieval(table_data) -> None:
+    """One table: a row per (kind, layer, reduction, dim, dtype), a column per metric."""
+    table = Table(title=table_data.title, box=box.SIMPLE_HEAD)
+    for col in ("kind", "layer", "cut", "dim", "dtype", "bytes"):
+        table.add_column(col, justify="left" if col in ("kind", "cut", "dtype") else "right", no_wrap=True)
+    for metric in table_data.metrics:
+        table.add_column(metric, justify="right", no_wrap=True)
+    previous_section = None
+    for row in table_data.rows:
+        if previous_section is not None and row.full != previous_section:
+            table.add_section()
+        previous_section = row.full
+        cells = [fmt(row.values[m]) for m in table_data.metrics]
+        cells = [f"[bold]{c}[/bold]" if m in row.best else c for m, c in zip(table_data.metrics, cells, strict=True)]
+        table.add_row(
+            row.kind,
+            "-" if row.layer is None else str(row.layer),
+            row.reduction or "-",
+            str(row.dim),
+            row.dtype,
+            f"{row.bytes_per_vector:g}",
+            *cells,
+        )
+    if console.is_terminal:
+        console.print(table)
+    else:  # piped output defaults to 80 columns, too narrow for this table
+        Console(emoji=False, highlight=False, width=110).print(table)
+    for name, value in table_data.chance.items():
+        console.print(f"[dim]chance level ({name}): {value:.4f}[/dim]")
+    console.print(f"[dim]PCA components and int8 ranges fitted on {table_data.fit_on}[/dim]")

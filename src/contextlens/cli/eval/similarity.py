@@ -1,0 +1,64 @@
+"""`contextlens eval similarity`: SimLex-999 and WordSim-353."""
+
+from __future__ import annotations
+
+from rich.table import Table
+
+from contextlens.analyses.benchmarks.result import BenchmarkResult
+from contextlens.cli.common import (
+    DEFAULT_MODEL,
+    DEFAULT_STATIC_MODEL,
+    JsonOpt,
+    ModelOpt,
+    PlotOpt,
+    StaticOpt,
+    console,
+    fmt,
+    print_json,
+)
+from contextlens.cli.eval import QuickOpt, encoding_progress, eval_app, layer_cell, plot_after, size_name, timing_footer
+
+
+@eval_app.command("similarity")
+def similarity_cmd(
+    model: ModelOpt = DEFAULT_MODEL,
+    static: StaticOpt = DEFAULT_STATIC_MODEL,
+    quick: QuickOpt = False,
+    json_out: JsonOpt = False,
+    plot: PlotOpt = None,
+) -> None:
+    """SimLex-999 and WordSim-353 Spearman: static model, and per layer template and pooled contexts."""
+    from contextlens.analyses.benchmarks.suite import run_similarity
+    from contextlens.reports.benchmark_figures import similarity_figure
+
+    with encoding_progress(model) as progress:
+        result = run_similarity(model, static, size_name(quick), progress)
+    with plot_after(result, plot, similarity_figure):
+        if json_out:
+            print_json(result.to_dict())
+        else:
+            _similarity_table(result)
+
+
+def _similarity_table(result: BenchmarkResult) -> None:
+    from contextlens.analyses.benchmarks.similarity import table_rows
+
+    datasets = list(result.meta["counts"])
+    table = Table(title=f"word similarity: Spearman with human ratings — {result.model}")
+    table.add_column("system", no_wrap=True)
+    table.add_column("layer", justify="right")
+    for ds in datasets:
+        table.add_column(f"{ds} rho", justify="right")
+        table.add_column("coverage", justify="right")
+    for r in table_rows(result):
+        cells = [r["system"], layer_cell(r["layer"])]
+        for ds in datasets:
+            coverage = r[f"{ds}:coverage"]
+            cells += [fmt(r[f"{ds}:spearman"], 3), "-" if coverage is None else f"{coverage:.1%}"]
+        table.add_row(*cells)
+    console.print(table)
+    console.print(
+        f"template: {result.meta['template']!r}; pooled: mean over up to {result.meta['contexts_per_word']} "
+        f"contexts from {result.meta['context_corpus']}. Coverage = share of pairs scored (1 - OOV share)."
+    )
+    timing_footer(result)

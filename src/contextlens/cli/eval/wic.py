@@ -1,0 +1,75 @@
+"""`contextlens eval wic`: word in context on WordNet pairs."""
+
+from __future__ import annotations
+
+from rich.table import Table
+
+from contextlens.analyses.benchmarks.result import BenchmarkResult
+from contextlens.cli.common import (
+    DEFAULT_MODEL,
+    DEFAULT_STATIC_MODEL,
+    JsonOpt,
+    ModelOpt,
+    PlotOpt,
+    StaticOpt,
+    console,
+    fmt,
+    print_json,
+)
+from contextlens.cli.eval import QuickOpt, encoding_progress, eval_app, layer_cell, plot_after, size_name, timing_footer
+
+
+@eval_app.command("wic")
+def wic_cmd(
+    model: ModelOpt = DEFAULT_MODEL,
+    static: StaticOpt = DEFAULT_STATIC_MODEL,
+    quick: QuickOpt = False,
+    json_out: JsonOpt = False,
+    plot: PlotOpt = None,
+) -> None:
+    """Word in context on WordNet pairs: per-layer accuracy with a dev-tuned cosine threshold."""
+    from contextlens.analyses.benchmarks.suite import run_wic
+    from contextlens.reports.benchmark_figures import wic_figure
+
+    with encoding_progress(model) as progress:
+        result = run_wic(model, static, size_name(quick), progress)
+    with plot_after(result, plot, wic_figure):
+        if json_out:
+            print_json(result.to_dict())
+        else:
+            _wic_table(result)
+
+
+def _wic_table(result: BenchmarkResult) -> None:
+    from contextlens.analyses.benchmarks.wic import table_rows
+
+    counts = result.meta["counts"]
+    best = result.meta["best_layer"]
+    table = Table(title=f"word in context (WordNet 3.0 pairs) — {result.model}")
+    for col in ("system", "layer", "dev accuracy", "threshold", "test accuracy"):
+        table.add_column(col, justify="right" if col != "system" else "left", no_wrap=col == "system")
+    for r in table_rows(result):
+        if r["published"]:
+            table.add_row(f"[dim]{r['system']}[/dim]", "-", "-", "-", f"[dim]{r['test_accuracy']:.3f}[/dim]")
+            continue
+        table.add_row(
+            r["system"],
+            layer_cell(r["layer"]),
+            fmt(r["dev_accuracy"], 3),
+            fmt(r["threshold"], 3),
+            fmt(r["test_accuracy"], 3),
+            style="bold red" if r["best"] else None,
+        )
+    console.print(table)
+    console.print(
+        f"test: {counts['test']['pairs']} pairs ({counts['test']['same']} same / {counts['test']['different']} "
+        f"different) over {counts['test']['lemmas']} lemmas; dev: {counts['dev']['pairs']} pairs over "
+        f"{counts['dev']['lemmas']} lemmas; no lemma in both."
+    )
+    console.print(
+        f"best layer by dev accuracy: [bold red]{best['layer_by_dev']}[/bold red] (test "
+        f"{best['test_accuracy_at_dev_layer']:.3f}); best test layer {best['best_test_layer']} "
+        f"({best['best_test_accuracy']:.3f})"
+    )
+    console.print(f"[dim]note: {result.meta['published_note']}[/dim]")
+    timing_footer(result)

@@ -1,0 +1,71 @@
+"""`contextlens eval wsd`: nearest-sense disambiguation on WordNet examples."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from contextlens.analyses.benchmarks.result import BenchmarkResult
+from contextlens.cli.common import (
+    DEFAULT_MODEL,
+    JsonOpt,
+    ModelOpt,
+    PlotOpt,
+    console,
+    fmt,
+    print_json,
+)
+from contextlens.cli.eval import QuickOpt, encoding_progress, eval_app, layer_cell, plot_after, size_name, timing_footer
+
+
+@eval_app.command("wsd")
+def wsd_cmd(
+    model: ModelOpt = DEFAULT_MODEL,
+    glosses: Annotated[
+        bool, typer.Option("--glosses", help="Also score sense vectors that include each sense's WordNet gloss.")
+    ] = False,
+    quick: QuickOpt = False,
+    json_out: JsonOpt = False,
+    plot: PlotOpt = None,
+) -> None:
+    """Sense disambiguation by the nearest sense centroid per layer, beside MFS (SemCor) and random."""
+    from contextlens.analyses.benchmarks.suite import run_wsd
+    from contextlens.reports.benchmark_figures import wsd_figure
+
+    with encoding_progress(model) as progress:
+        result = run_wsd(model, size_name(quick), progress, glosses=glosses)
+    with plot_after(result, plot, wsd_figure):
+        if json_out:
+            print_json(result.to_dict())
+        else:
+            _wsd_table(result)
+
+
+def _wsd_table(result: BenchmarkResult) -> None:
+    from contextlens.analyses.benchmarks.wsd import random_expected_accuracy, table_rows
+
+    table = Table(title=f"word sense disambiguation (WordNet 3.0 examples) — {result.model}")
+    for col in ("system", "layer", "dev accuracy", "test accuracy", "test macro-F1"):
+        table.add_column(col, justify="right" if col != "system" else "left", no_wrap=col == "system")
+    for r in table_rows(result):
+        cells = (fmt(r["dev_accuracy"], 3), fmt(r["test_accuracy"], 3), fmt(r["test_macro_f1"], 3))
+        table.add_row(r["system"], layer_cell(r["layer"]), *cells, style="bold red" if r["best"] else None)
+    console.print(table)
+    c = result.meta["counts"]
+    console.print(
+        f"{c['lemma_pos']} lemmas (with part of speech), {c['senses']} senses from {c['train_examples']} "
+        f"examples; held out and scored: {c['scored_test_examples']} test examples ({c['test_lemmas']} lemmas), "
+        f"{c['scored_dev_examples']} dev examples ({c['dev_lemmas']} lemmas); no lemma in both. "
+        f"Random-sense expected accuracy {fmt(random_expected_accuracy(result), 3)}."
+    )
+    for label, key in (("", "best_layer"), (" (with glosses)", "best_layer_glosses")):
+        b = result.meta.get(key)
+        if b:
+            console.print(
+                f"best layer by dev accuracy{label}: [bold red]{b['layer_by_dev']}[/bold red] (test "
+                f"{b['test_accuracy_at_dev_layer']:.3f}); best test layer {b['best_test_layer']} "
+                f"({b['best_test_accuracy']:.3f})"
+            )
+    timing_footer(result)
