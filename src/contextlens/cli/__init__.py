@@ -35,6 +35,7 @@ from contextlens.cli import (  # noqa: E402,F401
     neighbors,
     probe,
     rank,
+    serve,
     trace,
 )
 

@@ -1,0 +1,155 @@
+"""The FastAPI app: one JSON endpoint and one page per analysis, the lesson, /health.
+
+``create_app`` takes the served model's name and the served indexes; nothing a request carries can
+name a file. Models load once (``load_contextual`` keeps one instance per name) and are shared by
+the worker threads.
+"""
+
+import io
+from functools import lru_cache
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import HTMLResponse, JSONResponse, Response
+from pydantic import ValidationError
+
+from contextlens.web import html as pages
+from contextlens.web import lesson
+from contextlens.web.runs import PAGES, Page
+from contextlens.web.serving import Busy, WorkerPool, error_status, validation_message
+
+MAX_QUERY = 20_000  # characters of URL query a page accepts
+
+
+@lru_cache(maxsize=1)
+def plotly_js() -> str:
+    from plotly.offline import get_plotlyjs
+
+    return get_plotlyjs()
+
+
+def error_json(status: int, message: str) -> JSONResponse:
+    return JSONResponse({"error": message, "status": status}, status_code=status)
+
+
+def create_app(model: str = "mpnet", indexes: dict[str, str] | None = None, workers: int = 2, queue: int = 64):
+    """The web face for ``model``; ``indexes`` maps a served name to an index folder."""
+    app = FastAPI(title="contextlens", version="1", docs_url="/docs", redoc_url=None)
+    pool = WorkerPool(workers, queue)
+    served = dict(indexes or {})
+    app.state.model, app.state.pool, app.state.indexes = model, pool, served
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
+        return error_json(422, validation_message(exc))
+
+    @app.exception_handler(Exception)
+    async def _bug(_: Request, exc: Exception) -> JSONResponse:
+        return error_json(*error_status(exc))
+
+    @app.get("/health")
+    async def health() -> dict[str, Any]:
+        """Answers at once, from the event loop, whatever the workers are doing."""
+        return {"status": "ok", "model": model, "busy": pool.pending, "workers": pool.workers}
+
+    @app.get("/static/plotly.js", include_in_schema=False)
+    async def plotly() -> Response:
+        return Response(plotly_js(), media_type="text/javascript", headers={"Cache-Control": "max-age=86400"})
+
+    @app.get("/", include_in_schema=False)
+    async def index() -> HTMLResponse:
+        items = "".join(f'<li><a href="/{n}">{n}</a>: {p.title}</li>' for n, p in PAGES.items())
+        body = f'<p>Start with <a href="/lesson">the lesson</a>, or open one analysis:</p><ul>{items}</ul>'
+        return HTMLResponse(pages.frame("contextlens", body, model))
+
+    async def compute(page: Page, data: dict[str, Any]):
+        req = page.request.model_validate(data)  # ValidationError -> 422 naming the limit
+        return await pool.run(lambda: page.run(req, model, served))
+
+    for page in PAGES.values():
+        _routes(app, page, compute, model, served)
+    lesson.routes(app, pool, model)
+    app.router.on_shutdown.append(pool.shutdown)
+    return app
+
+
+def _routes(app: FastAPI, page: Page, compute, model: str, served: dict[str, str]) -> None:
+    async def api(body):
+        try:
+            result = await compute(page, body.model_dump())
+        except (Exception, Busy) as exc:  # noqa: BLE001 - every failure becomes one JSON line
+            return error_json(*error_status(exc))
+        return JSONResponse(result.to_dict())
+
+    api.__annotations__ = {"body": page.request}
+    api.__doc__ = f"{page.title}: the document `contextlens {page.name} --json` prints for the same inputs."
+    app.post(f"/api/{page.name}", name=f"api_{page.name}", summary=page.title)(api)
+
+    async def as_json(request: Request) -> Response:
+        try:
+            result = await compute(page, pages.query_to_request(page.request, request.query_params))
+        except Exception as exc:  # noqa: BLE001
+            return error_json(*error_status(exc))
+        return JSONResponse(result.to_dict())
+
+    app.get(f"/{page.name}.json", include_in_schema=False)(as_json)
+
+    if page.png is not None:
+
+        async def as_png(request: Request) -> Response:
+            try:
+                result = await compute(page, pages.query_to_request(page.request, request.query_params))
+                data = await app.state.pool.run(lambda: png_bytes(page.png(result)))
+            except Exception as exc:  # noqa: BLE001
+                return error_json(*error_status(exc))
+            return Response(data, media_type="image/png")
+
+        app.get(f"/{page.name}.png", include_in_schema=False)(as_png)
+
+    async def html_page(request: Request) -> HTMLResponse:
+        if len(str(request.url.query)) > MAX_QUERY:
+            return HTMLResponse(pages.frame(page.title, f'<p class="error">error: the URL is longer than {MAX_QUERY} '
+                                            "characters; shorten the inputs</p>", model), status_code=413)  # fmt: skip
+        query = request.query_params
+        values = pages.query_to_request(page.request, query)
+        extra = {"index": sorted(served)} if page.name == "search" else None
+        if not query:  # first visit: a filled-in example, not run yet
+            example = dict(pages.EXAMPLES.get(page.name, {}))
+            if page.name == "search" and served:
+                example["index"] = sorted(served)[0]
+            body = pages.form(page.name, example, None, extra)
+            return HTMLResponse(pages.frame(page.title, body, model))
+        status, error, block = 200, None, ""
+        try:
+            result = await compute(page, values)
+            figures = await app.state.pool.run(lambda: figure_divs(page, result))
+            block = pages.result_block(page.name, pages.request_to_query(page.name, values), figures, result.to_dict())
+        except Exception as exc:  # noqa: BLE001 - shown beside the input, never a trace
+            status, error = error_status(exc)
+        body = pages.form(page.name, values, error, extra) + block
+        return HTMLResponse(pages.frame(page.title, body, model), status_code=status)
+
+    app.get(f"/{page.name}", include_in_schema=False)(html_page)
+
+
+def figure_divs(page: Page, result) -> list[str]:
+    if page.plotly is None:
+        return []
+    from contextlens.reports.interactive import figure_div
+
+    return [figure_div(f) for f in page.plotly(result)]
+
+
+def png_bytes(fig) -> bytes:
+    import matplotlib.pyplot as plt
+
+    buf = io.BytesIO()
+    try:
+        fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
+    finally:
+        plt.close(fig)
+    return buf.getvalue()
+
+
+__all__ = ["create_app", "ValidationError"]

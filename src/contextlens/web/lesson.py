@@ -1,0 +1,221 @@
+"""The lesson page: the seeds' story with live figures on the served model, and a checkpoint quiz.
+
+The quiz questions are written from the seed's "common misconceptions"; each answer is checked on
+the server and explained with a live figure computed by the same analyses as every other page.
+"""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass
+from functools import lru_cache
+
+from fastapi import FastAPI
+from fastapi.responses import HTMLResponse, JSONResponse
+from pydantic import Field
+
+from contextlens.web import html as pages
+from contextlens.web.runs import (
+    CompareRequest,
+    NeighborsRequest,
+    Request,
+    TraceRequest,
+    run_compare,
+    run_neighbors,
+    run_trace,
+)
+from contextlens.web.serving import WorkerPool, error_status
+
+BANK = ["We walked along the river [bank].", "I opened a [bank] account.", "The [bank] approved the loan."]
+TRACE = "The river [bank] flooded."
+
+
+@dataclass(frozen=True)
+class Question:
+    text: str
+    options: tuple[str, ...]
+    right: int
+    explanation: str
+    figure: str  # "compare", "trace" or "neighbors": the live evidence
+
+
+QUIZ: tuple[Question, ...] = (
+    Question(
+        "A transformer such as BERT or MiniLM: where does the vector for “bank” start?",
+        (
+            "It has no static embeddings; everything is contextual",
+            "In a fixed row of its embedding table, the same in every sentence",
+            "In the GloVe vector of the word",
+        ),
+        1,
+        "Every token starts as a fixed row of the model's own embedding table; attention builds on top of it. "
+        "In the trace below, the input row of “bank” is a lookup; only the layers above it change with context.",
+        "trace",
+    ),
+    Question(
+        "Is a contextual embedding always the better choice?",
+        (
+            "Yes, contextual always wins",
+            "It depends on the task: static vectors need no forward pass and still rank similar words well",
+            "No, static vectors are always better",
+        ),
+        1,
+        "For fast retrieval or word similarity a static table needs no forward pass; for meaning in context the "
+        "contextual state wins. Below: the static neighbours, computed in microseconds, are sensible words.",
+        "neighbors",
+    ),
+    Question(
+        "Can you compare the hidden state of “bank” from one model with the hidden state of “bank” from another?",
+        (
+            "Yes, cosine works across any two models",
+            "Only if both have the same number of dimensions",
+            "No: each model has its own representation space",
+        ),
+        2,
+        "Hidden states are not interoperable across models: different architecture, training and space "
+        "(contextlens refuses such a comparison with a ProvenanceMismatchError). Compare within one model, as below.",
+        "compare",
+    ),
+    Question(
+        "Once attention has run, is the initial embedding table useless?",
+        (
+            "Yes, attention replaces it",
+            "No: it is the input every layer builds on",
+            "It matters only for the last layer",
+        ),
+        1,
+        "The embedding table is the foundation: layer 0 of the trace is the input row plus position, and each "
+        "later layer is a change made to it.",
+        "trace",
+    ),
+    Question(
+        "Is word2vec (a static model) obsolete and wrong?",
+        (
+            "Yes, it gives wrong answers",
+            "No: it is limited for context but a fast, compact representation that still works for similarity",
+            "Yes, because it cannot do analogies",
+        ),
+        1,
+        "Static vectors cannot tell the river bank from the money bank (their line is flat at cosine 1 in the "
+        "comparison), but they are compact and fast, and their neighbours and analogies still make sense.",
+        "compare",
+    ),
+)
+
+
+class QuizAnswer(Request):
+    question: int = Field(ge=1, le=len(QUIZ), description="Question number, 1-based.")
+    answer: int = Field(ge=1, le=3, description="Option number, 1-based.")
+
+
+def check(answer: QuizAnswer) -> dict[str, object]:
+    q = QUIZ[answer.question - 1]
+    return {
+        "question": answer.question,
+        "answer": answer.answer,
+        "correct": answer.answer - 1 == q.right,
+        "right_answer": q.right + 1,
+        "explanation": q.explanation,
+    }
+
+
+@lru_cache(maxsize=16)
+def live_figure(kind: str, model: str) -> str:
+    """One live figure as an HTML fragment (cached per model: the lesson's inputs are fixed)."""
+    from contextlens.reports import interactive
+
+    if kind == "compare":
+        figs = interactive.divergence_figures(run_compare(CompareRequest(sentences=BANK), model, {}))
+    elif kind == "trace":
+        figs = interactive.trace_figures(run_trace(TraceRequest(sentence=TRACE), model, {}))
+    else:
+        doc = run_neighbors(NeighborsRequest(word="bank", top=8), model, {}).to_dict()
+        ana = run_neighbors(NeighborsRequest(analogy="man:king::woman", top=3), model, {}).to_dict()
+        rows = "".join(
+            f"<tr><td>{html.escape(n['word'])}</td><td>{n['cosine']:.3f}</td></tr>" for n in doc["neighbors"]
+        )
+        best = ", ".join(html.escape(n["word"]) for n in ana["neighbors"])
+        return (
+            f"<table><tr><th>nearest to “bank” ({html.escape(doc['static_model'])})</th><th>cosine</th></tr>{rows}"
+            f"</table><p>analogy man:king::woman → {best}</p>"
+        )
+    return "".join(interactive.figure_div(f) for f in figs)
+
+
+SECTIONS = (
+    (
+        "1. One row per word, whatever the sentence",
+        "A static model (and a transformer's own embedding table) hands “bank” the same vector in every sentence. "
+        "The layers above it mix in the context. The curve shows the cosine of “bank” across three sentences, layer by "
+        "layer: the static and input-row lines stay at 1, the hidden states move apart.",
+        "compare",
+    ),
+    (
+        "2. The pipeline",
+        "Text becomes tokens, tokens become ids, ids pick rows of the embedding table, positions are added, then every "
+        "layer rewrites the vector. Here is “bank” traced through the served model.",
+        "trace",
+    ),
+    (
+        "3. Three kinds of embedding",
+        "Keep apart (a) the embedding-layer row: one per token, no context; (b) the hidden state: a position's vector "
+        "after the layers, context-aware; (c) an embedding model's output: one vector per text, trained for retrieval. "
+        "Try (a) and (b) on the <a href='/compare'>compare</a> and <a href='/probe'>probe</a> pages, (c) on "
+        "<a href='/search'>search</a>. The static neighbours below come from (a)'s cousin, GloVe.",
+        "neighbors",
+    ),
+)
+
+
+def _quiz_html(model: str, q: int | None, a: int | None) -> str:
+    blocks = []
+    for i, question in enumerate(QUIZ, 1):
+        opts = "".join(
+            f'<div><label><input type="radio" name="a" value="{k}"{" checked" if q == i and a == k else ""}> '
+            f"{html.escape(o)}</label></div>"
+            for k, o in enumerate(question.options, 1)
+        )
+        feedback = ""
+        if q == i and a is not None:
+            result = check(QuizAnswer(question=i, answer=a))
+            verdict = (
+                '<p class="ok" id="verdict">Right.</p>' if result["correct"]
+                else f'<p class="error" id="verdict">Not quite: the answer is option {result["right_answer"]}.</p>'
+            )  # fmt: skip
+            feedback = f"{verdict}<p>{html.escape(question.explanation)}</p>{live_figure(question.figure, model)}"
+        blocks.append(
+            f'<div class="question" id="quiz-{i}"><h3>Q{i}. {html.escape(question.text)}</h3>'
+            f'<form method="get" action="/lesson#quiz-{i}"><input type="hidden" name="q" value="{i}">{opts}'
+            f'<button type="submit" id="check-{i}">Check</button></form>{feedback}</div>'
+        )
+    return "<h2>Checkpoint quiz</h2>" + "".join(blocks)
+
+
+def routes(app: FastAPI, pool: WorkerPool, model: str) -> None:
+    @app.post("/api/quiz", summary="Check a quiz answer")
+    async def quiz(answer: QuizAnswer) -> dict[str, object]:
+        """Whether the answer is right, the right option and why."""
+        return check(answer)
+
+    @app.get("/lesson", include_in_schema=False)
+    async def lesson(q: str | None = None, a: str | None = None) -> HTMLResponse:
+        try:
+            qn = int(q) if q else None
+            an = int(a) if a else None
+            if qn is not None and not 1 <= qn <= len(QUIZ) or an is not None and not 1 <= an <= 3:
+                raise ValueError
+        except ValueError:
+            return JSONResponse({"error": f"q must be 1..{len(QUIZ)} and a 1..3", "status": 422}, status_code=422)
+        if qn is not None and an is None:
+            qn = None  # nothing chosen: show the quiz again
+        try:
+            figures = await pool.run(lambda: [live_figure(k, model) for _, _, k in SECTIONS])
+            quiz_html = await pool.run(lambda: _quiz_html(model, qn, an))
+        except Exception as exc:  # noqa: BLE001
+            status, message = error_status(exc)
+            return HTMLResponse(pages.frame("Lesson", f'<p class="error">error: {html.escape(message)}</p>', model),
+                                status_code=status)  # fmt: skip
+        body = "".join(
+            f"<h2>{title}</h2><p>{text}</p>{fig}" for (title, text, _), fig in zip(SECTIONS, figures, strict=True)
+        )
+        return HTMLResponse(pages.frame("Static vs contextual: the lesson, live", body + quiz_html, model))

@@ -1,0 +1,261 @@
+"""What each page and API endpoint runs: a request schema, the analysis call, its two figures.
+
+The web face holds no logic of its own: every ``run_*`` parses the same inputs the CLI parses and
+calls the same analysis, so ``POST /api/<name>`` returns the document ``contextlens <name> --json``
+prints. Limits on request size live here, beside the fields they bound.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from contextlens.core.contextual_models import POOLINGS, load_contextual
+from contextlens.core.occurrences import Occurrence, in_template, locate
+from contextlens.core.static_models import load_static
+from contextlens.errors import InputError
+
+MAX_TEXT = 1000  # characters per sentence or query
+MAX_SENTENCES = 8  # sentences per request
+MAX_WORDS = 12  # anchor words, explore words
+MAX_TOP = 50  # neighbours, hits, listed tokens
+MAX_LAYER = 64  # |layer| accepted before the model checks its own range
+NO_STATIC = "none"
+
+Text = Annotated[str, Field(max_length=MAX_TEXT)]  # one sentence or query
+Word = Annotated[str, Field(max_length=100)]
+
+
+class Request(BaseModel):
+    """Every request: unknown fields are refused (a typo is an error, not a silent default)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class CompareRequest(Request):
+    sentences: list[Text] = Field(min_length=1, max_length=MAX_SENTENCES, description="Target in [brackets].")
+    word: str | None = Field(None, max_length=100)
+    occurrence: int = Field(0, ge=-MAX_SENTENCES, le=MAX_TEXT)
+    pooling: str = "mean"
+    static: str = "glove-50d"
+
+
+class ExploreRequest(Request):
+    words: list[Word] = Field(default_factory=list, max_length=MAX_WORDS, description="Empty: every built-in word.")
+    layer: int = Field(-1, ge=-MAX_LAYER, le=MAX_LAYER)
+    permutations: int = Field(1000, ge=0, le=5000)
+    seed: int = 0
+
+
+class AttentionRequest(Request):
+    sentences: list[Text] = Field(min_length=1, max_length=2)
+    layer: int = Field(6, ge=-MAX_LAYER, le=MAX_LAYER)
+    head: int = Field(3, ge=0, le=MAX_LAYER)
+    exclude_special: bool = False
+    top: int = Field(3, ge=1, le=MAX_TOP)
+    word: str | None = Field(None, max_length=100)
+    occurrence: int = Field(0, ge=-MAX_SENTENCES, le=MAX_TEXT)
+
+
+class ProbeRequest(Request):
+    sentences: list[Text] = Field(min_length=1, max_length=MAX_SENTENCES)
+    anchors: list[Word] = Field(min_length=1, max_length=MAX_WORDS)
+    template: str = Field("The word is [{word}].", max_length=200)
+    layer: int = Field(-1, ge=-MAX_LAYER, le=MAX_LAYER)
+    static: str = "glove-50d"
+    word: str | None = Field(None, max_length=100)
+    occurrence: int = Field(0, ge=-MAX_SENTENCES, le=MAX_TEXT)
+
+
+class TraceRequest(Request):
+    sentence: str = Field(min_length=1, max_length=MAX_TEXT)
+    top: int = Field(3, ge=1, le=MAX_TOP)
+    exclude_special: bool = False
+    word: str | None = Field(None, max_length=100)
+    occurrence: int = Field(0, ge=-MAX_SENTENCES, le=MAX_TEXT)
+
+
+class NeighborsRequest(Request):
+    word: str | None = Field(None, max_length=100)
+    analogy: str | None = Field(None, max_length=300, description="a:b::c, e.g. king:man::queen")
+    positive: list[Word] = Field(default_factory=list, max_length=MAX_WORDS)
+    negative: list[Word] = Field(default_factory=list, max_length=MAX_WORDS)
+    top: int = Field(10, ge=1, le=MAX_TOP)
+    static: str = "glove-50d"
+
+
+class RankRequest(Request):
+    template: str = Field("The word is [{word}].", max_length=200)
+    layer: int = Field(-1, ge=-MAX_LAYER, le=MAX_LAYER)
+    top: int = Field(5, ge=1, le=MAX_TOP)
+    static: str = "glove-50d"
+
+
+class SearchRequest(Request):
+    index: str = Field(max_length=100, description="Name of an index served with --index NAME=FOLDER.")
+    query: str = Field(min_length=1, max_length=MAX_TEXT)
+    k: int = Field(10, ge=1, le=MAX_TOP)
+
+
+def occurrences(sentences: list[Text], word: str | None, index: int) -> list[Occurrence]:
+    """Marker syntax per sentence, or ``word`` (+ ``occurrence``) in every sentence, as on the CLI."""
+    if not sentences:
+        raise InputError("no sentences given; pass sentences like 'The river [bank] flooded.'")
+    return [locate(s, word or None, index) for s in sentences]
+
+
+def static_or_none(name: str, optional: bool):
+    if name.strip().lower() == NO_STATIC:
+        if optional:
+            return None
+        raise InputError(
+            "this command needs a static model to compare against; --static none works only with compare and probe"
+        )
+    return load_static(name)
+
+
+@dataclass(frozen=True)
+class Page:
+    """One analysis as the web face serves it."""
+
+    name: str
+    title: str
+    request: type[Request]
+    run: Callable[[Any, str, dict[str, str]], Any]  # (request, model name, served indexes) -> result
+    png: Callable[[Any], Any] | None = None  # result -> matplotlib figure
+    plotly: Callable[[Any], list] | None = None  # result -> plotly figures
+
+
+def run_compare(req: CompareRequest, model: str, _: dict[str, str]):
+    from contextlens.analyses.lesson.divergence import compare
+
+    if req.pooling not in POOLINGS:
+        raise InputError(f"unknown --pooling {req.pooling!r}; use one of {', '.join(POOLINGS)}")
+    occs = occurrences(req.sentences, req.word, req.occurrence)
+    if len(occs) < 2:
+        raise InputError(
+            "compare needs at least two sentences; give the same word in two or more contexts, "
+            "e.g. 'The [bank] called.' 'The river [bank] flooded.'"
+        )
+    return compare(occs, load_contextual(model), static_or_none(req.static, True), pooling=req.pooling)
+
+
+def run_explore(req: ExploreRequest, model: str, _: dict[str, str]):
+    from contextlens.analyses.lesson.polysemy import explore
+
+    return explore(req.words, load_contextual(model), None, req.layer, req.permutations, req.seed)
+
+
+def run_attention(req: AttentionRequest, model: str, _: dict[str, str]):
+    from contextlens.analyses.lesson.attention import attend
+
+    occs = occurrences(req.sentences, req.word, req.occurrence)
+    return attend(
+        occs, load_contextual(model), layer=req.layer, head=req.head, exclude_special=req.exclude_special, top_k=req.top
+    )
+
+
+def run_probe(req: ProbeRequest, model: str, _: dict[str, str]):
+    from contextlens.analyses.lesson.probe import probe
+
+    occs = occurrences(req.sentences, req.word, req.occurrence)
+    words = [w for a in req.anchors for w in a.replace(",", " ").split()]
+    return probe(
+        occs, words, load_contextual(model), None, template=req.template, layer=req.layer,
+        static=static_or_none(req.static, True),
+    )  # fmt: skip
+
+
+def run_trace(req: TraceRequest, model: str, _: dict[str, str]):
+    from contextlens.analyses.lesson.trace import trace
+
+    (occ,) = occurrences([req.sentence], req.word, req.occurrence)
+    return trace(occ, load_contextual(model), top_k=req.top, exclude_special=req.exclude_special)
+
+
+def run_rank(req: RankRequest, model: str, _: dict[str, str]):
+    from contextlens.analyses.lesson.ranking import load_pairs, rank_pairs
+
+    in_template("word", req.template)
+    return rank_pairs(
+        load_pairs(None), load_contextual(model), static_or_none(req.static, False), template=req.template,
+        layer=req.layer, top=req.top, source="built-in pairs",
+    )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Document:
+    """A result that is already a JSON document (neighbors has no result class)."""
+
+    data: dict[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.data
+
+
+def parse_analogy(text: str) -> tuple[str, str, str]:
+    parts = text.replace("::", ":").split(":")
+    if len(parts) != 3 or not all(p.strip() for p in parts):
+        raise InputError(f"--analogy {text!r} is not of the form a:b::c (e.g. king:man::queen)")
+    a, b, c = (p.strip() for p in parts)
+    return a, b, c
+
+
+def run_neighbors(req: NeighborsRequest, _model: str, __: dict[str, str]) -> Document:
+    """The same document as ``contextlens neighbors --json`` (built there too: see cli/neighbors.py)."""
+    static = static_or_none(req.static, False)
+    if req.analogy:
+        a, b, c = parse_analogy(req.analogy)
+        results = static.analogy(a, b, c, topn=req.top)
+        query: dict[str, Any] = {"analogy": f"{a}:{b}::{c}", "positive": [b, c], "negative": [a]}
+    else:
+        pos = ([req.word] if req.word else []) + list(req.positive)
+        neg = list(req.negative)
+        if not pos and not neg:
+            raise InputError("give a WORD, --analogy a:b::c, or --positive/--negative words")
+        results = static.most_similar(pos, neg, topn=req.top)
+        query = {"positive": pos, "negative": neg}
+    return Document({"static_model": static.name, **query, "neighbors": [{"word": w, "cosine": s} for w, s in results]})
+
+
+def run_search(req: SearchRequest, _model: str, indexes: dict[str, str]):
+    from contextlens.analyses.search.index import search_index
+
+    if req.index not in indexes:
+        served = ", ".join(sorted(indexes)) or "none (start serve with --index NAME=FOLDER)"
+        raise InputError(f"no index named {req.index!r} is served; served indexes: {served}")
+    return search_index(indexes[req.index], req.query, req.k)
+
+
+def _figures(kind: str):
+    """Lazy figure makers: reports are imported only when a figure is drawn."""
+
+    def png(result):
+        from contextlens.reports import figures, lesson_figures
+
+        return getattr(figures if kind == "divergence" else lesson_figures, f"{kind}_figure")(result)
+
+    def plotly(result):
+        from contextlens.reports import interactive
+
+        return getattr(interactive, f"{kind}_figures")(result)
+
+    return png, plotly
+
+
+PAGES: dict[str, Page] = {
+    p.name: p
+    for p in (
+        Page("compare", "Compare a word across sentences", CompareRequest, run_compare, *_figures("divergence")),
+        Page("explore", "Polysemy explorer", ExploreRequest, run_explore, *_figures("explore")),
+        Page("attention", "Where the target looks", AttentionRequest, run_attention, *_figures("attention")),
+        Page("probe", "Probe against anchor words", ProbeRequest, run_probe, *_figures("probe")),
+        Page("trace", "The pipeline, layer by layer", TraceRequest, run_trace, *_figures("trace")),
+        Page("neighbors", "Static neighbours and analogies", NeighborsRequest, run_neighbors),
+        Page("rank", "Static vs contextual ranking", RankRequest, run_rank, *_figures("slope")),
+        Page("search", "Search a served index", SearchRequest, run_search),
+    )
+}
