@@ -37,6 +37,7 @@ label { display: inline-block; min-width: 9em; vertical-align: top; margin: .25e
 textarea { width: 60em; max-width: 95%; height: 5.5em; } input[type=text] { width: 30em; }
 .error { color: #b91c1c; font-weight: bold; margin: .4em 0; }
 .ok { color: #15803d; font-weight: bold; } .links a { margin-right: 1em; }
+table { border-collapse: collapse; } td, th { border: 1px solid #d1d5db; padding: .2em .6em; }
 pre { background: #f3f4f6; padding: .6em; overflow-x: auto; max-height: 24em; }
 #clicked { color: #374151; margin: .3em 0; min-height: 1.2em; }
 """
@@ -121,10 +122,11 @@ def form(name: str, values: dict[str, Any], error: str | None, extra: dict[str, 
                 f"<option{' selected' if o == value else ''}>{html.escape(o)}</option>" for o in extra[field_name]
             )
             widget = f'<select id="f-{key}" name="{key}">{opts}</select>'
-        elif _is_list(field.annotation):
-            sep = " " if field_name in WORD_LISTS else "\n"
-            text = sep.join(value or [])
-            widget = f'<textarea id="f-{key}" name="{key}">{html.escape(text)}</textarea>'
+        elif _is_list(field.annotation) and field_name in WORD_LISTS:  # a few words: one line
+            text = " ".join(value or [])
+            widget = f'<input type="text" id="f-{key}" name="{key}" value="{html.escape(text)}">'
+        elif _is_list(field.annotation):  # sentences: one per line
+            widget = f'<textarea id="f-{key}" name="{key}">{html.escape(chr(10).join(value or []))}</textarea>'
         elif _is_bool(field.annotation):
             checked = " checked" if value else ""
             widget = (
@@ -139,6 +141,21 @@ def form(name: str, values: dict[str, Any], error: str | None, extra: dict[str, 
     return f'<form method="get" action="/{name}">{"".join(rows)}{err}<button id="go" type="submit">Run</button></form>'
 
 
+def rows_table(document: dict[str, Any]) -> str:
+    """Neighbours or search hits as a table (the JSON link has the full document)."""
+    rows = document.get("neighbors") or document.get("hits")
+    if not rows:
+        return ""
+    cols = [c for c in rows[0] if c != "id"]
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in cols)
+
+    def cell(v: Any) -> str:
+        return f"{v:.4f}" if isinstance(v, float) else html.escape(str(v))
+
+    body = "".join("<tr>" + "".join(f"<td>{cell(r[c])}</td>" for c in cols) + "</tr>" for r in rows)
+    return f'<table id="result"><tr>{head}</tr>{body}</table>'
+
+
 def result_block(name: str, query: str, figures: list[str], document: dict[str, Any] | None) -> str:
     """Figures, then links to the same result as JSON and PNG, then the JSON itself."""
     import json
@@ -149,5 +166,5 @@ def result_block(name: str, query: str, figures: list[str], document: dict[str, 
     links += "</p>"
     body = "".join(f'<div class="figure">{f}</div>' for f in figures)
     if document is not None and not figures:
-        body += f'<pre id="result">{html.escape(json.dumps(document, indent=2))}</pre>'
+        body += rows_table(document) or f'<pre id="result">{html.escape(json.dumps(document, indent=2))}</pre>'
     return f'<section id="results">{links}{body}</section>'

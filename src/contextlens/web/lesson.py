@@ -14,6 +14,7 @@ from fastapi import FastAPI
 from fastapi.responses import HTMLResponse, JSONResponse
 from pydantic import Field
 
+from contextlens.core.contextual_models import load_contextual
 from contextlens.web import html as pages
 from contextlens.web.runs import (
     CompareRequest,
@@ -128,6 +129,8 @@ def live_figure(kind: str, model: str) -> str:
         figs = interactive.divergence_figures(run_compare(CompareRequest(sentences=BANK), model, {}))
     elif kind == "trace":
         figs = interactive.trace_figures(run_trace(TraceRequest(sentence=TRACE), model, {}))
+    elif kind == "cost":
+        return cost_figure(model)
     else:
         doc = run_neighbors(NeighborsRequest(word="bank", top=8), model, {}).to_dict()
         ana = run_neighbors(NeighborsRequest(analogy="man:king::woman", top=3), model, {}).to_dict()
@@ -140,6 +143,30 @@ def live_figure(kind: str, model: str) -> str:
             f"</table><p>analogy man:king::woman → {best}</p>"
         )
     return "".join(interactive.figure_div(f) for f in figs)
+
+
+def cost_figure(model: str) -> str:
+    """Index bytes for a million vectors at the served model's width beside other common widths."""
+    import plotly.graph_objects as go
+
+    from contextlens.analyses.search.capacity import estimate
+    from contextlens.analyses.search.index_config import IndexConfig
+    from contextlens.reports.interactive import LAYOUT, figure_div
+
+    served = load_contextual(model).hidden_size
+    dims = sorted({50, served, 768, 1024, 1536, 3072})
+    n = 1_000_000
+    flat = [estimate(IndexConfig("flat"), n, d).bytes / 2**30 for d in dims]
+    sq8 = [estimate(IndexConfig("sq8"), n, d).bytes / 2**30 for d in dims]
+    labels = [f"{d}{' (glove-50d)' if d == 50 else ''}{f' ({model})' if d == served else ''}" for d in dims]
+    fig = go.Figure()
+    fig.add_bar(x=labels, y=flat, name="flat float32 (exact)", marker_color="#1d4ed8")
+    fig.add_bar(x=labels, y=sq8, name="sq8 (1 byte per dimension)", marker_color="#15803d")
+    fig.update_layout(
+        **LAYOUT, height=380, barmode="group", title="Index memory for 1,000,000 vectors (GiB), by dimension",
+        xaxis_title="dimensions per vector", yaxis_title="GiB",
+    )  # fmt: skip
+    return figure_div(fig)
 
 
 SECTIONS = (
