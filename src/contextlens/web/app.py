@@ -35,7 +35,8 @@ def error_json(status: int, message: str) -> JSONResponse:
 
 def create_app(model: str = "mpnet", indexes: dict[str, str] | None = None, workers: int = 2, queue: int = 64):
     """The web face for ``model``; ``indexes`` maps a served name to an index folder."""
-    app = FastAPI(title="contextlens", version="1", docs_url="/docs", redoc_url=None)
+    # no /docs: Swagger UI loads its script from a CDN; the schema itself is at /openapi.json
+    app = FastAPI(title="contextlens", version="1", docs_url=None, redoc_url=None)
     pool = WorkerPool(workers, queue)
     served = dict(indexes or {})
     app.state.model, app.state.pool, app.state.indexes = model, pool, served
