@@ -139,3 +139,14 @@ def test_screenshots_of_every_page(page, server):
         page.goto(server + path)
         page.wait_for_load_state("networkidle")
         page.screenshot(path=str(out / f"web-{name}.png"), full_page=name not in ("lesson", "explore", "trace"))
+
+
+def test_the_layer_slider_redraws_the_explorer_at_that_layer(page, server):
+    page.goto(f"{server}/explore?words=bank&permutations=20")
+    page.wait_for_selector(".plotly-graph-div .main-svg", timeout=30_000)
+    assert page.get_attribute("#f-layer", "max") == "6"  # minilm: hidden states 0..6
+    with page.expect_navigation():
+        page.fill("#f-layer", "2")  # a range input: fill sets the value and fires change, which submits
+    assert "layer=2" in page.url
+    page.wait_for_selector(".plotly-graph-div .main-svg", timeout=30_000)
+    assert "cosine at layer 2" in page.content()

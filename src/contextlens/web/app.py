@@ -14,6 +14,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from pydantic import ValidationError
 
+from contextlens.core.contextual_models import load_contextual
 from contextlens.web import html as pages
 from contextlens.web import lesson
 from contextlens.web.runs import PAGES, Page
@@ -35,6 +36,7 @@ def error_json(status: int, message: str) -> JSONResponse:
 
 def create_app(model: str = "mpnet", indexes: dict[str, str] | None = None, workers: int = 2, queue: int = 64):
     """The web face for ``model``; ``indexes`` maps a served name to an index folder."""
+    layers = load_contextual(model).num_layers  # reads the config only; the weights load on first use
     # no /docs: Swagger UI loads its script from a CDN; the schema itself is at /openapi.json
     app = FastAPI(title="contextlens", version="1", docs_url=None, redoc_url=None)
     pool = WorkerPool(workers, queue)
@@ -69,13 +71,13 @@ def create_app(model: str = "mpnet", indexes: dict[str, str] | None = None, work
         return await pool.run(lambda: page.run(req, model, served))
 
     for page in PAGES.values():
-        _routes(app, page, compute, model, served)
+        _routes(app, page, compute, model, served, layers)
     lesson.routes(app, pool, model)
     app.router.on_shutdown.append(pool.shutdown)
     return app
 
 
-def _routes(app: FastAPI, page: Page, compute, model: str, served: dict[str, str]) -> None:
+def _routes(app: FastAPI, page: Page, compute, model: str, served: dict[str, str], layers: int) -> None:
     async def api(body):
         try:
             result = await compute(page, body.model_dump())
@@ -119,7 +121,7 @@ def _routes(app: FastAPI, page: Page, compute, model: str, served: dict[str, str
             example = dict(pages.EXAMPLES.get(page.name, {}))
             if page.name == "search" and served:
                 example["index"] = sorted(served)[0]
-            body = pages.form(page.name, example, None, extra)
+            body = pages.form(page.name, example, None, extra, layers)
             return HTMLResponse(pages.frame(page.title, body, model))
         status, error, block = 200, None, ""
         try:
@@ -128,7 +130,7 @@ def _routes(app: FastAPI, page: Page, compute, model: str, served: dict[str, str
             block = pages.result_block(page.name, pages.request_to_query(page.name, values), figures, result.to_dict())
         except Exception as exc:  # noqa: BLE001 - shown beside the input, never a trace
             status, error = error_status(exc)
-        body = pages.form(page.name, values, error, extra) + block
+        body = pages.form(page.name, values, error, extra, layers) + block
         return HTMLResponse(pages.frame(page.title, body, model), status_code=status)
 
     app.get(f"/{page.name}", include_in_schema=False)(html_page)

@@ -17,6 +17,7 @@ from pydantic import BaseModel
 from contextlens.web.runs import PAGES
 
 URL_NAMES = {"sentences": "s"}  # short names in links: /compare?s=...&s=...
+SLIDER_PAGES = {"explore", "attention", "probe", "rank"}  # a layer slider that redraws the page
 WORD_LISTS = {"words", "anchors", "positive", "negative"}  # split on spaces and commas; others per line
 EXAMPLES: dict[str, dict[str, Any]] = {
     "compare": {"sentences": ["I sat on the river [bank].", "I opened a [bank] account.", "The [bank] approved it."]},
@@ -108,8 +109,14 @@ def request_to_query(name: str, data: dict[str, Any]) -> str:
     return urlencode(pairs)
 
 
-def form(name: str, values: dict[str, Any], error: str | None, extra: dict[str, list[str]] | None = None) -> str:
-    """The page's inputs, pre-filled, with the error shown beside them."""
+def form(
+    name: str,
+    values: dict[str, Any],
+    error: str | None,
+    extra: dict[str, list[str]] | None = None,
+    layers: int | None = None,
+) -> str:
+    """The page's inputs, pre-filled, with the error shown beside them; ``layers``: a layer slider 0..layers."""
     schema = PAGES[name].request
     rows = []
     for field_name, field in schema.model_fields.items():
@@ -122,6 +129,18 @@ def form(name: str, values: dict[str, Any], error: str | None, extra: dict[str, 
                 f"<option{' selected' if o == value else ''}>{html.escape(o)}</option>" for o in extra[field_name]
             )
             widget = f'<select id="f-{key}" name="{key}">{opts}</select>'
+        elif field_name == "layer" and layers is not None and name in SLIDER_PAGES:
+            low = 1 if name == "attention" else 0  # attention layers are blocks 1..L, hidden states 0..L
+            try:
+                at = int(value if value is not None else -1)
+            except ValueError:
+                at = layers
+            at = layers + 1 + at if at < 0 else at
+            widget = (
+                f'<input type="range" id="f-{key}" name="{key}" min="{low}" max="{layers}" value="{at}" '
+                f'oninput="this.nextElementSibling.value=this.value" onchange="this.form.submit()">'
+                f"<output>{at}</output>"
+            )
         elif _is_list(field.annotation) and field_name in WORD_LISTS:  # a few words: one line
             text = " ".join(value or [])
             widget = f'<input type="text" id="f-{key}" name="{key}" value="{html.escape(text)}">'

@@ -46,7 +46,7 @@ class CompareRequest(Request):
 class ExploreRequest(Request):
     words: list[Word] = Field(default_factory=list, max_length=MAX_WORDS, description="Empty: every built-in word.")
     layer: int = Field(-1, ge=-MAX_LAYER, le=MAX_LAYER)
-    permutations: int = Field(1000, ge=0, le=5000)
+    permutations: int = Field(1000, ge=1, le=5000)
     seed: int = 0
 
 
