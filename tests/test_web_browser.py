@@ -119,6 +119,7 @@ def test_the_quiz_accepts_a_right_answer_and_rejects_a_wrong_one(page, server):
 
 SHOT_PAGES = {
     "lesson": "/lesson",
+    "quiz": "/lesson?q=3&a=1#quiz-3",
     "compare": "/compare?s=I+sat+on+the+river+[bank].&s=I+opened+a+[bank]+account.&s=The+[bank]+approved+the+loan.",
     "explore": "/explore?words=bank+bat+light&permutations=200",
     "attention": "/attention?s=The+[bank]+approved+the+loan.&s=The+river+[bank]+flooded.&layer=6&head=3",
@@ -138,7 +139,7 @@ def test_screenshots_of_every_page(page, server):
     for name, path in SHOT_PAGES.items():
         page.goto(server + path)
         page.wait_for_load_state("networkidle")
-        page.screenshot(path=str(out / f"web-{name}.png"), full_page=name not in ("lesson", "explore", "trace"))
+        page.screenshot(path=str(out / f"web-{name}.png"), full_page=name not in ("lesson", "quiz", "explore", "trace"))
 
 
 def test_the_layer_slider_redraws_the_explorer_at_that_layer(page, server):

@@ -117,11 +117,18 @@ def _routes(app: FastAPI, page: Page, compute, model: str, served: dict[str, str
         query = request.query_params
         values = pages.query_to_request(page.request, query)
         extra = {"index": sorted(served)} if page.name == "search" else None
+        note = (
+            '<p class="error">No index is served: build one with '
+            "<code>contextlens index build DOCS --out FOLDER</code> and start "
+            "<code>contextlens serve --index NAME=FOLDER</code>.</p>"
+            if page.name == "search" and not served
+            else ""
+        )
         if not query:  # first visit: a filled-in example, not run yet
             example = dict(pages.EXAMPLES.get(page.name, {}))
             if page.name == "search" and served:
                 example["index"] = sorted(served)[0]
-            body = pages.form(page.name, example, None, extra, layers)
+            body = note + pages.form(page.name, example, None, extra, layers)
             return HTMLResponse(pages.frame(page.title, body, model))
         status, error, block = 200, None, ""
         try:
@@ -130,7 +137,7 @@ def _routes(app: FastAPI, page: Page, compute, model: str, served: dict[str, str
             block = pages.result_block(page.name, pages.request_to_query(page.name, values), figures, result.to_dict())
         except Exception as exc:  # noqa: BLE001 - shown beside the input, never a trace
             status, error = error_status(exc)
-        body = pages.form(page.name, values, error, extra, layers) + block
+        body = note + pages.form(page.name, values, error, extra, layers) + block
         return HTMLResponse(pages.frame(page.title, body, model), status_code=status)
 
     app.get(f"/{page.name}", include_in_schema=False)(html_page)

@@ -40,6 +40,7 @@ textarea { width: 60em; max-width: 95%; height: 5.5em; } input[type=text] { widt
 .ok { color: #15803d; font-weight: bold; } .links a { margin-right: 1em; }
 table { border-collapse: collapse; } td, th { border: 1px solid #d1d5db; padding: .2em .6em; }
 pre { background: #f3f4f6; padding: .6em; overflow-x: auto; max-height: 24em; }
+#clicked:empty { display: none; }
 #clicked { color: #374151; padding: .3em 0; min-height: 1.2em; position: sticky; bottom: 0; background: #fff; }
 """
 
