@@ -45,3 +45,27 @@ def test_a_bad_index_is_one_line_and_exit_2(started, capsys, spec):
 def test_an_unknown_model_fails_before_the_port_opens(started, capsys):
     assert _run(["serve", "-m", "no-such-model-xyz"]) == 2
     assert capsys.readouterr().err.startswith("error: ") and "app" not in started
+
+
+def test_the_pool_refuses_beyond_its_bound_and_the_refusal_is_a_503():
+    import asyncio
+    import threading
+
+    from contextlens.web.serving import Busy, WorkerPool, error_status
+
+    release = threading.Event()
+    pool = WorkerPool(workers=1, queue=0)
+
+    async def scenario():
+        running = asyncio.ensure_future(pool.run(release.wait))
+        await asyncio.sleep(0.05)
+        with pytest.raises(Busy) as refused:
+            await pool.run(lambda: None)
+        release.set()
+        await running
+        assert await pool.run(lambda: 42) == 42  # free again once the long one is done
+        return refused.value
+
+    busy = asyncio.run(scenario())
+    assert error_status(busy)[0] == 503 and "limit 1" in str(busy)
+    pool.shutdown()
