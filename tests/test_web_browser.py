@@ -111,10 +111,13 @@ def test_the_quiz_accepts_a_right_answer_and_rejects_a_wrong_one(page, server):
     page.check("#quiz-1 input[value='2']")
     page.click("#check-1")
     assert page.text_content("#quiz-1 #verdict") == "Right."
-    assert page.query_selector("#quiz-1 .plotly-graph-div") is not None  # explained with a live figure
+    page.wait_for_selector("#quiz-1 .plotly-graph-div .main-svg", timeout=30_000)  # explained with a live figure
     page.check("#quiz-3 input[value='1']")
     page.click("#check-3")
     assert page.text_content("#quiz-3 #verdict").startswith("Not quite: the answer is option 3")
+    # its figure is also the lesson's first one: both must be drawn, not only the first of equal ids
+    page.wait_for_selector("#quiz-3 .plotly-graph-div .main-svg", timeout=30_000)
+    assert len(page.query_selector_all(".plotly-graph-div .main-svg")) >= 4
 
 
 SHOT_PAGES = {

@@ -7,6 +7,8 @@ the server and explained with a live figure computed by the same analyses as eve
 from __future__ import annotations
 
 import html
+import re
+import uuid
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -120,9 +122,18 @@ def check(answer: QuizAnswer) -> dict[str, object]:
     }
 
 
-@lru_cache(maxsize=16)
 def live_figure(kind: str, model: str) -> str:
-    """One live figure as an HTML fragment (cached per model: the lesson's inputs are fixed)."""
+    """One live figure as an HTML fragment, with div ids of its own: the same figure may appear twice
+    on the page (a section and a quiz answer), and plotly draws only into the first of equal ids."""
+    fragment = _live_figure(kind, model)
+    for old in dict.fromkeys(re.findall(r'<div id="([0-9a-f-]{36})"', fragment)):
+        fragment = fragment.replace(old, str(uuid.uuid4()))
+    return fragment
+
+
+@lru_cache(maxsize=16)
+def _live_figure(kind: str, model: str) -> str:
+    """Cached per model: the lesson's inputs are fixed."""
     from contextlens.reports import interactive
 
     if kind == "compare":
