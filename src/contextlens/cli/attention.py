@@ -21,11 +21,11 @@ from contextlens.cli.common import (
     console,
     figures_after,
     fmt,
-    occurrences_from_args,
     print_json,
     window_note,
 )
 from contextlens.core.contextual_models import load_contextual
+from contextlens.core.occurrences import locate_all
 from contextlens.errors import InputError
 
 
@@ -46,7 +46,7 @@ def attention_cmd(
     """Which tokens the target attends to, per layer and head, with the head mean and attention rollout."""
     from contextlens.analyses.lesson.attention import attend
 
-    occs = occurrences_from_args(sentences, word, occurrence)
+    occs = locate_all(sentences, word, occurrence)
     if len(occs) > 2:
         raise InputError(f"attention shows one or two sentences side by side, got {len(occs)}")
     result = attend(occs, load_contextual(model), layer=layer, head=head, exclude_special=exclude_special, top_k=top)

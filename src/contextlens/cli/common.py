@@ -15,10 +15,8 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
-from contextlens.core.occurrences import Occurrence, locate
 from contextlens.core.resources import DEFAULT_CONTEXTUAL, DEFAULT_STATIC
-from contextlens.core.static_models import StaticModel, load_static
-from contextlens.errors import InputError, OutputPathError
+from contextlens.errors import OutputPathError
 from contextlens.reports.output_paths import check_output_path
 
 console = Console(emoji=False, highlight=False)
@@ -37,7 +35,6 @@ StaticOpt = Annotated[
         " ('none' skips the static baseline where it is optional: compare, probe).",
     ),
 ]
-NO_STATIC = "none"
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document instead of a table.")]
 FIGURE_SUFFIXES = (".png", ".svg", ".pdf")
 HTML_SUFFIXES = (".html", ".htm")
@@ -70,24 +67,6 @@ OccurrenceOpt = Annotated[
 
 DEFAULT_MODEL = DEFAULT_CONTEXTUAL
 DEFAULT_STATIC_MODEL = DEFAULT_STATIC
-
-
-def occurrences_from_args(sentences: list[str], word: str | None, index: int) -> list[Occurrence]:
-    """Marker syntax per sentence, or --word (+ --occurrence) applied to every sentence."""
-    if not sentences:
-        raise InputError("no sentences given; pass sentences like 'The river [bank] flooded.'")
-    return [locate(s, word, index) for s in sentences]
-
-
-def static_option(name: str, optional: bool) -> StaticModel | None:
-    """The --static model; ``none`` means no static baseline, where the command can do without one."""
-    if name.strip().lower() == NO_STATIC:
-        if optional:
-            return None
-        raise InputError(
-            "this command needs a static model to compare against; --static none works only with compare and probe"
-        )
-    return load_static(name)
 
 
 def print_json(data: Any) -> None:

@@ -23,11 +23,11 @@ from contextlens.cli.common import (
     console,
     figures_after,
     fmt,
-    occurrences_from_args,
     print_json,
-    static_option,
 )
 from contextlens.core.contextual_models import POOLINGS, load_contextual
+from contextlens.core.occurrences import locate_all
+from contextlens.core.static_models import optional_static
 from contextlens.errors import InputError
 
 
@@ -46,14 +46,14 @@ def compare_cmd(
     """Per-layer cosine of the target across sentences, beside its static vector and input row."""
     if pooling not in POOLINGS:
         raise InputError(f"unknown --pooling {pooling!r}; use one of {', '.join(POOLINGS)}")
-    occs = occurrences_from_args(sentences, word, occurrence)
+    occs = locate_all(sentences, word, occurrence)
     if len(occs) < 2:
         raise InputError(
             "compare needs at least two sentences; give the same word in two or more contexts, "
             "e.g. 'The [bank] called.' 'The river [bank] flooded.'"
         )
     # the contextual model loads its weights lazily: an unknown static word still fails in seconds
-    result = compare(occs, load_contextual(model), static_option(static, optional=True), pooling=pooling)  # type: ignore[arg-type]
+    result = compare(occs, load_contextual(model), optional_static(static, optional=True), pooling=pooling)  # type: ignore[arg-type]
     from contextlens.reports import figures, interactive
 
     with figures_after(

@@ -17,12 +17,12 @@ from contextlens.cli.common import (
     StaticOpt,
     console,
     fmt,
-    static_option,
     written,
 )
 from contextlens.cli.compare import render_comparison
 from contextlens.core.contextual_models import load_contextual
 from contextlens.core.occurrences import parse_marked
+from contextlens.core.static_models import optional_static
 from contextlens.examples import BANK_BY_SENSE, WORKED_EXAMPLE
 from contextlens.reports.output_paths import check_output_folder
 
@@ -36,7 +36,7 @@ def demo_cmd(
     ] = Path("contextlens-demo"),
 ) -> None:
     """The lesson end to end: "bank" in two sentences, several per sense, and report.html with every experiment."""
-    static_model = static_option(static, optional=False)
+    static_model = optional_static(static, optional=False)
     contextual = load_contextual(model)
     console.rule("[bold]1. Same word, two contexts")
     pair = compare([parse_marked(s) for s in WORKED_EXAMPLE], contextual, static_model)

@@ -17,8 +17,6 @@ from contextlens.cli.common import (
     fmt,
     print_json,
 )
-from contextlens.core.static_models import load_static
-from contextlens.errors import InputError
 
 
 @app.command("neighbors")
@@ -32,34 +30,16 @@ def neighbors_cmd(
     json_out: JsonOpt = False,
 ) -> None:
     """Nearest words in the static model; analogies with --analogy or --positive/--negative."""
-    model = load_static(static)
-    if analogy is not None:
-        a, b, c = _parse_analogy(analogy)
-        results = model.analogy(a, b, c, topn=top)
-        query = {"analogy": f"{a}:{b}::{c}", "positive": [b, c], "negative": [a]}
-    else:
-        pos = ([word] if word else []) + list(positive or [])
-        neg = list(negative or [])
-        if not pos and not neg:
-            raise InputError("give a WORD, --analogy a:b::c, or --positive/--negative words")
-        results = model.most_similar(pos, neg, topn=top)
-        query = {"positive": pos, "negative": neg}
+    from contextlens.analyses.lesson.neighbors import neighbors
+
+    result = neighbors(static, word, positive or (), negative or (), analogy, top)
     if json_out:
-        print_json({"static_model": model.name, **query, "neighbors": [{"word": w, "cosine": s} for w, s in results]})
+        print_json(result.to_dict())
         return
-    title = query.get("analogy") or " + ".join(query["positive"]) + "".join(f" - {n}" for n in query["negative"])
-    table = Table(title=escape(f"nearest words to {title} — {model.name}"))
+    table = Table(title=escape(f"nearest words to {result.title} — {result.static_model}"))
     table.add_column("#", justify="right")
     table.add_column("word")
     table.add_column("cosine", justify="right")
-    for i, (w, s) in enumerate(results, 1):
+    for i, (w, s) in enumerate(result.neighbors, 1):
         table.add_row(str(i), w, fmt(s))
     console.print(table)
-
-
-def _parse_analogy(text: str) -> tuple[str, str, str]:
-    parts = text.replace("::", ":").split(":")
-    if len(parts) != 3 or not all(p.strip() for p in parts):
-        raise InputError(f"--analogy {text!r} is not of the form a:b::c (e.g. king:man::queen)")
-    a, b, c = (p.strip() for p in parts)
-    return a, b, c

@@ -24,12 +24,11 @@ from contextlens.cli.common import (
     WordOpt,
     console,
     figures_after,
-    occurrences_from_args,
     print_json,
-    static_option,
 )
 from contextlens.core.contextual_models import load_contextual
-from contextlens.core.occurrences import is_single_word
+from contextlens.core.occurrences import is_single_word, locate_all
+from contextlens.core.static_models import optional_static
 
 
 def split_anchor_words(arguments: list[str], anchors: list[str]) -> tuple[list[str], list[str]]:
@@ -67,8 +66,8 @@ def probe_cmd(
 
     texts, anchor_words = split_anchor_words(sentences, list(anchors or []))
     given = load_anchor_sentences(anchor_sentences) if anchor_sentences is not None else None
-    occs = occurrences_from_args(texts, word, occurrence)
-    static_model = static_option(static, optional=True)
+    occs = locate_all(texts, word, occurrence)
+    static_model = optional_static(static, optional=True)
     result = probe(
         occs, anchor_words, load_contextual(model), given, template=template, layer=layer, static=static_model
     )

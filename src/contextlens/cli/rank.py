@@ -24,9 +24,9 @@ from contextlens.cli.common import (
     figures_after,
     fmt,
     print_json,
-    static_option,
 )
 from contextlens.core.contextual_models import load_contextual
+from contextlens.core.static_models import optional_static
 
 
 @app.command("rank")
@@ -52,7 +52,7 @@ def rank_cmd(
     result = rank_pairs(
         pair_list,
         load_contextual(model),
-        static_option(static, optional=False),
+        optional_static(static, optional=False),
         template=template,
         layer=layer,
         top=top,

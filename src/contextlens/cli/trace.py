@@ -21,11 +21,11 @@ from contextlens.cli.common import (
     console,
     figures_after,
     fmt,
-    occurrences_from_args,
     print_json,
     window_note,
 )
 from contextlens.core.contextual_models import load_contextual
+from contextlens.core.occurrences import locate_all
 
 
 @app.command("trace")
@@ -43,7 +43,7 @@ def trace_cmd(
     """The pipeline for one target: tokens, ids, input row, positions, then every layer's hidden state."""
     from contextlens.analyses.lesson.trace import trace
 
-    (occ,) = occurrences_from_args([sentence], word, occurrence)
+    (occ,) = locate_all([sentence], word, occurrence)
     result = trace(occ, load_contextual(model), top_k=top, exclude_special=exclude_special)
     from contextlens.reports import interactive, lesson_figures
 

@@ -17,6 +17,7 @@ import difflib
 import operator
 import re
 import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from contextlens.errors import EmptyTextError, InputError, MarkerError, TargetNotFoundError
@@ -200,3 +201,11 @@ def _not_found_message(text: str, word: str) -> str:
     hints = [lowered[c] for c in close] + contains[:3]
     hint = f"; close words in the text: {', '.join(hints)}" if hints else ""
     return f"{word!r} does not occur as a whole word in {text!r}{hint}"
+
+
+def locate_all(sentences: Sequence[str], word: str | None = None, index: int = 0) -> list[Occurrence]:
+    """Marker syntax per sentence, or ``word`` (+ its ``index``-th occurrence) in every sentence:
+    how both faces read the sentences a user types."""
+    if not sentences:
+        raise InputError("no sentences given; pass sentences like 'The river [bank] flooded.'")
+    return [locate(s, word or None, index) for s in sentences]

@@ -270,3 +270,17 @@ def as_static(static: StaticModel | str | os.PathLike) -> StaticModel:
         f"expected a static model (or its name, e.g. 'glove-50d'), got {type(static).__name__}; "
         "load one with load_static('glove-50d')"
     )
+
+
+NO_STATIC = "none"
+
+
+def optional_static(name: str, optional: bool) -> StaticModel | None:
+    """A static model by name; ``none`` means no static baseline, where the caller can do without one."""
+    if name.strip().lower() == NO_STATIC:
+        if optional:
+            return None
+        raise InputError(
+            "this command needs a static model to compare against; --static none works only with compare and probe"
+        )
+    return load_static(name)

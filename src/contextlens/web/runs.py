@@ -14,8 +14,8 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from contextlens.core.contextual_models import POOLINGS, load_contextual
-from contextlens.core.occurrences import Occurrence, in_template, locate
-from contextlens.core.static_models import load_static
+from contextlens.core.occurrences import in_template, locate_all
+from contextlens.core.static_models import optional_static
 from contextlens.errors import InputError
 
 MAX_TEXT = 1000  # characters per sentence or query
@@ -23,7 +23,6 @@ MAX_SENTENCES = 8  # sentences per request
 MAX_WORDS = 12  # anchor words, explore words
 MAX_TOP = 50  # neighbours, hits, listed tokens
 MAX_LAYER = 64  # |layer| accepted before the model checks its own range
-NO_STATIC = "none"
 
 Text = Annotated[str, Field(max_length=MAX_TEXT)]  # one sentence or query
 Word = Annotated[str, Field(max_length=100)]
@@ -100,23 +99,6 @@ class SearchRequest(Request):
     k: int = Field(10, ge=1, le=MAX_TOP)
 
 
-def occurrences(sentences: list[Text], word: str | None, index: int) -> list[Occurrence]:
-    """Marker syntax per sentence, or ``word`` (+ ``occurrence``) in every sentence, as on the CLI."""
-    if not sentences:
-        raise InputError("no sentences given; pass sentences like 'The river [bank] flooded.'")
-    return [locate(s, word or None, index) for s in sentences]
-
-
-def static_or_none(name: str, optional: bool):
-    if name.strip().lower() == NO_STATIC:
-        if optional:
-            return None
-        raise InputError(
-            "this command needs a static model to compare against; --static none works only with compare and probe"
-        )
-    return load_static(name)
-
-
 @dataclass(frozen=True)
 class Page:
     """One analysis as the web face serves it."""
@@ -134,13 +116,13 @@ def run_compare(req: CompareRequest, model: str, _: dict[str, str]):
 
     if req.pooling not in POOLINGS:
         raise InputError(f"unknown --pooling {req.pooling!r}; use one of {', '.join(POOLINGS)}")
-    occs = occurrences(req.sentences, req.word, req.occurrence)
+    occs = locate_all(req.sentences, req.word, req.occurrence)
     if len(occs) < 2:
         raise InputError(
             "compare needs at least two sentences; give the same word in two or more contexts, "
             "e.g. 'The [bank] called.' 'The river [bank] flooded.'"
         )
-    return compare(occs, load_contextual(model), static_or_none(req.static, True), pooling=req.pooling)
+    return compare(occs, load_contextual(model), optional_static(req.static, True), pooling=req.pooling)
 
 
 def run_explore(req: ExploreRequest, model: str, _: dict[str, str]):
@@ -152,7 +134,7 @@ def run_explore(req: ExploreRequest, model: str, _: dict[str, str]):
 def run_attention(req: AttentionRequest, model: str, _: dict[str, str]):
     from contextlens.analyses.lesson.attention import attend
 
-    occs = occurrences(req.sentences, req.word, req.occurrence)
+    occs = locate_all(req.sentences, req.word, req.occurrence)
     return attend(
         occs, load_contextual(model), layer=req.layer, head=req.head, exclude_special=req.exclude_special, top_k=req.top
     )
@@ -161,18 +143,18 @@ def run_attention(req: AttentionRequest, model: str, _: dict[str, str]):
 def run_probe(req: ProbeRequest, model: str, _: dict[str, str]):
     from contextlens.analyses.lesson.probe import probe
 
-    occs = occurrences(req.sentences, req.word, req.occurrence)
+    occs = locate_all(req.sentences, req.word, req.occurrence)
     words = [w for a in req.anchors for w in a.replace(",", " ").split()]
     return probe(
         occs, words, load_contextual(model), None, template=req.template, layer=req.layer,
-        static=static_or_none(req.static, True),
+        static=optional_static(req.static, True),
     )  # fmt: skip
 
 
 def run_trace(req: TraceRequest, model: str, _: dict[str, str]):
     from contextlens.analyses.lesson.trace import trace
 
-    (occ,) = occurrences([req.sentence], req.word, req.occurrence)
+    (occ,) = locate_all([req.sentence], req.word, req.occurrence)
     return trace(occ, load_contextual(model), top_k=req.top, exclude_special=req.exclude_special)
 
 
@@ -181,44 +163,16 @@ def run_rank(req: RankRequest, model: str, _: dict[str, str]):
 
     in_template("word", req.template)
     return rank_pairs(
-        load_pairs(None), load_contextual(model), static_or_none(req.static, False), template=req.template,
+        load_pairs(None), load_contextual(model), optional_static(req.static, False), template=req.template,
         layer=req.layer, top=req.top, source="built-in pairs",
     )  # fmt: skip
 
 
-@dataclass(frozen=True)
-class Document:
-    """A result that is already a JSON document (neighbors has no result class)."""
+def run_neighbors(req: NeighborsRequest, _model: str, __: dict[str, str]):
+    from contextlens.analyses.lesson.neighbors import neighbors
 
-    data: dict[str, Any]
-
-    def to_dict(self) -> dict[str, Any]:
-        return self.data
-
-
-def parse_analogy(text: str) -> tuple[str, str, str]:
-    parts = text.replace("::", ":").split(":")
-    if len(parts) != 3 or not all(p.strip() for p in parts):
-        raise InputError(f"--analogy {text!r} is not of the form a:b::c (e.g. king:man::queen)")
-    a, b, c = (p.strip() for p in parts)
-    return a, b, c
-
-
-def run_neighbors(req: NeighborsRequest, _model: str, __: dict[str, str]) -> Document:
-    """The same document as ``contextlens neighbors --json`` (built there too: see cli/neighbors.py)."""
-    static = static_or_none(req.static, False)
-    if req.analogy:
-        a, b, c = parse_analogy(req.analogy)
-        results = static.analogy(a, b, c, topn=req.top)
-        query: dict[str, Any] = {"analogy": f"{a}:{b}::{c}", "positive": [b, c], "negative": [a]}
-    else:
-        pos = ([req.word] if req.word else []) + list(req.positive)
-        neg = list(req.negative)
-        if not pos and not neg:
-            raise InputError("give a WORD, --analogy a:b::c, or --positive/--negative words")
-        results = static.most_similar(pos, neg, topn=req.top)
-        query = {"positive": pos, "negative": neg}
-    return Document({"static_model": static.name, **query, "neighbors": [{"word": w, "cosine": s} for w, s in results]})
+    static = optional_static(req.static, False)
+    return neighbors(static, req.word or None, req.positive, req.negative, req.analogy or None, req.top)
 
 
 def run_search(req: SearchRequest, _model: str, indexes: dict[str, str]):
