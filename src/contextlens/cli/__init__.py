@@ -27,6 +27,7 @@ from contextlens.cli import (  # noqa: E402,F401
     attention,
     capacity,
     compare,
+    corpus,
     demo,
     eval,
     explore,
