@@ -118,8 +118,15 @@ def chunked(stream: Iterator[Sentence], size: int) -> Iterator[tuple[int, list[S
 def schema(layers: Sequence[int], hidden_size: int, dtype: str) -> pa.Schema:
     vec = pa.list_(pa.float16() if dtype == "float16" else pa.float32(), hidden_size)
     return pa.schema(
-        [("doc_id", pa.string()), ("sentence_index", pa.int32()), ("sentence", pa.string()), ("start", pa.int32()),
-         ("end", pa.int32()), ("target", pa.string())] + [(layer_column(lay), vec) for lay in layers]
+        [
+            ("doc_id", pa.string()),
+            ("sentence_index", pa.int32()),
+            ("sentence", pa.string()),
+            ("start", pa.int32()),
+            ("end", pa.int32()),
+            ("target", pa.string()),
+        ]
+        + [(layer_column(lay), vec) for lay in layers]
     )
 
 
@@ -146,7 +153,7 @@ def encode_chunk(model, spec: JobSpec, sentences: Sequence[Sentence]) -> pa.Tabl
         hidden = hidden.astype(DTYPES[spec.dtype])
     else:
         hidden = np.zeros((0, len(spec.layers), model.hidden_size), dtype=DTYPES[spec.dtype])
-    for k, layer in enumerate(spec.layers):
+    for k in range(len(spec.layers)):
         flat = pa.array(np.ascontiguousarray(hidden[:, k, :]).reshape(-1))
         arrays.append(pa.FixedSizeListArray.from_arrays(flat, model.hidden_size))
     return pa.Table.from_arrays(arrays, schema=sch)
@@ -212,8 +219,15 @@ def extract_corpus(
     wanted = loaded.check_layers(None if layers is None else list(layers))
     revision, sha = model_identity(loaded.name)
     manifest = Manifest(
-        corpus=describe(source), targets=list(words), model=loaded.name, revision=revision, weights_sha256=sha,
-        layers=list(wanted), pooling=pooling, dtype=dtype, chunk_sentences=chunk_sentences,
+        corpus=describe(source),
+        targets=list(words),
+        model=loaded.name,
+        revision=revision,
+        weights_sha256=sha,
+        layers=list(wanted),
+        pooling=pooling,
+        dtype=dtype,
+        chunk_sentences=chunk_sentences,
         hidden_size=loaded.hidden_size,
     )
     stats = ExtractStats()

@@ -18,8 +18,7 @@ from contextlens.errors import InputError
 MANIFEST = "manifest.json"
 FORMAT = "contextlens-corpus/1"
 # The settings that define a job: a different value in an existing folder is refused.
-JOB_KEYS = ("corpus", "targets", "model", "revision", "weights_sha256", "layers", "pooling", "dtype",
-            "chunk_sentences")
+JOB_KEYS = ("corpus", "targets", "model", "revision", "weights_sha256", "layers", "pooling", "dtype", "chunk_sentences")
 
 
 @dataclass
@@ -73,7 +72,11 @@ def require_manifest(folder: Path) -> Manifest:
     """The manifest of a finished extraction (for senses, contextuality)."""
     manifest = read_manifest(Path(folder))
     if manifest is None:
-        raise InputError(f"{folder} is not a corpus extraction folder (no {MANIFEST}); run `contextlens corpus extract`")
+        raise InputError(
+            f"{folder} is not a corpus extraction folder (no {MANIFEST}); run `contextlens corpus extract`"
+        )
     if not manifest.complete:
-        raise InputError(f"the extraction in {folder} is not finished; run the same `corpus extract` again to finish it")
+        raise InputError(
+            f"the extraction in {folder} is not finished; run the same `corpus extract` again to finish it"
+        )
     return manifest

@@ -62,8 +62,10 @@ def check_address(address: str) -> None:
         with socket.create_connection((host, int(port)), timeout=3):
             pass
     except OSError as exc:
-        raise InputError(f"Ray cluster at {address} does not answer ({exc.strerror or exc}); start it with "
-                         "`ray start --head` there, or drop --address for a local Ray") from None
+        raise InputError(
+            f"Ray cluster at {address} does not answer ({exc.strerror or exc}); start it with "
+            "`ray start --head` there, or drop --address for a local Ray"
+        ) from None
 
 
 def start_ray(address: str | None, cpus: int | None = None):
@@ -106,13 +108,21 @@ def run_ray(
         if not batch:
             return
         items = [
-            {"chunk": n, "doc_id": [s[0] for s in rows], "sentence_index": [s[1] for s in rows],
-             "sentence": [s[2] for s in rows]}
+            {
+                "chunk": n,
+                "doc_id": [s[0] for s in rows],
+                "sentence_index": [s[1] for s in rows],
+                "sentence": [s[2] for s in rows],
+            }
             for n, rows in batch
         ]
         ds = ray.data.from_items(items, override_num_blocks=min(len(items), 4 * actors)).map_batches(
-            ChunkEncoder, fn_constructor_kwargs={"spec": spec, "threads": threads}, batch_size=1,
-            compute=ray.data.ActorPoolStrategy(size=actors), num_cpus=threads, batch_format="numpy",
+            ChunkEncoder,
+            fn_constructor_kwargs={"spec": spec, "threads": threads},
+            batch_size=1,
+            compute=ray.data.ActorPoolStrategy(size=actors),
+            num_cpus=threads,
+            batch_format="numpy",
         )
         for row in ds.iter_rows():
             table = pa.ipc.open_stream(pa.py_buffer(row["rows"])).read_all()
