@@ -36,6 +36,7 @@ from contextlens.cli import (  # noqa: E402,F401
     neighbors,
     probe,
     rank,
+    senses,
     trace,
 )
 
