@@ -292,12 +292,8 @@ def read_rows(folder: Path, target: str | None = None, columns: Sequence[str] | 
     shards = sorted(Path(folder).glob(SHARD_GLOB))
     tables = []
     for path in shards:
-        table = pq.read_table(path, columns=list(columns) if columns else None)
-        if target is not None:
-            import pyarrow.compute as pc
-
-            table = table.filter(pc.equal(table.column("target"), target))
-        tables.append(table)
+        filters = [("target", "==", target)] if target is not None else None
+        tables.append(pq.read_table(path, columns=list(columns) if columns else None, filters=filters))
     if not tables:
         raise InputError(f"{folder} holds no shards; run `contextlens corpus extract` into it first")
     return pa.concat_tables(tables)

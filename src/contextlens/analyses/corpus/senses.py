@@ -7,7 +7,8 @@ one sense (k = 1: the occurrences do not form separated groups). ``--k N`` force
 Each cluster is labelled by its most distinctive context words (smoothed log-odds of a word in
 the cluster's sentences vs the other clusters', stop words and the target left out) and by its
 nearest WordNet gloss: each synset of the word's definition is encoded by the same model at the
-same layer (mean over the gloss's tokens) and compared with the cluster centroid.
+same layer as the word itself in ``"<word>: <definition>"`` (LMMS style, as the WSD benchmark's
+glosses) and compared with the cluster centroid.
 """
 
 from __future__ import annotations
@@ -185,7 +186,11 @@ def _gloss_vectors(model_name: str, word: str, layer: int) -> list[tuple[str, st
         return []
     if not synsets:
         return []
+    from contextlens.analyses.benchmarks.suite import GLOSS_TEMPLATE
+    from contextlens.core.occurrences import Occurrence
+
     model = load_contextual(model_name)
-    states = model.token_states([s.definition() for s in synsets], layers=[layer])
-    vecs = normalize_rows(np.stack([st.states[0].mean(axis=0) for st in states]))
+    texts = [GLOSS_TEMPLATE.format(lemma=word, definition=s.definition()) for s in synsets]
+    encs = model.encode_occurrences([Occurrence(t, 0, len(word)) for t in texts], layers=[layer])
+    vecs = normalize_rows(np.stack([e.hidden[0] for e in encs]))
     return [(s.name(), s.definition(), v) for s, v in zip(synsets, vecs, strict=True)]
