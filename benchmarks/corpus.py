@@ -1,7 +1,7 @@
 """Corpus extraction throughput: the local engine vs Ray (1 and 2 actors), and memory at 10x size.
 
-Each run is a fresh process (so ``ru_maxrss`` is its own; Ray actors are separate processes and
-their memory is reported apart from the driver's); the clock includes reading, sentence
+Each run is a fresh process (so ``ru_maxrss`` is its own: the driver's; Ray actors are separate
+processes whose memory is not measured here); the clock includes reading, sentence
 splitting, locating, encoding and writing the shards, not the model load of the local engine
 (Ray's actor start-up and model loads are inside the clock: that is what a job pays).
 
@@ -52,7 +52,6 @@ def _one(engine: str, corpus: str, words: list[str], model: str, threads: int, q
         actors=actors,
     )
     seconds = time.perf_counter() - start
-    actor_rss = None
     if engine != "local":
         import ray
 
@@ -68,7 +67,6 @@ def _one(engine: str, corpus: str, words: list[str], model: str, threads: int, q
             "sentences_per_s": round(result.stats.sentences / seconds, 1),
             "occurrences_per_s": round(result.manifest.counts["rows"] / seconds, 1),
             "driver_peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-            "actor_peak_rss_mib": actor_rss,
         }
     )
 
