@@ -89,3 +89,15 @@ def test_bad_requests_are_one_line(folder, tmp_path, capsys):
     data = json.loads(out)
     assert data["k"] == 2 and sum(c["size"] for c in data["clusters"]) == 16
     assert (tmp_path / "s.png").stat().st_size > 0 and "plotly" in (tmp_path / "s.html").read_text().lower()
+
+
+def test_corpus_contextuality_on_an_extraction(folder):
+    from contextlens.analyses.corpus.contextuality import corpus_contextuality
+
+    result = corpus_contextuality(folder, min_contexts=10)
+    assert result.meta["counts"]["contexts_per_word"]["min"] == 16
+    mev = {lay: result.value(layer=lay, metric="mev") for lay in (0, 5, 6)}
+    assert all(1 / 16 <= v <= 1 for v in mev.values())
+    assert mev[0] > mev[5]  # the embedding output is close to one static vector; layer 5 is not
+    with pytest.raises(InputError, match="has 17 contexts"):
+        corpus_contextuality(folder, min_contexts=17)
