@@ -19,6 +19,7 @@ from contextlens.cli.common import (
     print_json,
 )
 from contextlens.cli.eval import QuickOpt, encoding_progress, eval_app, plot_after, size_name, timing_footer
+from contextlens.errors import InputError
 
 
 @eval_app.command("contextuality")
@@ -43,12 +44,13 @@ def contextuality_cmd(
     if corpus is not None:
         from contextlens.analyses.corpus.contextuality import corpus_contextuality
 
+        if plot is not None:
+            raise InputError("--plot is not drawn with --corpus yet (the figure assumes WordNet examples); drop it")
         result = corpus_contextuality(corpus, min_contexts)
-        with plot_after([result], plot, contextuality_figure):
-            if json_out:
-                print_json(result.to_dict())
-            else:
-                _corpus_table(result)
+        if json_out:
+            print_json(result.to_dict())
+        else:
+            _corpus_table(result)
         return
     results = []
     for name in [model, *(also or [])]:
