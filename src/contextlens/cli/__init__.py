@@ -27,6 +27,7 @@ from contextlens.cli import (  # noqa: E402,F401
     attention,
     capacity,
     compare,
+    corpus,
     demo,
     eval,
     explore,
@@ -35,6 +36,7 @@ from contextlens.cli import (  # noqa: E402,F401
     neighbors,
     probe,
     rank,
+    senses,
     serve,
     trace,
 )

@@ -135,9 +135,7 @@ def find_word(text: str, word: str, index: int = 0, *, case_sensitive: bool = Fa
         raise InputError("the target word is empty; name the word to look for")
     text = unicodedata.normalize("NFC", text)
     word = unicodedata.normalize("NFC", word.strip())
-    flags = 0 if case_sensitive else re.IGNORECASE
-    pattern = re.compile(rf"(?<!\w){re.escape(word)}(?!\w)", flags)
-    matches = list(pattern.finditer(text))
+    matches = list(word_pattern([word], case_sensitive).finditer(text))
     if not matches:
         raise TargetNotFoundError(_not_found_message(text, word))
     if index < 0:
@@ -149,6 +147,17 @@ def find_word(text: str, word: str, index: int = 0, *, case_sensitive: bool = Fa
         )
     m = matches[index]
     return Occurrence(text, m.start(), m.end())
+
+
+def word_pattern(words: list[str], case_sensitive: bool = False) -> re.Pattern[str]:
+    """One regex for whole-word matches of any of ``words`` (NFC; longest first)."""
+    alternatives = "|".join(re.escape(w) for w in sorted(words, key=len, reverse=True))
+    return re.compile(rf"(?<!\w)(?:{alternatives})(?!\w)", 0 if case_sensitive else re.IGNORECASE)
+
+
+def find_all(text: str, pattern: re.Pattern[str]) -> list[Occurrence]:
+    """Every match of a :func:`word_pattern` in an NFC ``text``, in text order (corpus scanning)."""
+    return [Occurrence(text, m.start(), m.end()) for m in pattern.finditer(text)]
 
 
 def locate(text: str, word: str | None = None, index: int = 0) -> Occurrence:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -18,6 +19,7 @@ from contextlens.cli.common import (
     print_json,
 )
 from contextlens.cli.eval import QuickOpt, encoding_progress, eval_app, plot_after, size_name, timing_footer
+from contextlens.errors import InputError
 
 
 @eval_app.command("contextuality")
@@ -27,6 +29,11 @@ def contextuality_cmd(
         list[str] | None, typer.Option("--also", help="Another model to measure and draw on the same figure.")
     ] = None,
     quick: QuickOpt = False,
+    corpus: Annotated[
+        Path | None,
+        typer.Option("--corpus", help="An extraction folder (`corpus extract`): words with >= --min-contexts."),
+    ] = None,
+    min_contexts: Annotated[int, typer.Option("--min-contexts", help="With --corpus: contexts a word needs.")] = 50,
     json_out: JsonOpt = False,
     plot: PlotOpt = None,
 ) -> None:
@@ -34,6 +41,17 @@ def contextuality_cmd(
     from contextlens.analyses.benchmarks.suite import run_contextuality
     from contextlens.reports.benchmark_figures import contextuality_figure
 
+    if corpus is not None:
+        from contextlens.analyses.corpus.contextuality import corpus_contextuality
+
+        if plot is not None:
+            raise InputError("--plot is not drawn with --corpus yet (the figure assumes WordNet examples); drop it")
+        result = corpus_contextuality(corpus, min_contexts)
+        if json_out:
+            print_json(result.to_dict())
+        else:
+            _corpus_table(result)
+        return
     results = []
     for name in [model, *(also or [])]:
         with encoding_progress(name) as progress:
@@ -67,3 +85,28 @@ def _contextuality_tables(results: list[BenchmarkResult]) -> None:
         timing_footer(result)
     for metric, finding in results[0].meta["paper_findings"].items():
         console.print(f"[dim]paper ({metric}): {finding}[/dim]")
+
+
+def _corpus_table(result: BenchmarkResult) -> None:
+    from contextlens.analyses.benchmarks.contextuality import table_rows
+
+    c = result.meta["counts"]
+    table = Table(title=f"how contextual on a corpus? (Ethayarajh 2019) — {result.model}")
+    for col in ("layer", "anisotropy", "self-sim", "adjusted", "MEV", "adjusted"):
+        table.add_column(col, justify="right")
+    for r in table_rows(result):
+        table.add_row(
+            str(r["layer"]),
+            *(
+                fmt(r[m], 3)
+                for m in ("anisotropy", "self_similarity", "self_similarity_adjusted", "mev", "mev_adjusted")
+            ),
+        )
+    console.print(table)
+    per = c["contexts_per_word"]
+    console.print(
+        f"{c['words']} words with >= {c['min_contexts']} contexts (min {per['min']}, median {per['median']}, "
+        f"max {per['max']}; {c['word_occurrences']} occurrences) from {result.meta['corpus']}. "
+        f"Paper (MEV): {result.meta['paper_findings']['mev']}",
+        soft_wrap=True,
+    )

@@ -1,0 +1,34 @@
+"""Where chunks are encoded: ``local`` (this process) or ``ray`` (Ray Data, an actor pool).
+
+Both engines call :func:`.extract.encode_chunk` on the same chunks and hand back the same
+tables; the caller writes the shards, so resumability does not depend on the engine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+import pyarrow as pa
+
+from contextlens.analyses.corpus.extract import JobSpec, Sentence, encode_chunk
+
+ENGINES = ("local", "ray")
+Written = Callable[[int, pa.Table], None]
+
+
+def run(
+    engine: str,
+    spec: JobSpec,
+    chunks: Iterator[tuple[int, list[Sentence]]],
+    written: Written,
+    loaded=None,
+    address: str | None = None,
+    actors: int = 1,
+) -> None:
+    if engine == "local":
+        for number, chunk in chunks:
+            written(number, encode_chunk(loaded, spec, chunk))
+        return
+    from contextlens.analyses.corpus.ray_engine import run_ray
+
+    run_ray(spec, chunks, written, address=address, actors=actors)

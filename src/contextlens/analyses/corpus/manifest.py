@@ -1,0 +1,82 @@
+"""The manifest of an extraction folder: what was extracted, by which model, how far it got.
+
+``manifest.json`` is written (atomically) before the first shard and again when the job is
+complete. A job may only continue in a folder whose manifest has the same job settings; any
+difference (another model, revision, layer set, pooling, dtype, targets, corpus, chunking) is
+refused, so one folder never mixes vectors of two models.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from contextlens.core.resources import atomic_write_text
+from contextlens.errors import InputError
+
+MANIFEST = "manifest.json"
+FORMAT = "contextlens-corpus/1"
+# The settings that define a job: a different value in an existing folder is refused.
+JOB_KEYS = ("corpus", "targets", "model", "revision", "weights_sha256", "layers", "pooling", "dtype", "chunk_sentences")
+
+
+@dataclass
+class Manifest:
+    corpus: str
+    targets: list[str]
+    model: str
+    revision: str | None
+    weights_sha256: str | None
+    layers: list[int]
+    pooling: str
+    dtype: str
+    chunk_sentences: int
+    hidden_size: int
+    format: str = FORMAT
+    complete: bool = False
+    counts: dict[str, object] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+    def write(self, folder: Path) -> None:
+        atomic_write_text(folder / MANIFEST, json.dumps(self.to_dict(), indent=2) + "\n")
+
+    def check_same_job(self, other: Manifest, folder: Path) -> None:
+        """Refuse to continue ``other`` (the folder's) with different job settings."""
+        for key in JOB_KEYS:
+            mine, theirs = getattr(self, key), getattr(other, key)
+            if mine != theirs:
+                raise InputError(
+                    f"{folder} holds an extraction with {key}={theirs!r}, not {mine!r}; "
+                    "use another --out folder or the same settings"
+                )
+
+
+def read_manifest(folder: Path) -> Manifest | None:
+    """The folder's manifest, or None when there is none (a fresh folder)."""
+    path = Path(folder) / MANIFEST
+    if not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_text())
+        if data.get("format") != FORMAT:
+            raise ValueError(f"format {data.get('format')!r}")
+        return Manifest(**data)
+    except (ValueError, TypeError, OSError) as exc:
+        raise InputError(f"{path} is not a contextlens corpus manifest ({exc}); use another --out folder") from None
+
+
+def require_manifest(folder: Path) -> Manifest:
+    """The manifest of a finished extraction (for senses, contextuality)."""
+    manifest = read_manifest(Path(folder))
+    if manifest is None:
+        raise InputError(
+            f"{folder} is not a corpus extraction folder (no {MANIFEST}); run `contextlens corpus extract`"
+        )
+    if not manifest.complete:
+        raise InputError(
+            f"the extraction in {folder} is not finished; run the same `corpus extract` again to finish it"
+        )
+    return manifest

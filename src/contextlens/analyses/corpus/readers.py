@@ -1,0 +1,207 @@
+"""Corpus readers: files, folders, JSONL, Parquet, and the installed corpora, all streamed.
+
+A reader yields :class:`Document` objects one at a time, in a fixed order (folders sorted), so
+a job can be resumed by position. A document is a list of pieces (lines, paragraphs, a gloss
+and its examples); sentence splitting happens after (:mod:`.sentences`). Lines that are not
+UTF-8 are skipped and counted (``on_error="skip"``) or stop the job with the file and line.
+"""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+
+from contextlens.errors import DataFileError, InputError
+
+INSTALLED = ("enwiki", "lee", "wordnet")
+ENWIKI_FILE = "enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"
+LEE_FILE = "lee_background.cor"
+TEXT_SUFFIXES = (".txt", ".text", ".cor")
+
+
+@dataclass(frozen=True)
+class Document:
+    doc_id: str
+    pieces: tuple[str, ...]
+
+
+@dataclass
+class ReadStats:
+    """What the reader saw; ``skipped`` counts undecodable lines (file:line of the first ones)."""
+
+    documents: int = 0
+    skipped: int = 0
+    skipped_where: list[str] = field(default_factory=list)
+
+
+def describe(source: str) -> str:
+    """A stable description of a corpus argument, for the manifest."""
+    return source if source in INSTALLED else str(Path(source).expanduser().resolve())
+
+
+def read_corpus(source: str, stats: ReadStats | None = None, on_error: str = "skip") -> Iterator[Document]:
+    """Documents of ``source``: an installed corpus name, a file or a folder of .txt files."""
+    if on_error not in ("skip", "stop"):
+        raise InputError(f"unknown on_error {on_error!r}; use skip or stop")
+    stats = stats if stats is not None else ReadStats()
+    if source == "enwiki":
+        yield from _count(_enwiki(), stats)
+        return
+    if source == "lee":
+        yield from _count(_lines(_gensim_data(LEE_FILE), "lee", stats, on_error), stats)
+        return
+    if source == "wordnet":
+        yield from _count(_wordnet(), stats)
+        return
+    path = Path(source).expanduser()
+    if not path.exists():
+        raise DataFileError(
+            f"corpus {source!r} is neither a file, a folder nor an installed corpus ({', '.join(INSTALLED)})"
+        )
+    if path.is_dir():
+        files = sorted(p for p in path.rglob("*") if p.is_file() and _base_suffix(p) in TEXT_SUFFIXES)
+        if not files:
+            raise DataFileError(f"folder {path} holds no .txt files (.gz/.bz2 also read)")
+        for f in files:
+            lines = [d.pieces[0] for d in _lines(f, str(f.relative_to(path)), stats, on_error)]
+            if any(line.strip() for line in lines):
+                yield from _count(iter([Document(str(f.relative_to(path)), tuple(lines))]), stats)
+        return
+    kind = _base_suffix(path)
+    if kind == ".jsonl":
+        yield from _count(_jsonl(path, stats, on_error), stats)
+    elif kind == ".parquet":
+        yield from _count(_parquet(path), stats)
+    else:
+        yield from _count(_lines(path, path.name, stats, on_error), stats)
+
+
+def _count(docs: Iterator[Document], stats: ReadStats) -> Iterator[Document]:
+    for doc in docs:
+        stats.documents += 1
+        yield doc
+
+
+def _base_suffix(path: Path) -> str:
+    suffixes = [s.lower() for s in path.suffixes]
+    if suffixes and suffixes[-1] in (".gz", ".bz2"):
+        suffixes = suffixes[:-1]
+    return suffixes[-1] if suffixes else ""
+
+
+def _open_binary(path: Path) -> IO[bytes]:
+    name = path.name.lower()
+    try:
+        if name.endswith(".gz"):
+            return gzip.open(path, "rb")
+        if name.endswith(".bz2"):
+            return bz2.open(path, "rb")
+        return path.open("rb")
+    except OSError as exc:
+        raise DataFileError(f"cannot read corpus file {path}: {exc.strerror or exc}") from exc
+
+
+def _decoded_lines(path: Path, stats: ReadStats, on_error: str) -> Iterator[tuple[int, str]]:
+    """``(line number, text)`` of each UTF-8 line; bad lines skipped and counted, or an error."""
+    try:
+        with _open_binary(path) as fh:
+            for n, raw in enumerate(fh, start=1):
+                try:
+                    yield n, raw.decode("utf-8").rstrip("\r\n")
+                except UnicodeDecodeError as exc:
+                    if on_error == "stop":
+                        raise DataFileError(
+                            f"{path}:{n}: not UTF-8 (byte {exc.start}); fix the file or pass --on-error skip"
+                        ) from None
+                    stats.skipped += 1
+                    if len(stats.skipped_where) < 5:
+                        stats.skipped_where.append(f"{path}:{n}")
+    except (OSError, EOFError) as exc:
+        raise DataFileError(f"cannot read corpus file {path}: {exc}") from exc
+
+
+def _lines(path: Path, label: str, stats: ReadStats, on_error: str) -> Iterator[Document]:
+    """One document per non-empty line, named ``label:line``."""
+    for n, line in _decoded_lines(path, stats, on_error):
+        if line.strip():
+            yield Document(f"{label}:{n}", (line,))
+
+
+def _jsonl(path: Path, stats: ReadStats, on_error: str) -> Iterator[Document]:
+    for n, line in _decoded_lines(path, stats, on_error):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError as exc:
+            raise DataFileError(f"{path}:{n}: not a JSON object ({exc.msg}); one JSON object per line") from None
+        if not isinstance(record, dict) or not isinstance(record.get("text"), str):
+            raise DataFileError(f"{path}:{n}: no string field 'text'; each line needs {{\"text\": ...}}")
+        doc_id = str(record.get("id", f"{path.name}:{n}"))
+        yield Document(doc_id, tuple(record["text"].splitlines() or [""]))
+
+
+def _parquet(path: Path) -> Iterator[Document]:
+    import pyarrow.parquet as pq
+
+    try:
+        pf = pq.ParquetFile(path)
+    except Exception as exc:  # pyarrow raises several types for a damaged file
+        raise DataFileError(f"cannot read {path} as Parquet: {exc}") from exc
+    names = pf.schema_arrow.names
+    if "text" not in names:
+        raise DataFileError(f"{path} has no 'text' column (columns: {', '.join(names)})")
+    columns = ["text", "id"] if "id" in names else ["text"]
+    row = 0
+    for batch in pf.iter_batches(batch_size=1024, columns=columns):
+        data = batch.to_pydict()
+        for k, text in enumerate(data["text"]):
+            doc_id = str(data["id"][k]) if "id" in data else f"{path.name}:{row}"
+            row += 1
+            if isinstance(text, str) and text.strip():
+                yield Document(doc_id, tuple(text.splitlines()))
+
+
+def _gensim_data(name: str) -> Path:
+    from gensim.test.utils import datapath
+
+    path = Path(datapath(name))
+    if not path.is_file():
+        raise DataFileError(f"installed corpus file {name} is missing; reinstall gensim (it ships the file)")
+    return path
+
+
+_REF = re.compile(r"^\s*(==+.*==+|\|.*|\{\|.*|!.*)\s*$")
+
+
+def _enwiki() -> Iterator[Document]:
+    """Articles of gensim's shortened Wikipedia dump, cleaned by gensim's own ``filter_wiki``."""
+    from gensim.corpora.wikicorpus import ARTICLE_MIN_WORDS, IGNORED_NAMESPACES, extract_pages, filter_wiki
+
+    with bz2.open(_gensim_data(ENWIKI_FILE), "rb") as fh:
+        for title, text, pageid in extract_pages(fh):
+            if any(title.startswith(ns + ":") for ns in IGNORED_NAMESPACES):
+                continue
+            plain = filter_wiki(text)
+            if plain.lstrip().lower().startswith("#redirect") or len(plain.split()) < ARTICLE_MIN_WORDS:
+                continue
+            pieces = tuple(p for p in plain.splitlines() if p.strip() and not _REF.match(p))
+            if pieces:
+                yield Document(f"{pageid}:{title}", pieces)
+
+
+def _wordnet() -> Iterator[Document]:
+    """One document per WordNet 3.0 synset: its gloss, then its usage examples."""
+    from contextlens.core.wordnet import wordnet
+
+    reader = wordnet()
+    for pos in ("n", "v", "a", "r"):
+        for synset in reader.all_synsets(pos):
+            pieces = [synset.definition(), *(e.strip() for e in synset.examples())]
+            yield Document(synset.name(), tuple(p for p in pieces if p))

@@ -1,0 +1,196 @@
+"""Sense induction on an extraction folder: cluster one word's occurrences at one layer.
+
+Criterion for k: k-means (cosine geometry: unit vectors) for k = 2..8, keep the k with the
+highest silhouette (cosine); when no k reaches a silhouette of ``MIN_SILHOUETTE`` the word is
+one sense (k = 1: the occurrences do not form separated groups). ``--k N`` forces N.
+
+Each cluster is labelled by its most distinctive context words (smoothed log-odds of a word in
+the cluster's sentences vs the other clusters', stop words and the target left out) and by its
+nearest WordNet gloss: each synset of the word's definition is encoded by the same model at the
+same layer as the word itself in ``"<word>: <definition>"`` (LMMS style, as the WSD benchmark's
+glosses) and compared with the cluster centroid.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from contextlens.analyses.corpus.extract import layer_column, read_rows
+from contextlens.analyses.corpus.manifest import require_manifest
+from contextlens.core.occurrences import ALPHA_WORD_RE
+from contextlens.core.similarity import normalize_rows
+from contextlens.errors import ContextlensError, InputError, TargetNotFoundError
+
+MAX_K = 8
+MIN_SILHOUETTE = 0.1
+CRITERION = f"k-means for k=2..{MAX_K}, k with the highest cosine silhouette; k=1 when none reaches {MIN_SILHOUETTE}"
+
+
+@dataclass(frozen=True)
+class SenseCluster:
+    cluster: int
+    size: int
+    distinctive_words: list[str]
+    gloss: dict[str, object] | None  # synset, definition, cosine
+    typical: list[dict[str, object]]
+    ambiguous: list[dict[str, object]]
+
+
+@dataclass(frozen=True)
+class SenseInduction:
+    word: str
+    model: str
+    layer: int
+    k: int
+    criterion: str
+    silhouettes: dict[int, float]
+    clusters: list[SenseCluster]
+    labels: np.ndarray = field(repr=False)
+    coords: np.ndarray = field(repr=False)  # (n, 2) PCA projection of the unit vectors
+    sentences: list[str] = field(repr=False)
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "word": self.word,
+            "model": self.model,
+            "layer": self.layer,
+            "k": self.k,
+            "criterion": self.criterion,
+            "occurrences": len(self.sentences),
+            "silhouettes": {str(k): round(v, 4) for k, v in self.silhouettes.items()},
+            "clusters": [c.__dict__ for c in self.clusters],
+        }
+
+
+def induce_senses(
+    folder: Path, word: str, layer: int | None = None, k: str | int = "auto", seed: int = 0, examples: int = 3
+) -> SenseInduction:
+    from sklearn.cluster import KMeans
+    from sklearn.decomposition import PCA
+    from sklearn.metrics import silhouette_score
+
+    manifest = require_manifest(Path(folder))
+    word = word.strip().lower()
+    if word not in manifest.targets:
+        raise TargetNotFoundError(f"{word!r} was not extracted in {folder}; its targets: {', '.join(manifest.targets)}")
+    layer = manifest.layers[-1] if layer is None else (manifest.layers[-1] + 1 + layer if layer < 0 else layer)
+    if layer not in manifest.layers:
+        raise InputError(f"layer {layer} is not in {folder}; extracted layers: {manifest.layers}")
+    table = read_rows(folder, word, ["sentence", "start", "end", "doc_id", layer_column(layer)])
+    n = table.num_rows
+    if n < 3:
+        raise InputError(f"{word!r} has {n} occurrence(s) in {folder}; sense induction needs at least 3")
+    x = normalize_rows(np.array(table.column(layer_column(layer)).to_pylist(), dtype=np.float32))
+    silhouettes: dict[int, float] = {}
+    fits = {}
+    for kk in range(2, min(MAX_K, n - 1) + 1):
+        km = KMeans(n_clusters=kk, n_init=4, random_state=seed).fit(x)
+        if len(set(km.labels_)) < 2:
+            continue
+        silhouettes[kk] = float(silhouette_score(x, km.labels_, metric="cosine"))
+        fits[kk] = km.labels_
+    if k == "auto":
+        best = max(silhouettes, key=silhouettes.get, default=1)
+        chosen = best if silhouettes.get(best, 0.0) >= MIN_SILHOUETTE else 1
+    else:
+        chosen = int(k)
+        if not 1 <= chosen <= min(MAX_K, n - 1):
+            raise InputError(f"--k {k}: give auto or a number between 1 and {min(MAX_K, n - 1)}")
+        if chosen > 1 and chosen not in fits:
+            fits[chosen] = KMeans(n_clusters=chosen, n_init=4, random_state=seed).fit(x).labels_
+    labels = np.zeros(n, dtype=int) if chosen == 1 else np.asarray(fits[chosen])
+    rows = table.select(["doc_id", "sentence", "start", "end"]).to_pylist()
+    centroids = normalize_rows(np.stack([x[labels == c].mean(axis=0) for c in range(chosen)]))
+    sims = x @ centroids.T
+    glosses = _gloss_vectors(manifest.model, word, layer)
+    words = _distinctive(rows, labels, chosen, word)
+    clusters = []
+    for c in range(chosen):
+        members = np.flatnonzero(labels == c)
+        own = sims[members, c]
+        other = np.max(np.delete(sims[members], c, axis=1), axis=1) if chosen > 1 else np.full(len(members), -1.0)
+        margin = own - other
+        typical = [_example(rows[i], float(sims[i, c])) for i in members[np.argsort(-own)[:examples]]]
+        ambiguous = [
+            _example(rows[i], float(margin[j]))
+            for j, i in zip(np.argsort(margin)[:examples], members[np.argsort(margin)[:examples]], strict=True)
+        ]
+        gloss = None
+        if glosses:
+            cos = [float(v @ centroids[c]) for _, _, v in glosses]
+            best = int(np.argmax(cos))
+            gloss = {"synset": glosses[best][0], "definition": glosses[best][1], "cosine": round(cos[best], 4)}
+        clusters.append(SenseCluster(c, len(members), words[c], gloss, typical, ambiguous))
+    coords = PCA(n_components=2, random_state=seed).fit_transform(x) if n >= 2 else np.zeros((n, 2))
+    return SenseInduction(
+        word,
+        manifest.model,
+        layer,
+        chosen,
+        CRITERION,
+        silhouettes,
+        clusters,
+        labels,
+        coords,
+        [r["sentence"] for r in rows],
+    )
+
+
+def _example(row: dict, score: float) -> dict[str, object]:
+    s = row["sentence"]
+    return {
+        "doc_id": row["doc_id"],
+        "marked": f"{s[: row['start']]}[{s[row['start'] : row['end']]}]{s[row['end'] :]}",
+        "score": round(score, 4),
+    }
+
+
+def _distinctive(rows: list[dict], labels: np.ndarray, k: int, word: str, top: int = 6) -> list[list[str]]:
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+    counts = [Counter() for _ in range(k)]
+    for row, c in zip(rows, labels, strict=True):
+        for w in {t.lower() for t in ALPHA_WORD_RE.findall(row["sentence"])}:
+            if w != word and w not in ENGLISH_STOP_WORDS and len(w) > 2:
+                counts[c][w] += 1
+    total = Counter()
+    for cnt in counts:
+        total.update(cnt)
+    vocab = len(total) or 1
+    out = []
+    for c in range(k):
+        n_in = sum(counts[c].values())
+        n_out = sum(total.values()) - n_in
+        scores = {
+            w: math.log((counts[c][w] + 1) / (n_in + vocab)) - math.log((total[w] - counts[c][w] + 1) / (n_out + vocab))
+            for w in counts[c]
+            if counts[c][w] >= 2 or k == 1
+        }
+        out.append([w for w, _ in sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:top]])
+    return out
+
+
+def _gloss_vectors(model_name: str, word: str, layer: int) -> list[tuple[str, str, np.ndarray]]:
+    """(synset, definition, unit vector) of each WordNet sense of ``word``, by the same model and layer."""
+    from contextlens.core.contextual_models import load_contextual
+    from contextlens.core.wordnet import wordnet
+
+    try:
+        synsets = wordnet().synsets(word)
+    except ContextlensError:  # WordNet not installed: labels without glosses
+        return []
+    if not synsets:
+        return []
+    from contextlens.analyses.benchmarks.suite import GLOSS_TEMPLATE
+    from contextlens.core.occurrences import Occurrence
+
+    model = load_contextual(model_name)
+    texts = [GLOSS_TEMPLATE.format(lemma=word, definition=s.definition()) for s in synsets]
+    encs = model.encode_occurrences([Occurrence(t, 0, len(word)) for t in texts], layers=[layer])
+    vecs = normalize_rows(np.stack([e.hidden[0] for e in encs]))
+    return [(s.name(), s.definition(), v) for s, v in zip(synsets, vecs, strict=True)]

@@ -1,0 +1,166 @@
+"""`contextlens corpus list|extract`: real corpora, every occurrence of target words as Parquet."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from contextlens.cli import app
+from contextlens.cli.common import DEFAULT_MODEL, JsonOpt, ModelOpt, console, err_console, note, print_json
+from contextlens.errors import DataFileError, InputError
+from contextlens.reports.output_paths import check_output_folder
+
+corpus_app = typer.Typer(
+    help="Corpora: list the installed ones, extract every occurrence of words.", no_args_is_help=True
+)
+app.add_typer(corpus_app, name="corpus")
+
+
+@corpus_app.command("list")
+def list_cmd(json_out: JsonOpt = False) -> None:
+    """The installed corpora with their sizes (counted once, then cached)."""
+    from contextlens.analyses.corpus.catalogue import installed_corpora
+
+    with err_console.status("counting corpora (once, then cached)..."):
+        infos = installed_corpora()
+    if json_out:
+        print_json([i.to_dict() for i in infos])
+        return
+    table = Table(title="installed corpora")
+    for col, just in (
+        ("name", "left"),
+        ("documents", "right"),
+        ("sentences", "right"),
+        ("words", "right"),
+        ("what", "left"),
+    ):
+        table.add_column(col, justify=just)  # type: ignore[arg-type]
+    for i in infos:
+        if i.installed:
+            table.add_row(i.name, f"{i.documents:,}", f"{i.sentences:,}", f"{i.words:,}", i.description)
+        else:
+            table.add_row(i.name, "-", "-", "-", f"[red]not installed[/red]: {i.problem}")
+    console.print(table)
+    console.print(
+        "[dim]also readable: a text file (one document per line), a folder of .txt, JSONL with 'text', "
+        "Parquet with 'text'; .gz/.bz2 transparently[/dim]"
+    )
+
+
+def parse_layers(value: str) -> list[int] | None:
+    if value.strip().lower() == "all":
+        return None
+    try:
+        return [int(x) for x in value.split(",") if x.strip()]
+    except ValueError:
+        raise InputError(f"--layers {value!r}: give numbers like 0,6,12 or 'all'") from None
+
+
+def target_words(words: str | None, words_file: Path | None) -> list[str]:
+    out = [w for w in (words or "").split(",") if w.strip()]
+    if words_file is not None:
+        try:
+            out += [line.strip() for line in words_file.read_text(encoding="utf-8").splitlines() if line.strip()]
+        except (OSError, UnicodeDecodeError) as exc:
+            raise DataFileError(f"cannot read --words-file {words_file}: {exc}") from None
+    if not out:
+        raise InputError("no target words; pass --words bank,spring or --words-file FILE")
+    return out
+
+
+@corpus_app.command("extract")
+def extract_cmd(
+    corpus: Annotated[str, typer.Argument(help="A file, folder, .jsonl, .parquet, or enwiki / lee / wordnet.")],
+    out: Annotated[
+        Path,
+        typer.Option(
+            "--out", "-o", help="Folder for the Parquet shards and manifest.json.", callback=check_output_folder
+        ),
+    ],
+    words: Annotated[str | None, typer.Option("--words", help="Comma-separated target words.")] = None,
+    words_file: Annotated[Path | None, typer.Option("--words-file", help="One target word per line.")] = None,
+    model: ModelOpt = DEFAULT_MODEL,
+    layers: Annotated[str, typer.Option("--layers", help="Layers to keep: 0,6,12 or all.")] = "all",
+    pooling: Annotated[str, typer.Option("--pooling", help="Over a word's tokens: mean, first, last.")] = "mean",
+    dtype: Annotated[str, typer.Option("--dtype", help="float16 (default) or float32.")] = "float16",
+    engine: Annotated[str, typer.Option("--engine", help="local (this process) or ray (Ray Data actors).")] = "local",
+    address: Annotated[
+        str | None, typer.Option("--address", help="Ray cluster to join (e.g. auto, ray://host:10001).")
+    ] = None,
+    actors: Annotated[int, typer.Option("--actors", help="Ray: model actors (one model each).")] = 1,
+    chunk: Annotated[int, typer.Option("--chunk", help="Sentences per shard (part of the job's identity).")] = 256,
+    on_error: Annotated[
+        str, typer.Option("--on-error", help="Non-UTF-8 lines: skip (counted) or stop (file:line).")
+    ] = "skip",
+    json_out: JsonOpt = False,
+) -> None:
+    """Every whole-word occurrence of the words in CORPUS -> Parquet rows with one vector per layer."""
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    from contextlens.analyses.corpus.extract import extract_corpus
+
+    targets = target_words(words, words_file)
+    progress = Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        TimeElapsedColumn(),
+        console=err_console,
+        transient=True,
+        disable=not err_console.is_terminal,
+    )
+    task = progress.add_task("loading model...")
+
+    def update(s) -> None:
+        rate = s.sentences / max(s.seconds, 1e-9)
+        progress.update(
+            task,
+            description=(
+                f"{s.sentences:,} sentences scanned, {s.occurrences:,} occurrences, {s.rows_written:,} rows written, "
+                f"{s.chunks_skipped} shards already done, {rate:,.0f} sentences/s"
+            ),
+        )
+
+    with progress:
+        result = extract_corpus(
+            corpus,
+            targets,
+            out,
+            model=model,
+            layers=parse_layers(layers),
+            pooling=pooling,
+            dtype=dtype,
+            chunk_sentences=chunk,
+            engine=engine,
+            address=address,
+            actors=actors,
+            on_error=on_error,
+            progress=update,
+        )
+    m, s = result.manifest, result.stats
+    if json_out:
+        print_json(
+            {
+                "folder": str(result.folder),
+                "already_complete": result.already_complete,
+                "manifest": m.to_dict(),
+                "seconds": round(s.seconds, 2),
+            }
+        )
+        return
+    if result.already_complete:
+        console.print(
+            f"{result.folder}: already complete ({m.counts['rows']:,} rows in {m.counts['shards']} shards); "
+            "nothing to do"
+        )
+        return
+    per = ", ".join(f"{w} {n:,}" for w, n in m.counts["per_target"].items())  # type: ignore[union-attr]
+    console.print(
+        f"{m.counts['rows']:,} rows ({per}) from {s.sentences:,} sentences into {result.folder} "
+        f"({m.counts['shards']} shards, {s.chunks_skipped} were already there) in {s.seconds:.1f} s"
+    )
+    console.print(f"[dim]model {m.model}, layers {m.layers}, {m.pooling} pooling, {m.dtype}[/dim]")
+    if s.read.skipped:
+        note(f"skipped {s.read.skipped} non-UTF-8 line(s), first at {', '.join(s.read.skipped_where)}")

@@ -1,0 +1,63 @@
+"""`contextlens senses induce DIR --word W`: senses of a word from its corpus occurrences."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from contextlens.cli import app
+from contextlens.cli.common import HtmlOpt, JsonOpt, PlotOpt, console, figures_after, print_json
+
+senses_app = typer.Typer(help="Sense induction on an extraction folder (see `corpus extract`).", no_args_is_help=True)
+app.add_typer(senses_app, name="senses")
+
+
+@senses_app.command("induce")
+def induce_cmd(
+    folder: Annotated[Path, typer.Argument(help="A folder written by `contextlens corpus extract`.")],
+    word: Annotated[str, typer.Option("--word", "-w", help="One of the folder's targets.")],
+    layer: Annotated[int | None, typer.Option("--layer", "-l", help="An extracted layer (default: the top).")] = None,
+    k: Annotated[
+        str, typer.Option("--k", help="auto (silhouette over 2..8, 1 if none separates) or a number.")
+    ] = "auto",
+    json_out: JsonOpt = False,
+    plot: PlotOpt = None,
+    html: HtmlOpt = None,
+) -> None:
+    """Cluster a word's occurrences; label each sense; show typical and ambiguous occurrences."""
+    from contextlens.analyses.corpus.senses import induce_senses
+    from contextlens.errors import InputError
+    from contextlens.reports.corpus_figures import senses_figure, senses_html_figures
+
+    if k != "auto" and not k.isdigit():
+        raise InputError(f"--k {k!r}: give auto or a number between 1 and 8")
+    result = induce_senses(folder, word, layer, k if k == "auto" else int(k))
+    with figures_after(
+        plot, html, lambda: senses_figure(result), lambda: senses_html_figures(result), f"senses of {word}"
+    ):
+        if json_out:
+            print_json(result.to_dict())
+            return
+        sil = ", ".join(f"k={kk}: {v:.3f}" for kk, v in result.silhouettes.items())
+        console.print(
+            f"[bold]{result.word}[/bold]: {len(result.labels)} occurrences, {result.model} layer "
+            f"{result.layer} -> [bold]k={result.k}[/bold]",
+            soft_wrap=True,
+        )
+        console.print(f"[dim]{result.criterion}; silhouettes {sil}[/dim]", soft_wrap=True)
+        for c in result.clusters:
+            console.print(
+                f"\n[bold]sense {c.cluster}[/bold] ({c.size}): {', '.join(c.distinctive_words)}", soft_wrap=True
+            )
+            if c.gloss:
+                console.print(
+                    f"  nearest gloss {c.gloss['synset']} ({c.gloss['cosine']:.3f}): {c.gloss['definition']}",
+                    soft_wrap=True,
+                    markup=False,
+                )
+            for e in c.typical:
+                console.print(f"  typical   {e['score']:.3f}  {e['marked']}", soft_wrap=True, markup=False)
+            for e in c.ambiguous:
+                console.print(f"  ambiguous {e['score']:+.3f}  {e['marked']}", soft_wrap=True, markup=False)

@@ -1,0 +1,282 @@
+"""Corpus readers and the resumable extraction: every occurrence once, even after kill -9."""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from contextlens.analyses.corpus.extract import extract_corpus, read_rows
+from contextlens.analyses.corpus.readers import ReadStats, read_corpus
+from contextlens.analyses.corpus.sentences import split_sentences
+from contextlens.cli import main
+from contextlens.errors import DataFileError
+
+KEY = ["doc_id", "sentence_index", "start"]
+
+
+def cli(capsys, *args: str) -> tuple[int, str, str]:
+    with pytest.raises(SystemExit) as stop:
+        main(list(args))
+    out, err = capsys.readouterr()
+    return int(stop.value.code or 0), out, err
+
+
+def one_line_error(code: int, err: str) -> str:
+    assert code == 2, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), err
+    return lines[0]
+
+
+def keys(table: pa.Table) -> list[tuple]:
+    return [tuple(r[k] for k in KEY) for r in table.select(KEY).to_pylist()]
+
+
+def test_every_format_reads_the_same_documents(tmp_path):
+    lines = ["The river bank flooded.", "She went to the bank. It was shut.", "Nothing here."]
+    plain = tmp_path / "c.txt"
+    plain.write_text("\n".join(lines) + "\n")
+    (tmp_path / "c.txt.gz").write_bytes(gzip.compress(plain.read_bytes()))
+    (tmp_path / "c.txt.bz2").write_bytes(bz2.compress(plain.read_bytes()))
+    (tmp_path / "c.jsonl").write_text("".join(json.dumps({"text": t}) + "\n" for t in lines))
+    pq.write_table(pa.table({"text": lines}), tmp_path / "c.parquet")
+    expected = [d.pieces for d in read_corpus(str(plain))]
+    assert expected == [(t,) for t in lines]
+    for name in ("c.txt.gz", "c.txt.bz2", "c.jsonl", "c.parquet"):
+        assert [d.pieces for d in read_corpus(str(tmp_path / name))] == expected, name
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "b.txt").write_text(lines[1])
+    (folder / "a.txt").write_text(lines[0])
+    assert [d.doc_id for d in read_corpus(str(folder))] == ["a.txt", "b.txt"]
+    assert split_sentences(lines[1]) == ["She went to the bank.", "It was shut."]
+
+
+def test_non_utf8_lines_are_skipped_and_counted_or_stop_with_file_and_line(tmp_path):
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"a good bank line\n\xff\xfe broken\nanother bank\n")
+    stats = ReadStats()
+    docs = list(read_corpus(str(bad), stats))
+    assert len(docs) == 2 and stats.skipped == 1 and stats.skipped_where == [f"{bad}:2"]
+    with pytest.raises(DataFileError, match=r"bad.txt:2: not UTF-8"):
+        list(read_corpus(str(bad), on_error="stop"))
+
+
+def test_installed_corpora_stream():
+    first = next(read_corpus("lee"))
+    assert first.doc_id == "lee:1" and "bushfire" in first.pieces[0]
+    wn = next(read_corpus("wordnet"))
+    assert wn.doc_id.endswith(".n.01") and len(wn.pieces) >= 1
+
+
+def _corpus(path: Path, n: int) -> Path:
+    lines = [
+        f"Line {i}: the {'river bank was muddy' if i % 2 else 'bank raised its rates'}. Spring {i} came. No target."
+        for i in range(n)
+    ]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_extract_rows_rerun_and_refusals(tmp_path, capsys, minilm):
+    corpus = _corpus(tmp_path / "c.txt", 12)
+    out = tmp_path / "out"
+    result = extract_corpus(str(corpus), ["bank", "Spring"], out, model="minilm", layers=[0, 6], chunk_sentences=5)
+    table = read_rows(out)
+    assert table.num_rows == 24 and result.manifest.counts["per_target"] == {"bank": 12, "spring": 12}
+    assert len(set(keys(table))) == 24
+    row = table.slice(0, 1).to_pylist()[0]
+    assert row["sentence"][row["start"] : row["end"]].lower() == row["target"]
+    assert table.schema.field("layer_6").type == pa.list_(pa.float16(), minilm.hidden_size)
+    # the stored float16 vector is the core's encoding of that occurrence
+    from contextlens.core.occurrences import Occurrence
+
+    enc = minilm.encode_occurrences([Occurrence(row["sentence"], row["start"], row["end"])], layers=[6])[0]
+    np.testing.assert_allclose(np.array(row["layer_6"], dtype=np.float32), enc.hidden[0], atol=2e-2, rtol=1e-2)
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["complete"] and manifest["layers"] == [0, 6] and manifest["model"] == "minilm"
+
+    code, stdout, _ = cli(
+        capsys,
+        "corpus",
+        "extract",
+        str(corpus),
+        "--words",
+        "bank,spring",
+        "--out",
+        str(out),
+        "--model",
+        "minilm",
+        "--layers",
+        "0,6",
+        "--chunk",
+        "5",
+    )
+    stdout = " ".join(stdout.split())
+    assert code == 0 and "already complete (24 rows in 8 shards); nothing to do" in stdout
+    line = one_line_error(
+        *cli(
+            capsys,
+            "corpus",
+            "extract",
+            str(corpus),
+            "--words",
+            "bank,spring",
+            "--out",
+            str(out),
+            "--model",
+            "minilm",
+            "--layers",
+            "0,5",
+            "--chunk",
+            "5",
+        )[::2]
+    )
+    assert "layers=[0, 6]" in line
+    line = one_line_error(
+        *cli(
+            capsys,
+            "corpus",
+            "extract",
+            str(corpus),
+            "--words",
+            "bank,zebra",
+            "--out",
+            str(tmp_path / "z"),
+            "--model",
+            "minilm",
+            "--layers",
+            "6",
+        )[::2]
+    )
+    assert "'zebra' never occur" in line
+    empty = tmp_path / "empty.txt"
+    empty.write_text("\n\n")
+    line = one_line_error(
+        *cli(
+            capsys,
+            "corpus",
+            "extract",
+            str(empty),
+            "--words",
+            "bank",
+            "--out",
+            str(tmp_path / "e"),
+            "--model",
+            "minilm",
+        )[::2]
+    )
+    assert "empty" in line
+
+
+@pytest.mark.slow  # ~60-90 s on a loaded 2-core machine; CI runs it
+def test_kill_9_then_rerun_gives_every_row_once(tmp_path, minilm):
+    corpus = _corpus(tmp_path / "big.txt", 40)
+    args = [
+        sys.executable,
+        "-m",
+        "contextlens",
+        "corpus",
+        "extract",
+        str(corpus),
+        "--words",
+        "bank,spring",
+        "--model",
+        "minilm",
+        "--layers",
+        "6",
+        "--chunk",
+        "3",
+    ]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    out = tmp_path / "killed"
+    proc = subprocess.Popen([*args, "--out", str(out)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 120
+    while len(list(out.glob("part-*.parquet"))) < 3 and proc.poll() is None and time.time() < deadline:
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert not json.loads((out / "manifest.json").read_text())["complete"], "the job finished before the kill"
+    assert 0 < len(list(out.glob("part-*.parquet"))) < 40
+    done = subprocess.run([*args, "--out", str(out), "--json"], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["manifest"]["complete"]
+    assert not list(out.glob(".*tmp*"))
+    table = read_rows(out)
+    # what the rows must be, found independently: line i has 'bank' in sentence 0 and 'Spring' in sentence 1
+    lines = corpus.read_text().splitlines()
+    expected = sorted(
+        [(f"big.txt:{i + 1}", 0, line.index("bank")) for i, line in enumerate(lines)]
+        + [(f"big.txt:{i + 1}", 1, 0) for i in range(40)]
+    )
+    assert sorted(keys(table)) == expected and table.num_rows == 80
+    from contextlens.core.occurrences import Occurrence
+
+    rows = table.select(["sentence", "start", "end"]).to_pylist()
+    encs = minilm.encode_occurrences([Occurrence(r["sentence"], r["start"], r["end"]) for r in rows], layers=[6])
+    stored = np.array(table.column("layer_6").to_pylist(), dtype=np.float32)
+    np.testing.assert_allclose(stored, np.stack([e.hidden[0] for e in encs]), atol=2e-2, rtol=1e-2)
+
+
+@pytest.mark.slow
+def test_ray_engine_gives_the_local_rows(tmp_path):
+    ray = pytest.importorskip("ray")
+    corpus = _corpus(tmp_path / "c.txt", 40)
+    local, remote = tmp_path / "local", tmp_path / "ray"
+    extract_corpus(str(corpus), ["bank", "spring"], local, model="minilm", layers=[0, 6], chunk_sentences=7)
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        extract_corpus(
+            str(corpus),
+            ["bank", "spring"],
+            remote,
+            model="minilm",
+            layers=[0, 6],
+            chunk_sentences=7,
+            engine="ray",
+            actors=2,
+        )
+    finally:
+        ray.shutdown()
+    a, b = read_rows(local), read_rows(remote)
+    assert keys(a) == keys(b) and a.num_rows == 80
+    for col in ("layer_0", "layer_6"):
+        x = np.array(a.column(col).to_pylist(), dtype=np.float32)
+        y = np.array(b.column(col).to_pylist(), dtype=np.float32)
+        np.testing.assert_allclose(x, y, atol=1e-3, rtol=0)
+
+
+def test_unreachable_ray_address_is_one_line(tmp_path, capsys):
+    pytest.importorskip("ray")
+    corpus = _corpus(tmp_path / "c.txt", 2)
+    line = one_line_error(
+        *cli(
+            capsys,
+            "corpus",
+            "extract",
+            str(corpus),
+            "--words",
+            "bank",
+            "--out",
+            str(tmp_path / "o"),
+            "--model",
+            "minilm",
+            "--engine",
+            "ray",
+            "--address",
+            "127.0.0.1:1",
+        )[::2]
+    )
+    assert "does not answer" in line
