@@ -26,7 +26,9 @@ app = typer.Typer(
 from contextlens.cli import (  # noqa: E402,F401
     attention,
     capacity,
+    cka,
     compare,
+    cost,
     demo,
     eval,
     explore,
