@@ -11,6 +11,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 if TYPE_CHECKING:
+    from contextlens.analyses.benchmarks.result import BenchmarkResult
     from contextlens.analyses.representations.cka import CkaResult
     from contextlens.analyses.search.cost import CostReport
 
@@ -72,5 +73,43 @@ def cost_figure(report: CostReport) -> plt.Figure:
     for k, v in enumerate(mem.values()):
         right.text(k, v / 2**20, f"{v / 2**20:,.1f}", ha="center", va="bottom", fontsize=8)
     fig.suptitle(f"static lookup vs contextual forward pass, measured on this machine ({report.machine})", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def layer_probe_figure(results: list[BenchmarkResult]) -> plt.Figure:
+    """Probe accuracy against relative depth: pos and sense (solid), their controls (dashed), one
+    panel per model; the input row and the static vector as flat lines; expected layers marked."""
+    fig, axes = plt.subplots(1, len(results), figsize=(6.5 * len(results), 4.2), squeeze=False)
+    colours = {"pos": "#2563eb", "sense": "#c2410c"}
+    for ax, result in zip(axes[0], results, strict=True):
+        top = result.meta["num_layers"]
+        layers = list(range(top + 1))
+        for task, colour in colours.items():
+            acc = [result.value(system=result.model, layer=layer, split=task) for layer in layers]
+            ctl = [result.value(system=result.model, layer=layer, split=f"{task}-control") for layer in layers]
+            ax.plot(layers, acc, marker="o", color=colour, lw=2, label=task)
+            ax.plot(layers, ctl, ls="--", color=colour, alpha=0.6, label=f"{task} control")
+            row = result.value(system=f"{result.model} input row", split=task)
+            ax.axhline(row, color=colour, ls=":", lw=1, alpha=0.8)
+            expected = result.meta["expected_layer"].get(task)
+            if expected is not None:
+                ax.axvline(expected, color=colour, lw=1, alpha=0.4)
+                ax.text(
+                    expected,
+                    0.02,
+                    f" E[{task}] = {expected:.1f}",
+                    color=colour,
+                    fontsize=8,
+                    rotation=90,
+                    va="bottom",
+                    transform=ax.get_xaxis_transform(),
+                )
+        ax.set_xticks(layers)
+        ax.set_xlabel(f"{result.model} layer (dotted: input row)")
+        ax.set_ylabel("probe accuracy (unseen lemmas)")
+        ax.set_ylim(0, 1)
+        ax.set_title(f"{result.model}: linear probes per layer ({result.meta['size']} data)", fontsize=10)
+        ax.legend(fontsize=8, loc="upper right")
     fig.tight_layout()
     return fig
