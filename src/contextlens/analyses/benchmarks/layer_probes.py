@@ -41,8 +41,8 @@ TASKS = ("pos", "sense")
 FOLDS = 5
 MIN_EXAMPLES = 40  # per task; fewer and a 5-fold probe has nothing to learn from
 SIZES = {  # lemmas, examples per (lemma, label), supersense classes kept
-    "quick": (40, 2, 5),
-    "full": (200, 3, 8),
+    "quick": (24, 2, 4),
+    "full": (120, 3, 8),
 }
 PAPER = (
     "Tenney et al. 2019, BERT-large (24 layers), expected layer: POS 3.39, entities 4.64, "

@@ -125,7 +125,11 @@ class CostReport:
 def machine() -> str:
     import torch
 
-    return f"{platform.machine()}, {os.cpu_count()} CPUs, torch {torch.__version__} ({torch.get_num_threads()} threads)"
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    return (
+        f"{platform.machine()}, {os.cpu_count()} CPUs, torch {torch.__version__} "
+        f"({torch.get_num_threads()} threads), load {load:.1f}"
+    )
 
 
 def time_lookup(static: StaticModel, words: Sequence[str], repeats: int) -> list[float]:
