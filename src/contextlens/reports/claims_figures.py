@@ -110,6 +110,6 @@ def layer_probe_figure(results: list[BenchmarkResult]) -> plt.Figure:
         ax.set_ylabel("probe accuracy (unseen lemmas)")
         ax.set_ylim(0, 1)
         ax.set_title(f"{result.model}: linear probes per layer ({result.meta['size']} data)", fontsize=10)
-        ax.legend(fontsize=8, loc="upper right")
+        ax.legend(fontsize=8, loc="center right")
     fig.tight_layout()
     return fig
