@@ -44,9 +44,9 @@ SIZES = {  # lemmas, examples per (lemma, label), supersense classes kept
     "quick": (24, 2, 4),
     "full": (120, 3, 8),
 }
-PAPER = (
-    "Tenney et al. 2019, BERT-large (24 layers), expected layer: POS 3.39, entities 4.64, "
-    "semantic roles 9.47, coreference 9.93 (of 24): syntax earlier, semantics later but spread out"
+PAPER = (  # the paper's own words (abstract); its per-task expected layers are in its Figure 1, not copied here
+    "Tenney et al. 2019, BERT: part-of-speech tags are processed earliest, followed by constituents, "
+    "dependencies, semantic roles, and coreference"
 )
 
 
