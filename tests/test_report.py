@@ -52,7 +52,15 @@ def test_demo_report_renders_every_figure_offline(tmp_path):
     n_figures = int(found.group(1))
     page = tmp_path / "demo" / "report.html"
     document = page.read_text()
-    for section in ("Worked example", "Polysemy explorer", "ranking", "Attention", "Sense probe", "Trace"):
+    for section in (
+        "Worked example",
+        "Polysemy explorer",
+        "ranking",
+        "Attention",
+        "Sense probe",
+        "Trace",
+        "Is the embedding table still there",
+    ):
         assert section in document
     assert n_figures == document.count("Plotly.newPlot(") >= 12
     assert remote_resources(document) == []

@@ -26,8 +26,10 @@ app = typer.Typer(
 from contextlens.cli import (  # noqa: E402,F401
     attention,
     capacity,
+    cka,
     compare,
     corpus,
+    cost,
     demo,
     eval,
     explore,

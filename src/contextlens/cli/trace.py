@@ -39,12 +39,26 @@ def trace_cmd(
     json_out: JsonOpt = False,
     plot: PlotOpt = None,
     html: HtmlOpt = None,
+    corpus: Annotated[
+        str | None,
+        typer.Option(
+            "--corpus",
+            help="Also average each layer's cosine to the input and position rows over a corpus: builtin, wordnet.",
+        ),
+    ] = None,
+    limit: Annotated[int, typer.Option("--limit", help="With --corpus: at most this many texts.")] = 200,
 ) -> None:
     """The pipeline for one target: tokens, ids, input row, positions, then every layer's hidden state."""
     from contextlens.analyses.lesson.trace import trace
 
     (occ,) = locate_all([sentence], word, occurrence)
     result = trace(occ, load_contextual(model), top_k=top, exclude_special=exclude_special)
+    share = None
+    if corpus is not None:
+        from contextlens.analyses.lesson.input_share import input_row_share
+        from contextlens.analyses.representations.cka import corpus_texts
+
+        share = input_row_share(model, corpus_texts(corpus, limit), corpus)
     from contextlens.reports import interactive, lesson_figures
 
     with figures_after(
@@ -55,7 +69,7 @@ def trace_cmd(
         "contextlens trace",
     ):
         if json_out:
-            print_json(result.to_dict())
+            print_json(result.to_dict() if share is None else {**result.to_dict(), "input_row_share": share.to_dict()})
             return
         console.print(f"[bold]{escape(result.occurrence.marked())}[/bold] — {result.model}")
         if result.window is not None:
@@ -87,3 +101,15 @@ def trace_cmd(
             layers.add_row(str(t.layer), fmt(t.cosine_to_input_row), f"{t.norm:.2f}", escape(attended))
         console.print(layers)
         console.print(f"target input row norm: {result.target_input_row_norm:.3f}")
+        if share is not None:
+            _share_table(share)
+
+
+def _share_table(share) -> None:
+    table = Table(title=f"7. every token of {share.texts} {share.corpus} texts ({share.tokens:,} tokens), per layer")
+    for col in ("layer", "cosine to own input row", "to another token's row", "to own position row"):
+        table.add_column(col, justify="right")
+    for i, layer in enumerate(share.layers):
+        pos = "-" if share.to_position_row is None else fmt(share.to_position_row[i], 3)
+        table.add_row(str(layer), fmt(share.to_input_row[i], 3), fmt(share.to_other_row[i], 3), pos)
+    console.print(table)

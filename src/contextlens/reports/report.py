@@ -104,7 +104,32 @@ def lesson_sections(lesson: Lesson) -> list[Section]:
                 for x in t.layers
             ],
         ),
+        _input_share_section(lesson),
     ]
+
+
+def _input_share_section(lesson: Lesson) -> Section:
+    s = lesson.input_share
+    position = s.to_position_row is not None
+    return Section(
+        "7. Is the embedding table still there? Every token, every layer",
+        "The trace above follows one target; here every token of the built-in sentences: the cosine of each layer's "
+        "hidden state to the token's own input row, to a neighbouring token's row (the floor) and, where the model "
+        "learns absolute positions, to its position row. The table's row fades but never vanishes.",
+        f"{s.tokens:,} tokens of {s.texts} sentences; own row {s.to_input_row[0]:.3f} at layer 0, "
+        f"{s.to_input_row[-1]:.3f} at layer {s.layers[-1]}; neighbour's row at most {max(s.to_other_row):.3f}.",
+        [],
+        [["layer", "cosine to own input row", "to a neighbour's row", "to own position row"]]
+        + [
+            [
+                str(layer),
+                f"{s.to_input_row[i]:.3f}",
+                f"{s.to_other_row[i]:.3f}",
+                f"{s.to_position_row[i]:.3f}" if position and s.to_position_row is not None else "-",
+            ]
+            for i, layer in enumerate(s.layers)
+        ],
+    )
 
 
 def render(sections: list[Section], title: str, subtitle: str = "") -> str:

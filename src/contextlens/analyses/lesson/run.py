@@ -9,7 +9,8 @@ from dataclasses import dataclass
 
 from contextlens.analyses.lesson.attention import AttentionResult, attend
 from contextlens.analyses.lesson.divergence import Comparison, compare
-from contextlens.analyses.lesson.polysemy import Exploration, explore
+from contextlens.analyses.lesson.input_share import InputRowShare, input_row_share
+from contextlens.analyses.lesson.polysemy import Exploration, explore, load_sense_sentences
 from contextlens.analyses.lesson.probe import ProbeResult, probe
 from contextlens.analyses.lesson.ranking import Ranking, load_pairs, rank_pairs
 from contextlens.analyses.lesson.trace import Trace, trace
@@ -34,6 +35,7 @@ class Lesson:
     attention: AttentionResult
     probe: ProbeResult
     trace: Trace
+    input_share: InputRowShare
 
     @plain_json
     def to_dict(self) -> dict[str, object]:
@@ -46,6 +48,7 @@ class Lesson:
             "attention": self.attention.to_dict(),
             "probe": self.probe.to_dict(),
             "trace": self.trace.to_dict(),
+            "input_row_share": self.input_share.to_dict(),
         }
 
 
@@ -63,4 +66,7 @@ def run_lesson(model: ContextualModel | str, static: StaticModel | str, permutat
         attention=attend([parse_marked(s) for s in ATTENTION_SENTENCES], model, layer=layer, head=head),
         probe=probe([parse_marked(s) for s in PROBE_SENTENCES], PROBE_ANCHORS, model, static=static),
         trace=trace(parse_marked(WORKED_EXAMPLE[1]), model),
+        input_share=input_row_share(
+            model, list(dict.fromkeys(s.occurrence.text for s in load_sense_sentences())), "built-in polysemy"
+        ),
     )

@@ -76,4 +76,4 @@ def timing_footer(result: BenchmarkResult) -> None:
 
 
 # Each module registers its subcommand on `eval_app` when imported.
-from contextlens.cli.eval import contextuality, retrieval, similarity, wic, wsd  # noqa: E402,F401
+from contextlens.cli.eval import contextuality, layers, retrieval, similarity, wic, wsd  # noqa: E402,F401

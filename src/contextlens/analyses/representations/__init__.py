@@ -1,0 +1,1 @@
+"""Comparing representation spaces (not single vectors) within and across models: CKA."""

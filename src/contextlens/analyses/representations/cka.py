@@ -1,0 +1,241 @@
+"""Linear CKA between every layer of two models on the same token positions.
+
+Hidden states of two models live in different spaces, so a cosine between them means nothing
+(contextlens refuses it, see core.vectors). What can be compared is the *geometry* each model
+gives the same inputs: centred kernel alignment (Kornblith, Norouzi, Lee & Hinton, "Similarity
+of Neural Network Representations Revisited", ICML 2019). With ``X`` (n x d1) and ``Y`` (n x d2)
+the column-centred states of the same n tokens,
+
+    CKA(X, Y) = ||Y^T X||_F^2 / (||X^T X||_F * ||Y^T Y||_F)
+
+It is 1 for identical geometry, invariant to orthogonal rotations and isotropic scaling of either
+side, works across widths (384 vs 768), and is near 0 for unrelated features once n >> d.
+
+Alignment rule (tokenizers differ): a token's span is its character offsets with surrounding
+whitespace trimmed (byte-level BPE puts the space inside the token). Token i of A is paired with
+token j of B when their trimmed spans are identical; tokens with no identical span on the other
+side (a word split differently) are dropped. A text is skipped (and counted) when fewer than
+half of either model's tokens are paired.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from contextlens.core.contextual_models import ContextualModel, TokenStates, as_contextual
+from contextlens.core.jsonable import plain_json
+from contextlens.errors import InputError
+
+MIN_TEXTS = 20  # aligned texts; fewer gives a CKA dominated by its small-sample bias
+MIN_PAIRED_SHARE = 0.5  # a text with fewer paired tokens than this (either side) is skipped
+CORPORA = ("wordnet", "lee", "builtin")
+
+
+@dataclass
+class CkaResult:
+    """``matrix[i, j]`` = linear CKA of layer ``layers_a[i]`` of A and ``layers_b[j]`` of B."""
+
+    model_a: str
+    model_b: str
+    layers_a: list[int]
+    layers_b: list[int]
+    matrix: np.ndarray = field(repr=False)
+    corpus: str
+    texts: int  # texts given
+    aligned_texts: int  # texts used
+    skipped_texts: int  # texts whose tokens could not be aligned
+    tokens: int  # paired token positions (n)
+    dropped_tokens: int  # tokens of A without an identical span in B (in the texts used)
+    seconds: float = 0.0
+
+    def best_match(self) -> list[int]:
+        """For each layer of A, the layer of B with the highest CKA."""
+        return [self.layers_b[int(j)] for j in np.argmax(self.matrix, axis=1)]
+
+    @plain_json
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "model_a": self.model_a,
+            "model_b": self.model_b,
+            "layers_a": self.layers_a,
+            "layers_b": self.layers_b,
+            "matrix": self.matrix,
+            "best_match": self.best_match(),
+            "corpus": self.corpus,
+            "texts": self.texts,
+            "aligned_texts": self.aligned_texts,
+            "skipped_texts": self.skipped_texts,
+            "tokens": self.tokens,
+            "dropped_tokens": self.dropped_tokens,
+            "seconds": self.seconds,
+            "method": "linear CKA (Kornblith et al. 2019), tokens paired by identical trimmed character spans",
+        }
+
+
+# --- the measure ------------------------------------------------------------------------------
+
+
+def centre(x: np.ndarray) -> np.ndarray:
+    """Column-centred float64 copy: CKA compares centred Gram matrices."""
+    x = np.asarray(x, dtype=np.float64)
+    return x - x.mean(axis=0, keepdims=True)
+
+
+def linear_cka(x: np.ndarray, y: np.ndarray) -> float:
+    """Linear CKA of two representations of the same n examples (rows), any widths."""
+    x, y = np.asarray(x), np.asarray(y)
+    if x.ndim != 2 or y.ndim != 2 or x.shape[0] != y.shape[0]:
+        raise InputError(f"CKA needs two matrices with the same number of rows, got {x.shape} and {y.shape}")
+    if x.shape[0] < 2:
+        raise InputError("CKA needs at least 2 examples")
+    return cka_matrix([x], [y])[0, 0]
+
+
+def cka_matrix(xs: Sequence[np.ndarray], ys: Sequence[np.ndarray]) -> np.ndarray:
+    """``out[i, j]`` = linear CKA of ``xs[i]`` and ``ys[j]`` (all with the same rows)."""
+    cx = [centre(x) for x in xs]
+    cy = cx if ys is xs else [centre(y) for y in ys]
+    nx = [np.linalg.norm(x.T @ x) for x in cx]
+    ny = nx if ys is xs else [np.linalg.norm(y.T @ y) for y in cy]
+    out = np.zeros((len(cx), len(cy)))
+    for i, x in enumerate(cx):
+        for j, y in enumerate(cy):
+            denom = nx[i] * ny[j]
+            out[i, j] = np.linalg.norm(y.T @ x) ** 2 / denom if denom > 0 else np.nan
+    return out
+
+
+# --- alignment across tokenizers -------------------------------------------------------------
+
+
+def trimmed_spans(states: TokenStates) -> list[tuple[int, int]]:
+    """Each token's character span without the whitespace a BPE token may carry."""
+    text = states.text
+    spans = []
+    for start, end in states.offsets:
+        while start < end and text[start].isspace():
+            start += 1
+        while end > start and text[end - 1].isspace():
+            end -= 1
+        spans.append((start, end))
+    return spans
+
+
+def align(a: TokenStates, b: TokenStates) -> tuple[list[int], list[int]]:
+    """Indices of A's and B's tokens paired by identical trimmed spans (first token of a span wins)."""
+    where_b: dict[tuple[int, int], int] = {}
+    for j, span in enumerate(trimmed_spans(b)):
+        if span[1] > span[0]:
+            where_b.setdefault(span, j)
+    ia, ib, used = [], [], set()
+    for i, span in enumerate(trimmed_spans(a)):
+        j = where_b.get(span)
+        if j is not None and j not in used:
+            used.add(j)
+            ia.append(i)
+            ib.append(j)
+    return ia, ib
+
+
+# --- texts ------------------------------------------------------------------------------------
+
+
+def corpus_texts(corpus: str, limit: int = 400, seed: int = 0) -> list[str]:
+    """Texts of a built-in corpus: WordNet usage examples (a seeded sample), the Lee corpus's
+    350 news documents, or the built-in polysemy sentences."""
+    if corpus == "wordnet":
+        from contextlens.core.wordnet import usage_examples
+
+        texts = sorted({e.text for e in usage_examples()})
+        return random.Random(seed).sample(texts, min(limit, len(texts)))
+    if corpus == "lee":
+        from contextlens.analyses.benchmarks.retrieval import load_lee
+
+        lee = load_lee()
+        return (lee.documents + lee.background)[:limit]
+    if corpus == "builtin":
+        from contextlens.analyses.lesson.polysemy import load_sense_sentences
+
+        texts = list(dict.fromkeys(s.occurrence.text for s in load_sense_sentences()))
+        return texts[:limit]
+    raise InputError(f"unknown corpus {corpus!r}; use one of {', '.join(CORPORA)} or --sentences FILE")
+
+
+def read_texts(path: Path | str) -> list[str]:
+    """One text per line of a UTF-8 file (blank lines and lines starting with # skipped)."""
+    from contextlens.data import read_tsv
+
+    return [line.fields[0] for line in read_tsv(path, (1,), "one sentence per line, no tabs")]
+
+
+# --- the analysis -----------------------------------------------------------------------------
+
+
+def compare_layers(
+    model_a: ContextualModel | str,
+    model_b: ContextualModel | str | None = None,
+    texts: Sequence[str] | None = None,
+    corpus: str = "wordnet",
+    limit: int = 400,
+    batch_size: int = 32,
+    show_progress_bar: bool = False,
+) -> CkaResult:
+    """Linear CKA between every layer of A and every layer of B (A itself when B is None)."""
+    import time
+
+    started = time.perf_counter()
+    a = as_contextual(model_a)
+    b = a if model_b is None else as_contextual(model_b)
+    name = corpus
+    if texts is None:
+        texts = corpus_texts(corpus, limit)
+    else:
+        texts = list(texts)[:limit] if limit else list(texts)
+        name = "sentences"
+    if len(texts) < MIN_TEXTS:
+        raise InputError(f"CKA needs at least {MIN_TEXTS} sentences, got {len(texts)}; give more sentences")
+    states_a = a.token_states(texts, batch_size=batch_size, show_progress_bar=show_progress_bar)
+    states_b = states_a if b is a else b.token_states(texts, batch_size=batch_size, show_progress_bar=show_progress_bar)
+    rows_a: list[np.ndarray] = []
+    rows_b: list[np.ndarray] = []
+    skipped = dropped = 0
+    for sa, sb in zip(states_a, states_b, strict=True):
+        ia, ib = align(sa, sb)
+        n_a, n_b = len(sa.offsets), len(sb.offsets)
+        if not ia or len(ia) < MIN_PAIRED_SHARE * n_a or len(ib) < MIN_PAIRED_SHARE * n_b:
+            skipped += 1
+            continue
+        dropped += n_a - len(ia)
+        rows_a.append(sa.states[:, ia, :])
+        rows_b.append(sb.states[:, ib, :])
+    aligned = len(rows_a)
+    if aligned < MIN_TEXTS:
+        raise InputError(
+            f"CKA needs at least {MIN_TEXTS} sentences whose tokens align across the two models, "
+            f"got {aligned} ({skipped} of {len(texts)} could not be aligned); give more sentences"
+        )
+    xa = np.concatenate(rows_a, axis=1)  # (layers, n, d)
+    xb = np.concatenate(rows_b, axis=1)
+    matrix = cka_matrix(list(xa), list(xa) if b is a else list(xb))
+    if b is a:  # symmetric by definition; remove float noise
+        matrix = (matrix + matrix.T) / 2
+    return CkaResult(
+        model_a=a.name,
+        model_b=b.name,
+        layers_a=list(states_a[0].layers),
+        layers_b=list(states_b[0].layers),
+        matrix=matrix,
+        corpus=name,
+        texts=len(texts),
+        aligned_texts=aligned,
+        skipped_texts=skipped,
+        tokens=int(xa.shape[1]),
+        dropped_tokens=dropped,
+        seconds=time.perf_counter() - started,
+    )

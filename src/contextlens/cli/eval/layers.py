@@ -1,0 +1,70 @@
+"""`contextlens eval layers`: per-layer linear probes for part of speech and sense (Tenney et al. 2019)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from contextlens.cli.common import (
+    DEFAULT_MODEL,
+    DEFAULT_STATIC_MODEL,
+    JsonOpt,
+    ModelOpt,
+    PlotOpt,
+    StaticOpt,
+    console,
+    fmt,
+    print_json,
+)
+from contextlens.cli.eval import QuickOpt, encoding_progress, eval_app, plot_after, size_name, timing_footer
+
+
+@eval_app.command("layers")
+def layers_cmd(
+    model: ModelOpt = DEFAULT_MODEL,
+    also: Annotated[list[str] | None, typer.Option("--also", help="Another model, drawn on the same figure.")] = None,
+    static: StaticOpt = DEFAULT_STATIC_MODEL,
+    quick: QuickOpt = False,
+    json_out: JsonOpt = False,
+    plot: PlotOpt = None,
+) -> None:
+    """Which layer knows part of speech, which knows sense: linear probes per layer, lemmas kept apart."""
+    from contextlens.analyses.benchmarks.layer_probes import run_layer_probes
+    from contextlens.cli.common import static_option
+    from contextlens.reports.claims_figures import layer_probe_figure
+
+    static_model = static_option(static, optional=False)
+    results = []
+    for name in [model, *(also or [])]:
+        with encoding_progress(name) as progress:
+            results.append(run_layer_probes(name, static_model, size_name(quick), progress))
+    with plot_after(results, plot, layer_probe_figure):
+        if json_out:
+            docs = [r.to_dict() for r in results]
+            print_json(docs[0] if len(docs) == 1 else docs)
+            return
+        for result in results:
+            table = Table(title=f"linear probe accuracy per layer — {result.model} (lemmas kept apart, 5 folds)")
+            splits = ("pos", "pos-control", "sense", "sense-control")
+            table.add_column("layer", justify="right")
+            for split in splits:
+                table.add_column(split, justify="right")
+            for layer in range(result.meta["num_layers"] + 1):
+                values = (result.value(system=result.model, layer=layer, split=s) for s in splits)
+                table.add_row(str(layer), *(fmt(v, 3) for v in values))
+            for system in (f"{result.model} input row", static_model.name):
+                table.add_row(system, *(fmt(result.value(system=system, split=s), 3) for s in splits))
+            expected = result.meta["expected_layer"]
+            table.add_row("expected layer", *(fmt(expected[s], 2) for s in splits), style="bold")
+            console.print(table)
+            counts = result.meta["counts"]
+            console.print(
+                f"pos: {counts['pos']['examples']} examples of {counts['pos']['lemmas']} lemmas (noun/verb, "
+                f"majority {counts['pos']['majority']:.2f}); sense: {counts['sense']['examples']} examples of "
+                f"{counts['sense']['lemmas']} polysemous nouns, {len(counts['sense']['labels'])} supersenses "
+                f"(majority {counts['sense']['majority']:.2f}); controls: a random label per word type"
+            )
+            timing_footer(result)
+        console.print(f"[dim]paper: {results[0].meta['paper']}[/dim]")
