@@ -18,16 +18,19 @@ from contextlens.cli.common import (
     ModelOpt,
     OccurrenceOpt,
     PlotOpt,
+    PrecisionOpt,
     StaticOpt,
+    ThreadsOpt,
     WordOpt,
     console,
+    contextual_option,
     figures_after,
     fmt,
     occurrences_from_args,
     print_json,
     static_option,
 )
-from contextlens.core.contextual_models import POOLINGS, load_contextual
+from contextlens.core.contextual_models import POOLINGS
 from contextlens.errors import InputError
 
 
@@ -35,6 +38,8 @@ from contextlens.errors import InputError
 def compare_cmd(
     sentences: Annotated[list[str], typer.Argument(help="Two or more sentences, target in \\[brackets].")],
     model: ModelOpt = DEFAULT_MODEL,
+    precision: PrecisionOpt = "fp32",
+    threads: ThreadsOpt = None,
     static: StaticOpt = DEFAULT_STATIC_MODEL,
     word: WordOpt = None,
     occurrence: OccurrenceOpt = 0,
@@ -53,7 +58,8 @@ def compare_cmd(
             "e.g. 'The [bank] called.' 'The river [bank] flooded.'"
         )
     # the contextual model loads its weights lazily: an unknown static word still fails in seconds
-    result = compare(occs, load_contextual(model), static_option(static, optional=True), pooling=pooling)  # type: ignore[arg-type]
+    contextual = contextual_option(model, precision, threads)
+    result = compare(occs, contextual, static_option(static, optional=True), pooling=pooling)  # type: ignore[arg-type]
     from contextlens.reports import figures, interactive
 
     with figures_after(

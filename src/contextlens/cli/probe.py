@@ -19,16 +19,18 @@ from contextlens.cli.common import (
     ModelOpt,
     OccurrenceOpt,
     PlotOpt,
+    PrecisionOpt,
     StaticOpt,
     TemplateOpt,
+    ThreadsOpt,
     WordOpt,
     console,
+    contextual_option,
     figures_after,
     occurrences_from_args,
     print_json,
     static_option,
 )
-from contextlens.core.contextual_models import load_contextual
 from contextlens.core.occurrences import is_single_word
 
 
@@ -54,6 +56,8 @@ def probe_cmd(
     template: TemplateOpt = "The word is [{word}].",
     layer: LayerOpt = -1,
     model: ModelOpt = DEFAULT_MODEL,
+    precision: PrecisionOpt = "fp32",
+    threads: ThreadsOpt = None,
     static: StaticOpt = DEFAULT_STATIC_MODEL,
     word: WordOpt = None,
     occurrence: OccurrenceOpt = 0,
@@ -69,9 +73,8 @@ def probe_cmd(
     given = load_anchor_sentences(anchor_sentences) if anchor_sentences is not None else None
     occs = occurrences_from_args(texts, word, occurrence)
     static_model = static_option(static, optional=True)
-    result = probe(
-        occs, anchor_words, load_contextual(model), given, template=template, layer=layer, static=static_model
-    )
+    contextual = contextual_option(model, precision, threads)
+    result = probe(occs, anchor_words, contextual, given, template=template, layer=layer, static=static_model)
     from contextlens.reports import interactive, lesson_figures
 
     with figures_after(

@@ -17,15 +17,17 @@ from contextlens.cli.common import (
     ModelOpt,
     OccurrenceOpt,
     PlotOpt,
+    PrecisionOpt,
+    ThreadsOpt,
     WordOpt,
     console,
+    contextual_option,
     figures_after,
     fmt,
     occurrences_from_args,
     print_json,
     window_note,
 )
-from contextlens.core.contextual_models import load_contextual
 
 
 @app.command("trace")
@@ -34,6 +36,8 @@ def trace_cmd(
     top: Annotated[int, typer.Option("--top", "-k", help="Most attended tokens listed per layer.")] = 3,
     exclude_special: ExcludeSpecialOpt = False,
     model: ModelOpt = DEFAULT_MODEL,
+    precision: PrecisionOpt = "fp32",
+    threads: ThreadsOpt = None,
     word: WordOpt = None,
     occurrence: OccurrenceOpt = 0,
     json_out: JsonOpt = False,
@@ -44,7 +48,7 @@ def trace_cmd(
     from contextlens.analyses.lesson.trace import trace
 
     (occ,) = occurrences_from_args([sentence], word, occurrence)
-    result = trace(occ, load_contextual(model), top_k=top, exclude_special=exclude_special)
+    result = trace(occ, contextual_option(model, precision, threads), top_k=top, exclude_special=exclude_special)
     from contextlens.reports import interactive, lesson_figures
 
     with figures_after(

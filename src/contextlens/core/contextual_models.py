@@ -86,6 +86,12 @@ class ContextualModel:
     # --- facts -----------------------------------------------------------------------------
 
     @property
+    def identity(self) -> str:
+        """What disk cache keys name the weights by: the source, plus the precision when not fp32
+        (an int8 model must never read fp32 results, nor the other way round)."""
+        return str(self.source) if self.precision == "fp32" else f"{self.source}#{self.precision}"
+
+    @property
     def num_layers(self) -> int:
         """Number of transformer blocks L; hidden states run 0..L."""
         return int(self.config.num_hidden_layers)
