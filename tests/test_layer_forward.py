@@ -95,3 +95,25 @@ def test_int8_is_a_separate_model_with_measured_drift(minilm: ContextualModel) -
     a, b = minilm.encode(occ, layers=[-1]).hidden_state(-1), int8.encode(occ, layers=[-1]).hidden_state(-1)
     cos = float(a.values @ b.values / ((a.values @ a.values) * (b.values @ b.values)) ** 0.5)
     assert 0.8 < cos < 1.0  # close, not equal: int8 is not exact
+
+
+def test_cli_precision_and_threads_options() -> None:
+    import json
+
+    from tests.helpers import run_cli
+
+    before = torch.get_num_threads()
+    try:
+        args = ("compare", "The [bank] lent money.", "The river [bank] flooded.", "-m", "minilm", "--json")
+        r = run_cli(*args, "--precision", "int8", "--threads", "1")
+        assert r.returncode == 0, r.stderr
+        assert torch.get_num_threads() == 1
+        assert "int8 drift vs fp32 (minilm" in r.stderr and "6:" in r.stderr
+        assert json.loads(r.stdout)["model"] == "minilm"  # stdout stays one JSON document
+        bad = run_cli(*args, "--precision", "fp16")
+        assert bad.returncode == 2 and bad.stderr.strip().splitlines() == [
+            "error: unknown precision 'fp16'; use one of fp32, int8"
+        ]
+        assert run_cli(*args, "--threads", "0").returncode == 2
+    finally:
+        torch.set_num_threads(before)
