@@ -117,3 +117,17 @@ def test_cli_precision_and_threads_options() -> None:
         assert run_cli(*args, "--threads", "0").returncode == 2
     finally:
         torch.set_num_threads(before)
+
+
+def test_extraction_batches_are_sorted_by_length(minilm: ContextualModel, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Longest first, so each batch pads to nearly its own length (the batches were once sorted
+    by how many targets share a sentence, which left them in input order)."""
+    words = ["a", "b", "c", "d", "e", "f"]
+    occs = [locate(" ".join(["x"] * (1 + 3 * (k % 3))) + f" [{w}]") for k, w in enumerate(words)]
+    widths: list[list[int]] = []
+    real_pad = minilm.pad
+    monkeypatch.setattr(minilm, "pad", lambda seqs: widths.append([len(s) for s in seqs]) or real_pad(seqs))
+    minilm._cache.clear()
+    minilm.encode_occurrences(occs, layers=[1], batch_size=2)
+    flat = [w for batch in widths for w in batch]
+    assert flat == sorted(flat, reverse=True) and len(set(flat)) == 3

@@ -133,16 +133,18 @@ def extract_targets(
     groups: dict[tuple[int, ...], list[int]] = {}
     for n, tok in enumerate(toks):
         groups.setdefault(tok.input_ids, []).append(n)
-    items = list(groups.items())  # (input ids, indices of the occurrences that use them)
+    # (indices of the occurrences that use a sequence, the sequence): batches() sorts by the
+    # second item, the sequence's length (sorting by the first left the batches unsorted)
+    items = [(ns, ids) for ids, ns in groups.items()]
     weight = model.model.get_input_embeddings().weight
     for batch in model.batches(items, batch_size, show_progress_bar, "hidden states", progress):
-        members = [(row, n) for row, (_, ns) in enumerate(batch) for n in ns]
+        members = [(row, n) for row, (ns, _) in enumerate(batch) for n in ns]
         # one distinct (row, position) list per batch: occurrences sharing a sequence share rows
         spots = sorted({(row, p) for row, n in members for p in toks[n].target_positions})
         where = {spot: k for k, spot in enumerate(spots)}
         rows_idx = torch.tensor([r for r, _ in spots])
         pos_idx = torch.tensor([p for _, p in spots])
-        ids, mask = model.pad([ids for ids, _ in batch])
+        ids, mask = model.pad([seq for _, seq in batch])
         # (layers, target tokens of the batch, d): each layer reduced to its target rows at once
         gathered = torch.stack(model.run_layers(ids, mask, layers, keep=_rows_at(rows_idx, pos_idx)))
         target_rows = weight.detach()[ids[rows_idx, pos_idx]]
