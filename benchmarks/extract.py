@@ -9,7 +9,16 @@ sentences of 6-60 words, target = the longest word; ``wordnet`` - WordNet 3.0 us
   (b) ours   - ``ContextualModel.encode_occurrences`` (batched by length, targets only);
   (c) bare   - the bare batched forward pass over the same length-sorted batches, outputs
                discarded, tokenization and padding done before the clock starts: an upper
-               bound for any batched extractor.
+               bound for any batched extractor;
+  (d) partial - ours asking for layers 0..L/2 only (blocks above are not run);
+  (e) int8   - ours with ``precision="int8"`` (all layers); its drift from fp32 (per layer mean
+               and minimum cosine over a fixed sentence set) is measured after the clock stops.
+
+The machine's limit: a large fp32 matrix product (2048 x 2048, best of 5) at the same thread
+count gives ``gemm_gflops``; each approach's model FLOPs per second (2 x the linear layers'
+weights per token, plus attention's 4 x seq x d per layer) is reported as a share of it
+(``share_of_gemm_peak``) and of the theoretical peak (threads x 32 fp32 flops per cycle - two
+256-bit FMA pipes - x the clock in /proc/cpuinfo).
 
 Each (model, approach) runs in a fresh process, so peak memory (ru_maxrss) is its own; the
 model is loaded before the clock starts. Threads are pinned (default 2). Each approach is timed
@@ -34,8 +43,12 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-APPROACHES = ("seeds", "ours", "bare")
-TARGETS = {"minilm": {"ours/bare": 0.85, "ours/seeds": 2.5}, "mpnet": {"ours/bare": 0.85}}
+APPROACHES = ("seeds", "ours", "bare", "partial", "int8")
+TARGETS = {
+    "minilm": {"ours/bare": 0.95, "ours/seeds": 2.5, "int8/fp32": 1.4},
+    "mpnet": {"ours/bare": 0.95, "partial/full": 1.7},
+}
+FLOPS_PER_CYCLE = 32  # fp32 per core: two 256-bit FMA units (8 lanes x 2 flops each)
 
 
 def lee_sentences(n: int) -> list[tuple[str, int, int]]:
@@ -81,7 +94,7 @@ def _run_one(
     from contextlens.core.contextual_models import ContextualModel, load_contextual
     from contextlens.core.occurrences import Occurrence
 
-    model: ContextualModel = load_contextual(model_name)
+    model: ContextualModel = load_contextual(model_name, "int8" if approach == "int8" else "fp32")
     data = CORPORA[corpus](n)
     occs = [Occurrence(t, s, e) for t, s, e in data]
     tok = model.tokenizer
@@ -107,6 +120,10 @@ def _run_one(
         model._cache.clear()
         model.encode_occurrences(occs, batch_size=batch_size)
 
+    def partial() -> None:
+        model._cache.clear()
+        model.encode_occurrences(occs, layers=range(model.num_layers // 2 + 1), batch_size=batch_size)
+
     encoded = [tok(t)["input_ids"] for t, _, _ in data]
     order = sorted(range(len(encoded)), key=lambda i: -len(encoded[i]))
     batches = [[encoded[i] for i in order[k : k + batch_size]] for k in range(0, len(order), batch_size)]
@@ -117,7 +134,7 @@ def _run_one(
             with torch.inference_mode():
                 net(input_ids=ids, attention_mask=mask)
 
-    work = {"seeds": seeds, "ours": ours, "bare": bare}[approach]
+    work = {"seeds": seeds, "ours": ours, "bare": bare, "partial": partial, "int8": ours}[approach]
     times = []
     for _ in range(repeats):
         start = time.perf_counter()
@@ -125,8 +142,18 @@ def _run_one(
         times.append(time.perf_counter() - start)
     seconds = min(times)  # best of the repeats: the least disturbed by other processes
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    blocks = model.num_layers // 2 if approach == "partial" else model.num_layers
+    flops = sum(model_flops(model, n_tok, blocks) for n_tok in lengths)
+    extra = {}
+    if approach == "int8":  # after the clock and the memory reading: it loads the fp32 model too
+        from contextlens.core.precision import drift
+
+        d = drift(model_name)
+        extra = {"int8_mean_cosine": list(d.mean_cosine), "int8_layer_min_cosine": list(d.min_cosine)}
     queue.put(
         {
+            **extra,
+            "gflops_per_s": flops / seconds / 1e9,
             "model": model_name,
             "corpus": corpus,
             "approach": approach,
@@ -139,6 +166,51 @@ def _run_one(
             "rss_growth_mb": (peak - base_rss) / 1024,
         }
     )
+
+
+def model_flops(model, tokens: int, blocks: int) -> float:
+    """Forward FLOPs of one sequence through ``blocks`` blocks: 2 per weight of the linear layers
+    per token (q, k, v, out: 4 d^2; feed-forward: 2 d ff) and attention's scores and mix (4 seq d)."""
+    d, ff = model.hidden_size, int(model.config.intermediate_size)
+    return blocks * tokens * (2 * (4 * d * d + 2 * d * ff) + 4 * tokens * d)
+
+
+def _gemm(threads: int, queue) -> None:
+    import torch
+
+    torch.set_num_threads(threads)
+    n = 2048
+    a, b = torch.randn(n, n), torch.randn(n, n)
+    torch.mm(a, b)
+    best = min(_timed(lambda: torch.mm(a, b)) for _ in range(5))
+    queue.put(2 * n**3 / best / 1e9)
+
+
+def _timed(work) -> float:
+    start = time.perf_counter()
+    work()
+    return time.perf_counter() - start
+
+
+def gemm_gflops(threads: int) -> float:
+    """The machine's large-GEMM fp32 throughput at ``threads`` threads, in its own process."""
+    ctx = mp.get_context("spawn")
+    queue = ctx.Queue()
+    proc = ctx.Process(target=_gemm, args=(threads, queue))
+    proc.start()
+    result = queue.get()
+    proc.join()
+    return result
+
+
+def theoretical_gflops(threads: int) -> float:
+    """threads x 32 flops per cycle x the clock /proc/cpuinfo reports (0 if it reports none)."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            mhz = next(float(line.split(":")[1]) for line in f if line.startswith("cpu MHz"))
+    except (OSError, StopIteration, ValueError):
+        return 0.0
+    return threads * FLOPS_PER_CYCLE * mhz / 1000
 
 
 def measure(model_name: str, corpus: str, approach: str, n: int, threads: int, batch_size: int, repeats: int) -> dict:
@@ -156,54 +228,74 @@ def main() -> None:
     parser.add_argument("--models", nargs="+", default=["minilm", "mpnet"])
     parser.add_argument("--corpus", nargs="+", choices=sorted(CORPORA), default=["lee", "wordnet"])
     parser.add_argument("--sentences", type=int, default=500)
-    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--repeats", type=int, default=3, help="timed repeats per approach; the best is kept")
+    parser.add_argument(
+        "--approaches", nargs="+", choices=APPROACHES, default=list(APPROACHES), help="a subset (ours, bare always run)"
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON document")
     args = parser.parse_args()
 
+    gemm = gemm_gflops(args.threads)
+    peak = theoretical_gflops(args.threads)
+    if not args.json:
+        print(f"  GEMM {gemm:.1f} GFLOP/s at {args.threads} threads (theoretical peak {peak:.1f})", file=sys.stderr)
     runs, summary = [], []
     for corpus in args.corpus:
         for model_name in args.models:
             by = {}
-            for approach in APPROACHES:
+            for approach in [a for a in APPROACHES if a in {*args.approaches, "ours", "bare"}]:
                 r = measure(model_name, corpus, approach, args.sentences, args.threads, args.batch_size, args.repeats)
                 by[approach] = r
                 runs.append(r)
                 if not args.json:
                     print(f"  {corpus:7s} {model_name:7s} {approach:5s} {r['seconds']:7.2f} s", file=sys.stderr)
+            for r in by.values():
+                r["share_of_gemm_peak"] = r["gflops_per_s"] / gemm
+                r["share_of_theoretical_peak"] = r["gflops_per_s"] / peak if peak else None
+            tps = {a: by[a]["tokens_per_s"] for a in by}
             ratios = {
-                "ours/seeds": by["ours"]["tokens_per_s"] / by["seeds"]["tokens_per_s"],
-                "ours/bare": by["ours"]["tokens_per_s"] / by["bare"]["tokens_per_s"],
-                "bare/seeds": by["bare"]["tokens_per_s"] / by["seeds"]["tokens_per_s"],
+                "ours/seeds": tps["ours"] / tps["seeds"] if "seeds" in tps else None,
+                "ours/bare": tps["ours"] / tps["bare"],
+                "bare/seeds": tps["bare"] / tps["seeds"] if "seeds" in tps else None,
+                "partial/full": tps["partial"] / tps["ours"] if "partial" in tps else None,
+                "int8/fp32": tps["int8"] / tps["ours"] if "int8" in tps else None,
+                "int8_min_cosine": min(by["int8"]["int8_mean_cosine"]) if "int8" in by else None,
+                "share_of_gemm_peak": by["ours"]["share_of_gemm_peak"],
+                "bare_share_of_gemm_peak": by["bare"]["share_of_gemm_peak"],
+                "rss_growth/bare": by["ours"]["rss_growth_mb"] / max(by["bare"]["rss_growth_mb"], 1e-9),
             }
             summary.append({"corpus": corpus, "model": model_name, **ratios, "targets": TARGETS.get(model_name, {})})
 
     if args.json:
-        print(json.dumps({"threads": args.threads, "batch_size": args.batch_size, "runs": runs, "summary": summary}))
+        doc = {"threads": args.threads, "batch_size": args.batch_size, "gemm_gflops": gemm, "theoretical_gflops": peak}
+        print(json.dumps({**doc, "runs": runs, "summary": summary}))
         return
     print(
         f"\n{args.sentences} sentences per corpus, {args.threads} threads, batch size {args.batch_size}, "
-        f"best of {args.repeats}\n"
+        f"best of {args.repeats}; GEMM {gemm:.1f} GFLOP/s, theoretical peak {peak:.1f} GFLOP/s\n"
     )
     print(
-        f"{'corpus':9s}{'model':8s}{'approach':10s}{'seconds':>9s}{'tokens/s':>11s}"
+        f"{'corpus':9s}{'model':8s}{'approach':10s}{'seconds':>9s}{'tokens/s':>11s}{'GFLOP/s':>9s}{'of GEMM':>9s}"
         f"{'peak RSS MB':>13s}{'RSS growth MB':>15s}"
     )
     for r in runs:
         print(
             f"{r['corpus']:9s}{r['model']:8s}{r['approach']:10s}{r['seconds']:9.2f}{r['tokens_per_s']:11.0f}"
-            f"{r['peak_rss_mb']:13.0f}{r['rss_growth_mb']:15.0f}"
+            f"{r['gflops_per_s']:9.1f}{r['share_of_gemm_peak']:9.2f}{r['peak_rss_mb']:13.0f}{r['rss_growth_mb']:15.0f}"
         )
     print()
     for s in summary:
         checks = "  ".join(
-            f"{k} {s[k]:.2f} (target >= {v}: {'met' if s[k] >= v else 'NOT met'})" for k, v in s["targets"].items()
+            f"{k} {s[k]:.2f} (target >= {v}: {'met' if s[k] >= v else 'NOT met'})"
+            for k, v in s["targets"].items()
+            if s[k] is not None
         )
-        print(
-            f"{s['corpus']:9s}{s['model']:8s} ours/seeds {s['ours/seeds']:.2f}  ours/bare {s['ours/bare']:.2f}  "
-            f"bare/seeds {s['bare/seeds']:.2f}   {checks}"
-        )
+        shown = ("ours/seeds", "ours/bare", "bare/seeds", "partial/full", "int8/fp32", "int8_min_cosine")
+        shown += ("rss_growth/bare",)
+        ratios = "  ".join(f"{k} {s[k]:.{4 if 'cosine' in k else 2}f}" for k in shown if s[k] is not None)
+        print(f"{s['corpus']:9s}{s['model']:8s} {ratios}   {checks}")
 
 
 if __name__ == "__main__":

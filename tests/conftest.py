@@ -39,3 +39,13 @@ def mpnet() -> ContextualModel:
 @pytest.fixture(scope="session")
 def glove() -> StaticModel:
     return load_static("glove-50d")
+
+
+@pytest.fixture(scope="session")
+def demo_run(tmp_path_factory: pytest.TempPathFactory):
+    """`contextlens demo -m minilm` run once per test session (in-process): ``(result, folder)``;
+    every test of the demo and its report reads this one run."""
+    from tests.helpers import run_cli
+
+    folder = tmp_path_factory.mktemp("demo") / "out"
+    return run_cli("demo", "--model", "minilm", "--out", str(folder)), folder

@@ -1,13 +1,37 @@
-"""Run the real `contextlens` CLI in a subprocess: real stderr, real exit codes."""
+"""Run the real `contextlens` CLI: in-process (models stay loaded between calls), or in a
+subprocess for the few smoke tests that check the installed entry point end to end."""
 
 from __future__ import annotations
 
+import io
 import os
 import subprocess
 import sys
+import traceback
+from contextlib import redirect_stderr, redirect_stdout
 
 
-def run_cli(*args: str, timeout: int = 600) -> subprocess.CompletedProcess[str]:
+def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    """`contextlens ARGS` in this process through :func:`contextlens.cli.main`, the entry point's
+    own error handling included: the exit code, stdout and stderr a subprocess would give (an
+    unexpected exception becomes its traceback on stderr and exit code 1, as in a subprocess)."""
+    from contextlens.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    code = 0
+    with redirect_stdout(out), redirect_stderr(err):
+        try:
+            main(list(args))
+        except SystemExit as stop:
+            code = stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 1)
+        except Exception:  # noqa: BLE001 - what a crashing subprocess would show
+            traceback.print_exc()
+            code = 1
+    return subprocess.CompletedProcess(["contextlens", *args], code, out.getvalue(), err.getvalue())
+
+
+def run_cli_subprocess(*args: str, timeout: int = 600) -> subprocess.CompletedProcess[str]:
+    """`python -m contextlens ARGS` in a fresh process: real stdout, stderr and exit code."""
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     return subprocess.run(
         [sys.executable, "-m", "contextlens", *args],

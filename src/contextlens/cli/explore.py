@@ -17,13 +17,15 @@ from contextlens.cli.common import (
     LayerOpt,
     ModelOpt,
     PlotOpt,
+    PrecisionOpt,
+    ThreadsOpt,
     console,
+    contextual_option,
     figures_after,
     fmt,
     fmt_p,
     print_json,
 )
-from contextlens.core.contextual_models import load_contextual
 
 
 @app.command("explore")
@@ -36,6 +38,8 @@ def explore_cmd(
     ] = None,
     layer: LayerOpt = -1,
     model: ModelOpt = DEFAULT_MODEL,
+    precision: PrecisionOpt = "fp32",
+    threads: ThreadsOpt = None,
     permutations: Annotated[int, typer.Option(help="Label shuffles for the permutation test.")] = 1000,
     seed: Annotated[int, typer.Option(help="Seed of the label shuffles.")] = 0,
     matrices: Annotated[bool, typer.Option("--matrices", help="Also print each word's cosine matrix.")] = False,
@@ -48,9 +52,8 @@ def explore_cmd(
 
     data = load_sense_sentences(sentences) if sentences is not None else None
     source = str(sentences) if sentences is not None else None
-    result = explore(
-        words or [], load_contextual(model), data, layer, permutations, seed, source=source, show_progress_bar=True
-    )
+    contextual = contextual_option(model, precision, threads)
+    result = explore(words or [], contextual, data, layer, permutations, seed, source=source, show_progress_bar=True)
     from contextlens.reports import interactive, lesson_figures
 
     with figures_after(

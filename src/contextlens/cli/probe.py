@@ -19,14 +19,16 @@ from contextlens.cli.common import (
     ModelOpt,
     OccurrenceOpt,
     PlotOpt,
+    PrecisionOpt,
     StaticOpt,
     TemplateOpt,
+    ThreadsOpt,
     WordOpt,
     console,
+    contextual_option,
     figures_after,
     print_json,
 )
-from contextlens.core.contextual_models import load_contextual
 from contextlens.core.occurrences import is_single_word, locate_all
 from contextlens.core.static_models import optional_static
 
@@ -53,6 +55,8 @@ def probe_cmd(
     template: TemplateOpt = "The word is [{word}].",
     layer: LayerOpt = -1,
     model: ModelOpt = DEFAULT_MODEL,
+    precision: PrecisionOpt = "fp32",
+    threads: ThreadsOpt = None,
     static: StaticOpt = DEFAULT_STATIC_MODEL,
     word: WordOpt = None,
     occurrence: OccurrenceOpt = 0,
@@ -68,9 +72,8 @@ def probe_cmd(
     given = load_anchor_sentences(anchor_sentences) if anchor_sentences is not None else None
     occs = locate_all(texts, word, occurrence)
     static_model = optional_static(static, optional=True)
-    result = probe(
-        occs, anchor_words, load_contextual(model), given, template=template, layer=layer, static=static_model
-    )
+    contextual = contextual_option(model, precision, threads)
+    result = probe(occs, anchor_words, contextual, given, template=template, layer=layer, static=static_model)
     from contextlens.reports import interactive, lesson_figures
 
     with figures_after(

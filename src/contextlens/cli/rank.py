@@ -18,14 +18,16 @@ from contextlens.cli.common import (
     LayerOpt,
     ModelOpt,
     PlotOpt,
+    PrecisionOpt,
     StaticOpt,
     TemplateOpt,
+    ThreadsOpt,
     console,
+    contextual_option,
     figures_after,
     fmt,
     print_json,
 )
-from contextlens.core.contextual_models import load_contextual
 from contextlens.core.static_models import optional_static
 
 
@@ -35,6 +37,8 @@ def rank_cmd(
         Path | None, typer.Argument(help="TSV file of word pairs (word_a<TAB>word_b); default: 20 built-in pairs.")
     ] = None,
     model: ModelOpt = DEFAULT_MODEL,
+    precision: PrecisionOpt = "fp32",
+    threads: ThreadsOpt = None,
     static: StaticOpt = DEFAULT_STATIC_MODEL,
     template: TemplateOpt = "The word is [{word}].",
     layer: LayerOpt = -1,
@@ -51,7 +55,7 @@ def rank_cmd(
     pair_list = load_pairs(pairs)
     result = rank_pairs(
         pair_list,
-        load_contextual(model),
+        contextual_option(model, precision, threads),
         optional_static(static, optional=False),
         template=template,
         layer=layer,

@@ -17,14 +17,16 @@ from contextlens.cli.common import (
     ModelOpt,
     OccurrenceOpt,
     PlotOpt,
+    PrecisionOpt,
+    ThreadsOpt,
     WordOpt,
     console,
+    contextual_option,
     figures_after,
     fmt,
     print_json,
     window_note,
 )
-from contextlens.core.contextual_models import load_contextual
 from contextlens.core.occurrences import locate_all
 
 
@@ -34,6 +36,8 @@ def trace_cmd(
     top: Annotated[int, typer.Option("--top", "-k", help="Most attended tokens listed per layer.")] = 3,
     exclude_special: ExcludeSpecialOpt = False,
     model: ModelOpt = DEFAULT_MODEL,
+    precision: PrecisionOpt = "fp32",
+    threads: ThreadsOpt = None,
     word: WordOpt = None,
     occurrence: OccurrenceOpt = 0,
     json_out: JsonOpt = False,
@@ -50,16 +54,17 @@ def trace_cmd(
 ) -> None:
     """The pipeline for one target: tokens, ids, input row, positions, then every layer's hidden state."""
     from contextlens.analyses.lesson.trace import trace
+    from contextlens.reports import interactive, lesson_figures
 
     (occ,) = locate_all([sentence], word, occurrence)
-    result = trace(occ, load_contextual(model), top_k=top, exclude_special=exclude_special)
+    contextual = contextual_option(model, precision, threads)
+    result = trace(occ, contextual, top_k=top, exclude_special=exclude_special)
     share = None
     if corpus is not None:
         from contextlens.analyses.lesson.input_share import input_row_share
         from contextlens.analyses.representations.cka import corpus_texts
 
-        share = input_row_share(model, corpus_texts(corpus, limit), corpus)
-    from contextlens.reports import interactive, lesson_figures
+        share = input_row_share(contextual, corpus_texts(corpus, limit), corpus)
 
     with figures_after(
         plot,

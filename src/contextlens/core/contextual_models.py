@@ -24,10 +24,11 @@ from typing import Any
 import numpy as np
 import torch
 
-from contextlens.core import alignment, extraction, text_pooling
+from contextlens.core import alignment, extraction, layer_forward, text_pooling
 from contextlens.core.alignment import TokenizedOccurrence
 from contextlens.core.extraction import POOLINGS, ForwardPass, OccurrenceEncoding, Pooling, Progress, TokenStates
 from contextlens.core.occurrences import Occurrence
+from contextlens.core.precision import check_precision, quantize
 from contextlens.core.resources import resolve_contextual
 from contextlens.core.text_pooling import TextPooling, sentence_config
 from contextlens.errors import InputError, UnknownModelError
@@ -50,7 +51,7 @@ _DECODER_TYPES = {"llama", "gpt2", "mistral", "qwen2", "gemma", "phi", "gpt_neox
 class ContextualModel:
     """A transformer seen through contextlens. Load with :func:`load_contextual` (cached)."""
 
-    def __init__(self, name: str, source: str, revision: str | None = None):
+    def __init__(self, name: str, source: str, revision: str | None = None, precision: str = "fp32"):
         from transformers import AutoModel, AutoTokenizer
         from transformers.utils import logging as hf_logging
 
@@ -72,6 +73,9 @@ class ContextualModel:
         if not getattr(self.tokenizer, "is_fast", False):
             raise UnknownModelError(f"model {name!r} has no fast tokenizer, so character offsets are unavailable")
         self.model.eval()
+        self.precision = check_precision(precision)
+        if precision == "int8":
+            self.model = quantize(self.model)
         self.config = self.model.config
         self.default_attention: str = self.config._attn_implementation
         self._cache: OrderedDict[tuple, OccurrenceEncoding] = OrderedDict()
@@ -80,6 +84,12 @@ class ContextualModel:
             self.tokenizer.pad_token = self.tokenizer.eos_token or self.tokenizer.unk_token
 
     # --- facts -----------------------------------------------------------------------------
+
+    @property
+    def identity(self) -> str:
+        """What disk cache keys name the weights by: the source, plus the precision when not fp32
+        (an int8 model must never read fp32 results, nor the other way round)."""
+        return str(self.source) if self.precision == "fp32" else f"{self.source}#{self.precision}"
 
     @property
     def num_layers(self) -> int:
@@ -268,6 +278,13 @@ class ContextualModel:
                 output_attentions=attentions,
             )
 
+    def run_layers(
+        self, ids: torch.Tensor, mask: torch.Tensor, layers: Sequence[int], keep: layer_forward.Keep | None = None
+    ) -> list[torch.Tensor]:
+        """``keep(state)`` at each requested layer (checked, 0..L) without running the blocks above
+        the highest; see :func:`layer_forward.run_layers`."""
+        return layer_forward.run_layers(self, ids, mask, layers, keep)
+
     def set_attention(self, impl: str) -> None:
         """Switch the attention implementation (eager is needed to return attention weights)."""
         if self.model.config._attn_implementation != impl:
@@ -286,11 +303,16 @@ class ContextualModel:
             self._cache.popitem(last=False)
 
 
-@lru_cache(maxsize=4)
-def load_contextual(name_or_path: str = "mpnet") -> ContextualModel:
-    """Load a contextual model by registry name, local folder or hub id; one instance per name."""
+def load_contextual(name_or_path: str = "mpnet", precision: str = "fp32") -> ContextualModel:
+    """Load a contextual model by registry name, local folder or hub id; one instance per name
+    and precision (``fp32``, exact, or ``int8``: see :mod:`contextlens.core.precision`)."""
+    return _load(name_or_path, check_precision(precision))
+
+
+@lru_cache(maxsize=6)
+def _load(name_or_path: str, precision: str) -> ContextualModel:
     name, source, revision = resolve_contextual(name_or_path)
-    return ContextualModel(name, source, revision)
+    return ContextualModel(name, source, revision, precision)
 
 
 def as_contextual(model: ContextualModel | str | os.PathLike) -> ContextualModel:

@@ -1,7 +1,8 @@
 """Extraction: what a model makes of a target occurrence, and of every token of one text.
 
 * :func:`extract_targets` - the target's hidden states (requested layers) and input row per
-  occurrence, pooled over its tokens (:mod:`contextlens.core.alignment` says which). Distinct
+  occurrence, pooled over its tokens (:mod:`contextlens.core.alignment` says which); blocks above
+  the highest requested layer are not run (:mod:`contextlens.core.layer_forward`). Distinct
   token sequences are run once each (many targets of one sentence share a forward pass), sorted
   by length and batched with dynamic padding; per batch only the target rows are copied out.
 * :func:`encode_occurrences` - the same as :class:`OccurrenceEncoding` objects, cached in memory.
@@ -54,6 +55,11 @@ class OccurrenceEncoding:
     def truncated(self) -> bool:
         return self.tokenized.truncated
 
+    @property
+    def computed_layers(self) -> tuple[int, ...]:
+        """The layers the forward pass ran (0..highest requested; the blocks above were skipped)."""
+        return tuple(range(max(self.layers) + 1))
+
     def hidden_state(self, layer: int) -> Vector:
         """The pooled hidden state after ``layer`` (0 = embedding output)."""
         if layer < 0:
@@ -94,6 +100,11 @@ class TokenStates:
     states: np.ndarray = field(repr=False)  # (len(layers), n_tokens, hidden_size)
     truncated: bool = False
 
+    @property
+    def computed_layers(self) -> tuple[int, ...]:
+        """The layers the forward pass ran (0..highest requested; the blocks above were skipped)."""
+        return tuple(range(max(self.layers) + 1))
+
 
 def check_pooling(pooling: str) -> None:
     if pooling not in POOLINGS:
@@ -122,23 +133,26 @@ def extract_targets(
     groups: dict[tuple[int, ...], list[int]] = {}
     for n, tok in enumerate(toks):
         groups.setdefault(tok.input_ids, []).append(n)
-    items = list(groups.items())  # (input ids, indices of the occurrences that use them)
+    # (indices of the occurrences that use a sequence, the sequence): batches() sorts by the
+    # second item, the sequence's length (sorting by the first left the batches unsorted)
+    items = [(ns, ids) for ids, ns in groups.items()]
     weight = model.model.get_input_embeddings().weight
     for batch in model.batches(items, batch_size, show_progress_bar, "hidden states", progress):
-        outputs = model.run_padded([ids for ids, _ in batch], hidden_states=True)
-        members = [(row, n) for row, (_, ns) in enumerate(batch) for n in ns]
-        rows_idx = [row for row, n in members for _ in toks[n].target_positions]
-        pos_idx = [p for _, n in members for p in toks[n].target_positions]
-        # (layers, target tokens of the batch, d): only what is kept is copied out
-        gathered = torch.stack([outputs.hidden_states[layer][rows_idx, pos_idx] for layer in layers])
-        target_ids = torch.tensor([toks[n].input_ids[p] for _, n in members for p in toks[n].target_positions])
-        target_rows = weight[target_ids]
-        offset = 0
-        for _, n in members:
-            width = len(toks[n].target_positions)
-            hidden[n] = _pool(gathered[:, offset : offset + width], pooling, dim=1).float().numpy()
-            rows[n] = _pool(target_rows[offset : offset + width], pooling, dim=0).detach().float().numpy()
-            offset += width
+        members = [(row, n) for row, (ns, _) in enumerate(batch) for n in ns]
+        # one distinct (row, position) list per batch: occurrences sharing a sequence share rows
+        spots = sorted({(row, p) for row, n in members for p in toks[n].target_positions})
+        where = {spot: k for k, spot in enumerate(spots)}
+        rows_idx = torch.tensor([r for r, _ in spots])
+        pos_idx = torch.tensor([p for _, p in spots])
+        ids, mask = model.pad([seq for _, seq in batch])
+        # (layers, target tokens of the batch, d): each layer reduced to its target rows at once
+        gathered = torch.stack(model.run_layers(ids, mask, layers, keep=_rows_at(rows_idx, pos_idx)))
+        target_rows = weight.detach()[ids[rows_idx, pos_idx]]
+        spans = [[where[row, p] for p in toks[n].target_positions] for row, n in members]
+        pool = _pooling_matrix(spans, len(spots), pooling)
+        index = [n for _, n in members]
+        hidden[index] = torch.einsum("mt,ltd->mld", pool, gathered.float()).numpy()
+        rows[index] = (pool @ target_rows.float()).numpy()
     return hidden, rows
 
 
@@ -210,7 +224,6 @@ def token_states(
     truncated at the end (``TokenStates.truncated`` says so).
     """
     wanted = model.check_layers(layers)
-    layer_index = torch.tensor(wanted)
     items = []
     for i, text in enumerate(texts):
         if not isinstance(text, str) or not text.strip():
@@ -223,8 +236,7 @@ def token_states(
         items.append((i, ids[: model.max_length], enc, truncated))
     results: list[TokenStates | None] = [None] * len(texts)
     for batch in model.batches([(i, ids) for i, ids, _, _ in items], batch_size, show_progress_bar, "tokens"):
-        outputs = model.run_padded([ids for _, ids in batch], hidden_states=True)
-        stacked = torch.stack(outputs.hidden_states)[layer_index]
+        stacked = torch.stack(model.run_layers(*model.pad([ids for _, ids in batch]), wanted))
         for row, (i, ids) in enumerate(batch):
             _, _, enc, truncated = items[i]
             special = enc["special_tokens_mask"][: len(ids)]
@@ -256,8 +268,18 @@ def _position_rows(model: ContextualModel, tok: TokenizedOccurrence) -> np.ndarr
     return table.weight[positions].detach().float().numpy().copy()
 
 
-def _pool(x: torch.Tensor, pooling: str, dim: int) -> torch.Tensor:
-    if pooling == "mean":
-        return x.mean(dim=dim)
-    index = 0 if pooling == "first" else -1
-    return x.select(dim, index)
+def _rows_at(rows: torch.Tensor, positions: torch.Tensor) -> Callable[[torch.Tensor], torch.Tensor]:
+    """What a hooked layer keeps: only the target rows, so whole layers are never held."""
+    return lambda h: h[rows, positions]
+
+
+def _pooling_matrix(spans: list[list[int]], width: int, pooling: str) -> torch.Tensor:
+    """``(len(spans), width)`` weights that pool each span's rows in one matrix product: the
+    mean (1/n on each), the first or the last row (1 on it)."""
+    weights = torch.zeros((len(spans), width), dtype=torch.float32)
+    for m, span in enumerate(spans):
+        if pooling == "mean":
+            weights[m, span] = 1.0 / len(span)
+        else:
+            weights[m, span[0] if pooling == "first" else span[-1]] = 1.0
+    return weights

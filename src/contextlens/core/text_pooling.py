@@ -105,11 +105,10 @@ def pool_texts(
     items = list(enumerate(encoded))
     for batch in model.batches(items, batch_size, show_progress_bar, "texts"):
         input_ids, mask = model.pad([ids for _, ids in batch])
-        outputs = model.run(input_ids, mask, hidden_states=True)
         m = mask.unsqueeze(-1).float()
         rows = [i for i, _ in batch]
-        for k, layer in enumerate(layers):
-            states = outputs.hidden_states[layer].float()
+        for k, states in enumerate(model.run_layers(input_ids, mask, layers)):
+            states = states.float()
             if mode == "mean":
                 pooled = (states * m).sum(1) / m.sum(1).clamp(min=1)
             elif mode == "cls":

@@ -56,7 +56,7 @@ def encode_spans(
     use_cache: bool = True,
 ) -> SpanEncoding:
     """Hidden states (all layers) and input rows of every span, one forward pass per text."""
-    key = cache_key("spans", SPAN_ENCODING_VERSION, model.name, str(model.source), list(texts), list(spans))
+    key = cache_key("spans", SPAN_ENCODING_VERSION, model.name, model.identity, list(texts), list(spans))
 
     def compute() -> dict[str, np.ndarray]:
         hidden, rows = _encode(model, texts, spans, chunk_size, progress)

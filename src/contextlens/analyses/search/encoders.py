@@ -120,7 +120,7 @@ class TextEncoder:
 
     def encode_cached(self, texts: Sequence[str], namespace: str = "retrieval", **kwargs: Any) -> np.ndarray:
         """:meth:`encode`, served from the on-disk cache when the same texts were encoded before."""
-        key = cache_key(encoder_dict(self.provenance), self.model.source, list(texts))
+        key = cache_key(encoder_dict(self.provenance), self.model.identity, list(texts))
         return cached_arrays(namespace, key, lambda: {"x": self.encode(texts, **kwargs)})["x"]
 
 
@@ -150,5 +150,5 @@ def hidden_means_every_layer(
 
     if not cache:
         return compute()["x"]
-    key = cache_key("hidden-mean-every-layer", model.name, model.source, list(texts))
+    key = cache_key("hidden-mean-every-layer", model.name, model.identity, list(texts))
     return cached_arrays("retrieval", key, compute)["x"]

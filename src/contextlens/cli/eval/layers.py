@@ -32,10 +32,10 @@ def layers_cmd(
 ) -> None:
     """Which layer knows part of speech, which knows sense: linear probes per layer, lemmas kept apart."""
     from contextlens.analyses.benchmarks.layer_probes import run_layer_probes
-    from contextlens.cli.common import static_option
+    from contextlens.core.static_models import optional_static
     from contextlens.reports.claims_figures import layer_probe_figure
 
-    static_model = static_option(static, optional=False)
+    static_model = optional_static(static, optional=False)
     results = []
     for name in [model, *(also or [])]:
         with encoding_progress(name) as progress:

@@ -1,0 +1,135 @@
+"""Opt-in int8: dynamic quantization of a model's linear layers, and the drift it costs.
+
+fp32 is the default and exact. ``int8`` replaces the ``nn.Linear`` layers by torch's
+dynamically quantized ones (int8 weights; activations quantized per tensor on the fly), except
+the feed-forward down projection (``intermediate_size -> hidden_size``): its input, the GELU
+output, has outliers (max ~24 against a mean of ~0.15 in minilm's first block), and one scale
+per tensor for it turns that layer's output to cosine 0.82 with fp32 and the block output to
+0.96; kept fp32, the block output stays above 0.99 (docs/speed.md has the numbers). Embeddings
+and layer norms stay fp32, so layer 0 is unchanged and the drift grows with depth.
+
+The drift is not assumed small, it is measured: :func:`drift` runs a fixed set of sentences (64
+WordNet usage examples, evenly spaced) through both precisions and reports, per layer, the mean
+and the minimum cosine between the two hidden states of every token. Every int8 result is
+printed with it.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import TYPE_CHECKING
+
+import numpy as np
+import torch
+
+from contextlens.core.disk_cache import cache_key, cached_arrays
+from contextlens.errors import InputError
+
+if TYPE_CHECKING:
+    from contextlens.core.contextual_models import ContextualModel
+
+PRECISIONS: tuple[str, ...] = ("fp32", "int8")
+DRIFT_SENTENCES = 64
+QUANT_RULE = "dynamic-qint8-linear-except-ffn-down-v1"  # part of the drift cache key
+
+
+def check_precision(precision: str) -> str:
+    if precision not in PRECISIONS:
+        raise InputError(f"unknown precision {precision!r}; use one of {', '.join(PRECISIONS)}")
+    return precision
+
+
+def quantize(net: torch.nn.Module, down_projection: bool = False) -> torch.nn.Module:
+    """The model with its linear layers dynamically quantized to int8 (in place); the
+    feed-forward down projections stay fp32 unless ``down_projection``."""
+    inner = getattr(net.config, "intermediate_size", None)
+    names = {
+        name
+        for name, module in net.named_modules()
+        if isinstance(module, torch.nn.Linear)
+        and (down_projection or (module.in_features, module.out_features) != (inner, net.config.hidden_size))
+    }
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch.ao's deprecation notice for the eager API
+        from torch.ao.quantization import quantize_dynamic
+
+        return quantize_dynamic(net, names, dtype=torch.qint8, inplace=True)
+
+
+@dataclass(frozen=True)
+class Drift:
+    """Per layer 0..L: mean and minimum cosine between fp32 and int8 hidden states, over the
+    tokens of a fixed sentence set."""
+
+    model: str
+    sentences: int
+    tokens: int
+    mean_cosine: tuple[float, ...]
+    min_cosine: tuple[float, ...]
+
+    @property
+    def worst_mean(self) -> float:
+        """The lowest per-layer mean cosine: the benchmark's ``int8_min_cosine``."""
+        return min(self.mean_cosine)
+
+    def line(self) -> str:
+        """One line for stderr: ``layer mean/min`` pairs."""
+        pairs = " ".join(
+            f"{k}:{m:.4f}/{lo:.4f}" for k, (m, lo) in enumerate(zip(self.mean_cosine, self.min_cosine, strict=True))
+        )
+        return f"int8 drift vs fp32 ({self.model}, cosine per layer mean/min over {self.tokens} tokens): {pairs}"
+
+    def to_dict(self) -> dict:
+        return {
+            "model": self.model,
+            "sentences": self.sentences,
+            "tokens": self.tokens,
+            "mean_cosine": list(self.mean_cosine),
+            "min_cosine": list(self.min_cosine),
+        }
+
+
+def drift_sentences(n: int = DRIFT_SENTENCES) -> list[str]:
+    """The fixed set: ``n`` WordNet usage examples evenly spaced over all of them."""
+    from contextlens.core.wordnet import usage_examples
+
+    examples = usage_examples()
+    step = len(examples) / n
+    return [examples[int(k * step)].text for k in range(n)]
+
+
+@lru_cache(maxsize=4)
+def drift(name: str) -> Drift:
+    """int8 vs fp32 for a model name; measured once per model, torch version and quantization
+    rule, then read from the disk cache (both precisions are loaded only to measure it)."""
+    from contextlens.core.contextual_models import load_contextual
+
+    fp32 = load_contextual(name, "fp32")
+    key = cache_key("int8-drift", QUANT_RULE, fp32.name, fp32.source, torch.__version__, DRIFT_SENTENCES)
+
+    def compute() -> dict[str, np.ndarray]:
+        d = measure_drift(fp32, load_contextual(name, "int8"), drift_sentences())
+        counts = np.array([d.sentences, d.tokens])
+        return {"mean": np.array(d.mean_cosine), "min": np.array(d.min_cosine), "counts": counts}
+
+    arrays = cached_arrays("int8-drift", key, compute)
+    sentences, tokens = (int(v) for v in arrays["counts"])
+    return Drift(fp32.name, sentences, tokens, tuple(map(float, arrays["mean"])), tuple(map(float, arrays["min"])))
+
+
+def measure_drift(fp32: ContextualModel, int8: ContextualModel, texts: list[str]) -> Drift:
+    """Cosines between the two models' states of every real token of ``texts``, per layer."""
+    layers = tuple(range(fp32.num_layers + 1))
+    encoded = fp32.tokenizer(texts, truncation=True, max_length=fp32.max_length, verbose=False)["input_ids"]
+    ids, mask = fp32.pad(encoded)
+    real = mask.bool()
+    a = fp32.run_layers(ids, mask, layers)
+    b = int8.run_layers(ids, mask, layers)
+    means, mins = [], []
+    for x, y in zip(a, b, strict=True):
+        cos = torch.nn.functional.cosine_similarity(x[real].double(), y[real].double(), dim=-1)
+        means.append(float(cos.mean()))
+        mins.append(float(cos.min()))
+    return Drift(fp32.name, len(texts), int(real.sum()), tuple(means), tuple(mins))
