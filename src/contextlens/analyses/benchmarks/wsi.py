@@ -133,7 +133,7 @@ def evaluate_wsi(
     from contextlens.analyses.corpus.senses import CRITERION
 
     result.meta["clustering"] = CRITERION
-    mean_k: dict[int, float] = {}
+    mean_k: list[float] = []  # mean number of induced clusters per lemma, by layer
     with threadpool_limits(1):  # tiny k-means fits: thread start-up costs more than it saves
         for layer in range(hidden.shape[1]):
             per_lemma: dict[str, list[dict]] = {name: [] for name in splits}
@@ -144,7 +144,7 @@ def evaluate_wsi(
                     ks.append(k)
                     per_lemma[name].append(scores(lem.gold, labels))
             _add_means(result, model, layer, per_lemma)
-            mean_k[layer] = round(float(np.mean(ks)), 3) if ks else 0.0
+            mean_k.append(round(float(np.mean(ks)), 3) if ks else 0.0)
         result.meta["mean_clusters_per_layer"] = mean_k
         for system, assign in ((ONE_CLUSTER, lambda n: [0] * n), (ONE_PER_INSTANCE, lambda n: list(range(n)))):
             _add_means(
@@ -203,10 +203,11 @@ def table_rows(result: BenchmarkResult) -> list[dict[str, object]]:
         split="test",
         metric="ari",
     )
-    mean_k = result.meta.get("mean_clusters_per_layer", {})
+    mean_k = result.meta.get("mean_clusters_per_layer", [])
     for row in rows:
         row["best"] = row["system"] == result.model and row["layer"] == best
-        row["mean_clusters"] = mean_k.get(row["layer"]) if row["system"] == result.model else None
+        own = row["system"] == result.model and row["layer"] is not None and row["layer"] < len(mean_k)
+        row["mean_clusters"] = mean_k[row["layer"]] if own else None
     return rows
 
 
