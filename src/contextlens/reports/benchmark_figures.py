@@ -85,7 +85,7 @@ def wsd_figure(result: BenchmarkResult) -> plt.Figure:
 def wsi_figure(result: BenchmarkResult) -> plt.Figure:
     """Induced-sense ARI, V-measure and B-cubed F1 per layer on test lemmas (dev faint, the
     dev-picked layer marked), the baselines (one cluster, one per instance, static) flat."""
-    fig, axes = plt.subplots(1, 3, figsize=(14, 4.2))
+    fig, axes = plt.subplots(1, 3, figsize=(14, 5.2))
     chosen = (result.meta.get("best_layer") or {}).get("layer_by_dev")
     names = {"ari": "adjusted Rand index", "v_measure": "V-measure", "bcubed_f1": "B-cubed F1"}
     for ax, (metric, title) in zip(axes, names.items(), strict=True):
@@ -103,8 +103,9 @@ def wsi_figure(result: BenchmarkResult) -> plt.Figure:
         ax.set_xlabel("layer (0 = embedding output)")
         ax.set_xticks(layers)
         ax.grid(alpha=0.3)
-        ax.legend(loc="best", fontsize=7)
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), fontsize=7, ncol=2, frameon=False)
     axes[0].set_ylabel("mean over test lemmas")
+    fig.subplots_adjust(bottom=0.33, wspace=0.25)
     fig.suptitle(f"Word sense induction (WordNet examples, per-lemma k-means) — {result.model}")
     return fig
 
