@@ -16,6 +16,8 @@ _BASELINE_STYLES = {
     "chance": ("#6b7280", "-."),
     "mfs-semcor": ("#7c3aed", "--"),
     "random-sense": ("#6b7280", "-."),
+    "one-cluster-per-lemma": ("#6b7280", "-."),
+    "one-cluster-per-instance": ("#7c3aed", "--"),
 }
 
 
@@ -77,6 +79,34 @@ def wsd_figure(result: BenchmarkResult) -> plt.Figure:
         ax.legend(loc="lower right", fontsize=7)
     axes[0].set_ylabel("score on held-out WordNet examples")
     fig.suptitle(f"Word sense disambiguation (WordNet examples) — {result.model}")
+    return fig
+
+
+def wsi_figure(result: BenchmarkResult) -> plt.Figure:
+    """Induced-sense ARI, V-measure and B-cubed F1 per layer on test lemmas (dev faint, the
+    dev-picked layer marked), the baselines (one cluster, one per instance, static) flat."""
+    fig, axes = plt.subplots(1, 3, figsize=(14, 5.2))
+    chosen = (result.meta.get("best_layer") or {}).get("layer_by_dev")
+    names = {"ari": "adjusted Rand index", "v_measure": "V-measure", "bcubed_f1": "B-cubed F1"}
+    for ax, (metric, title) in zip(axes, names.items(), strict=True):
+        layers, values = _layer_curve(result, system=result.model, split="test", metric=metric)
+        ax.plot(layers, values, marker="o", lw=2.2, color="#c2410c", label=f"{result.model}: k-means senses, test")
+        d_layers, d_values = _layer_curve(result, system=result.model, split="dev", metric=metric)
+        ax.plot(d_layers, d_values, marker=".", lw=1, color="#c2410c", alpha=0.45, label="... dev")
+        if chosen is not None:
+            ax.axvline(chosen, color="#c2410c", ls=":", lw=1, label=f"layer picked on dev ARI ({chosen})")
+        for r in result.select(split="test", metric=metric):
+            if r["layer"] is None:
+                color, ls = _BASELINE_STYLES.get(r["system"], ("#1d4ed8", (0, (4, 2))))
+                ax.axhline(r["value"], color=color, ls=ls, lw=1.5, label=f"{r['system']} ({r['value']:.3f})")
+        ax.set_title(title)
+        ax.set_xlabel("layer (0 = embedding output)")
+        ax.set_xticks(layers)
+        ax.grid(alpha=0.3)
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), fontsize=7, ncol=2, frameon=False)
+    axes[0].set_ylabel("mean over test lemmas")
+    fig.subplots_adjust(bottom=0.33, wspace=0.25)
+    fig.suptitle(f"Word sense induction (WordNet examples, per-lemma k-means) — {result.model}")
     return fig
 
 

@@ -70,9 +70,7 @@ class SenseInduction:
 def induce_senses(
     folder: Path, word: str, layer: int | None = None, k: str | int = "auto", seed: int = 0, examples: int = 3
 ) -> SenseInduction:
-    from sklearn.cluster import KMeans
     from sklearn.decomposition import PCA
-    from sklearn.metrics import silhouette_score
 
     manifest = require_manifest(Path(folder))
     word = word.strip().lower()
@@ -86,24 +84,7 @@ def induce_senses(
     if n < 3:
         raise InputError(f"{word!r} has {n} occurrence(s) in {folder}; sense induction needs at least 3")
     x = normalize_rows(np.array(table.column(layer_column(layer)).to_pylist(), dtype=np.float32))
-    silhouettes: dict[int, float] = {}
-    fits = {}
-    for kk in range(2, min(MAX_K, n - 1) + 1):
-        km = KMeans(n_clusters=kk, n_init=4, random_state=seed).fit(x)
-        if len(set(km.labels_)) < 2:
-            continue
-        silhouettes[kk] = float(silhouette_score(x, km.labels_, metric="cosine"))
-        fits[kk] = km.labels_
-    if k == "auto":
-        best = max(silhouettes, key=silhouettes.get, default=1)
-        chosen = best if silhouettes.get(best, 0.0) >= MIN_SILHOUETTE else 1
-    else:
-        chosen = int(k)
-        if not 1 <= chosen <= min(MAX_K, n - 1):
-            raise InputError(f"--k {k}: give auto or a number between 1 and {min(MAX_K, n - 1)}")
-        if chosen > 1 and chosen not in fits:
-            fits[chosen] = KMeans(n_clusters=chosen, n_init=4, random_state=seed).fit(x).labels_
-    labels = np.zeros(n, dtype=int) if chosen == 1 else np.asarray(fits[chosen])
+    labels, chosen, silhouettes = cluster_unit_vectors(x, k, seed)
     rows = table.select(["doc_id", "sentence", "start", "end"]).to_pylist()
     centroids = normalize_rows(np.stack([x[labels == c].mean(axis=0) for c in range(chosen)]))
     sims = x @ centroids.T
@@ -139,6 +120,39 @@ def induce_senses(
         coords,
         [r["sentence"] for r in rows],
     )
+
+
+def cluster_unit_vectors(
+    x: np.ndarray, k: str | int = "auto", seed: int = 0
+) -> tuple[np.ndarray, int, dict[int, float]]:
+    """Cluster unit row vectors by :data:`CRITERION` (or into ``k`` clusters when ``k`` is a number).
+
+    Returns the labels, the chosen k and the silhouette of every k tried. Shared by ``senses
+    induce`` and the WSI benchmark (``analyses/benchmarks/wsi.py``), so both induce senses alike.
+    """
+    from sklearn.cluster import KMeans
+    from sklearn.metrics import silhouette_score
+
+    n = len(x)
+    silhouettes: dict[int, float] = {}
+    fits = {}
+    for kk in range(2, min(MAX_K, n - 1) + 1):
+        km = KMeans(n_clusters=kk, n_init=4, random_state=seed).fit(x)
+        if len(set(km.labels_)) < 2:
+            continue
+        silhouettes[kk] = float(silhouette_score(x, km.labels_, metric="cosine"))
+        fits[kk] = km.labels_
+    if k == "auto":
+        best = max(silhouettes, key=silhouettes.get, default=1)
+        chosen = best if silhouettes.get(best, 0.0) >= MIN_SILHOUETTE else 1
+    else:
+        chosen = int(k)
+        if not 1 <= chosen <= min(MAX_K, n - 1):
+            raise InputError(f"--k {k}: give auto or a number between 1 and {min(MAX_K, n - 1)}")
+        if chosen > 1 and chosen not in fits:
+            fits[chosen] = KMeans(n_clusters=chosen, n_init=4, random_state=seed).fit(x).labels_
+    labels = np.zeros(n, dtype=int) if chosen == 1 else np.asarray(fits[chosen])
+    return labels, chosen, silhouettes
 
 
 def _example(row: dict, score: float) -> dict[str, object]:

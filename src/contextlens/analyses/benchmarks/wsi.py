@@ -1,0 +1,240 @@
+"""Word sense induction: cluster each lemma's occurrences per layer and score against WordNet senses.
+
+The instances are the WSD benchmark's WordNet 3.0 usage examples (every example of a (lemma,
+part of speech) that :func:`~contextlens.analyses.benchmarks.datasets.build_wsd` keeps: train,
+dev and test alike; at least two senses with examples per lemma), so their hidden states come
+from the suite's disk-cached span encoding. Per lemma and layer the occurrences' unit vectors
+are clustered by the same criterion as ``contextlens senses induce`` (k-means, k by cosine
+silhouette, :func:`~contextlens.analyses.corpus.senses.cluster_unit_vectors`) and the clusters
+are compared with the gold synsets: adjusted Rand index, V-measure and B-cubed F1. Each score is
+the mean over lemmas (every lemma counts once, whatever its number of examples).
+
+Lemmas are split dev/test as for WiC/WSD (:func:`~contextlens.analyses.benchmarks.datasets.split_lemmas`):
+the layer is chosen by dev ARI and reported on test lemmas. Baselines: one cluster per lemma
+(ARI 0, V-measure 0), one cluster per instance (ARI 0 unless every sense has one example), and
+the static model, whose one vector per word puts every occurrence in one cluster.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from contextlens.analyses.benchmarks.datasets import Key, WsdData, split_lemmas
+from contextlens.analyses.benchmarks.result import BenchmarkResult
+from contextlens.analyses.benchmarks.span_encoding import Progress
+from contextlens.core.contextual_models import ContextualModel
+from contextlens.core.similarity import normalize_rows
+from contextlens.core.static_models import StaticModel
+
+METRICS = ("ari", "v_measure", "bcubed_f1")
+ONE_CLUSTER = "one-cluster-per-lemma"
+ONE_PER_INSTANCE = "one-cluster-per-instance"
+DEV_SHARE = 0.3  # as build_wsd, so a lemma is dev (or test) in WSD and WSI alike
+AVERAGING = "mean over lemmas of the per-lemma score (each lemma counts once)"
+
+
+@dataclass(frozen=True)
+class WsiLemma:
+    """One (lemma, pos): the rows of its occurrences in the span encoding and their gold synsets."""
+
+    key: Key
+    split: str
+    rows: list[int]
+    gold: list[str]
+
+
+def wsi_lemmas(data: WsdData, item_rows: Sequence[int], seed: int = 0) -> list[WsiLemma]:
+    """Every example of each WSD lemma (train, dev and test items), split dev/test by lemma."""
+    rows: dict[Key, list[int]] = defaultdict(list)
+    gold: dict[Key, list[str]] = defaultdict(list)
+    for k, item in enumerate(data.items):
+        rows[item.key].append(item_rows[k])
+        gold[item.key].append(item.example.synset)
+    splits = split_lemmas([lemma for lemma, _ in rows], DEV_SHARE, seed)
+    return [WsiLemma(key, splits[key[0]], rows[key], gold[key]) for key in sorted(rows) if len(set(gold[key])) >= 2]
+
+
+def bcubed(gold: Sequence[object], predicted: Sequence[object]) -> dict[str, float]:
+    """B-cubed precision, recall and F1 (Bagga & Baldwin 1998; Amigó et al. 2009).
+
+    Per item: precision = share of its cluster with its gold sense, recall = share of its gold
+    sense in its cluster; both averaged over items, F1 their harmonic mean.
+    """
+    g = np.asarray(gold, dtype=object)
+    p = np.asarray(predicted, dtype=object)
+    if len(g) != len(p) or len(g) == 0:
+        raise ValueError("bcubed needs two labelings of the same, non-empty items")
+    same_gold = g[:, None] == g[None, :]
+    same_pred = p[:, None] == p[None, :]
+    both = (same_gold & same_pred).sum(axis=1)
+    precision = float(np.mean(both / same_pred.sum(axis=1)))
+    recall = float(np.mean(both / same_gold.sum(axis=1)))
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    return {"precision": precision, "recall": recall, "f1": f1}
+
+
+def scores(gold: Sequence[object], predicted: Sequence[object]) -> dict[str, float]:
+    """ARI, V-measure and B-cubed F1 of one lemma's clustering."""
+    from sklearn.metrics import adjusted_rand_score, v_measure_score
+
+    return {
+        "ari": float(adjusted_rand_score(gold, predicted)),
+        "v_measure": float(v_measure_score(gold, predicted)),
+        "bcubed_f1": bcubed(gold, predicted)["f1"],
+    }
+
+
+def _add_means(result: BenchmarkResult, system: str, layer: int | None, per_lemma: dict[str, list[dict]]) -> None:
+    for split, lemma_scores in per_lemma.items():
+        for metric in METRICS:
+            value = float(np.mean([s[metric] for s in lemma_scores])) if lemma_scores else float("nan")
+            result.add(system=system, layer=layer, split=split, metric=metric, value=value)
+
+
+def _cluster(vectors: np.ndarray, seed: int) -> tuple[np.ndarray, int]:
+    from sklearn.exceptions import ConvergenceWarning
+
+    from contextlens.analyses.corpus.senses import cluster_unit_vectors
+
+    with warnings.catch_warnings():  # identical vectors (static model): k-means finds one cluster
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        labels, k, _ = cluster_unit_vectors(normalize_rows(vectors.astype(np.float32)), "auto", seed)
+    return labels, k
+
+
+def evaluate_wsi(
+    lemmas: Sequence[WsiLemma],
+    hidden: np.ndarray,
+    model: str,
+    static: StaticModel | None = None,
+    static_name: str | None = None,
+    seed: int = 0,
+) -> BenchmarkResult:
+    """Per-layer induced-sense scores on dev and test lemmas, beside the three baselines.
+
+    ``hidden`` is ``(n_spans, layers + 1, d)``; ``lemma.rows`` index its first axis.
+    """
+    from threadpoolctl import threadpool_limits
+
+    splits = {name: [lem for lem in lemmas if lem.split == name] for name in ("dev", "test")}
+    counts = {
+        f"{name}_{what}": value
+        for name, chosen in splits.items()
+        for what, value in (("lemmas", len(chosen)), ("instances", sum(len(lem.rows) for lem in chosen)))
+    }
+    counts["senses_per_lemma"] = round(float(np.mean([len(set(lem.gold)) for lem in lemmas])), 3) if lemmas else 0
+    result = BenchmarkResult("wsi", model, meta={"counts": counts, "averaging": AVERAGING})
+    from contextlens.analyses.corpus.senses import CRITERION
+
+    result.meta["clustering"] = CRITERION
+    mean_k: list[float] = []  # mean number of induced clusters per lemma, by layer
+    with threadpool_limits(1):  # tiny k-means fits: thread start-up costs more than it saves
+        for layer in range(hidden.shape[1]):
+            per_lemma: dict[str, list[dict]] = {name: [] for name in splits}
+            ks = []
+            for name, chosen in splits.items():
+                for lem in chosen:
+                    labels, k = _cluster(hidden[lem.rows, layer, :], seed)
+                    ks.append(k)
+                    per_lemma[name].append(scores(lem.gold, labels))
+            _add_means(result, model, layer, per_lemma)
+            mean_k.append(round(float(np.mean(ks)), 3) if ks else 0.0)
+        result.meta["mean_clusters_per_layer"] = mean_k
+        for system, assign in ((ONE_CLUSTER, lambda n: [0] * n), (ONE_PER_INSTANCE, lambda n: list(range(n)))):
+            _add_means(
+                result,
+                system,
+                None,
+                {n: [scores(lem.gold, assign(len(lem.gold))) for lem in c] for n, c in splits.items()},
+            )
+        if static is not None:
+            per_lemma, covered = {}, []
+            for name, chosen in splits.items():
+                per_lemma[name] = []
+                for lem in chosen:
+                    lemma = lem.key[0]
+                    covered.append(lemma in static)
+                    if lemma in static:  # one vector for every occurrence, clustered like the hidden states
+                        labels, _ = _cluster(np.tile(static.vector(lemma).values, (len(lem.rows), 1)), seed)
+                    else:  # no vector at all: nothing tells the occurrences apart
+                        labels = np.zeros(len(lem.rows), dtype=int)
+                    per_lemma[name].append(scores(lem.gold, labels))
+            _add_means(result, static_name or static.name, None, per_lemma)
+            result.meta["static_coverage"] = float(np.mean(covered)) if covered else 0.0
+    result.meta["best_layer"] = best_layer(result, model)
+    return result
+
+
+def best_layer(result: BenchmarkResult, system: str, metric: str = "ari") -> dict[str, float | int] | None:
+    """The layer with the best dev ``metric`` (ties: the lower layer), its test scores, and the
+    best test layer for reference."""
+    dev = [r for r in result.select(system=system, split="dev", metric=metric) if not np.isnan(r["value"])]
+    if not dev:
+        return None
+    top = max(dev, key=lambda r: (r["value"], -r["layer"]))["layer"]
+    out: dict[str, float | int] = {"layer_by_dev": top, "chosen_by": f"dev {metric}"}
+    for m in METRICS:
+        out[f"test_{m}_at_dev_layer"] = result.value(system=system, split="test", metric=m, layer=top)
+    tests = result.select(system=system, split="test", metric=metric)
+    best_test = max(tests, key=lambda r: (r["value"], -r["layer"]))
+    out["best_test_layer"] = best_test["layer"]
+    out[f"best_test_{metric}"] = best_test["value"]
+    return out
+
+
+def table_rows(result: BenchmarkResult) -> list[dict[str, object]]:
+    """The wsi table: per (system, layer) dev ARI and test ARI, V-measure, B-cubed F1; ``best``
+    marks the model's dev-picked layer."""
+    best = (result.meta.get("best_layer") or {}).get("layer_by_dev")
+    rows = result.pivot(
+        ("system", "layer"),
+        {
+            "dev_ari": {"split": "dev", "metric": "ari"},
+            "test_ari": {"split": "test", "metric": "ari"},
+            "test_v_measure": {"split": "test", "metric": "v_measure"},
+            "test_bcubed_f1": {"split": "test", "metric": "bcubed_f1"},
+        },
+        split="test",
+        metric="ari",
+    )
+    mean_k = result.meta.get("mean_clusters_per_layer", [])
+    for row in rows:
+        row["best"] = row["system"] == result.model and row["layer"] == best
+        own = row["system"] == result.model and row["layer"] is not None and row["layer"] < len(mean_k)
+        row["mean_clusters"] = mean_k[row["layer"]] if own else None
+    return rows
+
+
+def run_wsi(
+    model: ContextualModel | str,
+    static: StaticModel | str | None,
+    size: str = "full",
+    progress: Progress | None = None,
+) -> BenchmarkResult:
+    """WSI on the suite's WSD lemmas (``size`` "full" or "quick"), hidden states from its cached encoding."""
+    from contextlens.analyses.benchmarks.suite import SEED, build_suite, encode_suite
+    from contextlens.core.static_models import as_static
+
+    started = time.perf_counter()
+    suite = build_suite(size)
+    static_model = as_static(static) if static is not None else None  # a wrong name fails before encoding
+    enc, encode_seconds = encode_suite(model, size, progress)
+    lemmas = wsi_lemmas(suite.wsd, suite.wsd_rows, SEED)
+    result = evaluate_wsi(
+        lemmas, enc.hidden, enc.model, static_model, static_model.name if static_model else None, SEED
+    )
+    result.meta.update(
+        {
+            "size": size,
+            "suite": suite.counts,
+            "seconds": round(time.perf_counter() - started, 2),
+            "encode_seconds": round(encode_seconds, 2),
+        }
+    )
+    return result

@@ -1,0 +1,67 @@
+"""`contextlens eval wsi`: word sense induction (per-lemma clustering) on WordNet examples."""
+
+from __future__ import annotations
+
+from rich.table import Table
+
+from contextlens.analyses.benchmarks.result import BenchmarkResult
+from contextlens.cli.common import (
+    DEFAULT_MODEL,
+    DEFAULT_STATIC_MODEL,
+    JsonOpt,
+    ModelOpt,
+    PlotOpt,
+    StaticOpt,
+    console,
+    fmt,
+    print_json,
+)
+from contextlens.cli.eval import QuickOpt, encoding_progress, eval_app, layer_cell, plot_after, size_name, timing_footer
+
+
+@eval_app.command("wsi")
+def wsi_cmd(
+    model: ModelOpt = DEFAULT_MODEL,
+    static: StaticOpt = DEFAULT_STATIC_MODEL,
+    quick: QuickOpt = False,
+    json_out: JsonOpt = False,
+    plot: PlotOpt = None,
+) -> None:
+    """Sense induction per layer: cluster each lemma's examples, score against WordNet senses
+    (ARI, V-measure, B-cubed F1), beside one-cluster, one-per-instance and static baselines."""
+    from contextlens.analyses.benchmarks.wsi import run_wsi
+    from contextlens.reports.benchmark_figures import wsi_figure
+
+    with encoding_progress(model) as progress:
+        result = run_wsi(model, static, size_name(quick), progress)
+    with plot_after(result, plot, wsi_figure):
+        if json_out:
+            print_json(result.to_dict())
+        else:
+            _wsi_table(result)
+
+
+def _wsi_table(result: BenchmarkResult) -> None:
+    from contextlens.analyses.benchmarks.wsi import table_rows
+
+    table = Table(title=f"word sense induction (WordNet 3.0 examples) — {result.model}")
+    for col in ("system", "layer", "dev ARI", "test ARI", "test V-measure", "test B-cubed F1", "mean k"):
+        table.add_column(col, justify="right" if col != "system" else "left", no_wrap=col == "system")
+    for r in table_rows(result):
+        cells = (fmt(r["dev_ari"], 3), fmt(r["test_ari"], 3), fmt(r["test_v_measure"], 3), fmt(r["test_bcubed_f1"], 3))
+        k = fmt(r["mean_clusters"], 2) if r["mean_clusters"] is not None else "-"
+        table.add_row(r["system"], layer_cell(r["layer"]), *cells, k, style="bold red" if r["best"] else None)
+    console.print(table)
+    c = result.meta["counts"]
+    console.print(
+        f"{c['test_lemmas']} test lemmas ({c['test_instances']} examples), {c['dev_lemmas']} dev lemmas "
+        f"({c['dev_instances']} examples), {c['senses_per_lemma']} senses per lemma on average; no lemma in both. "
+        f"Scores: {result.meta['averaging']}. Clusters: {result.meta['clustering']}."
+    )
+    b = result.meta.get("best_layer")
+    if b:
+        console.print(
+            f"best layer by dev ARI: [bold red]{b['layer_by_dev']}[/bold red] (test ARI "
+            f"{b['test_ari_at_dev_layer']:.3f}); best test layer {b['best_test_layer']} ({b['best_test_ari']:.3f})"
+        )
+    timing_footer(result)
