@@ -15,7 +15,7 @@ from contextlens.cli import app
 from contextlens.cli.common import console, err_console, note
 
 eval_app = typer.Typer(
-    help="Benchmarks on real data: wic, wsd, wsi, similarity, contextuality, retrieval.", no_args_is_help=True
+    help="Benchmarks on real data: wic, wsd, wsi, similarity, contextuality, layers, retrieval.", no_args_is_help=True
 )
 app.add_typer(eval_app, name="eval")
 
