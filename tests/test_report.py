@@ -60,13 +60,23 @@ def test_demo_report_renders_every_figure_offline(demo_run, tmp_path):
         "Sense probe",
         "Trace",
         "Is the embedding table still there",
+        "What a contextual vector costs",
+        "Which layers see the sentences alike? CKA",
+        "Which layer knows what? Layer probes",
     ):
         assert section in document
-    assert n_figures == document.count("Plotly.newPlot(") >= 12
+    assert document.count("<section>") == 10
+    assert n_figures == document.count("Plotly.newPlot(") >= 14  # the cost and CKA sections add one figure each
+    assert "contextlens cka --model mpnet --other minilm" in document and "contextlens eval layers" in document
+    slower = re.search(r"forward pass: ([\d,]+)× slower", document)
+    assert slower and int(slower.group(1).replace(",", "")) > 10, "a forward pass must cost more than a lookup"
+    cka = re.search(r"CKA of layer 0 with layer (\d+) (\d\.\d+), of adjacent layers at least (\d\.\d+)", document)
+    assert cka and int(cka.group(1)) >= 6 and 0 < float(cka.group(2)) < float(cka.group(3)) <= 1
     assert remote_resources(document) == []
     rest = without_plotly_library(document)
     assert "http://" not in rest and "https://" not in rest
-    assert (folder / "bank-two-sentences.png").exists()
+    for png in ("bank-two-sentences.png", "cost.png", "cka.png"):
+        assert (folder / png).stat().st_size > 0
     dom = render_dom(page, tmp_path)
     assert dom.count('class="plot-container plotly"') == n_figures
     assert dom.count('class="main-svg"') >= 2 * n_figures  # each rendered plot draws at least two svg layers

@@ -69,10 +69,13 @@ def demo_cmd(
     console.print(f"figures: {p1}, {p2}")
     console.rule("[bold]3. The whole lesson as one offline HTML report")
     from contextlens.analyses.lesson.run import run_lesson
+    from contextlens.reports.claims_figures import cka_figure, cost_figure
     from contextlens.reports.report import write_report
 
-    with console.status("running the explorer, ranking, attention, probe and trace..."):
+    with console.status("running the explorer, ranking, attention, probe, trace, cost and CKA..."):
         lesson = run_lesson(contextual, static_model)
+    claims = [save(cost_figure(lesson.cost), out / "cost.png"), save(cka_figure(lesson.cka), out / "cka.png")]
+    console.print(f"figures: {', '.join(str(p) for p in claims)}")
     with written(out / "report.html"):
         report, n_figures = write_report(lesson, out / "report.html")
     console.print(f"report: {report} ({n_figures} interactive figures; open it in a browser, no network needed)")

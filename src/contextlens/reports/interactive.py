@@ -25,6 +25,8 @@ from contextlens.analyses.lesson.polysemy import Exploration, WordExploration
 from contextlens.analyses.lesson.probe import ProbeResult
 from contextlens.analyses.lesson.ranking import Ranking
 from contextlens.analyses.lesson.trace import Trace
+from contextlens.analyses.representations.cka import CkaResult
+from contextlens.analyses.search.cost import CostReport
 
 COLOURS = ["#c2410c", "#1d4ed8", "#15803d", "#7c3aed", "#0e7490", "#be123c", "#a16207"]
 PLOT_CONFIG = {"displaylogo": False, "responsive": True}
@@ -422,5 +424,65 @@ def trace_figures(result: Trace) -> list[go.Figure]:
         height=500,
         title=f"Trace of {plain(result.occurrence.marked())} — {result.model}",
         legend={"orientation": "h", "x": 0, "y": -0.22},
+    )
+    return [fig]
+
+
+def cost_figures(report: CostReport) -> list[go.Figure]:
+    """Interactive version of the cost figure: time per token and memory, static vs contextual, log scale."""
+    fig = make_subplots(rows=1, cols=2, subplot_titles=(f"time per token ({report.ratio:,.0f}x)", "memory"))
+    static, ctx = plain(report.static_name), plain(report.model_name)
+    fig.add_bar(
+        x=[f"{static} lookup", f"{ctx} forward"],
+        y=[report.lookup_seconds_per_token, report.forward_seconds_per_token],
+        marker_color=[COLOURS[1], COLOURS[0]],
+        text=[f"{report.lookup_seconds_per_token:.2e} s", f"{report.forward_seconds_per_token:.2e} s"],
+        row=1,
+        col=1,
+    )
+    mem = [report.static_table_bytes, report.model_weight_bytes, report.activation_bytes]
+    fig.add_bar(
+        x=[f"{static} table", f"{ctx} weights", f"{ctx} activations (1 batch)"],
+        y=[v / 2**20 for v in mem],
+        marker_color=[COLOURS[1], COLOURS[0], COLOURS[6]],
+        text=[f"{v / 2**20:,.1f} MiB" for v in mem],
+        row=1,
+        col=2,
+    )
+    fig.update_yaxes(type="log", title_text="seconds per token (median)", row=1, col=1)
+    fig.update_yaxes(type="log", title_text="MiB", row=1, col=2)
+    fig.update_layout(
+        **LAYOUT,
+        title=f"static lookup vs contextual forward pass, measured on {report.sentences} sentences",
+        height=420,
+        showlegend=False,
+    )
+    return [fig]
+
+
+def cka_figures(result: CkaResult) -> list[go.Figure]:
+    """Interactive version of the CKA heatmap: layers of A (rows) x layers of B (columns)."""
+    m = result.matrix
+    fig = go.Figure(
+        go.Heatmap(
+            z=m,
+            x=[str(v) for v in result.layers_b],
+            y=[str(v) for v in result.layers_a],
+            zmin=0,
+            zmax=1,
+            colorscale="Viridis",
+            text=[[f"{v:.2f}" for v in row] for row in m],
+            texttemplate="%{text}",
+            colorbar={"title": "CKA"},
+            hovertemplate="layer %{y} x layer %{x}: CKA %{z:.3f}<extra></extra>",
+        )
+    )
+    fig.update_layout(
+        **LAYOUT,
+        title=f"linear CKA, {plain(result.model_a)} x {plain(result.model_b)}: {result.tokens:,} tokens of "
+        f"{result.aligned_texts} {result.corpus} sentences",
+        height=520,
+        xaxis_title=f"{plain(result.model_b)} layer",
+        yaxis_title=f"{plain(result.model_a)} layer",
     )
     return [fig]

@@ -4,6 +4,7 @@ numbers and its interactive figures (plotly.js inlined once; nothing is fetched 
 from __future__ import annotations
 
 import html
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -105,6 +106,9 @@ def lesson_sections(lesson: Lesson) -> list[Section]:
             ],
         ),
         _input_share_section(lesson),
+        _cost_section(lesson),
+        _cka_section(lesson),
+        _layer_probe_section(lesson),
     ]
 
 
@@ -132,6 +136,58 @@ def _input_share_section(lesson: Lesson) -> Section:
     )
 
 
+def _cost_section(lesson: Lesson) -> Section:
+    c = lesson.cost
+    rows = c.seed_table()
+    keys = ("aspect", "seed_static", "seed_contextual", "measured_static", "measured_contextual")
+    return Section(
+        "8. What a contextual vector costs",
+        "The seed's table says a static vector is a table lookup and a contextual one a full forward pass, and that "
+        "the memory is the embedding matrix versus the whole model. Timed live here on a few built-in sentences, "
+        f"{COST_REPEATS_NOTE}; `contextlens cost` times 256 sentences, five runs, and scales to a million documents.",
+        f"{c.lookup_seconds_per_token * 1e9:,.0f} ns per word for a {c.static_name} lookup, "
+        f"{c.forward_seconds_per_token * 1e6:,.0f} µs per token for a {c.model_name} forward pass: {c.ratio:,.0f}× "
+        f"slower, on {c.sentences} sentences ({c.tokens} model tokens); {c.machine}.",
+        ix.cost_figures(c),
+        [["aspect", "seed: static", "seed: contextual", "measured: static", "measured: contextual"]]
+        + [[str(row[k]) for k in keys] for row in rows],
+    )
+
+
+COST_REPEATS_NOTE = "the median of a few runs, so expect it to move by tens of percent between reports"
+
+
+def _cka_section(lesson: Lesson) -> Section:
+    k = lesson.cka
+    first, last = k.layers_a[0], k.layers_a[-1]
+    adjacent = min(k.matrix[i, i + 1] for i in range(len(k.layers_a) - 1))
+    return Section(
+        "9. Which layers see the sentences alike? CKA",
+        "Linear CKA (Kornblith et al. 2019) compares the geometry two sets of hidden states give the same tokens: "
+        f"1 for the same geometry up to rotation and scale. Here every layer of {k.model_a} against every other "
+        "layer of itself, so the diagonal is 1 and the blocks show which layers change the picture. Across two models "
+        "a raw cosine means nothing (their hidden states live in different spaces, so contextlens refuses it), but "
+        f"CKA still compares them: `contextlens cka --model mpnet --other {k.model_a}` gives the cross-model view.",
+        f"{k.tokens:,} tokens of {k.aligned_texts} built-in sentences; CKA of layer {first} with layer {last} "
+        f"{k.matrix[0, -1]:.3f}, of adjacent layers at least {adjacent:.3f}.",
+        ix.cka_figures(k),
+    )
+
+
+def _layer_probe_section(lesson: Lesson) -> Section:
+    return Section(
+        "10. Which layer knows what? Layer probes",
+        "The seed says early layers are syntactic and late ones semantic. `contextlens eval layers` tests it the way "
+        "Tenney et al. (2019) did: a linear probe per layer for part of speech (noun vs verb on words that are both) "
+        "and for coarse sense (WordNet supersense), scored on lemmas the probe never saw, beside control tasks with "
+        "random labels per word type (Hewitt & Liang 2019) and the static vector and input row as baselines. "
+        "The accuracy per layer and each task's expected layer are its answer.",
+        "Not run in this report: even the quick size encodes a few hundred WordNet examples and fits 5-fold probes "
+        f"for every layer, about half a minute on {lesson.model} on a 2-core machine, too long for the demo. Run "
+        f"`contextlens eval layers --model {lesson.model} --quick` (docs/claims.md has measured results).",
+    )
+
+
 def render(sections: list[Section], title: str, subtitle: str = "") -> str:
     """The report as one HTML document."""
     parts = [f"<p class='explain'>{html.escape(subtitle)}</p>"] if subtitle else []
@@ -144,7 +200,8 @@ def render(sections: list[Section], title: str, subtitle: str = "") -> str:
             body = "".join(
                 "<tr>"
                 + "".join(
-                    f"<td{' class=text' if k == 0 or k == 3 else ''}>{html.escape(c)}</td>" for k, c in enumerate(row)
+                    f"<td{' class=text' if k == 0 or not _NUMBER.match(c) else ''}>{html.escape(c)}</td>"
+                    for k, c in enumerate(row)
                 )
                 + "</tr>"
                 for row in s.table[1:]
@@ -170,6 +227,9 @@ def write_report(lesson: Lesson, path: Path | str) -> tuple[Path, int]:
     )
     path.write_text(render(sections, "contextlens: contextual vs static embeddings", subtitle), encoding="utf-8")
     return path, figure_count(sections)
+
+
+_NUMBER = re.compile(r"^[-+−]?[\d.,]+$|^-$")  # right-aligned table cells; any other text is left-aligned
 
 
 def _num(x: float | None, spec: str) -> str:

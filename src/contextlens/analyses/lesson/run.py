@@ -1,4 +1,6 @@
-"""The whole lesson in one call: the worked example and the five experiments on the built-in data.
+"""The whole lesson in one call: the worked example, the experiments on the built-in data, and
+the seeds' claims that fit in a demo (the cost of a forward pass, layer-by-layer CKA), each from the
+same analysis its own command runs.
 
 ``contextlens demo`` renders this as one offline HTML report (:mod:`contextlens.reports.report`).
 """
@@ -10,10 +12,12 @@ from dataclasses import dataclass
 from contextlens.analyses.lesson.attention import AttentionResult, attend
 from contextlens.analyses.lesson.divergence import Comparison, compare
 from contextlens.analyses.lesson.input_share import InputRowShare, input_row_share
-from contextlens.analyses.lesson.polysemy import Exploration, explore, load_sense_sentences
+from contextlens.analyses.lesson.polysemy import Exploration, explore
 from contextlens.analyses.lesson.probe import ProbeResult, probe
 from contextlens.analyses.lesson.ranking import Ranking, load_pairs, rank_pairs
 from contextlens.analyses.lesson.trace import Trace, trace
+from contextlens.analyses.representations.cka import CkaResult, compare_layers, corpus_texts
+from contextlens.analyses.search.cost import CostReport, measure_cost
 from contextlens.core.contextual_models import ContextualModel, as_contextual
 from contextlens.core.jsonable import plain_json
 from contextlens.core.occurrences import parse_marked
@@ -23,6 +27,8 @@ from contextlens.examples import WORKED_EXAMPLE
 ATTENTION_SENTENCES = ("The [bank] approved the loan.", "The river [bank] flooded.")
 PROBE_SENTENCES = ("We walked along the river [bank].", "I opened a [bank] account.")
 PROBE_ANCHORS = ("shore", "deposit")
+COST_SENTENCES = 16  # of the built-in sentences: a live but small timing (`contextlens cost` uses 256)
+COST_REPEATS = 3
 
 
 @dataclass
@@ -36,6 +42,8 @@ class Lesson:
     probe: ProbeResult
     trace: Trace
     input_share: InputRowShare
+    cost: CostReport
+    cka: CkaResult
 
     @plain_json
     def to_dict(self) -> dict[str, object]:
@@ -49,6 +57,8 @@ class Lesson:
             "probe": self.probe.to_dict(),
             "trace": self.trace.to_dict(),
             "input_row_share": self.input_share.to_dict(),
+            "cost": self.cost.to_dict(),
+            "cka": self.cka.to_dict(),
         }
 
 
@@ -57,6 +67,7 @@ def run_lesson(model: ContextualModel | str, static: StaticModel | str, permutat
     model, static = as_contextual(model), as_static(static)
     layer = min(6, model.num_layers)  # the seed's close-up: layer 6, head 3
     head = min(3, model.num_heads - 1)
+    builtin = corpus_texts("builtin")
     return Lesson(
         model=model.name,
         static_model=static.name,
@@ -66,7 +77,7 @@ def run_lesson(model: ContextualModel | str, static: StaticModel | str, permutat
         attention=attend([parse_marked(s) for s in ATTENTION_SENTENCES], model, layer=layer, head=head),
         probe=probe([parse_marked(s) for s in PROBE_SENTENCES], PROBE_ANCHORS, model, static=static),
         trace=trace(parse_marked(WORKED_EXAMPLE[1]), model),
-        input_share=input_row_share(
-            model, list(dict.fromkeys(s.occurrence.text for s in load_sense_sentences())), "built-in polysemy"
-        ),
+        input_share=input_row_share(model, builtin, "built-in polysemy"),
+        cost=measure_cost(model, static, builtin[:COST_SENTENCES], repeats=COST_REPEATS),
+        cka=compare_layers(model, corpus="builtin"),
     )
