@@ -130,9 +130,7 @@ def nltk_root() -> Path:
     lexnames = "".join(f"{i:02d}\t{name}\t{pos}\n" for i, (name, pos) in enumerate(LEXNAMES))
     lex_path = root / "lexnames"
     if not lex_path.is_file() or lex_path.read_text() != lexnames:
-        tmp = root / f".lexnames.{os.getpid()}.tmp"
-        tmp.write_text(lexnames)
-        os.replace(tmp, lex_path)
+        atomic_write_text(lex_path, lexnames)
     return root
 
 
