@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from contextlens.analyses.representations.cka import corpus_texts
+from contextlens.analyses.corpus.texts import corpus_texts
 from contextlens.analyses.search.capacity import estimate
 from contextlens.analyses.search.cost import measure_cost
 from contextlens.analyses.search.index_config import IndexConfig

@@ -7,8 +7,8 @@ import json
 import numpy as np
 import pytest
 
+from contextlens.analyses.corpus.texts import corpus_texts
 from contextlens.analyses.lesson.input_share import input_row_share
-from contextlens.analyses.representations.cka import corpus_texts
 from contextlens.cli import main
 from contextlens.errors import InputError
 

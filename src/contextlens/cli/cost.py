@@ -35,7 +35,7 @@ def cost_cmd(
     plot: PlotOpt = None,
 ) -> None:
     """The seeds' comparison table made live: time and memory of a static lookup vs a forward pass."""
-    from contextlens.analyses.representations.cka import corpus_texts
+    from contextlens.analyses.corpus.texts import corpus_texts
     from contextlens.analyses.search.cost import measure_cost
     from contextlens.core.static_models import optional_static
     from contextlens.errors import InputError

@@ -61,8 +61,8 @@ def trace_cmd(
     result = trace(occ, contextual, top_k=top, exclude_special=exclude_special)
     share = None
     if corpus is not None:
+        from contextlens.analyses.corpus.texts import corpus_texts
         from contextlens.analyses.lesson.input_share import input_row_share
-        from contextlens.analyses.representations.cka import corpus_texts
 
         share = input_row_share(contextual, corpus_texts(corpus, limit), corpus)
 

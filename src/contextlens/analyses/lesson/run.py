@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from contextlens.analyses.corpus.texts import corpus_texts
 from contextlens.analyses.lesson.attention import AttentionResult, attend
 from contextlens.analyses.lesson.divergence import Comparison, compare
 from contextlens.analyses.lesson.input_share import InputRowShare, input_row_share
@@ -16,7 +17,7 @@ from contextlens.analyses.lesson.polysemy import Exploration, explore
 from contextlens.analyses.lesson.probe import ProbeResult, probe
 from contextlens.analyses.lesson.ranking import Ranking, load_pairs, rank_pairs
 from contextlens.analyses.lesson.trace import Trace, trace
-from contextlens.analyses.representations.cka import CkaResult, compare_layers, corpus_texts
+from contextlens.analyses.representations.cka import CkaResult, compare_layers
 from contextlens.analyses.search.cost import CostReport, measure_cost
 from contextlens.core.contextual_models import ContextualModel, as_contextual
 from contextlens.core.jsonable import plain_json

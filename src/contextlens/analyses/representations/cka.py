@@ -20,21 +20,19 @@ half of either model's tokens are paired.
 
 from __future__ import annotations
 
-import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from contextlens.analyses.corpus.texts import corpus_texts
 from contextlens.core.contextual_models import ContextualModel, TokenStates, as_contextual
 from contextlens.core.jsonable import plain_json
 from contextlens.errors import InputError
 
 MIN_TEXTS = 20  # aligned texts; fewer gives a CKA dominated by its small-sample bias
 MIN_PAIRED_SHARE = 0.5  # a text with fewer paired tokens than this (either side) is skipped
-CORPORA = ("wordnet", "lee", "builtin")
 
 
 @dataclass
@@ -141,37 +139,6 @@ def align(a: TokenStates, b: TokenStates) -> tuple[list[int], list[int]]:
             ia.append(i)
             ib.append(j)
     return ia, ib
-
-
-# --- texts ------------------------------------------------------------------------------------
-
-
-def corpus_texts(corpus: str, limit: int = 400, seed: int = 0) -> list[str]:
-    """Texts of a built-in corpus: WordNet usage examples (a seeded sample), the Lee corpus's
-    350 news documents, or the built-in polysemy sentences."""
-    if corpus == "wordnet":
-        from contextlens.core.wordnet import usage_examples
-
-        texts = sorted({e.text for e in usage_examples()})
-        return random.Random(seed).sample(texts, min(limit, len(texts)))
-    if corpus == "lee":
-        from contextlens.analyses.benchmarks.retrieval import load_lee
-
-        lee = load_lee()
-        return (lee.documents + lee.background)[:limit]
-    if corpus == "builtin":
-        from contextlens.analyses.lesson.polysemy import load_sense_sentences
-
-        texts = list(dict.fromkeys(s.occurrence.text for s in load_sense_sentences()))
-        return texts[:limit]
-    raise InputError(f"unknown corpus {corpus!r}; use one of {', '.join(CORPORA)} or --sentences FILE")
-
-
-def read_texts(path: Path | str) -> list[str]:
-    """One text per line of a UTF-8 file (blank lines and lines starting with # skipped)."""
-    from contextlens.data import read_tsv
-
-    return [line.fields[0] for line in read_tsv(path, (1,), "one sentence per line, no tabs")]
 
 
 # --- the analysis -----------------------------------------------------------------------------

@@ -1,0 +1,40 @@
+"""Small built-in text sets for analyses that need "some real sentences": a seeded sample of
+WordNet usage examples, the Lee news documents, or the built-in polysemy sentences; and the reader
+of a user's one-sentence-per-line file. CKA, cost, the input-row share and the demo share them."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+from contextlens.errors import InputError
+
+CORPORA = ("wordnet", "lee", "builtin")
+
+
+def corpus_texts(corpus: str, limit: int = 400, seed: int = 0) -> list[str]:
+    """Texts of a built-in corpus: WordNet usage examples (a seeded sample), the Lee corpus's
+    350 news documents, or the built-in polysemy sentences."""
+    if corpus == "wordnet":
+        from contextlens.core.wordnet import usage_examples
+
+        texts = sorted({e.text for e in usage_examples()})
+        return random.Random(seed).sample(texts, min(limit, len(texts)))
+    if corpus == "lee":
+        from contextlens.analyses.benchmarks.retrieval import load_lee
+
+        lee = load_lee()
+        return (lee.documents + lee.background)[:limit]
+    if corpus == "builtin":
+        from contextlens.analyses.lesson.polysemy import load_sense_sentences
+
+        texts = list(dict.fromkeys(s.occurrence.text for s in load_sense_sentences()))
+        return texts[:limit]
+    raise InputError(f"unknown corpus {corpus!r}; use one of {', '.join(CORPORA)} or --sentences FILE")
+
+
+def read_texts(path: Path | str) -> list[str]:
+    """One text per line of a UTF-8 file (blank lines and lines starting with # skipped)."""
+    from contextlens.data import read_tsv
+
+    return [line.fields[0] for line in read_tsv(path, (1,), "one sentence per line, no tabs")]
