@@ -22,10 +22,11 @@ COMBINING = "\u0300\u0301\u0308\u0327\u0323"
 ZERO_WIDTH = "\u200b\u200c\u200d\u2060\ufeff"
 # A separator never composes with its neighbours and is not a word character.
 separators = st.sampled_from([" ", "\u200b", ", ", "\t", " \u200d ", "\u3000"])
-# Any text around the target, brackets aside (they are the marker syntax).
+# Any valid text around the target, brackets aside (they are the marker syntax); lone
+# surrogates are not valid Unicode and are refused (test_a_lone_surrogate_is_refused).
 surroundings = st.text(
     alphabet=st.one_of(
-        st.characters(exclude_characters="[]"),
+        st.characters(exclude_characters="[]", exclude_categories=["Cs"]),
         st.sampled_from(COMBINING + ZERO_WIDTH),
     ),
     max_size=40,
@@ -126,3 +127,9 @@ def test_a_combining_mark_after_the_target_joins_the_word(mark):
     occ = locate(f"un [cafe]{mark} noir")
     assert len(nfc("e" + mark)) == 1
     assert occ.word == nfc("cafe" + mark) and occ.text == nfc(f"un cafe{mark} noir")
+
+
+@pytest.mark.parametrize("text", ["The [bank] \ud800.", "\udfff the river [bank]"])
+def test_a_lone_surrogate_is_refused_in_one_line(text):
+    with pytest.raises(InputError, match="not valid Unicode"):
+        locate(text)

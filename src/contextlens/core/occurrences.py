@@ -50,6 +50,7 @@ class Occurrence:
                 raise InputError(f"{name} must be a character offset (int), got {type(value).__name__}") from None
         if not self.text.strip():
             raise EmptyTextError("the text is empty; give a sentence that contains the target word")
+        _check_encodable(self.text)
         if not (0 <= self.start < self.end <= len(self.text)):
             raise InputError(
                 f"span {self.start}:{self.end} does not lie inside the text of length "
@@ -218,3 +219,14 @@ def locate_all(sentences: Sequence[str], word: str | None = None, index: int = 0
     if not sentences:
         raise InputError("no sentences given; pass sentences like 'The river [bank] flooded.'")
     return [locate(s, word or None, index) for s in sentences]
+
+
+def _check_encodable(text: str) -> None:
+    """Refuse text that is not valid Unicode (a lone surrogate from a bad decode): no tokenizer takes it."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InputError(
+            f"the text is not valid Unicode (a lone surrogate at character {exc.start}); "
+            "read the file as UTF-8 and give the sentence again"
+        ) from None
