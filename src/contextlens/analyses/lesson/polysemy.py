@@ -183,11 +183,13 @@ class Exploration:
     seed: int
     source: str
     words: list[WordExploration]
+    precision: str = "fp32"  # the model's: fp32 (exact) or int8 (see core/precision.py)
 
     @plain_json
     def to_dict(self) -> dict[str, object]:
         return {
             "model": self.model,
+            "precision": self.precision,
             "layer": self.layer,
             "source": self.source,
             "spread_definition": "1 - mean off-diagonal cosine",
@@ -243,7 +245,9 @@ def explore(
         start += len(group)
         results.append(_explore_word(w, group, encs, chosen, permutations, seed))
     results.sort(key=lambda r: -r.spread)
-    return Exploration(model.name, chosen, permutations, seed, source or "given sentences", results)
+    return Exploration(
+        model.name, chosen, permutations, seed, source or "given sentences", results, precision=model.precision
+    )
 
 
 def _explore_word(word, group, encs, chosen, permutations, seed) -> WordExploration:

@@ -13,8 +13,11 @@ from contextlens.cli.common import (
     JsonOpt,
     ModelOpt,
     PlotOpt,
+    PrecisionOpt,
     StaticOpt,
+    ThreadsOpt,
     console,
+    contextual_option,
     fmt,
     print_json,
 )
@@ -27,6 +30,8 @@ def layers_cmd(
     also: Annotated[list[str] | None, typer.Option("--also", help="Another model, drawn on the same figure.")] = None,
     static: StaticOpt = DEFAULT_STATIC_MODEL,
     quick: QuickOpt = False,
+    precision: PrecisionOpt = "fp32",
+    threads: ThreadsOpt = None,
     json_out: JsonOpt = False,
     plot: PlotOpt = None,
 ) -> None:
@@ -39,7 +44,8 @@ def layers_cmd(
     results = []
     for name in [model, *(also or [])]:
         with encoding_progress(name) as progress:
-            results.append(run_layer_probes(name, static_model, size_name(quick), progress))
+            loaded = contextual_option(name, precision, threads)
+            results.append(run_layer_probes(loaded, static_model, size_name(quick), progress))
     with plot_after(results, plot, layer_probe_figure):
         if json_out:
             docs = [r.to_dict() for r in results]

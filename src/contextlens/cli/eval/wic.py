@@ -11,8 +11,11 @@ from contextlens.cli.common import (
     JsonOpt,
     ModelOpt,
     PlotOpt,
+    PrecisionOpt,
     StaticOpt,
+    ThreadsOpt,
     console,
+    contextual_option,
     fmt,
     print_json,
 )
@@ -24,6 +27,8 @@ def wic_cmd(
     model: ModelOpt = DEFAULT_MODEL,
     static: StaticOpt = DEFAULT_STATIC_MODEL,
     quick: QuickOpt = False,
+    precision: PrecisionOpt = "fp32",
+    threads: ThreadsOpt = None,
     json_out: JsonOpt = False,
     plot: PlotOpt = None,
 ) -> None:
@@ -32,7 +37,7 @@ def wic_cmd(
     from contextlens.reports.benchmark_figures import wic_figure
 
     with encoding_progress(model) as progress:
-        result = run_wic(model, static, size_name(quick), progress)
+        result = run_wic(contextual_option(model, precision, threads), static, size_name(quick), progress)
     with plot_after(result, plot, wic_figure):
         if json_out:
             print_json(result.to_dict())

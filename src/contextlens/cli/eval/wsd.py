@@ -13,7 +13,10 @@ from contextlens.cli.common import (
     JsonOpt,
     ModelOpt,
     PlotOpt,
+    PrecisionOpt,
+    ThreadsOpt,
     console,
+    contextual_option,
     fmt,
     print_json,
 )
@@ -27,6 +30,8 @@ def wsd_cmd(
         bool, typer.Option("--glosses", help="Also score sense vectors that include each sense's WordNet gloss.")
     ] = False,
     quick: QuickOpt = False,
+    precision: PrecisionOpt = "fp32",
+    threads: ThreadsOpt = None,
     json_out: JsonOpt = False,
     plot: PlotOpt = None,
 ) -> None:
@@ -35,7 +40,8 @@ def wsd_cmd(
     from contextlens.reports.benchmark_figures import wsd_figure
 
     with encoding_progress(model) as progress:
-        result = run_wsd(model, size_name(quick), progress, glosses=glosses)
+        loaded = contextual_option(model, precision, threads)
+        result = run_wsd(loaded, size_name(quick), progress, glosses=glosses)
     with plot_after(result, plot, wsd_figure):
         if json_out:
             print_json(result.to_dict())
