@@ -215,6 +215,8 @@ def explore(
     An empty ``words`` means every word in the sentences. Raises InputError for a word with no
     (or only one) sentence and for a layer out of range.
     """
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise InputError(f"--seed must be a whole number of at least 0, got {seed!r}")  # numpy refuses a negative one
     model = as_contextual(model)
     if sentences is None:
         sentences = load_sense_sentences()
