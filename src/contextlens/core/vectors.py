@@ -37,7 +37,9 @@ class Provenance:
             raise ValueError(f"unknown vector kind {self.kind!r}; expected one of {KINDS}")
 
     def space(self) -> tuple[str, str]:
-        """Vectors are comparable when they share this pair (model, kind)."""
+        """Vectors are comparable when they share this pair (model, kind). The precision is not part
+        of it: an int8 vector is a slightly moved copy of the fp32 one (comparing the two is how the
+        drift is measured); a search index is stricter and refuses a query at another precision."""
         return (self.model, self.kind)
 
     def describe(self) -> str:
