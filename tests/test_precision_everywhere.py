@@ -52,6 +52,8 @@ def test_eval_int8_json_says_int8_and_stays_close_to_fp32() -> None:
     assert all(abs(r["value"] - s["value"]) == 0 for r, s in ours if r["layer"] == 0)  # embeddings stay fp32
     assert max(diffs) > 1e-4  # int8 is not exact ...
     assert max(diffs) < 0.15  # ... but close (the drift line says how close, per layer)
+    table = run_cli(*args[:-1], "--precision", "int8")  # the encoding is cached now
+    assert table.returncode == 0 and "minilm (int8)" in table.stdout
     static = [(r["value"], s["value"]) for r, s in zip(a["rows"], b["rows"], strict=True) if r["system"] == "glove-50d"]
     assert static and all(x == y for x, y in static)  # the static baseline does not run the model
 

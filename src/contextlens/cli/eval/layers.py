@@ -21,7 +21,15 @@ from contextlens.cli.common import (
     fmt,
     print_json,
 )
-from contextlens.cli.eval import QuickOpt, encoding_progress, eval_app, plot_after, size_name, timing_footer
+from contextlens.cli.eval import (
+    QuickOpt,
+    encoding_progress,
+    eval_app,
+    model_title,
+    plot_after,
+    size_name,
+    timing_footer,
+)
 
 
 @eval_app.command("layers")
@@ -52,7 +60,7 @@ def layers_cmd(
             print_json(docs[0] if len(docs) == 1 else docs)
             return
         for result in results:
-            table = Table(title=f"linear probe accuracy per layer — {result.model} (lemmas kept apart, 5 folds)")
+            table = Table(title=f"linear probe accuracy per layer — {model_title(result)} (lemmas kept apart, 5 folds)")
             splits = ("pos", "pos-control", "sense", "sense-control")
             table.add_column("layer", justify="right")
             for split in splits:

@@ -19,7 +19,16 @@ from contextlens.cli.common import (
     fmt,
     print_json,
 )
-from contextlens.cli.eval import QuickOpt, encoding_progress, eval_app, layer_cell, plot_after, size_name, timing_footer
+from contextlens.cli.eval import (
+    QuickOpt,
+    encoding_progress,
+    eval_app,
+    layer_cell,
+    model_title,
+    plot_after,
+    size_name,
+    timing_footer,
+)
 
 
 @eval_app.command("similarity")
@@ -49,7 +58,7 @@ def _similarity_table(result: BenchmarkResult) -> None:
     from contextlens.analyses.benchmarks.similarity import table_rows
 
     datasets = list(result.meta["counts"])
-    table = Table(title=f"word similarity: Spearman with human ratings — {result.model}")
+    table = Table(title=f"word similarity: Spearman with human ratings — {model_title(result)}")
     table.add_column("system", no_wrap=True)
     table.add_column("layer", justify="right")
     for ds in datasets:

@@ -19,7 +19,16 @@ from contextlens.cli.common import (
     fmt,
     print_json,
 )
-from contextlens.cli.eval import QuickOpt, encoding_progress, eval_app, layer_cell, plot_after, size_name, timing_footer
+from contextlens.cli.eval import (
+    QuickOpt,
+    encoding_progress,
+    eval_app,
+    layer_cell,
+    model_title,
+    plot_after,
+    size_name,
+    timing_footer,
+)
 
 
 @eval_app.command("wic")
@@ -50,7 +59,7 @@ def _wic_table(result: BenchmarkResult) -> None:
 
     counts = result.meta["counts"]
     best = result.meta["best_layer"]
-    table = Table(title=f"word in context (WordNet 3.0 pairs) — {result.model}")
+    table = Table(title=f"word in context (WordNet 3.0 pairs) — {model_title(result)}")
     for col in ("system", "layer", "dev accuracy", "threshold", "test accuracy"):
         table.add_column(col, justify="right" if col != "system" else "left", no_wrap=col == "system")
     for r in table_rows(result):

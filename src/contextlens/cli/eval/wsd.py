@@ -20,7 +20,16 @@ from contextlens.cli.common import (
     fmt,
     print_json,
 )
-from contextlens.cli.eval import QuickOpt, encoding_progress, eval_app, layer_cell, plot_after, size_name, timing_footer
+from contextlens.cli.eval import (
+    QuickOpt,
+    encoding_progress,
+    eval_app,
+    layer_cell,
+    model_title,
+    plot_after,
+    size_name,
+    timing_footer,
+)
 
 
 @eval_app.command("wsd")
@@ -52,7 +61,7 @@ def wsd_cmd(
 def _wsd_table(result: BenchmarkResult) -> None:
     from contextlens.analyses.benchmarks.wsd import random_expected_accuracy, table_rows
 
-    table = Table(title=f"word sense disambiguation (WordNet 3.0 examples) — {result.model}")
+    table = Table(title=f"word sense disambiguation (WordNet 3.0 examples) — {model_title(result)}")
     for col in ("system", "layer", "dev accuracy", "test accuracy", "test macro-F1"):
         table.add_column(col, justify="right" if col != "system" else "left", no_wrap=col == "system")
     for r in table_rows(result):

@@ -19,7 +19,16 @@ from contextlens.cli.common import (
     fmt,
     print_json,
 )
-from contextlens.cli.eval import QuickOpt, encoding_progress, eval_app, layer_cell, plot_after, size_name, timing_footer
+from contextlens.cli.eval import (
+    QuickOpt,
+    encoding_progress,
+    eval_app,
+    layer_cell,
+    model_title,
+    plot_after,
+    size_name,
+    timing_footer,
+)
 
 
 @eval_app.command("wsi")
@@ -49,7 +58,7 @@ def wsi_cmd(
 def _wsi_table(result: BenchmarkResult) -> None:
     from contextlens.analyses.benchmarks.wsi import table_rows
 
-    table = Table(title=f"word sense induction (WordNet 3.0 examples) — {result.model}")
+    table = Table(title=f"word sense induction (WordNet 3.0 examples) — {model_title(result)}")
     for col in ("system", "layer", "dev ARI", "test ARI", "test V-measure", "test B-cubed F1", "mean k"):
         table.add_column(col, justify="right" if col != "system" else "left", no_wrap=col == "system")
     for r in table_rows(result):
