@@ -84,7 +84,7 @@ def test_encoders_use_the_one_provenance_type(minilm):
     assert TextEncoder(minilm, "input-row").provenance.kind == "input-row"
     assert TextEncoder(minilm, "sentence").provenance.kind == "sentence"
     # the manifest and --kind keep their names; a stored encoder reads back as the same provenance
-    stored = {"model": "minilm", "kind": "hidden-mean", "layer": 3, "dim": 384}
+    stored = {"model": "minilm", "kind": "hidden-mean", "layer": 3, "dim": 384, "precision": "fp32"}
     assert encoder_dict(p) == stored and provenance_from_dict(stored) == p
     assert describe_encoder(p) == "minilm hidden-mean layer 3 (384-d)"
     with pytest.raises(InputError, match="unknown encoder kind"):

@@ -151,10 +151,10 @@ def test_search_result_to_dict_is_plain_json(encoder, tmp_path):
     result = search_index(folder, "cake", k=2)
     out = result.to_dict()
     assert_plain_json(out)
-    assert out["encoder"] == {"model": "minilm", "kind": "sentence", "layer": None, "dim": 384}
+    assert out["encoder"] == {"model": "minilm", "kind": "sentence", "layer": None, "dim": 384, "precision": "fp32"}
     assert out["hits"][0]["text"] == OLD[2]
     manifest = json.loads((current_folder(folder) / "manifest.json").read_text())
-    assert manifest["encoder"] == out["encoder"]  # the manifest shape is unchanged
+    assert manifest["encoder"] == out["encoder"]  # the manifest's shape, with the precision
 
 
 def test_cli_build_refuses_bad_out_and_batch_size_before_loading_a_model(tmp_path):

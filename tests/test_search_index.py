@@ -59,7 +59,13 @@ def test_build_save_load_search_round_trip_is_identical(lee_vectors, index_type,
     assert [d.id for d in loaded.documents] == [d.id for d in docs]
     manifest = json.loads((current_folder(tmp_path / "ix") / "manifest.json").read_text())
     assert manifest["count"] == 50 and manifest["dimension"] == 384 and manifest["index"]["type"] == index_type
-    assert manifest["encoder"] == {"model": "minilm", "kind": "sentence", "layer": None, "dim": 384}
+    assert manifest["encoder"] == {
+        "model": "minilm",
+        "kind": "sentence",
+        "layer": None,
+        "dim": 384,
+        "precision": "fp32",
+    }
     assert set(manifest["files"]) == {"index.faiss", "docs.jsonl"}
 
 

@@ -10,7 +10,18 @@ import typer
 from rich.table import Table
 
 from contextlens.cli import app
-from contextlens.cli.common import DEFAULT_MODEL, JsonOpt, ModelOpt, PlotOpt, console, figures_after, print_json
+from contextlens.cli.common import (
+    DEFAULT_MODEL,
+    JsonOpt,
+    ModelOpt,
+    PlotOpt,
+    PrecisionOpt,
+    ThreadsOpt,
+    console,
+    contextual_option,
+    figures_after,
+    print_json,
+)
 
 
 @app.command("cka")
@@ -26,6 +37,8 @@ def cka_cmd(
         str, typer.Option("--corpus", help="Built-in texts: wordnet (usage examples), lee (news), builtin.")
     ] = "wordnet",
     limit: Annotated[int, typer.Option("--limit", help="Use at most this many texts.")] = 400,
+    precision: PrecisionOpt = "fp32",
+    threads: ThreadsOpt = None,
     json_out: JsonOpt = False,
     plot: PlotOpt = None,
 ) -> None:
@@ -35,8 +48,10 @@ def cka_cmd(
     from contextlens.reports.claims_figures import cka_figure
 
     texts = read_texts(sentences) if sentences is not None else None
+    a = contextual_option(model, precision, threads)
+    b = None if other is None or other == model else contextual_option(other, precision, threads)
     with contextlib.nullcontext() if json_out else console.status("encoding every token with both models..."):
-        result = compare_layers(model, other, texts=texts, corpus=corpus, limit=limit)
+        result = compare_layers(a, b, texts=texts, corpus=corpus, limit=limit)
     with figures_after(plot, None, lambda: cka_figure(result), None, "CKA"):
         if json_out:
             print_json(result.to_dict())

@@ -16,8 +16,11 @@ from contextlens.cli.common import (
     JsonOpt,
     ModelOpt,
     PlotOpt,
+    PrecisionOpt,
     StaticOpt,
+    ThreadsOpt,
     console,
+    contextual_option,
     figures_after,
     print_json,
 )
@@ -31,6 +34,8 @@ def cost_cmd(
     corpus: Annotated[str, typer.Option("--corpus", help="Sentences to time on: wordnet, lee or builtin.")] = "wordnet",
     limit: Annotated[int, typer.Option("--limit", help="Time on at most this many sentences.")] = 256,
     repeats: Annotated[int, typer.Option("--repeats", help="Timed runs; the median is reported.")] = 5,
+    precision: PrecisionOpt = "fp32",
+    threads: ThreadsOpt = None,
     json_out: JsonOpt = False,
     plot: PlotOpt = None,
 ) -> None:
@@ -47,8 +52,9 @@ def cost_cmd(
         raise InputError(f"--repeats must be at least 1, got {repeats}")
     static_model = optional_static(static, optional=False)
     texts = corpus_texts(corpus, limit)
+    loaded = contextual_option(model, precision, threads)
     with contextlib.nullcontext() if json_out else console.status("timing lookups and forward passes..."):
-        report = measure_cost(model, static_model, texts, count=int(count), repeats=repeats)
+        report = measure_cost(loaded, static_model, texts, count=int(count), repeats=repeats)
     with figures_after(plot, None, lambda: cost_figure(report), None, "cost"):
         if json_out:
             print_json(report.to_dict())

@@ -10,7 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from contextlens.cli import app
-from contextlens.cli.common import JsonOpt, console, fmt, print_json
+from contextlens.cli.common import JsonOpt, PrecisionOpt, ThreadsOpt, console, contextual_option, fmt, print_json
 from contextlens.errors import InputError
 
 index_app = typer.Typer(
@@ -50,13 +50,15 @@ def index_build(
     nbits: NbitsOpt = None,
     nprobe: Annotated[int | None, typer.Option(help="IVF-PQ: lists visited per query (default 16).")] = None,
     batch_size: Annotated[int, typer.Option(help="Texts per forward pass.")] = 32,
+    precision: PrecisionOpt = "fp32",
+    threads: ThreadsOpt = None,
     force: Annotated[
         bool, typer.Option("--force", help="Build into an --out folder that also holds other files (kept).")
     ] = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Encode documents and save them in a FAISS index with a manifest (atomically)."""
-    from contextlens.analyses.search.encoders import describe_encoder, make_encoder
+    from contextlens.analyses.search.encoders import check_kind, describe_encoder, make_encoder
     from contextlens.analyses.search.index import IndexConfig, VectorIndex, load_documents, read_manifest
     from contextlens.analyses.search.index_files import check_index_folder, current_folder
     from contextlens.reports.output_paths import check_output_folder
@@ -76,7 +78,8 @@ def index_build(
     config = IndexConfig(index, params)  # checks the options fit the index type before the model loads
     check_index_folder(check_output_folder(out), force)  # and that --out can take an index
     documents = load_documents(docs)
-    encoder = make_encoder(model, kind or "sentence", layer)
+    kind = check_kind(kind or "sentence")  # before the model loads
+    encoder = make_encoder(contextual_option(model, precision, threads), kind, layer)
     built = VectorIndex.build(documents, encoder, config, batch_size=batch_size, show_progress_bar=console.is_terminal)
     folder = built.save(out, model_source=encoder.model.source, force=force)
     if json_out:
@@ -103,12 +106,26 @@ def index_search(
     ] = None,
     kind: Annotated[str | None, typer.Option("--kind", help="Query encoder kind (default: the index's).")] = None,
     layer: LayerOpt = None,
+    precision: Annotated[
+        str | None,
+        typer.Option(
+            "--precision",
+            help="Query precision (default: the index's, recorded in its manifest; another one is refused:"
+            " fp32 and int8 vectors are not mixed).",
+        ),
+    ] = None,
+    threads: ThreadsOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Rank the indexed documents for a query; refuses a query encoder that differs from the index's."""
-    from contextlens.analyses.search.index import search_index
+    from contextlens.analyses.search.index import index_encoder, search_index
+    from contextlens.core.precision import check_precision
 
-    result = search_index(folder, query, k, model=model, kind=kind, layer=layer)
+    if precision is not None:
+        check_precision(precision)
+    stored = index_encoder(folder, model, kind, layer, precision)  # a mismatch is refused before any model loads
+    loaded = contextual_option(stored.model, stored.precision, threads)
+    result = search_index(folder, query, k, model=loaded, kind=kind, layer=layer)
     if json_out:
         print_json(result.to_dict())
         return

@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from contextlens.cli import app
-from contextlens.cli.common import DEFAULT_MODEL, ModelOpt, err_console
+from contextlens.cli.common import DEFAULT_MODEL, ModelOpt, PrecisionOpt, ThreadsOpt, contextual_option, err_console
 from contextlens.errors import InputError
 
 LOCAL = "127.0.0.1"
@@ -36,26 +36,30 @@ def serve_cmd(
         list[str] | None, typer.Option("--index", help="Serve an index built with 'index build': NAME=FOLDER.")
     ] = None,
     workers: Annotated[int, typer.Option("--workers", help="Analyses run at once.", min=1, max=16)] = 2,
+    precision: PrecisionOpt = "fp32",
+    threads: ThreadsOpt = None,
     open_browser: Annotated[bool, typer.Option("--open", help="Open the lesson in the default browser.")] = False,
 ) -> None:
     """A local web page: the lesson and every analysis, offline, with a JSON API under /api."""
     import uvicorn
 
-    from contextlens.core.contextual_models import load_contextual
     from contextlens.web.app import create_app
 
     served = parse_indexes(list(index or []))
-    load_contextual(model)  # an unknown model fails here, before the port opens
+    contextual_option(model, precision, threads)  # an unknown model or precision fails here, before the port opens
     if host not in (LOCAL, "localhost", "::1"):
         err_console.print(
             f"[yellow]warning: serving on {host}: other machines can reach this page; "
             f"use --host {LOCAL} to keep it local[/yellow]"
         )
     url = f"http://{'localhost' if host in (LOCAL, '0.0.0.0', '::') else host}:{port}/lesson"
-    err_console.print(f"contextlens serving {model} on {url} (Ctrl-C stops)")
+    served_as = model if precision == "fp32" else f"{model} at {precision}"
+    err_console.print(f"contextlens serving {served_as} on {url} (Ctrl-C stops)")
     if open_browser:
         import threading
         import webbrowser
 
         threading.Timer(1.0, webbrowser.open, args=(url,)).start()
-    uvicorn.run(create_app(model, served, workers=workers), host=host, port=port, log_level="warning")
+    uvicorn.run(
+        create_app(model, served, workers=workers, precision=precision), host=host, port=port, log_level="warning"
+    )

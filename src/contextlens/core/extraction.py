@@ -42,6 +42,7 @@ class OccurrenceEncoding:
     hidden: np.ndarray = field(repr=False)  # (len(layers), hidden_size), pooled over the word
     input_row_values: np.ndarray = field(repr=False)  # (hidden_size,), pooled the same way
     pooling: str = "mean"
+    precision: str = "fp32"  # the model's (int8 vectors say so in their provenance)
 
     @property
     def occurrence(self) -> Occurrence:
@@ -67,13 +68,15 @@ class OccurrenceEncoding:
         if layer not in self.layers:
             raise InputError(f"layer {layer} was not extracted; extracted layers: {list(self.layers)}")
         row = self.hidden[self.layers.index(layer)]
-        return Vector(row, Provenance(self.model, "hidden-state", layer, self.pooling))
+        return Vector(row, Provenance(self.model, "hidden-state", layer, self.pooling, precision=self.precision))
 
     def hidden_states(self) -> list[Vector]:
         return [self.hidden_state(layer) for layer in self.layers]
 
     def input_row(self) -> Vector:
-        return Vector(self.input_row_values, Provenance(self.model, "input-row", None, self.pooling))
+        return Vector(
+            self.input_row_values, Provenance(self.model, "input-row", None, self.pooling, precision=self.precision)
+        )
 
 
 @dataclass(frozen=True)
@@ -184,7 +187,9 @@ def encode_occurrences(
         toks = tokenize_many(model, [o for _, o in todo])
         hidden, rows = extract_targets(model, toks, wanted, pooling, batch_size, show_progress_bar)
         for k, ((i, occ), tok) in enumerate(zip(todo, toks, strict=True)):
-            enc = OccurrenceEncoding(model.name, tok, wanted, hidden[k].copy(), rows[k].copy(), pooling)
+            enc = OccurrenceEncoding(
+                model.name, tok, wanted, hidden[k].copy(), rows[k].copy(), pooling, model.precision
+            )
             results[i] = enc
             model.remember((occ.text, occ.start, occ.end, wanted, pooling), enc)
     return results  # type: ignore[return-value]

@@ -133,3 +133,18 @@ def measure_drift(fp32: ContextualModel, int8: ContextualModel, texts: list[str]
         means.append(float(cos.mean()))
         mins.append(float(cos.min()))
     return Drift(fp32.name, len(texts), int(real.sum()), tuple(means), tuple(mins))
+
+
+def weight_bytes(net: torch.nn.Module) -> int:
+    """Bytes of a model's weights as they are stored: the parameters (fp32), plus each int8
+    linear layer's packed weight (one byte per weight) and its fp32 bias, which a quantized
+    layer keeps outside ``parameters()``."""
+    from torch.ao.nn.quantized.dynamic import Linear as QuantizedLinear
+
+    total = sum(p.numel() * p.element_size() for p in net.parameters())
+    for module in net.modules():
+        if isinstance(module, QuantizedLinear):
+            weight, bias = module.weight(), module.bias()
+            total += weight.numel() * weight.element_size()
+            total += 0 if bias is None else bias.numel() * bias.element_size()
+    return int(total)

@@ -2,7 +2,8 @@
 
 The seeds warn that "embedding" names three different objects. contextlens keeps them apart by
 type: every vector carries a :class:`Provenance` (model, kind, layer; for a vector of a whole
-text also its pooling and dimension), and
+text also its pooling and dimension; the precision the model ran at, fp32 unless int8 was
+asked for), and
 :mod:`contextlens.core.similarity` refuses to compare vectors of different models or kinds.
 """
 
@@ -20,30 +21,37 @@ KINDS: tuple[str, ...] = ("static", "input-row", "hidden-state", "sentence")
 @dataclass(frozen=True)
 class Provenance:
     """Where a vector lives: which model, which kind of embedding, which layer (hidden states),
-    how tokens were pooled into it (a text's vector) and how many dimensions it has (when known)."""
+    how tokens were pooled into it (a text's vector), how many dimensions it has (when known) and
+    the precision the model ran at (``fp32``, exact, or ``int8``; what was written before the
+    field existed reads back as fp32)."""
 
     model: str
     kind: Kind
     layer: int | None = None
     pooling: str | None = None
     dim: int | None = None
+    precision: str = "fp32"
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise ValueError(f"unknown vector kind {self.kind!r}; expected one of {KINDS}")
 
     def space(self) -> tuple[str, str]:
-        """Vectors are comparable when they share this pair (model, kind)."""
+        """Vectors are comparable when they share this pair (model, kind). The precision is not part
+        of it: an int8 vector is a slightly moved copy of the fp32 one (comparing the two is how the
+        drift is measured); a search index is stricter and refuses a query at another precision."""
         return (self.model, self.kind)
 
     def describe(self) -> str:
         layer = f" layer {self.layer}" if self.layer is not None else ""
-        return f"{self.kind}{layer} of {self.model}"
+        precision = f" ({self.precision})" if self.precision != "fp32" else ""
+        return f"{self.kind}{layer} of {self.model}{precision}"
 
     def to_dict(self) -> dict[str, object]:
         out: dict[str, object] = {"model": self.model, "kind": self.kind, "layer": self.layer, "pooling": self.pooling}
         if self.dim is not None:  # only text encoders record it; other JSON shapes stay as they were
             out["dim"] = self.dim
+        out["precision"] = self.precision
         return out
 
 

@@ -1,8 +1,8 @@
 """The FastAPI app: one JSON endpoint and one page per analysis, the lesson, /health.
 
-``create_app`` takes the served model's name and the served indexes; nothing a request carries can
-name a file. Models load once (``load_contextual`` keeps one instance per name) and are shared by
-the worker threads.
+``create_app`` takes the served model's name, its precision and the served indexes; nothing a
+request carries can name a file. The model loads once (``load_contextual`` keeps one instance per
+name and precision) and is shared by the worker threads; every analysis runs on that instance.
 """
 
 import io
@@ -34,9 +34,17 @@ def error_json(status: int, message: str) -> JSONResponse:
     return JSONResponse({"error": message, "status": status}, status_code=status)
 
 
-def create_app(model: str = "mpnet", indexes: dict[str, str] | None = None, workers: int = 2, queue: int = 64):
-    """The web face for ``model``; ``indexes`` maps a served name to an index folder."""
-    layers = load_contextual(model).num_layers  # reads the config only; the weights load on first use
+def create_app(
+    model: str = "mpnet",
+    indexes: dict[str, str] | None = None,
+    workers: int = 2,
+    queue: int = 64,
+    precision: str = "fp32",
+):
+    """The web face for ``model`` at ``precision``; ``indexes`` maps a served name to an index folder."""
+    loaded = load_contextual(model, precision)
+    layers = loaded.num_layers  # reads the config only; the weights load on first use (fp32)
+    label = model if precision == "fp32" else f"{model} ({precision})"
     # no /docs: Swagger UI loads its script from a CDN; the schema itself is at /openapi.json
     app = FastAPI(title="contextlens", version="1", docs_url=None, redoc_url=None)
     pool = WorkerPool(workers, queue)
@@ -54,7 +62,7 @@ def create_app(model: str = "mpnet", indexes: dict[str, str] | None = None, work
     @app.get("/health")
     async def health() -> dict[str, Any]:
         """Answers at once, from the event loop, whatever the workers are doing."""
-        return {"status": "ok", "model": model, "busy": pool.pending, "workers": pool.workers}
+        return {"status": "ok", "model": model, "precision": precision, "busy": pool.pending, "workers": pool.workers}
 
     @app.get("/static/plotly.js", include_in_schema=False)
     async def plotly() -> Response:
@@ -64,15 +72,15 @@ def create_app(model: str = "mpnet", indexes: dict[str, str] | None = None, work
     async def index() -> HTMLResponse:
         items = "".join(f'<li><a href="/{n}">{n}</a>: {p.title}</li>' for n, p in PAGES.items())
         body = f'<p>Start with <a href="/lesson">the lesson</a>, or open one analysis:</p><ul>{items}</ul>'
-        return HTMLResponse(pages.frame("contextlens", body, model))
+        return HTMLResponse(pages.frame("contextlens", body, label))
 
     async def compute(page: Page, data: dict[str, Any]):
         req = page.request.model_validate(data)  # ValidationError -> 422 naming the limit
-        return await pool.run(lambda: page.run(req, model, served))
+        return await pool.run(lambda: page.run(req, loaded, served))
 
     for page in PAGES.values():
-        _routes(app, page, compute, model, served, layers)
-    lesson.routes(app, pool, model)
+        _routes(app, page, compute, label, served, layers)
+    lesson.routes(app, pool, loaded, label)
     app.router.on_shutdown.append(pool.shutdown)
     return app
 

@@ -16,7 +16,7 @@ from fastapi import FastAPI
 from fastapi.responses import HTMLResponse, JSONResponse
 from pydantic import Field
 
-from contextlens.core.contextual_models import load_contextual
+from contextlens.core.contextual_models import ContextualModel, as_contextual
 from contextlens.web import html as pages
 from contextlens.web.runs import (
     CompareRequest,
@@ -122,7 +122,7 @@ def check(answer: QuizAnswer) -> dict[str, object]:
     }
 
 
-def live_figure(kind: str, model: str) -> str:
+def live_figure(kind: str, model: ContextualModel | str) -> str:
     """One live figure as an HTML fragment, with div ids of its own: the same figure may appear twice
     on the page (a section and a quiz answer), and plotly draws only into the first of equal ids."""
     fragment = _live_figure(kind, model)
@@ -132,7 +132,7 @@ def live_figure(kind: str, model: str) -> str:
 
 
 @lru_cache(maxsize=16)
-def _live_figure(kind: str, model: str) -> str:
+def _live_figure(kind: str, model: ContextualModel | str) -> str:
     """Cached per model: the lesson's inputs are fixed."""
     from contextlens.reports import interactive
 
@@ -156,7 +156,7 @@ def _live_figure(kind: str, model: str) -> str:
     return "".join(interactive.figure_div(f) for f in figs)
 
 
-def cost_figure(model: str) -> str:
+def cost_figure(model: ContextualModel | str) -> str:
     """Index bytes for a million vectors at the served model's width beside other common widths."""
     import plotly.graph_objects as go
 
@@ -164,12 +164,13 @@ def cost_figure(model: str) -> str:
     from contextlens.analyses.search.index_config import IndexConfig
     from contextlens.reports.interactive import LAYOUT, figure_div
 
-    served = load_contextual(model).hidden_size
+    loaded = as_contextual(model)
+    served = loaded.hidden_size
     dims = sorted({50, served, 768, 1024, 1536, 3072})
     n = 1_000_000
     flat = [estimate(IndexConfig("flat"), n, d).bytes / 2**30 for d in dims]
     sq8 = [estimate(IndexConfig("sq8"), n, d).bytes / 2**30 for d in dims]
-    labels = [f"{d}{' (glove-50d)' if d == 50 else ''}{f' ({model})' if d == served else ''}" for d in dims]
+    labels = [f"{d}{' (glove-50d)' if d == 50 else ''}{f' ({loaded.name})' if d == served else ''}" for d in dims]
     fig = go.Figure()
     fig.add_bar(x=labels, y=flat, name="flat float32 (exact)", marker_color="#1d4ed8")
     fig.add_bar(x=labels, y=sq8, name="sq8 (1 byte per dimension)", marker_color="#15803d")
@@ -205,7 +206,7 @@ SECTIONS = (
 )
 
 
-def _quiz_html(model: str, q: int | None, a: int | None) -> str:
+def _quiz_html(model: ContextualModel | str, q: int | None, a: int | None) -> str:
     blocks = []
     for i, question in enumerate(QUIZ, 1):
         opts = "".join(
@@ -229,7 +230,10 @@ def _quiz_html(model: str, q: int | None, a: int | None) -> str:
     return "<h2>Checkpoint quiz</h2>" + "".join(blocks)
 
 
-def routes(app: FastAPI, pool: WorkerPool, model: str) -> None:
+def routes(app: FastAPI, pool: WorkerPool, model: ContextualModel | str, label: str | None = None) -> None:
+    """The lesson and the quiz on ``model`` (the served one); ``label`` names it on the page."""
+    label = label or (model if isinstance(model, str) else model.name)
+
     @app.post("/api/quiz", summary="Check a quiz answer")
     async def quiz(answer: QuizAnswer) -> dict[str, object]:
         """Whether the answer is right, the right option and why."""
@@ -251,9 +255,9 @@ def routes(app: FastAPI, pool: WorkerPool, model: str) -> None:
             quiz_html = await pool.run(lambda: _quiz_html(model, qn, an))
         except Exception as exc:  # noqa: BLE001
             status, message = error_status(exc)
-            return HTMLResponse(pages.frame("Lesson", f'<p class="error">error: {html.escape(message)}</p>', model),
+            return HTMLResponse(pages.frame("Lesson", f'<p class="error">error: {html.escape(message)}</p>', label),
                                 status_code=status)  # fmt: skip
         body = "".join(
             f"<h2>{title}</h2><p>{text}</p>{fig}" for (title, text, _), fig in zip(SECTIONS, figures, strict=True)
         )
-        return HTMLResponse(pages.frame("Static vs contextual: the lesson, live", body + quiz_html, model))
+        return HTMLResponse(pages.frame("Static vs contextual: the lesson, live", body + quiz_html, label))

@@ -13,7 +13,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from contextlens.core.contextual_models import POOLINGS, load_contextual
+from contextlens.core.contextual_models import POOLINGS, ContextualModel, as_contextual
 from contextlens.core.occurrences import in_template, locate_all
 from contextlens.core.static_models import optional_static
 from contextlens.errors import InputError
@@ -106,12 +106,12 @@ class Page:
     name: str
     title: str
     request: type[Request]
-    run: Callable[[Any, str, dict[str, str]], Any]  # (request, model name, served indexes) -> result
+    run: Callable[[Any, ContextualModel | str, dict[str, str]], Any]  # (request, served model, indexes) -> result
     png: Callable[[Any], Any] | None = None  # result -> matplotlib figure
     plotly: Callable[[Any], list] | None = None  # result -> plotly figures
 
 
-def run_compare(req: CompareRequest, model: str, _: dict[str, str]):
+def run_compare(req: CompareRequest, model: ContextualModel | str, _: dict[str, str]):
     from contextlens.analyses.lesson.divergence import compare
 
     if req.pooling not in POOLINGS:
@@ -122,60 +122,60 @@ def run_compare(req: CompareRequest, model: str, _: dict[str, str]):
             "compare needs at least two sentences; give the same word in two or more contexts, "
             "e.g. 'The [bank] called.' 'The river [bank] flooded.'"
         )
-    return compare(occs, load_contextual(model), optional_static(req.static, True), pooling=req.pooling)
+    return compare(occs, as_contextual(model), optional_static(req.static, True), pooling=req.pooling)
 
 
-def run_explore(req: ExploreRequest, model: str, _: dict[str, str]):
+def run_explore(req: ExploreRequest, model: ContextualModel | str, _: dict[str, str]):
     from contextlens.analyses.lesson.polysemy import explore
 
-    return explore(req.words, load_contextual(model), None, req.layer, req.permutations, req.seed)
+    return explore(req.words, as_contextual(model), None, req.layer, req.permutations, req.seed)
 
 
-def run_attention(req: AttentionRequest, model: str, _: dict[str, str]):
+def run_attention(req: AttentionRequest, model: ContextualModel | str, _: dict[str, str]):
     from contextlens.analyses.lesson.attention import attend
 
     occs = locate_all(req.sentences, req.word, req.occurrence)
     return attend(
-        occs, load_contextual(model), layer=req.layer, head=req.head, exclude_special=req.exclude_special, top_k=req.top
+        occs, as_contextual(model), layer=req.layer, head=req.head, exclude_special=req.exclude_special, top_k=req.top
     )
 
 
-def run_probe(req: ProbeRequest, model: str, _: dict[str, str]):
+def run_probe(req: ProbeRequest, model: ContextualModel | str, _: dict[str, str]):
     from contextlens.analyses.lesson.probe import probe
 
     occs = locate_all(req.sentences, req.word, req.occurrence)
     words = [w for a in req.anchors for w in a.replace(",", " ").split()]
     return probe(
-        occs, words, load_contextual(model), None, template=req.template, layer=req.layer,
+        occs, words, as_contextual(model), None, template=req.template, layer=req.layer,
         static=optional_static(req.static, True),
     )  # fmt: skip
 
 
-def run_trace(req: TraceRequest, model: str, _: dict[str, str]):
+def run_trace(req: TraceRequest, model: ContextualModel | str, _: dict[str, str]):
     from contextlens.analyses.lesson.trace import trace
 
     (occ,) = locate_all([req.sentence], req.word, req.occurrence)
-    return trace(occ, load_contextual(model), top_k=req.top, exclude_special=req.exclude_special)
+    return trace(occ, as_contextual(model), top_k=req.top, exclude_special=req.exclude_special)
 
 
-def run_rank(req: RankRequest, model: str, _: dict[str, str]):
+def run_rank(req: RankRequest, model: ContextualModel | str, _: dict[str, str]):
     from contextlens.analyses.lesson.ranking import load_pairs, rank_pairs
 
     in_template("word", req.template)
     return rank_pairs(
-        load_pairs(None), load_contextual(model), optional_static(req.static, False), template=req.template,
+        load_pairs(None), as_contextual(model), optional_static(req.static, False), template=req.template,
         layer=req.layer, top=req.top, source="built-in pairs",
     )  # fmt: skip
 
 
-def run_neighbors(req: NeighborsRequest, _model: str, __: dict[str, str]):
+def run_neighbors(req: NeighborsRequest, _model: ContextualModel | str, __: dict[str, str]):
     from contextlens.analyses.lesson.neighbors import neighbors
 
     static = optional_static(req.static, False)
     return neighbors(static, req.word or None, req.positive, req.negative, req.analogy or None, req.top)
 
 
-def run_search(req: SearchRequest, _model: str, indexes: dict[str, str]):
+def run_search(req: SearchRequest, _model: ContextualModel | str, indexes: dict[str, str]):
     from contextlens.analyses.search.index import search_index
 
     if req.index not in indexes:

@@ -216,7 +216,10 @@ def combine(results: Sequence[BenchmarkResult]) -> BenchmarkResult:
     first = results[0]
     merged = BenchmarkResult(first.benchmark, first.model, [r for res in results for r in res.rows], dict(first.meta))
     merged.meta["models"] = [res.model for res in results]
-    merged.meta["per_model"] = {res.model: {"seconds": res.meta.get("seconds")} for res in results}
+    merged.meta["per_model"] = {
+        res.model: {"seconds": res.meta.get("seconds"), "precision": res.meta.get("precision", "fp32")}
+        for res in results
+    }
     return merged
 
 

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from contextlens.analyses.benchmarks.datasets import build_wsd
-from contextlens.analyses.benchmarks.result import BenchmarkResult
+from contextlens.analyses.benchmarks.result import BenchmarkResult, record_precision
 from contextlens.analyses.benchmarks.span_encoding import encode_spans
 from contextlens.core.contextual_models import ContextualModel, as_contextual
 from contextlens.core.static_models import StaticModel, load_static
@@ -187,7 +187,7 @@ def run_layer_probes(
     result.meta["seconds"] = time.perf_counter() - started
     result.meta["encode_seconds"] = encode_seconds
     result.meta["num_layers"] = m.num_layers
-    return result
+    return record_precision(result, m)
 
 
 def _static_vector(static: StaticModel, word: str) -> np.ndarray:

@@ -3,7 +3,8 @@
 ``{"benchmark": "wic", "model": "minilm", "rows": [{"system": ..., "layer": 3, "split": "test",
 "metric": "accuracy", "value": 0.61}, ...], "meta": {...}}``. Rows are plain dicts so that each
 benchmark can carry the columns it needs (retrieval adds ``kind``, ``dim``, ``dtype``,
-``bytes_per_vector``); ``meta`` holds data counts, timings and notes.
+``bytes_per_vector``); ``meta`` holds data counts, timings and notes, and ``precision``: the
+precision the contextual model ran at (``fp32`` or ``int8``, :func:`record_precision`).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from contextlens.core.contextual_models import ContextualModel
 from contextlens.core.jsonable import plain_json
 
 
@@ -60,3 +62,10 @@ class BenchmarkResult:
     @plain_json
     def to_dict(self) -> dict[str, Any]:
         return {"benchmark": self.benchmark, "model": self.model, "rows": self.rows, "meta": self.meta}
+
+
+def record_precision(result: BenchmarkResult, model: ContextualModel | str) -> BenchmarkResult:
+    """Put the model's precision in ``meta``: an int8 number is never read as an fp32 one. A name
+    is loaded at fp32 (what :func:`~contextlens.core.contextual_models.as_contextual` does)."""
+    result.meta["precision"] = model.precision if isinstance(model, ContextualModel) else "fp32"
+    return result

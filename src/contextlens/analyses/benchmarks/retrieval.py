@@ -32,7 +32,7 @@ import faiss
 import numpy as np
 from scipy.stats import spearmanr
 
-from contextlens.analyses.benchmarks.result import BenchmarkResult
+from contextlens.analyses.benchmarks.result import BenchmarkResult, record_precision
 from contextlens.analyses.search.encoders import TextEncoder, hidden_means_every_layer
 from contextlens.core.contextual_models import ContextualModel, as_contextual, sentence_config
 from contextlens.core.similarity import normalize_rows
@@ -316,7 +316,7 @@ def evaluate_lee(
         "ratings": "similarities0-1.txt: upper triangle of mean human ratings (1-5 scale / 5), symmetrized",
         "ndcg_gain": "linear: the mean rating of the pair",
     }
-    return result
+    return record_precision(result, m)
 
 
 def evaluate_wordnet(
@@ -344,4 +344,4 @@ def evaluate_wordnet(
         "random_mrr": float(np.mean(1.0 / np.arange(1, sample + 1))),
         "source": "WordNet 3.0 (Debian wordnet-base): first located usage example of each synset",
     }
-    return result
+    return record_precision(result, m)

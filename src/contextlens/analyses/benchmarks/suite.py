@@ -19,7 +19,7 @@ from typing import Any
 from contextlens.analyses.benchmarks import contextuality as ctx
 from contextlens.analyses.benchmarks import similarity as sim
 from contextlens.analyses.benchmarks.datasets import WicData, WsdData, build_wic, build_wsd
-from contextlens.analyses.benchmarks.result import BenchmarkResult
+from contextlens.analyses.benchmarks.result import BenchmarkResult, record_precision
 from contextlens.analyses.benchmarks.span_encoding import Progress, Span, SpanEncoding, encode_spans
 from contextlens.analyses.benchmarks.wic import evaluate_wic
 from contextlens.analyses.benchmarks.wsd import evaluate_wsd
@@ -168,10 +168,10 @@ def _meta(result: BenchmarkResult, suite: Suite, seconds: float, encode_seconds:
     return result
 
 
-def _timed(run: Callable[[], tuple[BenchmarkResult, Suite, float]]) -> BenchmarkResult:
+def _timed(model: ContextualModel | str, run: Callable[[], tuple[BenchmarkResult, Suite, float]]) -> BenchmarkResult:
     started = time.perf_counter()
     result, suite, encode_seconds = run()
-    return _meta(result, suite, time.perf_counter() - started, encode_seconds)
+    return record_precision(_meta(result, suite, time.perf_counter() - started, encode_seconds), model)
 
 
 def run_wic(
@@ -186,7 +186,7 @@ def run_wic(
         )
         return result, suite, secs
 
-    return _timed(run)
+    return _timed(model, run)
 
 
 def run_wsd(
@@ -210,7 +210,7 @@ def run_wsd(
             result.meta["gloss_template"] = GLOSS_TEMPLATE
         return result, suite, secs
 
-    return _timed(run)
+    return _timed(model, run)
 
 
 GLOSS_TEMPLATE = "{lemma}: {definition}"
@@ -251,7 +251,7 @@ def run_similarity(
         result.meta["context_corpus"] = "WordNet 3.0 usage examples (exact word form, one span per sentence)"
         return result, suite, secs
 
-    return _timed(run)
+    return _timed(model, run)
 
 
 def run_contextuality(
@@ -266,4 +266,4 @@ def run_contextuality(
             secs,
         )
 
-    return _timed(run)
+    return _timed(model, run)

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from contextlens.analyses.benchmarks.datasets import Key, WsdData, split_lemmas
-from contextlens.analyses.benchmarks.result import BenchmarkResult
+from contextlens.analyses.benchmarks.result import BenchmarkResult, record_precision
 from contextlens.analyses.benchmarks.span_encoding import Progress
 from contextlens.core.contextual_models import ContextualModel
 from contextlens.core.similarity import normalize_rows
@@ -237,4 +237,4 @@ def run_wsi(
             "encode_seconds": round(encode_seconds, 2),
         }
     )
-    return result
+    return record_precision(result, model)

@@ -104,11 +104,13 @@ class AttentionResult:
     head: int
     maps: list[AttentionMap]
     top_k: int = 3  # tokens listed per layer by a face
+    precision: str = "fp32"  # the model's: fp32 (exact) or int8 (see core/precision.py)
 
     @plain_json
     def to_dict(self) -> dict[str, object]:
         return {
             "model": self.model,
+            "precision": self.precision,
             "layer_convention": "attention layer l = block l (1..L); heads 0..H-1",
             "layer": self.layer,
             "head": self.head,
@@ -174,7 +176,7 @@ def attend(
     check_top_k(top_k)
     check_layer_head(model, layer, head)
     maps = [_attention_map(o, model, exclude_special) for o in occurrences]
-    return AttentionResult(model.name, layer, head, maps, top_k)
+    return AttentionResult(model.name, layer, head, maps, top_k, precision=model.precision)
 
 
 def _attention_map(occ: Occurrence, model: ContextualModel, exclude_special: bool) -> AttentionMap:

@@ -36,6 +36,7 @@ class Comparison:
     input_row_matrix: np.ndarray = field(repr=False)
     truncated: list[bool]
     pooling: str = "mean"
+    precision: str = "fp32"  # the model's: fp32 (exact) or int8 (see core/precision.py)
 
     @property
     def n(self) -> int:
@@ -78,6 +79,7 @@ class Comparison:
     def to_dict(self) -> dict[str, object]:
         out: dict[str, object] = {
             "model": self.model,
+            "precision": self.precision,
             "static_model": self.static_model,
             "pooling": self.pooling,
             "sentences": [
@@ -124,6 +126,7 @@ def compare(
     input_rows = cosine_matrix_values(np.stack([e.input_row_values for e in encodings]))
     return Comparison(
         model=model.name,
+        precision=model.precision,
         static_model=static.name if static is not None else None,
         occurrences=list(occurrences),
         target_tokens=[e.target_tokens for e in encodings],

@@ -38,11 +38,13 @@ class InputRowShare:
     to_other_row: list[float]  # ... to another token's input row (same text): the floor
     to_position_row: list[float] | None  # ... to the token's position row (learned positions only)
     seconds: float
+    precision: str = "fp32"  # the model's: fp32 (exact) or int8 (see core/precision.py)
 
     @plain_json
     def to_dict(self) -> dict[str, Any]:
         return {
             "model": self.model,
+            "precision": self.precision,
             "corpus": self.corpus,
             "texts": self.texts,
             "tokens": self.tokens,
@@ -85,6 +87,7 @@ def input_row_share(model: ContextualModel | str, texts: Sequence[str], corpus: 
         raise InputError("no text had two or more tokens; give longer texts")
     return InputRowShare(
         model=m.name,
+        precision=m.precision,
         corpus=corpus,
         texts=len(texts),
         tokens=n,

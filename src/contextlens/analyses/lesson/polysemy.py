@@ -183,11 +183,13 @@ class Exploration:
     seed: int
     source: str
     words: list[WordExploration]
+    precision: str = "fp32"  # the model's: fp32 (exact) or int8 (see core/precision.py)
 
     @plain_json
     def to_dict(self) -> dict[str, object]:
         return {
             "model": self.model,
+            "precision": self.precision,
             "layer": self.layer,
             "source": self.source,
             "spread_definition": "1 - mean off-diagonal cosine",
@@ -213,6 +215,8 @@ def explore(
     An empty ``words`` means every word in the sentences. Raises InputError for a word with no
     (or only one) sentence and for a layer out of range.
     """
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise InputError(f"--seed must be a whole number of at least 0, got {seed!r}")  # numpy refuses a negative one
     model = as_contextual(model)
     if sentences is None:
         sentences = load_sense_sentences()
@@ -243,7 +247,9 @@ def explore(
         start += len(group)
         results.append(_explore_word(w, group, encs, chosen, permutations, seed))
     results.sort(key=lambda r: -r.spread)
-    return Exploration(model.name, chosen, permutations, seed, source or "given sentences", results)
+    return Exploration(
+        model.name, chosen, permutations, seed, source or "given sentences", results, precision=model.precision
+    )
 
 
 def _explore_word(word, group, encs, chosen, permutations, seed) -> WordExploration:

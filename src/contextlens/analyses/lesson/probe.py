@@ -88,6 +88,7 @@ class ProbeResult:
     sentences: list[ProbedSentence]
     static_model: str | None = None
     static_scores: np.ndarray | None = field(default=None, repr=False)  # (sentences, anchors)
+    precision: str = "fp32"  # the model's: fp32 (exact) or int8 (see core/precision.py)
 
     def at(self, layer: int | None = None) -> np.ndarray:
         """(sentences, anchors) scores at ``layer`` (default: the chosen layer)."""
@@ -111,6 +112,7 @@ class ProbeResult:
     def to_dict(self) -> dict[str, object]:
         return {
             "model": self.model,
+            "precision": self.precision,
             "static_model": self.static_model,
             "layer": self.layer,
             "template": self.template,
@@ -199,4 +201,5 @@ def probe(
         sentences,
         static_model=static.name if static is not None else None,
         static_scores=static_scores,
+        precision=model.precision,
     )

@@ -104,6 +104,7 @@ class Ranking:
     concordant: int
     kendall_tau: float
     top_moves: list[RankedPair] = field(default_factory=list)
+    precision: str = "fp32"  # the model's: fp32 (exact) or int8 (see core/precision.py)
 
     @property
     def pairs_compared(self) -> int:
@@ -114,6 +115,7 @@ class Ranking:
     def to_dict(self) -> dict[str, object]:
         return {
             "model": self.model,
+            "precision": self.precision,
             "static_model": self.static_model,
             "layer": self.layer,
             "template": self.template,
@@ -163,6 +165,7 @@ def rank_pairs(
     moves = sorted(ranked, key=lambda r: (-abs(r.move), r.static_rank))[:top]
     return Ranking(
         model=model.name,
+        precision=model.precision,
         static_model=static.name,
         layer=chosen,
         template=template,

@@ -45,11 +45,13 @@ class Lesson:
     input_share: InputRowShare
     cost: CostReport
     cka: CkaResult
+    precision: str = "fp32"  # the model's: fp32 (exact) or int8 (see core/precision.py)
 
     @plain_json
     def to_dict(self) -> dict[str, object]:
         return {
             "model": self.model,
+            "precision": self.precision,
             "static_model": self.static_model,
             "worked_example": self.worked_example.to_dict(),
             "explore": self.exploration.to_dict(),
@@ -71,6 +73,7 @@ def run_lesson(model: ContextualModel | str, static: StaticModel | str, permutat
     builtin = corpus_texts("builtin")
     return Lesson(
         model=model.name,
+        precision=model.precision,
         static_model=static.name,
         worked_example=compare([parse_marked(s) for s in WORKED_EXAMPLE], model, static),
         exploration=explore([], model, permutations=permutations),

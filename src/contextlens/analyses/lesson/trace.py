@@ -57,6 +57,7 @@ class Trace:
     exclude_special: bool = False
     truncated: bool = False
     window: tuple[int, int] | None = None  # characters of the sentence kept when it was cut to fit
+    precision: str = "fp32"  # the model's: fp32 (exact) or int8 (see core/precision.py)
 
     @property
     def target_tokens(self) -> list[str]:
@@ -66,6 +67,7 @@ class Trace:
     def to_dict(self) -> dict[str, object]:
         return {
             "model": self.model,
+            "precision": self.precision,
             **self.occurrence.to_dict(),
             "truncated": self.truncated,
             "window": None if self.window is None else list(self.window),
@@ -123,6 +125,7 @@ def trace(occurrence: Occurrence, model: ContextualModel | str, top_k: int = 3, 
         layers.append(TraceLayer(layer, cosine_values(state, target_row), float(np.linalg.norm(state)), top))
     return Trace(
         model=model.name,
+        precision=model.precision,
         occurrence=occurrence,
         tokens=list(tok.tokens),
         token_ids=list(tok.input_ids),

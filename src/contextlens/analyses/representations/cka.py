@@ -51,6 +51,8 @@ class CkaResult:
     tokens: int  # paired token positions (n)
     dropped_tokens: int  # tokens of A without an identical span in B (in the texts used)
     seconds: float = 0.0
+    precision_a: str = "fp32"  # the precision each model ran at (fp32, or int8: core/precision.py)
+    precision_b: str = "fp32"
 
     def best_match(self) -> list[int]:
         """For each layer of A, the layer of B with the highest CKA."""
@@ -61,6 +63,8 @@ class CkaResult:
         return {
             "model_a": self.model_a,
             "model_b": self.model_b,
+            "precision_a": self.precision_a,
+            "precision_b": self.precision_b,
             "layers_a": self.layers_a,
             "layers_b": self.layers_b,
             "matrix": self.matrix,
@@ -205,4 +209,6 @@ def compare_layers(
         tokens=int(xa.shape[1]),
         dropped_tokens=dropped,
         seconds=time.perf_counter() - started,
+        precision_a=a.precision,
+        precision_b=b.precision,
     )

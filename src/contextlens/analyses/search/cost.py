@@ -28,6 +28,7 @@ from contextlens.analyses.search.index_config import IndexConfig
 from contextlens.core.contextual_models import ContextualModel, as_contextual
 from contextlens.core.jsonable import plain_json
 from contextlens.core.occurrences import ALPHA_WORD_RE
+from contextlens.core.precision import weight_bytes
 from contextlens.core.static_models import StaticModel, load_static
 from contextlens.errors import InputError
 
@@ -68,6 +69,7 @@ class CostReport:
     activation_formula: str = ""
     count: int = 0
     documents: dict[str, dict[str, Any]] = field(default_factory=dict)
+    precision: str = "fp32"  # the model's: fp32 (exact) or int8 (see core/precision.py)
 
     @property
     def ratio(self) -> float:
@@ -103,6 +105,7 @@ class CostReport:
     def to_dict(self) -> dict[str, Any]:
         return {
             "model": self.model_name,
+            "precision": self.precision,
             "static": self.static_name,
             "machine": self.machine,
             "sentences": self.sentences,
@@ -196,7 +199,7 @@ def measure_cost(
     time_forward(m, texts[:BATCH_SIZE], 1)  # warm-up: first-call allocations and thread start
     lookup_runs = time_lookup(s, words, repeats)
     forward_runs, tokens = time_forward(m, texts, max(3, repeats // 2))
-    weights = sum(p.numel() * p.element_size() for p in m.model.parameters())
+    weights = weight_bytes(m.model)  # int8 layers counted at one byte per weight
     seq = int(round(tokens / len(texts)))
     hidden = (m.num_layers + 1) * BATCH_SIZE * seq * m.hidden_size * 4
     scores = BATCH_SIZE * m.num_heads * seq * seq * 4
@@ -219,6 +222,7 @@ def measure_cost(
             f"T={seq} (mean tokens per sentence), d={m.hidden_size}, heads={m.num_heads}"
         ),
         count=int(count),
+        precision=m.precision,
     )
     report.documents = scale_to_documents(report, int(count), len(words) / len(texts), tokens / len(texts), s.dim, m)
     return report

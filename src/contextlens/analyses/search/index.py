@@ -39,6 +39,7 @@ from contextlens.analyses.search.encoders import (
     TextEncoder,
     describe_encoder,
     encoder_dict,
+    encoder_kind,
     make_encoder,
     provenance_from_dict,
 )
@@ -53,6 +54,7 @@ from contextlens.analyses.search.index_config import (
     serialized_bytes,
 )
 from contextlens.analyses.search.index_files import DOCS_FILE, INDEX_FILE, MANIFEST, current_folder
+from contextlens.core.contextual_models import ContextualModel, load_contextual
 from contextlens.core.vectors import Provenance
 from contextlens.errors import ContextlensError, DataFileError, InputError
 
@@ -201,7 +203,7 @@ class VectorIndex:
     def check_encoder(self, provenance: Provenance) -> None:
         """Refuse a query encoder that is not the index's: its vectors live in another space."""
         mine, theirs = encoder_dict(self.provenance), encoder_dict(provenance)
-        for what in ("model", "kind", "layer", "dim"):
+        for what in ("model", "kind", "layer", "dim", "precision"):
             if theirs[what] != mine[what]:
                 raise IndexMismatchError(
                     f"this index was built with {describe_encoder(self.provenance)} vectors but the query encoder "
@@ -344,29 +346,52 @@ def manifest_provenance(manifest: dict[str, Any]) -> Provenance:
     return provenance_from_dict(manifest["encoder"])
 
 
-def search_index(
+def index_encoder(
     folder: Path | str,
-    query: str,
-    k: int = 10,
     model: str | None = None,
     kind: str | None = None,
     layer: int | None = None,
-) -> SearchResult:
-    """Load the index in ``folder``, encode ``query`` with the index's own encoder and rank documents.
-
-    ``model``, ``kind`` and ``layer`` (each optional) must agree with the index's encoder; they
-    are checked against the manifest before any model is loaded.
-    """
+    precision: str | None = None,
+) -> Provenance:
+    """The provenance of the vectors in ``folder``, after checking that the query encoder asked for
+    (each of ``model``, ``kind``, ``layer``, ``precision`` optional) agrees with it; read from the
+    manifest alone, before any model is loaded. A query's precision must be the index's: an int8
+    query against fp32 documents (or the reverse) is refused, not approximated."""
     manifest = read_manifest(folder)
-    stored = manifest["encoder"]
-    for what, value in {"model": model, "kind": kind, "layer": layer}.items():
+    stored = encoder_dict(manifest_provenance(manifest))
+    asked = {"model": model, "kind": kind, "layer": layer, "precision": precision}
+    for what, value in asked.items():
         if value is not None and value != stored[what]:
             held = describe_encoder(manifest_provenance(manifest))
             raise IndexMismatchError(
                 f"{folder} holds {held} vectors but the query asks for {what} {value!r}; "
                 f"drop --{what} or rebuild the index with that encoder"
             )
+    return manifest_provenance(manifest)
+
+
+def search_index(
+    folder: Path | str,
+    query: str,
+    k: int = 10,
+    model: ContextualModel | str | None = None,
+    kind: str | None = None,
+    layer: int | None = None,
+    precision: str | None = None,
+) -> SearchResult:
+    """Load the index in ``folder``, encode ``query`` with the index's own encoder and rank documents.
+
+    ``model`` (a name, or a loaded model, used as the query encoder's), ``kind``, ``layer`` and
+    ``precision`` (each optional) must agree with the index's encoder; they are checked against the
+    manifest before any model is loaded. Without a loaded model, the index's model is loaded at the
+    index's precision.
+    """
+    loaded_model = model if isinstance(model, ContextualModel) else None
+    if loaded_model is not None:
+        model, precision = loaded_model.name, precision or loaded_model.precision
+    stored = index_encoder(folder, model, kind, layer, precision)  # type: ignore[arg-type]
     loaded = VectorIndex.load(folder)
-    encoder = make_encoder(stored["model"], stored["kind"], stored["layer"])
+    encoder_model = loaded_model or load_contextual(stored.model, stored.precision)
+    encoder = make_encoder(encoder_model, encoder_kind(stored), stored.layer)
     (result,) = loaded.search(encoder, [query], k)
     return result

@@ -63,6 +63,12 @@ def plot_after(result_or_results: object, plot: Path | None, draw: Callable) -> 
         note(f"figure written to {save(draw(result_or_results), plot)}")
 
 
+def model_title(result: BenchmarkResult) -> str:
+    """The model as a table title names it: ``minilm``, or ``minilm (int8)`` when it ran at int8."""
+    precision = result.meta.get("precision", "fp32")
+    return str(result.model) if precision == "fp32" else f"{result.model} ({precision})"
+
+
 def layer_cell(layer: int | None) -> str:
     return "-" if layer is None else str(layer)
 

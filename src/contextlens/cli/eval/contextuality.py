@@ -14,7 +14,10 @@ from contextlens.cli.common import (
     JsonOpt,
     ModelOpt,
     PlotOpt,
+    PrecisionOpt,
+    ThreadsOpt,
     console,
+    contextual_option,
     fmt,
     print_json,
 )
@@ -34,6 +37,8 @@ def contextuality_cmd(
         typer.Option("--corpus", help="An extraction folder (`corpus extract`): words with >= --min-contexts."),
     ] = None,
     min_contexts: Annotated[int, typer.Option("--min-contexts", help="With --corpus: contexts a word needs.")] = 50,
+    precision: PrecisionOpt = "fp32",
+    threads: ThreadsOpt = None,
     json_out: JsonOpt = False,
     plot: PlotOpt = None,
 ) -> None:
@@ -55,7 +60,7 @@ def contextuality_cmd(
     results = []
     for name in [model, *(also or [])]:
         with encoding_progress(name) as progress:
-            results.append(run_contextuality(name, size_name(quick), progress))
+            results.append(run_contextuality(contextual_option(name, precision, threads), size_name(quick), progress))
     with plot_after(results, plot, contextuality_figure):
         if json_out:
             from contextlens.analyses.benchmarks.contextuality import combine

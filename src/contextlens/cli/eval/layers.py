@@ -13,12 +13,23 @@ from contextlens.cli.common import (
     JsonOpt,
     ModelOpt,
     PlotOpt,
+    PrecisionOpt,
     StaticOpt,
+    ThreadsOpt,
     console,
+    contextual_option,
     fmt,
     print_json,
 )
-from contextlens.cli.eval import QuickOpt, encoding_progress, eval_app, plot_after, size_name, timing_footer
+from contextlens.cli.eval import (
+    QuickOpt,
+    encoding_progress,
+    eval_app,
+    model_title,
+    plot_after,
+    size_name,
+    timing_footer,
+)
 
 
 @eval_app.command("layers")
@@ -27,6 +38,8 @@ def layers_cmd(
     also: Annotated[list[str] | None, typer.Option("--also", help="Another model, drawn on the same figure.")] = None,
     static: StaticOpt = DEFAULT_STATIC_MODEL,
     quick: QuickOpt = False,
+    precision: PrecisionOpt = "fp32",
+    threads: ThreadsOpt = None,
     json_out: JsonOpt = False,
     plot: PlotOpt = None,
 ) -> None:
@@ -39,14 +52,15 @@ def layers_cmd(
     results = []
     for name in [model, *(also or [])]:
         with encoding_progress(name) as progress:
-            results.append(run_layer_probes(name, static_model, size_name(quick), progress))
+            loaded = contextual_option(name, precision, threads)
+            results.append(run_layer_probes(loaded, static_model, size_name(quick), progress))
     with plot_after(results, plot, layer_probe_figure):
         if json_out:
             docs = [r.to_dict() for r in results]
             print_json(docs[0] if len(docs) == 1 else docs)
             return
         for result in results:
-            table = Table(title=f"linear probe accuracy per layer — {result.model} (lemmas kept apart, 5 folds)")
+            table = Table(title=f"linear probe accuracy per layer — {model_title(result)} (lemmas kept apart, 5 folds)")
             splits = ("pos", "pos-control", "sense", "sense-control")
             table.add_column("layer", justify="right")
             for split in splits:

@@ -12,7 +12,10 @@ from rich.table import Table
 from contextlens.cli.common import (
     JsonOpt,
     PlotOpt,
+    PrecisionOpt,
+    ThreadsOpt,
     console,
+    contextual_option,
     fmt,
     note,
     print_json,
@@ -30,6 +33,8 @@ def eval_retrieval(
     sample: Annotated[int, typer.Option(help="WordNet: synsets in the sample (queries = definitions).")] = 1000,
     seed: Annotated[int, typer.Option(help="WordNet: sampling seed.")] = 0,
     quick: Annotated[bool, typer.Option("--quick", help="A small subset, for tests and a first look.")] = False,
+    precision: PrecisionOpt = "fp32",
+    threads: ThreadsOpt = None,
     json_out: JsonOpt = False,
     plot: PlotOpt = None,
 ) -> None:
@@ -43,10 +48,11 @@ def eval_retrieval(
     if plot is not None:
         plot = check_output_path(plot, FIGURE_SUFFIXES)  # before the work, not after it
     progress = console.is_terminal and not json_out
+    loaded = contextual_option(model, precision, threads)
     if task == "lee":
-        result = evaluate_lee(model, quick=quick, show_progress_bar=progress)
+        result = evaluate_lee(loaded, quick=quick, show_progress_bar=progress)
     else:
-        result = evaluate_wordnet(model, sample=sample, seed=seed, quick=quick, show_progress_bar=progress)
+        result = evaluate_wordnet(loaded, sample=sample, seed=seed, quick=quick, show_progress_bar=progress)
     if plot is not None:
         from contextlens.reports.figures import save
         from contextlens.reports.retrieval_figures import retrieval_figure

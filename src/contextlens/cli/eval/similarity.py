@@ -11,12 +11,24 @@ from contextlens.cli.common import (
     JsonOpt,
     ModelOpt,
     PlotOpt,
+    PrecisionOpt,
     StaticOpt,
+    ThreadsOpt,
     console,
+    contextual_option,
     fmt,
     print_json,
 )
-from contextlens.cli.eval import QuickOpt, encoding_progress, eval_app, layer_cell, plot_after, size_name, timing_footer
+from contextlens.cli.eval import (
+    QuickOpt,
+    encoding_progress,
+    eval_app,
+    layer_cell,
+    model_title,
+    plot_after,
+    size_name,
+    timing_footer,
+)
 
 
 @eval_app.command("similarity")
@@ -24,6 +36,8 @@ def similarity_cmd(
     model: ModelOpt = DEFAULT_MODEL,
     static: StaticOpt = DEFAULT_STATIC_MODEL,
     quick: QuickOpt = False,
+    precision: PrecisionOpt = "fp32",
+    threads: ThreadsOpt = None,
     json_out: JsonOpt = False,
     plot: PlotOpt = None,
 ) -> None:
@@ -32,7 +46,7 @@ def similarity_cmd(
     from contextlens.reports.benchmark_figures import similarity_figure
 
     with encoding_progress(model) as progress:
-        result = run_similarity(model, static, size_name(quick), progress)
+        result = run_similarity(contextual_option(model, precision, threads), static, size_name(quick), progress)
     with plot_after(result, plot, similarity_figure):
         if json_out:
             print_json(result.to_dict())
@@ -44,7 +58,7 @@ def _similarity_table(result: BenchmarkResult) -> None:
     from contextlens.analyses.benchmarks.similarity import table_rows
 
     datasets = list(result.meta["counts"])
-    table = Table(title=f"word similarity: Spearman with human ratings — {result.model}")
+    table = Table(title=f"word similarity: Spearman with human ratings — {model_title(result)}")
     table.add_column("system", no_wrap=True)
     table.add_column("layer", justify="right")
     for ds in datasets:

@@ -11,12 +11,24 @@ from contextlens.cli.common import (
     JsonOpt,
     ModelOpt,
     PlotOpt,
+    PrecisionOpt,
     StaticOpt,
+    ThreadsOpt,
     console,
+    contextual_option,
     fmt,
     print_json,
 )
-from contextlens.cli.eval import QuickOpt, encoding_progress, eval_app, layer_cell, plot_after, size_name, timing_footer
+from contextlens.cli.eval import (
+    QuickOpt,
+    encoding_progress,
+    eval_app,
+    layer_cell,
+    model_title,
+    plot_after,
+    size_name,
+    timing_footer,
+)
 
 
 @eval_app.command("wic")
@@ -24,6 +36,8 @@ def wic_cmd(
     model: ModelOpt = DEFAULT_MODEL,
     static: StaticOpt = DEFAULT_STATIC_MODEL,
     quick: QuickOpt = False,
+    precision: PrecisionOpt = "fp32",
+    threads: ThreadsOpt = None,
     json_out: JsonOpt = False,
     plot: PlotOpt = None,
 ) -> None:
@@ -32,7 +46,7 @@ def wic_cmd(
     from contextlens.reports.benchmark_figures import wic_figure
 
     with encoding_progress(model) as progress:
-        result = run_wic(model, static, size_name(quick), progress)
+        result = run_wic(contextual_option(model, precision, threads), static, size_name(quick), progress)
     with plot_after(result, plot, wic_figure):
         if json_out:
             print_json(result.to_dict())
@@ -45,7 +59,7 @@ def _wic_table(result: BenchmarkResult) -> None:
 
     counts = result.meta["counts"]
     best = result.meta["best_layer"]
-    table = Table(title=f"word in context (WordNet 3.0 pairs) — {result.model}")
+    table = Table(title=f"word in context (WordNet 3.0 pairs) — {model_title(result)}")
     for col in ("system", "layer", "dev accuracy", "threshold", "test accuracy"):
         table.add_column(col, justify="right" if col != "system" else "left", no_wrap=col == "system")
     for r in table_rows(result):

@@ -13,11 +13,23 @@ from contextlens.cli.common import (
     JsonOpt,
     ModelOpt,
     PlotOpt,
+    PrecisionOpt,
+    ThreadsOpt,
     console,
+    contextual_option,
     fmt,
     print_json,
 )
-from contextlens.cli.eval import QuickOpt, encoding_progress, eval_app, layer_cell, plot_after, size_name, timing_footer
+from contextlens.cli.eval import (
+    QuickOpt,
+    encoding_progress,
+    eval_app,
+    layer_cell,
+    model_title,
+    plot_after,
+    size_name,
+    timing_footer,
+)
 
 
 @eval_app.command("wsd")
@@ -27,6 +39,8 @@ def wsd_cmd(
         bool, typer.Option("--glosses", help="Also score sense vectors that include each sense's WordNet gloss.")
     ] = False,
     quick: QuickOpt = False,
+    precision: PrecisionOpt = "fp32",
+    threads: ThreadsOpt = None,
     json_out: JsonOpt = False,
     plot: PlotOpt = None,
 ) -> None:
@@ -35,7 +49,8 @@ def wsd_cmd(
     from contextlens.reports.benchmark_figures import wsd_figure
 
     with encoding_progress(model) as progress:
-        result = run_wsd(model, size_name(quick), progress, glosses=glosses)
+        loaded = contextual_option(model, precision, threads)
+        result = run_wsd(loaded, size_name(quick), progress, glosses=glosses)
     with plot_after(result, plot, wsd_figure):
         if json_out:
             print_json(result.to_dict())
@@ -46,7 +61,7 @@ def wsd_cmd(
 def _wsd_table(result: BenchmarkResult) -> None:
     from contextlens.analyses.benchmarks.wsd import random_expected_accuracy, table_rows
 
-    table = Table(title=f"word sense disambiguation (WordNet 3.0 examples) — {result.model}")
+    table = Table(title=f"word sense disambiguation (WordNet 3.0 examples) — {model_title(result)}")
     for col in ("system", "layer", "dev accuracy", "test accuracy", "test macro-F1"):
         table.add_column(col, justify="right" if col != "system" else "left", no_wrap=col == "system")
     for r in table_rows(result):

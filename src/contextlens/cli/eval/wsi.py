@@ -11,12 +11,24 @@ from contextlens.cli.common import (
     JsonOpt,
     ModelOpt,
     PlotOpt,
+    PrecisionOpt,
     StaticOpt,
+    ThreadsOpt,
     console,
+    contextual_option,
     fmt,
     print_json,
 )
-from contextlens.cli.eval import QuickOpt, encoding_progress, eval_app, layer_cell, plot_after, size_name, timing_footer
+from contextlens.cli.eval import (
+    QuickOpt,
+    encoding_progress,
+    eval_app,
+    layer_cell,
+    model_title,
+    plot_after,
+    size_name,
+    timing_footer,
+)
 
 
 @eval_app.command("wsi")
@@ -24,6 +36,8 @@ def wsi_cmd(
     model: ModelOpt = DEFAULT_MODEL,
     static: StaticOpt = DEFAULT_STATIC_MODEL,
     quick: QuickOpt = False,
+    precision: PrecisionOpt = "fp32",
+    threads: ThreadsOpt = None,
     json_out: JsonOpt = False,
     plot: PlotOpt = None,
 ) -> None:
@@ -33,7 +47,7 @@ def wsi_cmd(
     from contextlens.reports.benchmark_figures import wsi_figure
 
     with encoding_progress(model) as progress:
-        result = run_wsi(model, static, size_name(quick), progress)
+        result = run_wsi(contextual_option(model, precision, threads), static, size_name(quick), progress)
     with plot_after(result, plot, wsi_figure):
         if json_out:
             print_json(result.to_dict())
@@ -44,7 +58,7 @@ def wsi_cmd(
 def _wsi_table(result: BenchmarkResult) -> None:
     from contextlens.analyses.benchmarks.wsi import table_rows
 
-    table = Table(title=f"word sense induction (WordNet 3.0 examples) — {result.model}")
+    table = Table(title=f"word sense induction (WordNet 3.0 examples) — {model_title(result)}")
     for col in ("system", "layer", "dev ARI", "test ARI", "test V-measure", "test B-cubed F1", "mean k"):
         table.add_column(col, justify="right" if col != "system" else "left", no_wrap=col == "system")
     for r in table_rows(result):
