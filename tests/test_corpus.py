@@ -285,3 +285,4 @@ def test_unreachable_ray_address_is_one_line(tmp_path, capsys):
         )[::2]
     )
     assert "does not answer" in line
+    assert not (tmp_path / "o").exists()  # checked before anything is written

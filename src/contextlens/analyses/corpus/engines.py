@@ -18,6 +18,16 @@ ENGINES = ("local", "ray")
 Written = Callable[[int, pa.Table], None]
 
 
+def prepare(engine: str, address: str | None, actors: int, threads: int | None) -> int | None:
+    """Check the engine can run before the job writes anything; returns the threads to use
+    (Ray: per actor, settled against the cluster's CPUs)."""
+    if engine == "local":
+        return threads
+    from contextlens.analyses.corpus.ray_engine import actor_threads
+
+    return actor_threads(actors, threads, address)
+
+
 def run(
     engine: str,
     spec: JobSpec,

@@ -237,6 +237,7 @@ def extract_corpus(
         if existing.complete:
             return ExtractResult(out, existing, True, stats)
     spec = JobSpec(loaded.name, Matcher(form_table(words, forms)), wanted, pooling, dtype, loaded.precision)
+    threads = engines.prepare(engine, address, actors, threads)
     out.mkdir(parents=True, exist_ok=True)
     _clean_temporaries(out)
     manifest.write(out)

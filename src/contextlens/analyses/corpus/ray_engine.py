@@ -107,6 +107,23 @@ def start_ray(address: str | None, cpus: int | None = None):
     return ray
 
 
+def actor_threads(actors: int, threads: int | None, address: str | None = None, cpus: int | None = None) -> int:
+    """Start (or join) Ray and settle each actor's threads: ``threads``, or the cluster's CPUs
+    shared among the actors. Called before anything is written, so a Ray address that does not
+    answer or too many threads leaves no folder behind."""
+    if actors < 1:
+        raise InputError(f"--actors must be at least 1, got {actors}")
+    ray = start_ray(address, cpus)
+    total = int(ray.cluster_resources().get("CPU", 1))
+    threads = threads or max(1, total // actors)
+    if threads * actors > total:
+        raise InputError(
+            f"{actors} actor(s) x {threads} thread(s) need {threads * actors} CPUs; the Ray cluster has {total}: "
+            "lower --actors or --threads"
+        )
+    return threads
+
+
 def run_ray(
     spec: JobSpec,
     chunks: Iterator[tuple[int, list[Document]]],
@@ -119,16 +136,8 @@ def run_ray(
 ) -> None:
     """Encode ``chunks`` on ``actors`` Ray actors of ``threads`` threads each (default: the
     cluster's CPUs shared among the actors), calling ``written`` with each chunk's rows."""
-    if actors < 1:
-        raise InputError(f"--actors must be at least 1, got {actors}")
+    threads = actor_threads(actors, threads, address, cpus)
     ray = start_ray(address, cpus)
-    total = int(ray.cluster_resources().get("CPU", 1))
-    threads = threads or max(1, total // actors)
-    if threads * actors > total:
-        raise InputError(
-            f"{actors} actor(s) x {threads} thread(s) need {threads * actors} CPUs; the Ray cluster has {total}: "
-            "lower --actors or --threads"
-        )
     window = WINDOW_CHUNKS_PER_ACTOR * actors
     while True:
         batch = list(itertools.islice(chunks, window))
