@@ -1,12 +1,18 @@
 """Corpus extraction throughput: the local engine vs Ray (1 and 2 actors), and memory at 10x size.
 
-Each run is a fresh process (so ``ru_maxrss`` is its own: the driver's; Ray actors are separate
-processes whose memory is not measured here); the clock includes reading, sentence
-splitting, locating, encoding and writing the shards, not the model load of the local engine
-(Ray's actor start-up and model loads are inside the clock: that is what a job pays).
+Each run is a fresh process, so ``ru_maxrss`` is its own (the driver's); each Ray actor reports
+its own peak RSS (``ru_maxrss``, or /proc's current RSS if higher) with every chunk it returns.
+The clock includes reading, sentence splitting, locating, encoding and writing the shards (with
+Ray, splitting and locating run in the actors), not the model load of the local engine (Ray's
+actor start-up and model loads are inside the clock: that is what a job pays). Ray runs on a
+local Ray with ``--threads`` CPUs; each actor gets ``threads // actors`` torch threads.
 
     python benchmarks/corpus.py [--corpus lee] [--words fire,government,police] [--model minilm]
-                                [--engines local ray1 ray2] [--scale 10] [--threads 2] [--json]
+                                [--engines local ray1 ray2] [--scale 10] [--threads 2] [--forms]
+                                [--precision fp32] [--json]
+
+On a quiet 2-core machine the defaults take about 4 minutes (the 10x run is most of it);
+``--scale 1`` skips the 10x run.
 """
 
 from __future__ import annotations
@@ -27,14 +33,17 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
-def _one(engine: str, corpus: str, words: list[str], model: str, threads: int, queue) -> None:
+MIB = 1024 * 1024
+
+
+def _one(engine: str, corpus: str, words: list[str], model: str, threads: int, opts: dict, queue) -> None:
     import torch
 
     from contextlens.analyses.corpus.extract import extract_corpus
     from contextlens.core.contextual_models import load_contextual
 
     torch.set_num_threads(threads)
-    load_contextual(model)
+    load_contextual(model, opts["precision"])
     out = Path(tempfile.mkdtemp(prefix="cl-bench-"))
     actors = {"local": 1, "ray1": 1, "ray2": 2}[engine]
     if engine != "local":
@@ -50,6 +59,8 @@ def _one(engine: str, corpus: str, words: list[str], model: str, threads: int, q
         layers=None,
         engine="local" if engine == "local" else "ray",
         actors=actors,
+        threads=threads if engine == "local" else None,
+        **opts,
     )
     seconds = time.perf_counter() - start
     if engine != "local":
@@ -67,14 +78,17 @@ def _one(engine: str, corpus: str, words: list[str], model: str, threads: int, q
             "sentences_per_s": round(result.stats.sentences / seconds, 1),
             "occurrences_per_s": round(result.manifest.counts["rows"] / seconds, 1),
             "driver_peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+            # each actor's own peak (the actor pool restarts per window of chunks: one entry per process)
+            "actor_peak_rss_mib": [round(peak / MIB, 1) for peak, _ in result.stats.actor_rss.values()],
+            "load_average": [round(x, 2) for x in os.getloadavg()],
         }
     )
 
 
-def run(engine: str, corpus: str, words: list[str], model: str, threads: int) -> dict:
+def run(engine: str, corpus: str, words: list[str], model: str, threads: int, opts: dict) -> dict:
     ctx = mp.get_context("spawn")
     queue = ctx.Queue()
-    proc = ctx.Process(target=_one, args=(engine, corpus, words, model, threads, queue))
+    proc = ctx.Process(target=_one, args=(engine, corpus, words, model, threads, opts, queue))
     proc.start()
     row = queue.get()
     proc.join()
@@ -104,23 +118,39 @@ def main() -> None:
     ap.add_argument("--engines", nargs="+", default=["local", "ray1", "ray2"])
     ap.add_argument("--scale", type=int, default=10, help="also run the local engine on the corpus repeated N times")
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--forms", action="store_true", help="also match inflected forms (WordNet)")
+    ap.add_argument("--precision", default="fp32", choices=["fp32", "int8"])
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     words = args.words.split(",")
-    rows = [run(e, args.corpus, words, args.model, args.threads) for e in args.engines]
+    opts = {"forms": args.forms, "precision": args.precision}
+    started, load_before = time.perf_counter(), os.getloadavg()
+    rows = [run(e, args.corpus, words, args.model, args.threads, opts) for e in args.engines]
     if args.scale > 1:
-        row = run("local", repeated(args.corpus, args.scale), words, args.model, args.threads)
+        row = run("local", repeated(args.corpus, args.scale), words, args.model, args.threads, opts)
         row["corpus"] = f"{args.corpus} x{args.scale}"
         rows.append(row)
     if args.json:
         json.dump(rows, sys.stdout, indent=2)
         return
-    print(f"{'engine':8} {'corpus':12} {'sent':>7} {'occ':>6} {'s':>7} {'sent/s':>8} {'occ/s':>7} {'RSS MiB':>8}")
+    print(
+        f"{'engine':8} {'corpus':12} {'sent':>7} {'occ':>6} {'s':>7} {'sent/s':>8} {'occ/s':>7} "
+        f"{'driver MiB':>10}  actors' peak MiB  load avg (1 min, at the end)"
+    )
     for r in rows:
+        actors = ", ".join(f"{x:,.0f}" for x in r["actor_peak_rss_mib"]) or "-"
         print(
             f"{r['engine']:8} {r['corpus']:12} {r['sentences']:7} {r['occurrences']:6} {r['seconds']:7} "
-            f"{r['sentences_per_s']:8} {r['occurrences_per_s']:7} {r['driver_peak_rss_mib']:8}"
+            f"{r['sentences_per_s']:8} {r['occurrences_per_s']:7} {r['driver_peak_rss_mib']:10,.0f}  "
+            f"{actors:16}  {r['load_average'][0]}"
         )
+    load_after = os.getloadavg()
+    print(
+        f"# {time.perf_counter() - started:.0f} s in all; load average (1/5/15 min) before "
+        f"{'/'.join(f'{x:.1f}' for x in load_before)}, after {'/'.join(f'{x:.1f}' for x in load_after)}; "
+        f"{os.cpu_count()} CPUs, {args.threads} threads, model {args.model} {args.precision}"
+        f"{', inflected forms' if args.forms else ''}"
+    )
 
 
 if __name__ == "__main__":

@@ -93,9 +93,11 @@ def _corpus(path: Path, n: int) -> Path:
 def test_extract_rows_rerun_and_refusals(tmp_path, capsys, minilm):
     corpus = _corpus(tmp_path / "c.txt", 12)
     out = tmp_path / "out"
-    result = extract_corpus(str(corpus), ["bank", "Spring"], out, model="minilm", layers=[0, 6], chunk_sentences=5)
+    result = extract_corpus(str(corpus), ["bank", "Spring"], out, model="minilm", layers=[0, 6], chunk_chars=100)
     table = read_rows(out)
     assert table.num_rows == 24 and result.manifest.counts["per_target"] == {"bank": 12, "spring": 12}
+    assert result.manifest.counts["sentences"] == result.stats.sentences == 36  # 3 sentences a line
+    assert set(table.column("form").to_pylist()) == {"bank", "spring"}  # no --forms: the targets only
     assert len(set(keys(table))) == 24
     row = table.slice(0, 1).to_pylist()[0]
     assert row["sentence"][row["start"] : row["end"]].lower() == row["target"]
@@ -107,6 +109,9 @@ def test_extract_rows_rerun_and_refusals(tmp_path, capsys, minilm):
     np.testing.assert_allclose(np.array(row["layer_6"], dtype=np.float32), enc.hidden[0], atol=2e-2, rtol=1e-2)
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["complete"] and manifest["layers"] == [0, 6] and manifest["model"] == "minilm"
+    assert manifest["forms"] is False and manifest["precision"] == "fp32"
+    shards = manifest["counts"]["shards"]
+    assert 3 < shards < 12  # whole lines of ~60 characters, at least 100 characters a shard
 
     code, stdout, _ = cli(
         capsys,
@@ -122,10 +127,10 @@ def test_extract_rows_rerun_and_refusals(tmp_path, capsys, minilm):
         "--layers",
         "0,6",
         "--chunk",
-        "5",
+        "100",
     )
     stdout = " ".join(stdout.split())
-    assert code == 0 and "already complete (24 rows in 8 shards); nothing to do" in stdout
+    assert code == 0 and f"already complete (24 rows in {shards} shards); nothing to do" in stdout
     line = one_line_error(
         *cli(
             capsys,
@@ -141,7 +146,7 @@ def test_extract_rows_rerun_and_refusals(tmp_path, capsys, minilm):
             "--layers",
             "0,5",
             "--chunk",
-            "5",
+            "100",
         )[::2]
     )
     assert "layers=[0, 6]" in line
@@ -198,7 +203,7 @@ def test_kill_9_then_rerun_gives_every_row_once(tmp_path, minilm):
         "--layers",
         "6",
         "--chunk",
-        "3",
+        "1",
     ]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     out = tmp_path / "killed"
@@ -232,26 +237,26 @@ def test_kill_9_then_rerun_gives_every_row_once(tmp_path, minilm):
 
 @pytest.mark.slow
 def test_ray_engine_gives_the_local_rows(tmp_path):
+    """Ray actors split, find (inflected forms too) and encode: the local engine's rows exactly."""
     ray = pytest.importorskip("ray")
     corpus = _corpus(tmp_path / "c.txt", 40)
+    with corpus.open("a") as fh:
+        fh.write("Two banks merged after the springs dried up. Banking resumed.\n")
     local, remote = tmp_path / "local", tmp_path / "ray"
-    extract_corpus(str(corpus), ["bank", "spring"], local, model="minilm", layers=[0, 6], chunk_sentences=7)
+    common = dict(model="minilm", layers=[0, 6], chunk_chars=400, forms=True)
+    done = extract_corpus(str(corpus), ["bank", "spring"], local, **common)
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     try:
-        extract_corpus(
-            str(corpus),
-            ["bank", "spring"],
-            remote,
-            model="minilm",
-            layers=[0, 6],
-            chunk_sentences=7,
-            engine="ray",
-            actors=2,
-        )
+        remote_done = extract_corpus(str(corpus), ["bank", "spring"], remote, engine="ray", actors=2, **common)
     finally:
         ray.shutdown()
     a, b = read_rows(local), read_rows(remote)
-    assert keys(a) == keys(b) and a.num_rows == 80
+    assert keys(a) == keys(b) and a.num_rows == 83
+    assert a.column("form").to_pylist() == b.column("form").to_pylist()
+    assert {"banks", "springs", "banking"} <= set(b.column("form").to_pylist())
+    assert remote_done.stats.sentences == done.stats.sentences == 122
+    assert 0 < len(remote_done.stats.actor_rss) <= 2  # the actors reported their memory
+    assert all(peak >= now > 0 for peak, now in remote_done.stats.actor_rss.values())
     for col in ("layer_0", "layer_6"):
         x = np.array(a.column(col).to_pylist(), dtype=np.float32)
         y = np.array(b.column(col).to_pylist(), dtype=np.float32)
@@ -280,3 +285,4 @@ def test_unreachable_ray_address_is_one_line(tmp_path, capsys):
         )[::2]
     )
     assert "does not answer" in line
+    assert not (tmp_path / "o").exists()  # checked before anything is written

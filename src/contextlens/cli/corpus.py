@@ -8,8 +8,20 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
+from contextlens.analyses.corpus.manifest import DEFAULT_CHUNK_CHARS
 from contextlens.cli import app
-from contextlens.cli.common import DEFAULT_MODEL, JsonOpt, ModelOpt, console, err_console, note, print_json
+from contextlens.cli.common import (
+    DEFAULT_MODEL,
+    JsonOpt,
+    ModelOpt,
+    PrecisionOpt,
+    ThreadsOpt,
+    console,
+    contextual_option,
+    err_console,
+    note,
+    print_json,
+)
 from contextlens.errors import DataFileError, InputError
 from contextlens.reports.output_paths import check_output_folder
 
@@ -82,7 +94,13 @@ def extract_cmd(
     ],
     words: Annotated[str | None, typer.Option("--words", help="Comma-separated target words.")] = None,
     words_file: Annotated[Path | None, typer.Option("--words-file", help="One target word per line.")] = None,
+    forms: Annotated[
+        bool,
+        typer.Option("--forms", help="Also match inflected forms (WordNet 3.0): bank -> banks, banked, banking."),
+    ] = False,
     model: ModelOpt = DEFAULT_MODEL,
+    precision: PrecisionOpt = "fp32",
+    threads: ThreadsOpt = None,
     layers: Annotated[str, typer.Option("--layers", help="Layers to keep: 0,6,12 or all.")] = "all",
     pooling: Annotated[str, typer.Option("--pooling", help="Over a word's tokens: mean, first, last.")] = "mean",
     dtype: Annotated[str, typer.Option("--dtype", help="float16 (default) or float32.")] = "float16",
@@ -90,8 +108,13 @@ def extract_cmd(
     address: Annotated[
         str | None, typer.Option("--address", help="Ray cluster to join (e.g. auto, ray://host:10001).")
     ] = None,
-    actors: Annotated[int, typer.Option("--actors", help="Ray: model actors (one model each).")] = 1,
-    chunk: Annotated[int, typer.Option("--chunk", help="Sentences per shard (part of the job's identity).")] = 256,
+    actors: Annotated[
+        int, typer.Option("--actors", help="Ray: model actors (one model each; threads: --threads or the CPU share).")
+    ] = 1,
+    chunk: Annotated[
+        int,
+        typer.Option("--chunk", help="Characters of text per shard, whole documents (part of the job's identity)."),
+    ] = DEFAULT_CHUNK_CHARS,
     on_error: Annotated[
         str, typer.Option("--on-error", help="Non-UTF-8 lines: skip (counted) or stop (file:line).")
     ] = "skip",
@@ -103,6 +126,7 @@ def extract_cmd(
     from contextlens.analyses.corpus.extract import extract_corpus
 
     targets = target_words(words, words_file)
+    contextual_option(model, precision, threads if engine == "local" else None)
     progress = Progress(
         SpinnerColumn(),
         TextColumn("{task.description}"),
@@ -132,11 +156,14 @@ def extract_cmd(
             layers=parse_layers(layers),
             pooling=pooling,
             dtype=dtype,
-            chunk_sentences=chunk,
+            chunk_chars=chunk,
             engine=engine,
             address=address,
             actors=actors,
             on_error=on_error,
+            forms=forms,
+            precision=precision,
+            threads=threads,
             progress=update,
         )
     m, s = result.manifest, result.stats
@@ -161,6 +188,12 @@ def extract_cmd(
         f"{m.counts['rows']:,} rows ({per}) from {s.sentences:,} sentences into {result.folder} "
         f"({m.counts['shards']} shards, {s.chunks_skipped} were already there) in {s.seconds:.1f} s"
     )
-    console.print(f"[dim]model {m.model}, layers {m.layers}, {m.pooling} pooling, {m.dtype}[/dim]")
+    if m.forms:
+        top = ", ".join(f"{f} {n:,}" for f, n in list(m.counts["per_form"].items())[:12])  # type: ignore[union-attr]
+        console.print(f"forms matched: {top}")
+    console.print(
+        f"[dim]model {m.model} ({m.precision}), layers {m.layers}, {m.pooling} pooling, {m.dtype}"
+        f"{', inflected forms' if m.forms else ''}[/dim]"
+    )
     if s.read.skipped:
         note(f"skipped {s.read.skipped} non-UTF-8 line(s), first at {', '.join(s.read.skipped_where)}")

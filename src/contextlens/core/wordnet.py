@@ -304,3 +304,101 @@ def sense_counts(lemma: str, pos: str) -> dict[str, int]:
             if candidate.name().lower() == lemma.lower():
                 counts[synset.name()] = int(candidate.count())
     return counts
+
+
+# --- inflected forms ----------------------------------------------------------------------
+
+_SIBILANT_ENDS = ("s", "x", "z", "ch", "sh")
+_VOWELS = "aeiou"
+
+
+def _plural_s(word: str, verb: bool) -> list[str]:
+    """The regular -s form: boxes, carries; -o takes -es for verbs (goes, echoes), -s for nouns."""
+    if word.endswith(_SIBILANT_ENDS):
+        return [word + "es"]
+    if len(word) > 1 and word.endswith("y") and word[-2] not in _VOWELS:
+        return [word[:-1] + "ies"]
+    if verb and len(word) > 1 and word.endswith("o") and word[-2] not in _VOWELS:
+        return [word + "es"]
+    if not verb and word.endswith("man") and (word.endswith("woman") or word[:-3] in wordnet()._lemma_pos_offset_map):
+        return [word[:-3] + "men"]  # fire+man -> firemen; human -> humans
+    return [word + "s"]
+
+
+def _regular_slots(word: str, pos: str) -> dict[str, list[str]]:
+    """Regular inflection candidates by slot; WordNet's exception lists replace a slot they fill."""
+    if pos == "n":
+        return {"plural": _plural_s(word, verb=False)}
+    if pos == "v":
+        if word.endswith("e"):
+            past = [word + "d"]
+        elif len(word) > 1 and word.endswith("y") and word[-2] not in _VOWELS:
+            past = [word[:-1] + "ied"]
+        else:
+            past = [word + "ed"]
+        if word.endswith("ie"):
+            gerund = [word[:-2] + "ying"]
+        elif word.endswith("e") and len(word) > 2 and not word.endswith(("ee", "ye", "oe")):
+            gerund = [word[:-1] + "ing"]
+        else:
+            gerund = [word + "ing"]
+        return {"third": _plural_s(word, verb=True), "past": past, "gerund": gerund}
+    if pos == "a":
+        vowel = [ch in _VOWELS + "y" for ch in word]
+        syllables = sum(1 for i, v in enumerate(vowel) if v and (i == 0 or not vowel[i - 1]))
+        if syllables != 1:  # longer adjectives compare with more/most
+            return {}
+        stem = word[:-1] if word.endswith("e") else word
+        return {"comparative": [stem + "er"], "superlative": [stem + "est"]}
+    return {}
+
+
+def _exception_slot(form: str, pos: str) -> str:
+    if pos == "n":
+        return "plural"
+    if pos == "v":
+        return "gerund" if form.endswith("ing") else "third" if form in ("is", "has", "does") else "past"
+    return "superlative" if form.endswith("st") else "comparative"
+
+
+@functools.cache
+def _exceptions_by_base() -> dict[tuple[str, str], tuple[str, ...]]:
+    """WordNet's ``*.exc`` lists turned around: (base, pos) -> its irregular forms."""
+    out: dict[tuple[str, str], list[str]] = {}
+    for pos, table in wordnet()._exception_map.items():
+        if pos == "s":  # satellites share the adjective list
+            continue
+        for form, bases in table.items():
+            for base in bases:
+                out.setdefault((base, pos), []).append(form)
+    return {key: tuple(forms) for key, forms in out.items()}
+
+
+@functools.cache
+def inflected_forms(lemma: str) -> tuple[str, ...]:
+    """The lemma and its inflected forms in WordNet 3.0 ("bank" -> bank, banks, banked, banking).
+
+    For each part of speech the lemma has in WordNet, candidates come from the exception lists
+    (``mice``, ``ran``, ``sprang``; an irregular form replaces the regular one of its slot, so no
+    ``runned``) and from regular English endings (``-s/-es/-ies``, ``-ed/-d``, ``-ing``, and
+    ``-er/-est`` for one-syllable adjectives); a candidate is kept only when WordNet's own
+    ``morphy`` gives the lemma back as its base. A word WordNet does not know keeps only itself.
+    """
+    reader = wordnet()
+    word = lemma.lower()
+    if not word or "_" in word or " " in word:
+        return (word,)
+    forms = [word]
+    known = reader._lemma_pos_offset_map.get(word, {})
+    for pos in ("n", "v", "a", "r"):
+        if pos not in known and not (pos == "a" and "s" in known):
+            continue
+        irregular = _exceptions_by_base().get((word, pos), ())
+        slots = _regular_slots(word, pos)
+        for form in irregular:
+            slots.pop(_exception_slot(form, pos), None)
+        candidates = [*irregular, *(c for cands in slots.values() for c in cands)]
+        for form in candidates:
+            if form not in forms and word in reader._morphy(form, pos):
+                forms.append(form)
+    return tuple(forms)

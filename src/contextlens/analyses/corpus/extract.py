@@ -1,22 +1,23 @@
 """Corpus extraction: every whole-word occurrence of the targets -> one Parquet row per occurrence.
 
-The corpus is read as a stream and cut into chunks of ``chunk_sentences`` sentences, numbered in
-reading order (readers are deterministic). Chunk ``i`` becomes shard ``part-<i>.parquet``,
-written under a temporary name and renamed into place, so a shard is either absent or whole.
-A re-run skips the chunks whose shard exists: a job killed at any point (even ``kill -9``)
-finishes with no duplicated and no missing row. The manifest (:mod:`.manifest`) is marked
-complete last; a complete job re-run does nothing.
+The corpus is read as a stream of documents and cut into chunks of whole documents holding at
+least ``chunk_chars`` characters, numbered in reading order (readers are deterministic). Chunk
+``i`` becomes shard ``part-<i>.parquet``, written under a temporary name and renamed into
+place, so a shard is either absent or whole. A re-run skips the chunks whose shard exists: a
+job killed at any point (even ``kill -9``) finishes with no duplicated and no missing row. The
+manifest (:mod:`.manifest`) is marked complete last; a complete job re-run does nothing.
 
-Vectors come from the core's extraction path (:func:`contextlens.core.extraction.extract_targets`)
-on occurrences located with the core's :func:`~contextlens.core.occurrences.word_pattern`; the
-engines (:mod:`.engines`) only decide where :func:`encode_chunk` runs.
+The reader only reads: sentence splitting and locating the targets happen with the encoding,
+in :func:`encode_chunk` (:func:`.targets.scan_documents`), wherever the engine runs it (this
+process, or a Ray actor: :mod:`.engines`). Vectors come from the core's extraction path
+(:func:`contextlens.core.extraction.extract_targets`). Each shard records how many sentences
+its chunk had (Parquet metadata), so a resumed job counts the sentences it skipped.
 """
 
 from __future__ import annotations
 
 import os
 import time
-import unicodedata
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,15 +26,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from contextlens.analyses.corpus.manifest import Manifest, read_manifest
+from contextlens.analyses.corpus.manifest import DEFAULT_CHUNK_CHARS, Manifest, read_manifest
 from contextlens.analyses.corpus.readers import ReadStats, describe, read_corpus
-from contextlens.analyses.corpus.sentences import split_sentences
-from contextlens.core.occurrences import find_all, word_pattern
+from contextlens.analyses.corpus.targets import Document, Matcher, form_table, parse_targets, scan_documents
 from contextlens.errors import InputError, TargetNotFoundError
 
 DTYPES = {"float16": np.float16, "float32": np.float32}
 SHARD_GLOB = "part-*.parquet"
-Sentence = tuple[str, int, str]  # (doc_id, sentence index in the document, sentence)
+SENTENCES_KEY = b"contextlens.sentences"  # shard metadata: sentences in the shard's chunk
 
 
 @dataclass
@@ -47,6 +47,8 @@ class ExtractStats:
     chunks_skipped: int = 0
     started: float = field(default_factory=time.perf_counter)
     read: ReadStats = field(default_factory=ReadStats)
+    # Ray actors' memory, by process id: (peak RSS, RSS at its last chunk), bytes
+    actor_rss: dict[int, tuple[int, int]] = field(default_factory=dict)
 
     @property
     def seconds(self) -> float:
@@ -66,10 +68,11 @@ class JobSpec:
     """What an engine needs to encode a chunk anywhere (picklable: names, not loaded models)."""
 
     model: str
-    targets: tuple[str, ...]
+    matcher: Matcher
     layers: tuple[int, ...]
     pooling: str
     dtype: str
+    precision: str = "fp32"
     batch_size: int = 32
 
 
@@ -77,40 +80,16 @@ def layer_column(layer: int) -> str:
     return f"layer_{layer}"
 
 
-def parse_targets(words: Sequence[str]) -> tuple[str, ...]:
-    """Lower-case NFC targets, de-duplicated in order; single words only."""
-    out: list[str] = []
-    for w in words:
-        w = unicodedata.normalize("NFC", w.strip()).lower()
-        if not w:
-            continue
-        if any(ch.isspace() for ch in w):
-            raise InputError(f"target {w!r} is not a single word; give words like bank,spring")
-        if w not in out:
-            out.append(w)
-    if not out:
-        raise InputError("no target words given; pass --words bank,spring or --words-file")
-    return tuple(out)
-
-
-def sentence_stream(source: str, stats: ExtractStats, on_error: str = "skip") -> Iterator[Sentence]:
-    """``(doc_id, index, sentence)`` of every sentence of the corpus, in reading order."""
-    for doc in read_corpus(source, stats.read, on_error):
-        index = 0
-        for piece in doc.pieces:
-            for sentence in split_sentences(piece):
-                yield doc.doc_id, index, sentence
-                index += 1
-
-
-def chunked(stream: Iterator[Sentence], size: int) -> Iterator[tuple[int, list[Sentence]]]:
-    chunk: list[Sentence] = []
-    number = 0
-    for item in stream:
-        chunk.append(item)
-        if len(chunk) == size:
+def chunked(docs: Iterator[Document], min_chars: int) -> Iterator[tuple[int, list[Document]]]:
+    """Whole documents grouped into numbered chunks of at least ``min_chars`` characters."""
+    chunk: list[Document] = []
+    number = size = 0
+    for doc in docs:
+        chunk.append(doc)
+        size += sum(len(p) for p in doc[1])
+        if size >= min_chars:
             yield number, chunk
-            number, chunk = number + 1, []
+            number, chunk, size = number + 1, [], 0
     if chunk:
         yield number, chunk
 
@@ -125,30 +104,33 @@ def schema(layers: Sequence[int], hidden_size: int, dtype: str) -> pa.Schema:
             ("start", pa.int32()),
             ("end", pa.int32()),
             ("target", pa.string()),
+            ("form", pa.string()),
         ]
         + [(layer_column(lay), vec) for lay in layers]
     )
 
 
-def encode_chunk(model, spec: JobSpec, sentences: Sequence[Sentence]) -> pa.Table:
-    """The rows of one chunk: locate the targets, run the core's extraction, one row each."""
+def encode_chunk(model, spec: JobSpec, docs: Sequence[Document]) -> pa.Table:
+    """The rows of one chunk: split, locate the targets, run the core's extraction, one row each.
+
+    The table's metadata says how many sentences the chunk had (see :func:`shard_sentences`)."""
     from contextlens.core.alignment import tokenize_many
     from contextlens.core.extraction import extract_targets
 
-    pattern = word_pattern(list(spec.targets))
-    found = [(doc, idx, occ) for doc, idx, text in sentences for occ in find_all(text, pattern)]
-    cols: dict[str, list] = {"doc_id": [], "sentence_index": [], "sentence": [], "start": [], "end": [], "target": []}
-    for doc, idx, occ in found:
-        cols["doc_id"].append(doc)
-        cols["sentence_index"].append(idx)
-        cols["sentence"].append(occ.text)
-        cols["start"].append(occ.start)
-        cols["end"].append(occ.end)
-        cols["target"].append(unicodedata.normalize("NFC", occ.word).lower())
+    sentences, found = scan_documents(docs, spec.matcher)
     sch = schema(spec.layers, model.hidden_size, spec.dtype)
+    cols = {
+        "doc_id": [f.doc_id for f in found],
+        "sentence_index": [f.sentence_index for f in found],
+        "sentence": [f.occurrence.text for f in found],
+        "start": [f.occurrence.start for f in found],
+        "end": [f.occurrence.end for f in found],
+        "target": [f.target for f in found],
+        "form": [f.form for f in found],
+    }
     arrays = [pa.array(cols[name], type=sch.field(name).type) for name in cols]
     if found:
-        toks = tokenize_many(model, [occ for _, _, occ in found])
+        toks = tokenize_many(model, [f.occurrence for f in found])
         hidden, _ = extract_targets(model, toks, spec.layers, spec.pooling, spec.batch_size)
         hidden = hidden.astype(DTYPES[spec.dtype])
     else:
@@ -156,7 +138,16 @@ def encode_chunk(model, spec: JobSpec, sentences: Sequence[Sentence]) -> pa.Tabl
     for k in range(len(spec.layers)):
         flat = pa.array(np.ascontiguousarray(hidden[:, k, :]).reshape(-1))
         arrays.append(pa.FixedSizeListArray.from_arrays(flat, model.hidden_size))
-    return pa.Table.from_arrays(arrays, schema=sch)
+    return pa.Table.from_arrays(arrays, schema=sch.with_metadata({SENTENCES_KEY: str(sentences).encode()}))
+
+
+def table_sentences(table_schema: pa.Schema) -> int:
+    """Sentences in the chunk a table (or shard) came from."""
+    return int((table_schema.metadata or {}).get(SENTENCES_KEY, b"0"))
+
+
+def shard_sentences(path: Path) -> int:
+    return table_sentences(pq.read_schema(path))
 
 
 def shard_path(folder: Path, chunk: int) -> Path:
@@ -192,30 +183,37 @@ def extract_corpus(
     layers: Sequence[int] | None = None,
     pooling: str = "mean",
     dtype: str = "float16",
-    chunk_sentences: int = 256,
+    chunk_chars: int = DEFAULT_CHUNK_CHARS,
     engine: str = "local",
     address: str | None = None,
     actors: int = 1,
     on_error: str = "skip",
+    forms: bool = False,
+    precision: str = "fp32",
+    threads: int | None = None,
     progress: Callable[[ExtractStats], None] | None = None,
 ) -> ExtractResult:
-    """Extract every occurrence of ``targets`` in ``source`` into Parquet shards under ``out``."""
+    """Extract every occurrence of ``targets`` (with ``forms``: and of their inflected forms) in
+    ``source`` into Parquet shards under ``out``. ``threads``: torch threads of the local engine,
+    or of each Ray actor (default there: the cluster's CPUs shared among the actors)."""
     from contextlens.analyses.corpus import engines
     from contextlens.core.contextual_models import load_contextual
     from contextlens.core.extraction import check_pooling
 
     if dtype not in DTYPES:
         raise InputError(f"unknown --dtype {dtype!r}; use float16 or float32")
-    if chunk_sentences < 1:
-        raise InputError(f"chunk size must be at least 1 sentence, got {chunk_sentences}")
+    if chunk_chars < 1:
+        raise InputError(f"chunk size must be at least 1 character, got {chunk_chars}")
     if engine not in engines.ENGINES:
         raise InputError(f"unknown --engine {engine!r}; use {' or '.join(engines.ENGINES)}")
+    if threads is not None and threads < 1:
+        raise InputError(f"--threads must be at least 1, got {threads}")
     check_pooling(pooling)
     words = parse_targets(targets)
     out = Path(out).expanduser()
     if out.exists() and not out.is_dir():
         raise InputError(f"--out {out} is a file; give a folder (new or from the same job)")
-    loaded = load_contextual(model)
+    loaded = load_contextual(model, precision)
     wanted = loaded.check_layers(None if layers is None else list(layers))
     revision, sha = model_identity(loaded.name)
     manifest = Manifest(
@@ -227,8 +225,10 @@ def extract_corpus(
         layers=list(wanted),
         pooling=pooling,
         dtype=dtype,
-        chunk_sentences=chunk_sentences,
+        chunk_chars=chunk_chars,
         hidden_size=loaded.hidden_size,
+        forms=forms,
+        precision=loaded.precision,
     )
     stats = ExtractStats()
     existing = read_manifest(out)
@@ -236,17 +236,20 @@ def extract_corpus(
         manifest.check_same_job(existing, out)
         if existing.complete:
             return ExtractResult(out, existing, True, stats)
+    spec = JobSpec(loaded.name, Matcher(form_table(words, forms)), wanted, pooling, dtype, loaded.precision)
+    threads = engines.prepare(engine, address, actors, threads)
     out.mkdir(parents=True, exist_ok=True)
     _clean_temporaries(out)
     manifest.write(out)
-    spec = JobSpec(loaded.name, words, wanted, pooling, dtype)
     done = {p.name for p in out.glob(SHARD_GLOB)}
 
-    def pending() -> Iterator[tuple[int, list[Sentence]]]:
-        for number, chunk in chunked(sentence_stream(source, stats, on_error), chunk_sentences):
-            stats.sentences += len(chunk)
-            if shard_path(out, number).name in done:
+    def pending() -> Iterator[tuple[int, list[Document]]]:
+        docs = ((d.doc_id, d.pieces) for d in read_corpus(source, stats.read, on_error))
+        for number, chunk in chunked(docs, chunk_chars):
+            path = shard_path(out, number)
+            if path.name in done:
                 stats.chunks_skipped += 1
+                stats.sentences += shard_sentences(path)
                 if progress:
                     progress(stats)
                 continue
@@ -254,21 +257,29 @@ def extract_corpus(
 
     def written(number: int, table: pa.Table) -> None:
         write_shard(out, number, table)
+        stats.sentences += table_sentences(table.schema)
         stats.chunks_written += 1
         stats.occurrences += table.num_rows
         stats.rows_written += table.num_rows
         if progress:
             progress(stats)
 
-    engines.run(engine, spec, pending(), written, loaded=loaded, address=address, actors=actors)
+    if engine == "local" and threads is not None:
+        import torch
+
+        torch.set_num_threads(threads)
+    engines.run(
+        engine, spec, pending(), written, loaded=loaded, address=address, actors=actors, threads=threads, stats=stats
+    )
     if stats.sentences == 0:
         raise InputError(f"corpus {source!r} is empty: no sentence to read")
     manifest.counts = shard_counts(out, words)
-    manifest.counts.update(sentences=stats.sentences, skipped_lines=stats.read.skipped)
+    manifest.counts.update(skipped_lines=stats.read.skipped)
     missing = [w for w in words if manifest.counts["per_target"][w] == 0]
     if missing:
         raise TargetNotFoundError(
-            f"{', '.join(repr(w) for w in missing)} never occur(s) in {source!r} ({stats.sentences} sentences); "
+            f"{', '.join(repr(w) for w in missing)} never occur(s) in {source!r} ({stats.sentences} sentences"
+            f"{'' if forms else '; --forms also matches inflected forms'}); "
             "drop it from --words (the folder is left unfinished)"
         )
     manifest.complete = True
@@ -277,14 +288,24 @@ def extract_corpus(
 
 
 def shard_counts(folder: Path, targets: Sequence[str]) -> dict[str, object]:
-    """Rows per target and shards, read back from the shards themselves."""
+    """Rows per target and per form, shards and sentences, read back from the shards themselves."""
     per: dict[str, int] = dict.fromkeys(targets, 0)
+    per_form: dict[str, int] = {}
+    sentences = 0
     shards = sorted(folder.glob(SHARD_GLOB))
     for path in shards:
-        col = pq.read_table(path, columns=["target"]).column("target").to_pylist()
-        for t in col:
+        table = pq.read_table(path, columns=["target", "form"])
+        sentences += table_sentences(table.schema)
+        for t, f in zip(table.column("target").to_pylist(), table.column("form").to_pylist(), strict=True):
             per[t] = per.get(t, 0) + 1
-    return {"rows": sum(per.values()), "shards": len(shards), "per_target": per}
+            per_form[f] = per_form.get(f, 0) + 1
+    return {
+        "rows": sum(per.values()),
+        "shards": len(shards),
+        "sentences": sentences,
+        "per_target": per,
+        "per_form": dict(sorted(per_form.items(), key=lambda kv: (-kv[1], kv[0]))),
+    }
 
 
 def read_rows(folder: Path, target: str | None = None, columns: Sequence[str] | None = None) -> pa.Table:

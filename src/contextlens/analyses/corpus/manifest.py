@@ -2,8 +2,10 @@
 
 ``manifest.json`` is written (atomically) before the first shard and again when the job is
 complete. A job may only continue in a folder whose manifest has the same job settings; any
-difference (another model, revision, layer set, pooling, dtype, targets, corpus, chunking) is
-refused, so one folder never mixes vectors of two models.
+difference (another model, revision, precision, layer set, pooling, dtype, targets, inflected
+forms or not, corpus, chunking) is refused, so one folder never mixes vectors of two models.
+Format 2 (chunks of whole documents, the ``form`` column) reads format-1 folders for the
+analyses but does not continue them.
 """
 
 from __future__ import annotations
@@ -16,9 +18,24 @@ from contextlens.core.resources import atomic_write_text
 from contextlens.errors import InputError
 
 MANIFEST = "manifest.json"
-FORMAT = "contextlens-corpus/1"
+FORMAT = "contextlens-corpus/2"
+DEFAULT_CHUNK_CHARS = 32_000  # characters of text per shard: about 250 sentences of news text
+OLD_FORMATS = ("contextlens-corpus/1",)  # readable (rows without `form`), not continued
 # The settings that define a job: a different value in an existing folder is refused.
-JOB_KEYS = ("corpus", "targets", "model", "revision", "weights_sha256", "layers", "pooling", "dtype", "chunk_sentences")
+JOB_KEYS = (
+    "format",
+    "corpus",
+    "targets",
+    "forms",
+    "model",
+    "revision",
+    "weights_sha256",
+    "precision",
+    "layers",
+    "pooling",
+    "dtype",
+    "chunk_chars",
+)
 
 
 @dataclass
@@ -31,8 +48,10 @@ class Manifest:
     layers: list[int]
     pooling: str
     dtype: str
-    chunk_sentences: int
+    chunk_chars: int | None  # None in format-1 folders (they were chunked by sentences)
     hidden_size: int
+    forms: bool = False  # targets also matched their inflected forms (WordNet)
+    precision: str = "fp32"
     format: str = FORMAT
     complete: bool = False
     counts: dict[str, object] = field(default_factory=dict)
@@ -61,7 +80,9 @@ def read_manifest(folder: Path) -> Manifest | None:
         return None
     try:
         data = json.loads(path.read_text())
-        if data.get("format") != FORMAT:
+        if data.get("format") in OLD_FORMATS:
+            data["chunk_chars"] = data.pop("chunk_sentences", None)
+        elif data.get("format") != FORMAT:
             raise ValueError(f"format {data.get('format')!r}")
         return Manifest(**data)
     except (ValueError, TypeError, OSError) as exc:

@@ -1,26 +1,45 @@
 """The Ray engine: Ray Data ``from_items`` -> ``map_batches`` on an actor pool -> the same rows.
 
-The driver streams and splits the corpus (the readers are this package's own) and hands Ray
-windows of pending chunks; each actor loads the model once (``torch`` threads set explicitly to
-its CPU share, so actors never oversubscribe a node) and runs :func:`.extract.encode_chunk`,
-the very function of the local engine, returning each chunk's rows as an Arrow IPC buffer. The
-driver writes the shards, so resuming works exactly as with the local engine.
+The driver only reads the corpus (the readers are this package's own) and hands Ray windows of
+pending chunks of whole documents; each actor loads the model once (at the job's precision,
+``torch`` threads set explicitly to its CPU share, so actors never oversubscribe a node) and
+runs :func:`.extract.encode_chunk`, the very function of the local engine: it splits the
+sentences, finds the targets and encodes them, returning each chunk's rows as an Arrow IPC
+buffer with the actor's memory (peak and current RSS). The driver writes the shards, so
+resuming works exactly as with the local engine.
 """
 
 from __future__ import annotations
 
 import itertools
+import json
 import logging
 import os
+import resource
 import socket
 from collections.abc import Iterator
 
 import pyarrow as pa
 
-from contextlens.analyses.corpus.extract import JobSpec, Sentence, encode_chunk
+from contextlens.analyses.corpus.extract import ExtractStats, JobSpec, encode_chunk
+from contextlens.analyses.corpus.targets import Document
 from contextlens.errors import InputError
 
-WINDOW_CHUNKS_PER_ACTOR = 16  # chunks handed to Ray at a time, per actor (bounds driver memory)
+# Chunks handed to Ray at a time, per actor: bounds the driver's memory (a chunk is ~32 kB of
+# text); the actor pool (and its model load) is started once per window.
+WINDOW_CHUNKS_PER_ACTOR = 64
+
+
+def _rss_bytes() -> tuple[int, int]:
+    """(peak, current) resident memory of this process, bytes (Linux: ru_maxrss and /proc;
+    ru_maxrss lags the current RSS by a few pages, hence the max)."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    try:
+        with open("/proc/self/statm") as fh:
+            now = int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except OSError:
+        now = peak
+    return max(peak, now), now
 
 
 class ChunkEncoder:
@@ -33,21 +52,20 @@ class ChunkEncoder:
 
         torch.set_num_threads(threads)
         self.spec = spec
-        self.model = load_contextual(spec.model)
+        self.model = load_contextual(spec.model, spec.precision)
 
     def __call__(self, batch: dict) -> dict:
         chunks, payloads = [], []
-        for number, docs, indices, sentences in zip(
-            batch["chunk"], batch["doc_id"], batch["sentence_index"], batch["sentence"], strict=True
-        ):
-            rows: list[Sentence] = list(zip(list(docs), (int(i) for i in indices), list(sentences), strict=True))
-            table = encode_chunk(self.model, self.spec, rows)
+        for number, docs in zip(batch["chunk"], batch["docs"], strict=True):
+            table = encode_chunk(self.model, self.spec, [(d, tuple(p)) for d, p in json.loads(docs)])
             sink = pa.BufferOutputStream()
             with pa.ipc.new_stream(sink, table.schema) as writer:
                 writer.write_table(table)
             chunks.append(int(number))
             payloads.append(sink.getvalue().to_pybytes())
-        return {"chunk": chunks, "rows": payloads}
+        peak, now = _rss_bytes()
+        n = len(chunks)
+        return {"chunk": chunks, "rows": payloads, "pid": [os.getpid()] * n, "peak": [peak] * n, "rss": [now] * n}
 
 
 def check_address(address: str) -> None:
@@ -89,33 +107,43 @@ def start_ray(address: str | None, cpus: int | None = None):
     return ray
 
 
-def run_ray(
-    spec: JobSpec,
-    chunks: Iterator[tuple[int, list[Sentence]]],
-    written,
-    address: str | None = None,
-    actors: int = 1,
-    cpus: int | None = None,
-) -> None:
+def actor_threads(actors: int, threads: int | None, address: str | None = None, cpus: int | None = None) -> int:
+    """Start (or join) Ray and settle each actor's threads: ``threads``, or the cluster's CPUs
+    shared among the actors. Called before anything is written, so a Ray address that does not
+    answer or too many threads leaves no folder behind."""
     if actors < 1:
         raise InputError(f"--actors must be at least 1, got {actors}")
     ray = start_ray(address, cpus)
     total = int(ray.cluster_resources().get("CPU", 1))
-    threads = max(1, total // actors)
+    threads = threads or max(1, total // actors)
+    if threads * actors > total:
+        raise InputError(
+            f"{actors} actor(s) x {threads} thread(s) need {threads * actors} CPUs; the Ray cluster has {total}: "
+            "lower --actors or --threads"
+        )
+    return threads
+
+
+def run_ray(
+    spec: JobSpec,
+    chunks: Iterator[tuple[int, list[Document]]],
+    written,
+    address: str | None = None,
+    actors: int = 1,
+    threads: int | None = None,
+    stats: ExtractStats | None = None,
+    cpus: int | None = None,
+) -> None:
+    """Encode ``chunks`` on ``actors`` Ray actors of ``threads`` threads each (default: the
+    cluster's CPUs shared among the actors), calling ``written`` with each chunk's rows."""
+    threads = actor_threads(actors, threads, address, cpus)
+    ray = start_ray(address, cpus)
     window = WINDOW_CHUNKS_PER_ACTOR * actors
     while True:
         batch = list(itertools.islice(chunks, window))
         if not batch:
             return
-        items = [
-            {
-                "chunk": n,
-                "doc_id": [s[0] for s in rows],
-                "sentence_index": [s[1] for s in rows],
-                "sentence": [s[2] for s in rows],
-            }
-            for n, rows in batch
-        ]
+        items = [{"chunk": n, "docs": json.dumps([[d, list(p)] for d, p in docs])} for n, docs in batch]
         ds = ray.data.from_items(items, override_num_blocks=min(len(items), 4 * actors)).map_batches(
             ChunkEncoder,
             fn_constructor_kwargs={"spec": spec, "threads": threads},
@@ -126,4 +154,6 @@ def run_ray(
         )
         for row in ds.iter_rows():
             table = pa.ipc.open_stream(pa.py_buffer(row["rows"])).read_all()
+            if stats is not None:
+                stats.actor_rss[int(row["pid"])] = (int(row["peak"]), int(row["rss"]))
             written(int(row["chunk"]), table)
