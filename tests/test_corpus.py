@@ -184,6 +184,23 @@ def test_extract_rows_rerun_and_refusals(tmp_path, capsys, minilm):
         )[::2]
     )
     assert "empty" in line
+    assert not (tmp_path / "e").exists()  # nothing is written for a corpus with nothing in it
+    line = one_line_error(
+        *cli(
+            capsys,
+            "corpus",
+            "extract",
+            str(tmp_path / "missing.txt"),
+            "--words",
+            "bank",
+            "--out",
+            str(tmp_path / "m"),
+            "--model",
+            "minilm",
+        )[::2]
+    )
+    assert "neither a file, a folder nor an installed corpus" in line
+    assert not (tmp_path / "m").exists()
 
 
 @pytest.mark.slow  # ~60-90 s on a loaded 2-core machine; CI runs it

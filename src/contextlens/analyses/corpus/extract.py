@@ -27,7 +27,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from contextlens.analyses.corpus.manifest import DEFAULT_CHUNK_CHARS, Manifest, read_manifest
-from contextlens.analyses.corpus.readers import ReadStats, describe, read_corpus
+from contextlens.analyses.corpus.readers import ReadStats, check_readable, describe, read_corpus
 from contextlens.analyses.corpus.targets import Document, Matcher, form_table, parse_targets, scan_documents
 from contextlens.errors import InputError, TargetNotFoundError
 
@@ -237,6 +237,7 @@ def extract_corpus(
         if existing.complete:
             return ExtractResult(out, existing, True, stats)
     spec = JobSpec(loaded.name, Matcher(form_table(words, forms)), wanted, pooling, dtype, loaded.precision)
+    check_readable(source, on_error)
     threads = engines.prepare(engine, address, actors, threads)
     out.mkdir(parents=True, exist_ok=True)
     _clean_temporaries(out)
@@ -278,7 +279,8 @@ def extract_corpus(
     missing = [w for w in words if manifest.counts["per_target"][w] == 0]
     if missing:
         raise TargetNotFoundError(
-            f"{', '.join(repr(w) for w in missing)} never occur(s) in {source!r} ({stats.sentences} sentences"
+            f"{', '.join(repr(w) for w in missing)} {'never occurs' if len(missing) == 1 else 'never occur'} "
+            f"in {source!r} ({stats.sentences} sentences"
             f"{'' if forms else '; --forms also matches inflected forms'}); "
             "drop it from --words (the folder is left unfinished)"
         )

@@ -82,6 +82,14 @@ def read_corpus(source: str, stats: ReadStats | None = None, on_error: str = "sk
         yield from _count(_lines(path, path.name, stats, on_error), stats)
 
 
+def check_readable(source: str, on_error: str = "skip") -> None:
+    """Refuse a corpus that is missing, unreadable or empty before anything is written for it:
+    reading it is lazy, so without this a job would leave a folder behind for a corpus that
+    was never there."""
+    if next(read_corpus(source, ReadStats(), on_error), None) is None:
+        raise InputError(f"corpus {source!r} is empty: no sentence to read")
+
+
 def _count(docs: Iterator[Document], stats: ReadStats) -> Iterator[Document]:
     for doc in docs:
         stats.documents += 1
