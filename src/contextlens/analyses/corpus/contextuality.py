@@ -238,7 +238,7 @@ def choose_words(
     chosen = (
         sorted(random.Random(f"{seed}|words").sample(eligible, max_words)) if len(eligible) > max_words else eligible
     )
-    best = dict(contexts.most_common(3))
+    best = dict(sorted(contexts.items(), key=lambda kv: (-kv[1], kv[0]))[:3])
     return WordChoice({w: contexts[w] for w in chosen}, len(eligible), best, sample, stats.sentences)
 
 

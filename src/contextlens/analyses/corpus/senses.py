@@ -10,9 +10,12 @@ nearest WordNet sense among the senses of one part of speech (``pos``). A sense 
 the same model at the same layer as the occurrences (``sense_vectors``):
 
 * ``gloss``: the word inside ``"<word>: <definition>"`` (LMMS style, the WSD benchmark's template);
-* ``examples``: the mean of the word's vectors inside the sense's WordNet usage examples (the gloss
-  vector for a sense with no example holding the word);
-* ``both`` (default): the mean of the gloss vector and the example vectors.
+* ``examples`` (default): the mean of the word's vectors inside the sense's WordNet usage examples
+  (the gloss vector for a sense with no example holding the word);
+* ``both``: the mean of the gloss vector and the example vectors.
+
+Measured on 48 hand-labelled sentences (bank, spring, plant; minilm layers 3, 5, 6; docs/corpus.md),
+``examples`` labels 18 of 21 sense groups right against 13 for ``gloss`` (``both``: 15).
 
 ``pos="auto"`` keeps the part of speech whose senses are nearest the occurrences on average
 (:data:`POS_RULE`). Without a part of speech, "bank" in Wikipedia's noun uses was labelled with
@@ -125,7 +128,7 @@ def induce_senses(
     seed: int = 0,
     examples: int = 3,
     pos: str = "auto",
-    sense_vectors: str = "both",
+    sense_vectors: str = "examples",
 ) -> SenseInduction:
     from sklearn.decomposition import PCA
 
@@ -262,7 +265,7 @@ def _distinctive(rows: list[dict], labels: np.ndarray, k: int, word: str, top: i
     return out
 
 
-def sense_vectors_of(model_name: str, word: str, layer: int, how: str = "both") -> list[Sense]:
+def sense_vectors_of(model_name: str, word: str, layer: int, how: str = "examples") -> list[Sense]:
     """Every WordNet sense of ``word`` as a unit vector by ``how`` (:data:`SENSE_VECTORS`)."""
     from contextlens.core.contextual_models import load_contextual
     from contextlens.core.wordnet import find_lemma, wordnet
