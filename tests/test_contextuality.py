@@ -123,7 +123,10 @@ def test_corpus_refusals_are_one_line(tmp_path):
     corpus.write_text("The bank opened.\nThe bank closed.\nThe river rose.\n")
     cases = [
         (("--corpus", "nosuchcorpus"), "neither a file, a folder nor an installed corpus"),
-        (("--corpus", str(corpus), "--min-contexts", "50"), "the best: 'bank' 2, 'closed' 1, 'opened' 1; try --min-contexts 2"),
+        (
+            ("--corpus", str(corpus), "--min-contexts", "50"),
+            "the best: 'bank' 2, 'closed' 1, 'opened' 1; try --min-contexts 2",
+        ),
         (("--corpus", str(corpus), "--min-contexts", "1"), "at least 2"),
     ]
     for extra, message in cases:
