@@ -113,9 +113,17 @@ def intra_sentence_similarity(words: np.ndarray) -> float:
 
 
 def max_explainable_variance(occurrences: np.ndarray) -> float:
-    """``sigma_1^2 / sum_i sigma_i^2`` of the (uncentred) occurrence matrix."""
-    s = np.linalg.svd(occurrences, compute_uv=False)
-    return float(s[0] ** 2 / np.sum(s**2))
+    """``sigma_1^2 / sum_i sigma_i^2`` of the (uncentred) occurrence matrix.
+
+    The squared singular values are the eigenvalues of the smaller Gram matrix (float64): the
+    same number as an SVD (to 1e-12), without the float32 SVD that took 0.36 s on a 75 x 384 matrix.
+    """
+    from scipy.linalg import eigh
+
+    m = np.asarray(occurrences, dtype=np.float64)
+    gram = m @ m.T if len(m) <= m.shape[1] else m.T @ m
+    top = eigh(gram, eigvals_only=True, subset_by_index=[len(gram) - 1, len(gram) - 1])[0]  # the largest only
+    return float(top / np.trace(gram))
 
 
 def anisotropy_baseline(vectors: np.ndarray, texts_of: Sequence[int], n_pairs: int, seed: int) -> float:
