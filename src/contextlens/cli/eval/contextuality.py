@@ -153,7 +153,7 @@ def _corpus_table(result: BenchmarkResult) -> None:
     if "word_rule" in result.meta:
         ch = result.meta["choice"]
         console.print(
-            f"[dim]words: {ch['eligible_words']} of {ch['sentences_scanned']:,} sentences qualify, "
+            f"[dim]words: {ch['eligible_words']} qualify in {ch['sentences_scanned']:,} sentences, "
             f"{c['words']} measured ({result.meta['word_rule']}); cache {result.meta['cache']['folder']}[/dim]",
             soft_wrap=True,
         )
