@@ -14,7 +14,7 @@ the same model at the same layer as the occurrences (``sense_vectors``):
   (the gloss vector for a sense with no example holding the word);
 * ``both``: the mean of the gloss vector and the example vectors.
 
-Measured on 48 hand-labelled sentences (bank, spring, plant; minilm layers 3, 5, 6; docs/corpus.md),
+Measured on 42 hand-labelled sentences (bank, spring, plant; minilm layers 3, 5, 6; docs/corpus.md),
 ``examples`` labels 18 of 21 sense groups right against 13 for ``gloss`` (``both``: 15).
 
 ``pos="auto"`` keeps the part of speech whose senses are nearest the occurrences on average
