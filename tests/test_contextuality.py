@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -80,3 +81,69 @@ def test_combine_keeps_one_tidy_shape_for_several_models():
     doc = combine([a, b]).to_dict()
     assert set(doc) == {"benchmark", "model", "rows", "meta"}
     assert [r["system"] for r in doc["rows"]] == ["mpnet", "minilm"] and doc["meta"]["models"] == ["mpnet", "minilm"]
+
+
+def test_corpus_by_path_chooses_words_extracts_once_and_reuses(tmp_path, minilm):
+    """`--corpus PATH`: words chosen by the counting pass, extracted into the cache, reused next time."""
+    from tests.test_senses import MONEY, RIVER
+
+    corpus = tmp_path / "bank.txt"
+    corpus.write_text("\n".join(RIVER + MONEY) + "\n")
+    args = ("eval", "contextuality", "--corpus", str(corpus), "--model", "minilm", "--json")
+    small = ("--min-contexts", "5", "--max-words", "3", "--sentences", "4")
+    proc = run_cli(*args, *small)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    meta = doc["meta"]
+    # 'bank' is in all 16 lines, 'river' in 5; no other content word reaches 5 sentences
+    assert meta["words"] == {"bank": 16, "river": 5} and meta["choice"]["eligible_words"] == 2
+    assert meta["counts"]["sentences"] == 4 and meta["intra_sentence_words"] == "every word of sampled sentences"
+    assert meta["cache"]["reused"] == []
+    rows = {(r["layer"], r["metric"]): r["value"] for r in doc["rows"]}
+    assert {lay for lay, _ in rows} == set(range(7))
+    for lay in range(7):
+        assert 1 / 5 <= rows[lay, "mev"] <= 1 and -1 <= rows[lay, "intra_sentence"] <= 1
+        assert rows[lay, "mev_adjusted"] == pytest.approx(rows[lay, "mev"] - rows[lay, "mev_baseline"])
+    folder = Path(meta["cache"]["folder"])
+    shards = {p: p.stat().st_mtime_ns for p in folder.rglob("*.parquet")}
+    assert shards
+    again = run_cli(*args, *small)
+    assert again.returncode == 0, again.stderr
+    doc2 = json.loads(again.stdout)
+    assert doc2["meta"]["cache"]["reused"] == ["words-minilm", "sentences-minilm"]
+    assert {p: p.stat().st_mtime_ns for p in folder.rglob("*.parquet")} == shards  # nothing re-encoded
+    assert doc2["rows"] == doc["rows"]
+    # the folder it wrote is an extraction folder: the DIR path measures the same words
+    direct = run_cli("eval", "contextuality", "--corpus", str(folder / "words-minilm"), "--min-contexts", "5", "--json")
+    assert json.loads(direct.stdout)["meta"]["words"] == meta["words"]
+    assert meta["precision"] == "fp32"
+    # int8: its own extraction beside the fp32 one (never the fp32 vectors), recorded in the result
+    quant = run_cli(*args, *small, "--precision", "int8")
+    assert quant.returncode == 0, quant.stderr
+    assert "int8 drift vs fp32 (minilm" in quant.stderr  # the drift is shown with every int8 result
+    qdoc = json.loads(quant.stdout)
+    assert qdoc["meta"]["precision"] == "int8" and qdoc["meta"]["cache"]["reused"] == []
+    assert (folder / "words-minilm-int8" / "manifest.json").is_file()
+    assert {p: p.stat().st_mtime_ns for p in (folder / "words-minilm").rglob("*.parquet")} == {
+        p: t for p, t in shards.items() if "words-minilm" in p.parts
+    }
+    qrows = {(r["layer"], r["metric"]): r["value"] for r in qdoc["rows"]}
+    assert qrows[0, "mev"] == pytest.approx(rows[0, "mev"], abs=1e-3)  # layer 0 is not quantized
+    assert any(abs(qrows[k] - rows[k]) > 1e-6 for k in rows if k[0] > 0)
+
+
+def test_corpus_refusals_are_one_line(tmp_path):
+    corpus = tmp_path / "tiny.txt"
+    corpus.write_text("The bank opened.\nThe bank closed.\nThe river rose.\n")
+    cases = [
+        (("--corpus", "nosuchcorpus"), "neither a file, a folder nor an installed corpus"),
+        (
+            ("--corpus", str(corpus), "--min-contexts", "50"),
+            "the best: 'bank' 2, 'closed' 1, 'opened' 1; try --min-contexts 2",
+        ),
+        (("--corpus", str(corpus), "--min-contexts", "1"), "at least 2"),
+    ]
+    for extra, message in cases:
+        proc = run_cli("eval", "contextuality", "--model", "minilm", *extra)
+        assert proc.returncode == 2, proc.stderr
+        assert len(proc.stderr.strip().splitlines()) == 1 and message in proc.stderr, proc.stderr

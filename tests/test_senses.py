@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
 from contextlens.analyses.corpus.extract import extract_corpus
 from contextlens.analyses.corpus.senses import induce_senses
 from contextlens.cli import main
 from contextlens.errors import InputError, TargetNotFoundError
+from tests.helpers import run_cli
 
 RIVER = [
     "We fished from the muddy bank of the river.",
@@ -44,6 +46,7 @@ def folder(tmp_path_factory, minilm):
 
 def test_two_senses_come_apart_and_are_labelled(folder):
     result = induce_senses(folder, "bank", layer=5, k=2)
+    assert result.pos == "n" and result.sense_vectors == "examples"
     river = {result.labels[i] for i in range(8)}
     money = {result.labels[i] for i in range(8, 16)}
     assert len(river) == 1 and len(money) == 1 and river != money
@@ -51,6 +54,9 @@ def test_two_senses_come_apart_and_are_labelled(folder):
     river_cluster = by_cluster[river.pop()]
     assert "river" in river_cluster.distinctive_words
     assert river_cluster.gloss is not None and "slope" in river_cluster.gloss["definition"]
+    money_cluster = by_cluster[money.pop()]
+    # the label is a noun sense about money (gloss vectors without a part of speech said bank.v.03/v.04)
+    assert money_cluster.gloss["synset"] in {"depository_financial_institution.n.01", "bank.n.09"}
     assert all("[bank]" in e["marked"].lower() for e in river_cluster.typical)
     auto = induce_senses(folder, "bank", layer=5)
     assert auto.k == max(auto.silhouettes, key=auto.silhouettes.get) or auto.k == 1
@@ -58,7 +64,41 @@ def test_two_senses_come_apart_and_are_labelled(folder):
     assert induce_senses(folder, "bank", layer=0).silhouettes[2] < auto.silhouettes[2]
 
 
+def test_part_of_speech_filter_fixes_verb_labels_for_noun_uses(folder):
+    """The old labels (gloss vectors, every part of speech) put a verb sense on the money uses."""
+    from contextlens.analyses.corpus.senses import sense_vectors_of
+
+    result = induce_senses(folder, "bank", layer=5, k=2)
+    money = result.clusters[result.labels[8]]
+    senses = sense_vectors_of("minilm", "bank", 5, "gloss")
+    x = result_vectors(folder, 5)[result.labels == money.cluster]
+    centroid = x.mean(axis=0) / np.linalg.norm(x.mean(axis=0))
+    old = senses[int(np.argmax([s.vector @ centroid for s in senses]))]
+    assert old.pos == "v"  # the bug this fixes, measured: the nearest gloss of any POS is a verb
+    assert money.gloss["synset"] != old.synset and ".n." in money.gloss["synset"]
+    assert result.pos_scores["n"] > result.pos_scores["v"]
+    # gloss vectors restricted to nouns also give a noun label
+    nouns = induce_senses(folder, "bank", layer=5, k=2, pos="n", sense_vectors="gloss")
+    assert all(".n." in c.gloss["synset"] for c in nouns.clusters)
+
+
+def result_vectors(folder, layer: int) -> np.ndarray:
+    from contextlens.analyses.corpus.extract import layer_column, read_rows
+    from contextlens.core.similarity import normalize_rows
+
+    table = read_rows(folder, "bank", [layer_column(layer)])
+    return normalize_rows(np.array(table.column(0).to_pylist(), dtype=np.float32))
+
+
 def test_bad_requests_are_one_line(folder, tmp_path, capsys):
+    with pytest.raises(InputError, match="no WordNet adverb sense; its parts of speech: n"):
+        induce_senses(folder, "bank", layer=5, pos="r")
+    with pytest.raises(InputError, match="--pos 'x'"):
+        induce_senses(folder, "bank", layer=5, pos="x")
+    with pytest.raises(InputError, match="--sense-vectors"):
+        induce_senses(folder, "bank", layer=5, sense_vectors="lemmas")
+    proc = run_cli("senses", "induce", str(folder), "--word", "bank", "--pos", "r")
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
     with pytest.raises(TargetNotFoundError):
         induce_senses(folder, "river")
     with pytest.raises(InputError, match="extracted layers"):
@@ -99,5 +139,5 @@ def test_corpus_contextuality_on_an_extraction(folder):
     mev = {lay: result.value(layer=lay, metric="mev") for lay in (0, 5, 6)}
     assert all(1 / 16 <= v <= 1 for v in mev.values())
     assert mev[0] > mev[5]  # the embedding output is close to one static vector; layer 5 is not
-    with pytest.raises(InputError, match="has 17 contexts"):
+    with pytest.raises(InputError, match="has 17 contexts .*'bank' 16; try --min-contexts 16"):
         corpus_contextuality(folder, min_contexts=17)

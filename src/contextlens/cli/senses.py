@@ -22,18 +22,30 @@ def induce_cmd(
     k: Annotated[
         str, typer.Option("--k", help="auto (silhouette over 2..8, 1 if none separates) or a number.")
     ] = "auto",
+    pos: Annotated[
+        str,
+        typer.Option("--pos", help="Part of speech of the WordNet labels: n, v, a, r, or auto (nearest on average)."),
+    ] = "auto",
+    sense_vectors: Annotated[
+        str,
+        typer.Option(
+            "--sense-vectors", help="A WordNet sense as: examples (the word in its usage examples), gloss, both."
+        ),
+    ] = "examples",
     json_out: JsonOpt = False,
     plot: PlotOpt = None,
     html: HtmlOpt = None,
 ) -> None:
     """Cluster a word's occurrences; label each sense; show typical and ambiguous occurrences."""
-    from contextlens.analyses.corpus.senses import induce_senses
+    from contextlens.analyses.corpus.senses import POS_NAMES, induce_senses
     from contextlens.errors import InputError
     from contextlens.reports.corpus_figures import senses_figure, senses_html_figures
 
     if k != "auto" and not k.isdigit():
         raise InputError(f"--k {k!r}: give auto or a number between 1 and 8")
-    result = induce_senses(folder, word, layer, k if k == "auto" else int(k))
+    result = induce_senses(
+        folder, word, layer, k if k == "auto" else int(k), pos=pos.strip().lower(), sense_vectors=sense_vectors
+    )
     with figures_after(
         plot, html, lambda: senses_figure(result), lambda: senses_html_figures(result), f"senses of {word}"
     ):
@@ -47,13 +59,20 @@ def induce_cmd(
             soft_wrap=True,
         )
         console.print(f"[dim]{result.criterion}; silhouettes {sil}[/dim]", soft_wrap=True)
+        if result.pos is not None:
+            scores = ", ".join(f"{p} {v:.3f}" for p, v in result.pos_scores.items())
+            console.print(
+                f"[dim]labels: WordNet {POS_NAMES[result.pos]} senses from {result.sense_vectors} "
+                f"(mean nearest-sense cosine: {scores})[/dim]",
+                soft_wrap=True,
+            )
         for c in result.clusters:
             console.print(
                 f"\n[bold]sense {c.cluster}[/bold] ({c.size}): {', '.join(c.distinctive_words)}", soft_wrap=True
             )
             if c.gloss:
                 console.print(
-                    f"  nearest gloss {c.gloss['synset']} ({c.gloss['cosine']:.3f}): {c.gloss['definition']}",
+                    f"  nearest sense {c.gloss['synset']} ({c.gloss['cosine']:.3f}): {c.gloss['definition']}",
                     soft_wrap=True,
                     markup=False,
                 )

@@ -14,7 +14,8 @@ from contextlens.analyses.corpus.senses import SenseInduction  # noqa: E402
 def _name(result: SenseInduction, c: int) -> str:
     cl = result.clusters[c]
     words = ", ".join(cl.distinctive_words[:3]) or "-"
-    return f"{c}: {words} (n={cl.size})"
+    sense = f" ~ {cl.gloss['synset']}" if cl.gloss else ""
+    return f"{c}: {words}{sense} (n={cl.size})"
 
 
 def senses_figure(result: SenseInduction) -> plt.Figure:

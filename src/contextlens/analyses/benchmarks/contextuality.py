@@ -113,9 +113,21 @@ def intra_sentence_similarity(words: np.ndarray) -> float:
 
 
 def max_explainable_variance(occurrences: np.ndarray) -> float:
-    """``sigma_1^2 / sum_i sigma_i^2`` of the (uncentred) occurrence matrix."""
-    s = np.linalg.svd(occurrences, compute_uv=False)
-    return float(s[0] ** 2 / np.sum(s**2))
+    """``sigma_1^2 / sum_i sigma_i^2`` of the (uncentred) occurrence matrix.
+
+    The squared singular values are the eigenvalues of the smaller Gram matrix (float64), and only
+    the largest is needed (Lanczos for the larger ones): the same number as an SVD to 1e-12,
+    without numpy's float32 SVD that took 0.36 s on a 75 x 384 matrix (minutes on a corpus).
+    """
+    m = np.asarray(occurrences, dtype=np.float64)
+    gram = m @ m.T if len(m) <= m.shape[1] else m.T @ m
+    if len(gram) <= 32:
+        top = np.linalg.eigvalsh(gram)[-1]
+    else:
+        from scipy.sparse.linalg import eigsh
+
+        top = eigsh(gram, k=1, which="LA", return_eigenvectors=False, tol=1e-12, v0=np.ones(len(gram)))[0]
+    return float(top / np.trace(gram))
 
 
 def anisotropy_baseline(vectors: np.ndarray, texts_of: Sequence[int], n_pairs: int, seed: int) -> float:

@@ -1,48 +1,126 @@
-"""Ethayarajh (2019) on an extraction folder: self-similarity and MEV with many contexts per word.
+"""Ethayarajh (2019) on a corpus: self-similarity, intra-sentence similarity and MEV, many contexts per word.
 
 The WordNet benchmark has at most 10 contexts per word, and MEV is at least 1/n with n
-contexts, so its MEV cannot be set beside the paper's "< 5%". Here every target with at least
+contexts, so its MEV cannot be set beside the paper's "< 5%". Here every word with at least
 ``min_contexts`` contexts (one occurrence per sentence, the first) is measured, with the same
-functions as the benchmark (:mod:`contextlens.analyses.benchmarks.contextuality`). The folder
-holds only the targets' vectors, so intra-sentence similarity is not measured; the anisotropy
-baseline is random pairs of occurrences from different sentences, across all targets.
+metric functions as the benchmark (:mod:`contextlens.analyses.benchmarks.contextuality`).
+
+Two entry points, one implementation (:func:`corpus_contextuality`, on extraction folders):
+
+* an extraction folder (``corpus extract``): its targets are the words; intra-sentence similarity
+  is then over the targets of sentences holding at least three of them (the folder has no other
+  words), and the random-word baselines draw from the targets' occurrences;
+* a corpus (installed name, file, folder, anything ``corpus extract`` reads):
+  :func:`contextuality_of_corpus` picks the words itself (:data:`WORD_RULE`), extracts them with
+  the corpus extraction engine into a folder under the contextlens cache (resumable; a finished
+  folder is reused, not re-encoded), and extracts EVERY word of ``n_sentences`` sampled sentences
+  into a second folder, for the paper's intra-sentence similarity and random-word baselines.
 """
 
 from __future__ import annotations
 
+import json
+import random
+import re
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 
 from contextlens.analyses.benchmarks import contextuality as ctx
 from contextlens.analyses.benchmarks.result import BenchmarkResult
-from contextlens.analyses.corpus.extract import layer_column, read_rows
-from contextlens.analyses.corpus.manifest import require_manifest
+from contextlens.analyses.corpus.extract import ExtractStats, extract_corpus, layer_column, read_rows
+from contextlens.analyses.corpus.manifest import Manifest, read_manifest, require_manifest
+from contextlens.analyses.corpus.readers import INSTALLED, check_readable, describe, read_corpus
+from contextlens.analyses.corpus.sentences import document_sentences
 from contextlens.errors import InputError
 
+# A "word" for choosing and for the sentence sample is a maximal run of word characters that is
+# all ASCII letters: exactly what the extraction's whole-word locator (``word_pattern``) finds.
+WORD_RUN = re.compile(r"\w+")
+WORD_RULE = (
+    "content words: ASCII-alphabetic whole words of 3+ letters, lower-cased, not in scikit-learn's English "
+    "stop words, seen in >= min_contexts sentences (a counting pass with the extraction's reader and splitter); "
+    "up to max_words of them, a seeded random sample when more qualify (not only the most frequent)"
+)
+MAX_SENTENCE_WORDS = 60  # sampled sentences longer than this are skipped (each word is one forward pass)
+CHOICE_VERSION = 1
+Progress = Callable[[str, ExtractStats | None], None]
 
-def corpus_contextuality(folder: Path, min_contexts: int = 50, seed: int = 0) -> BenchmarkResult:
-    manifest = require_manifest(Path(folder))
-    cols = ["doc_id", "sentence_index", "target", *(layer_column(lay) for lay in manifest.layers)]
-    table = read_rows(Path(folder), columns=cols)
-    keys = list(zip(table.column("doc_id").to_pylist(), table.column("sentence_index").to_pylist(), strict=True))
-    targets = table.column("target").to_pylist()
-    first: dict[tuple[str, tuple], int] = {}
-    for i, (t, k) in enumerate(zip(targets, keys, strict=True)):
-        first.setdefault((t, k), i)  # one context per sentence
-    by_word: dict[str, list[int]] = {}
-    for (t, _), i in first.items():
-        by_word.setdefault(t, []).append(i)
-    words = {w: rows for w, rows in by_word.items() if len(rows) >= min_contexts}
-    if not words:
-        most = max(((len(r), w) for w, r in by_word.items()), default=(0, "-"))
-        raise InputError(
-            f"no target in {folder} has {min_contexts} contexts (most: {most[1]!r} with {most[0]}); "
-            "extract more text or lower --min-contexts"
+
+def _words(sentence: str) -> list[str]:
+    return [w.lower() for w in WORD_RUN.findall(sentence) if w.isascii() and w.isalpha()]
+
+
+# --- the metrics on extraction folders -------------------------------------------------------
+
+
+@dataclass
+class _Rows:
+    """One folder's rows: vectors per layer, the sentence (context) of each row, its target."""
+
+    manifest: Manifest
+    table: pa.Table
+    contexts: list[tuple[str, int]]
+    targets: list[str]
+
+    @classmethod
+    def read(cls, folder: Path) -> _Rows:
+        manifest = require_manifest(Path(folder))
+        cols = ["doc_id", "sentence_index", "target", *(layer_column(lay) for lay in manifest.layers)]
+        table = read_rows(Path(folder), columns=cols)
+        contexts = list(
+            zip(table.column("doc_id").to_pylist(), table.column("sentence_index").to_pylist(), strict=True)
         )
-    rows = np.array(sorted(i for r in words.values() for i in r))
-    sentence_of = {k: n for n, k in enumerate(dict.fromkeys(keys))}
-    texts_of = [sentence_of[keys[i]] for i in rows]
+        return cls(manifest, table, contexts, table.column("target").to_pylist())
+
+    def vectors(self, layer: int) -> np.ndarray:
+        col = self.table.column(layer_column(layer)).combine_chunks()
+        return np.asarray(col.flatten().to_numpy(zero_copy_only=False), dtype=np.float32).reshape(len(col), -1)
+
+    def first_per_context(self) -> dict[str, list[int]]:
+        """Target -> row of its first occurrence in each sentence (one context per sentence)."""
+        first: dict[tuple[str, tuple], int] = {}
+        for i, (t, k) in enumerate(zip(self.targets, self.contexts, strict=True)):
+            first.setdefault((t, k), i)
+        by_word: dict[str, list[int]] = {}
+        for (t, _), i in first.items():
+            by_word.setdefault(t, []).append(i)
+        return by_word
+
+    def sentences(self, min_words: int = 3) -> list[np.ndarray]:
+        """Rows of each sentence holding at least ``min_words`` rows."""
+        groups: dict[tuple, list[int]] = {}
+        for i, k in enumerate(self.contexts):
+            groups.setdefault(k, []).append(i)
+        return [np.array(r) for r in groups.values() if len(r) >= min_words]
+
+
+def corpus_contextuality(
+    folder: Path, min_contexts: int = 50, seed: int = 0, sentences: Path | None = None
+) -> BenchmarkResult:
+    """The metrics per layer on the words of ``folder`` with at least ``min_contexts`` contexts.
+
+    ``sentences``: a folder (same model and layers) holding every word of some sentences, used for
+    intra-sentence similarity and the random-word baselines; without it, ``folder``'s own rows are.
+    """
+    words_rows = _Rows.read(folder)
+    manifest = words_rows.manifest
+    by_word = words_rows.first_per_context()
+    words = {w: np.array(r) for w, r in by_word.items() if len(r) >= min_contexts}
+    if not words:
+        raise InputError(too_few_message(f"no word in {folder}", {w: len(r) for w, r in by_word.items()}, min_contexts))
+    pool_rows = words_rows
+    if sentences is not None:
+        pool_rows = _Rows.read(sentences)
+        if (pool_rows.manifest.model, pool_rows.manifest.layers) != (manifest.model, manifest.layers):
+            raise InputError(f"{sentences} was extracted with another model or layers than {folder}")
+    groups = pool_rows.sentences()
+    context_id = {k: n for n, k in enumerate(dict.fromkeys(pool_rows.contexts))}
+    texts_of = [context_id[k] for k in pool_rows.contexts]
     counts = sorted(len(r) for r in words.values())
     result = BenchmarkResult(
         "contextuality",
@@ -53,32 +131,207 @@ def corpus_contextuality(folder: Path, min_contexts: int = 50, seed: int = 0) ->
                 "word_occurrences": int(sum(counts)),
                 "min_contexts": min_contexts,
                 "contexts_per_word": {"min": counts[0], "median": counts[len(counts) // 2], "max": counts[-1]},
+                "sentences": len(groups),
+                "sentence_words": int(sum(len(g) for g in groups)),
             },
             "words": {w: len(r) for w, r in sorted(words.items())},
             "corpus": manifest.corpus,
+            "intra_sentence_words": (
+                "every word of sampled sentences"
+                if sentences is not None
+                else "the folder's targets only, in sentences holding 3 or more of them"
+            ),
+            "baseline_words": "every word of sampled sentences" if sentences is not None else "the folder's targets",
+            "precision": manifest.precision,
             "paper": "Ethayarajh 2019, EMNLP, Figures 1-4 (BERT-base, ELMo, GPT-2)",
             "paper_findings": ctx.PAPER_FINDINGS,
             "paper_mev_bound": ctx.PAPER_MEV_BOUND,
         },
     )
-    rng = np.random.default_rng(seed + 1)
     for layer in manifest.layers:
-        vectors = np.array(table.column(layer_column(layer)).to_pylist(), dtype=np.float32)
-        baseline = ctx.anisotropy_baseline(vectors[rows], texts_of, 2000, seed)
+        vectors = words_rows.vectors(layer)
+        pool_vectors = pool_rows.vectors(layer) if sentences is not None else vectors
+        baseline = ctx.anisotropy_baseline(pool_vectors, texts_of, 2000, seed)
         mats = [vectors[r] for r in words.values()]
         self_sim = float(np.mean([ctx.self_similarity(m) for m in mats]))
         mev = float(np.mean([ctx.max_explainable_variance(m) for m in mats]))
+        # random words: matrices of the same sizes drawn from the pool (with the words when it is small)
+        biggest = max(len(m) for m in mats)
+        draw_from = pool_vectors if len(pool_vectors) >= biggest else np.concatenate([pool_vectors, vectors])
+        rng = np.random.default_rng(seed + 1)
         random_mev = float(
-            np.mean([ctx.max_explainable_variance(vectors[rng.choice(rows, size=len(m), replace=False)]) for m in mats])
+            np.mean([ctx.max_explainable_variance(draw_from[rng.choice(len(draw_from), len(m), False)]) for m in mats])
         )
         common = {"system": manifest.model, "layer": layer, "split": "corpus"}
-        for metric, value in (
+        metrics = [
             ("anisotropy", baseline),
             ("self_similarity", self_sim),
             ("self_similarity_adjusted", self_sim - baseline),
             ("mev", mev),
             ("mev_baseline", random_mev),
             ("mev_adjusted", mev - random_mev),
-        ):
+        ]
+        if groups:
+            intra = float(np.mean([ctx.intra_sentence_similarity(pool_vectors[g]) for g in groups]))
+            metrics += [("intra_sentence", intra), ("intra_sentence_adjusted", intra - baseline)]
+        for metric, value in metrics:
             result.add(**common, metric=metric, value=value)
+    return result
+
+
+def too_few_message(where: str, counts: dict[str, int], min_contexts: int) -> str:
+    best = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:3]
+    shown = ", ".join(f"{w!r} {n}" for w, n in best) or "none"
+    lower = max(2, min(best[-1][1], min_contexts - 1)) if best else 2
+    return (
+        f"{where} has {min_contexts} contexts (sentences); the best: {shown}; "
+        f"try --min-contexts {lower} or a larger corpus"
+    )
+
+
+# --- a corpus by name or path: choose the words, extract them into the cache ------------------
+
+
+@dataclass(frozen=True)
+class WordChoice:
+    """The counting pass: the chosen words, their context counts, and the sampled sentences."""
+
+    words: dict[str, int]
+    eligible: int
+    best: dict[str, int]  # the most-context words overall (for error messages)
+    sentences: list[str]
+    scanned: int
+
+    def to_dict(self) -> dict[str, object]:
+        return dict(self.__dict__)
+
+
+def choose_words(
+    source: str,
+    min_contexts: int,
+    max_words: int,
+    n_sentences: int,
+    seed: int = 0,
+    progress: Progress | None = None,
+) -> WordChoice:
+    """One pass over ``source``: words by :data:`WORD_RULE`, and a seeded sample of sentences."""
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+    contexts: Counter[str] = Counter()
+    stats = ExtractStats()
+    rng = random.Random(seed)
+    sample: list[str] = []
+    seen = 0  # sentences eligible for the sample (reservoir sampling)
+    for sentence in (s for doc in read_corpus(source, stats.read) for s in document_sentences(doc.pieces)):
+        stats.sentences += 1
+        words = _words(sentence)
+        contexts.update({w for w in words if len(w) >= 3 and w not in ENGLISH_STOP_WORDS})
+        if 3 <= len(words) <= MAX_SENTENCE_WORDS:
+            seen += 1
+            if len(sample) < n_sentences:
+                sample.append(sentence)
+            elif (j := rng.randrange(seen)) < n_sentences:
+                sample[j] = sentence
+        if progress and stats.sentences % 500 == 0:
+            progress("counting words", stats)
+    if stats.sentences == 0:
+        raise InputError(f"corpus {source!r} is empty: no sentence to read")
+    eligible = sorted(w for w, n in contexts.items() if n >= min_contexts)
+    chosen = (
+        sorted(random.Random(f"{seed}|words").sample(eligible, max_words)) if len(eligible) > max_words else eligible
+    )
+    best = dict(sorted(contexts.items(), key=lambda kv: (-kv[1], kv[0]))[:3])
+    return WordChoice({w: contexts[w] for w in chosen}, len(eligible), best, sample, stats.sentences)
+
+
+def cache_folder(source: str, min_contexts: int, max_words: int, n_sentences: int, seed: int) -> Path:
+    """The job's folder under the contextlens cache: one per corpus (and its files' size and time) and rule."""
+    from contextlens.core.disk_cache import cache_key
+    from contextlens.core.resources import cache_dir
+
+    name = describe(source)
+    stamp: object = name
+    if name not in INSTALLED:
+        path = Path(name)
+        files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+        stamp = [(str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in files if p.exists()]
+    key = cache_key(CHOICE_VERSION, name, stamp, min_contexts, max_words, n_sentences, seed)
+    slug = re.sub(r"[^A-Za-z0-9]+", "-", Path(name).name).strip("-")[:40] or "corpus"
+    return cache_dir() / "corpus-contextuality" / f"{slug}-{key[:16]}"
+
+
+def contextuality_of_corpus(
+    source: str,
+    model: str,
+    min_contexts: int = 50,
+    max_words: int = 100,
+    n_sentences: int = 200,
+    seed: int = 0,
+    progress: Progress | None = None,
+    precision: str = "fp32",
+    threads: int | None = None,
+) -> BenchmarkResult:
+    """Choose the words of ``source``, extract them (and the sampled sentences) into the cache, measure.
+
+    ``source`` may also be an extraction folder (``corpus extract``): it is measured as it is, with
+    its own model. Every step is reused when its output is in the cache: the counting pass
+    (``choice.json``) and each extraction (a complete folder is not opened again, so nothing is
+    re-encoded). The cache holds one extraction per model and precision.
+    """
+    from contextlens.analyses.corpus.manifest import MANIFEST
+    from contextlens.core.precision import check_precision
+    from contextlens.core.resources import atomic_write_text
+
+    if (Path(source).expanduser() / MANIFEST).is_file():
+        return corpus_contextuality(Path(source).expanduser(), min_contexts, seed)
+    precision = check_precision(precision)
+
+    if min_contexts < 2:
+        raise InputError(f"--min-contexts {min_contexts}: give at least 2 (self-similarity needs two contexts)")
+    if max_words < 1 or n_sentences < 1:
+        raise InputError("--max-words and --sentences must be at least 1")
+    check_readable(source)  # a missing, unreadable or empty corpus: one line, before counting
+    folder = cache_folder(source, min_contexts, max_words, n_sentences, seed)
+    choice_file = folder / "choice.json"
+    if choice_file.is_file():
+        choice = WordChoice(**json.loads(choice_file.read_text()))
+    else:
+        choice = choose_words(source, min_contexts, max_words, n_sentences, seed, progress)
+        atomic_write_text(choice_file, json.dumps(choice.to_dict(), indent=1) + "\n")
+    if not choice.words:
+        raise InputError(too_few_message(f"no content word of {source!r}", choice.best, min_contexts))
+    sentences_file = folder / "sentences.txt"
+    if not sentences_file.is_file():
+        atomic_write_text(sentences_file, "".join(" ".join(s.split()) + "\n" for s in choice.sentences))
+    every_word = sorted({w for s in choice.sentences for w in _words(s)})
+    reused = []
+    space = model if precision == "fp32" else f"{model}-{precision}"  # fp32 folders keep their old names
+    for sub, corpus, targets in (
+        (f"words-{space}", source, sorted(choice.words)),
+        (f"sentences-{space}", str(sentences_file), every_word),
+    ):
+        out = folder / sub
+        existing = read_manifest(out)
+        if existing is not None and existing.complete:
+            reused.append(sub)
+            continue
+
+        def step(stats: ExtractStats, label: str = sub.split("-")[0]) -> None:
+            if progress:
+                progress(f"extracting {label}", stats)
+
+        extract_corpus(corpus, targets, out, model=model, precision=precision, threads=threads, progress=step)
+    result = corpus_contextuality(
+        folder / f"words-{space}", min_contexts, seed, sentences=folder / f"sentences-{space}"
+    )
+    result.meta["corpus"] = describe(source)
+    result.meta["word_rule"] = WORD_RULE
+    result.meta["choice"] = {
+        "sentences_scanned": choice.scanned,
+        "eligible_words": choice.eligible,
+        "max_words": max_words,
+        "sampled_sentences": len(choice.sentences),
+        "seed": seed,
+    }
+    result.meta["cache"] = {"folder": str(folder), "reused": reused}
     return result

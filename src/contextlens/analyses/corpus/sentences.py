@@ -7,6 +7,7 @@ spans the core's :class:`~contextlens.core.occurrences.Occurrence` keeps.
 from __future__ import annotations
 
 import unicodedata
+from collections.abc import Iterable, Iterator
 from functools import lru_cache
 
 
@@ -23,3 +24,10 @@ def split_sentences(text: str) -> list[str]:
     if not text.strip():
         return []
     return [s.strip() for s in _segmenter().segment(text) if s.strip()]
+
+
+def document_sentences(pieces: Iterable[str]) -> Iterator[str]:
+    """A document's sentences in reading order (each piece, a line or paragraph, split on its own):
+    the one order in which extraction numbers sentences and the counting pass reads them."""
+    for piece in pieces:
+        yield from split_sentences(piece)

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
-from contextlens.analyses.corpus.sentences import split_sentences
+from contextlens.analyses.corpus.sentences import document_sentences
 from contextlens.core.occurrences import Occurrence, find_all, word_pattern
 from contextlens.errors import InputError
 
@@ -92,11 +92,10 @@ def scan_documents(docs: Sequence[Document], matcher: Matcher) -> tuple[int, lis
     sentences = 0
     found: list[Found] = []
     for doc_id, pieces in docs:
-        index = 0
-        for piece in pieces:
-            for sentence in split_sentences(piece):
-                for occ in find_all(sentence, matcher.pattern):
-                    found.append(Found(doc_id, index, occ, *matcher.target_of(occ.word)))
-                index += 1
-        sentences += index
+        count = 0
+        for index, sentence in enumerate(document_sentences(pieces)):
+            count = index + 1
+            for occ in find_all(sentence, matcher.pattern):
+                found.append(Found(doc_id, index, occ, *matcher.target_of(occ.word)))
+        sentences += count
     return sentences, found

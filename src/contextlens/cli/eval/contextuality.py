@@ -18,6 +18,7 @@ from contextlens.cli.common import (
     ThreadsOpt,
     console,
     contextual_option,
+    err_console,
     fmt,
     print_json,
 )
@@ -33,10 +34,22 @@ def contextuality_cmd(
     ] = None,
     quick: QuickOpt = False,
     corpus: Annotated[
-        Path | None,
-        typer.Option("--corpus", help="An extraction folder (`corpus extract`): words with >= --min-contexts."),
+        str | None,
+        typer.Option(
+            "--corpus",
+            help="enwiki, lee, wordnet, a text file/folder (words chosen and extracted into the cache), "
+            "or an extraction folder (`corpus extract`).",
+        ),
     ] = None,
-    min_contexts: Annotated[int, typer.Option("--min-contexts", help="With --corpus: contexts a word needs.")] = 50,
+    min_contexts: Annotated[
+        int, typer.Option("--min-contexts", help="With --corpus: sentences a word needs to be measured.")
+    ] = 50,
+    max_words: Annotated[
+        int, typer.Option("--max-words", help="With --corpus NAME/PATH: at most this many words (seeded sample).")
+    ] = 100,
+    sentences: Annotated[
+        int, typer.Option("--sentences", help="With --corpus NAME/PATH: sampled sentences for intra-sentence.")
+    ] = 200,
     precision: PrecisionOpt = "fp32",
     threads: ThreadsOpt = None,
     json_out: JsonOpt = False,
@@ -47,15 +60,19 @@ def contextuality_cmd(
     from contextlens.reports.benchmark_figures import contextuality_figure
 
     if corpus is not None:
-        from contextlens.analyses.corpus.contextuality import corpus_contextuality
-
         if plot is not None:
             raise InputError("--plot is not drawn with --corpus yet (the figure assumes WordNet examples); drop it")
-        result = corpus_contextuality(corpus, min_contexts)
+        corpus_results = [
+            _corpus_result(corpus, name, min_contexts, max_words, sentences, precision, threads)
+            for name in [model, *(also or [])]
+        ]
         if json_out:
-            print_json(result.to_dict())
+            from contextlens.analyses.benchmarks.contextuality import combine
+
+            print_json(combine(corpus_results).to_dict())
         else:
-            _corpus_table(result)
+            for result in corpus_results:
+                _corpus_table(result)
         return
     results = []
     for name in [model, *(also or [])]:
@@ -92,26 +109,63 @@ def _contextuality_tables(results: list[BenchmarkResult]) -> None:
         console.print(f"[dim]paper ({metric}): {finding}[/dim]")
 
 
+def _corpus_result(
+    corpus: str, model: str, min_contexts: int, max_words: int, sentences: int, precision: str, threads: int | None
+) -> BenchmarkResult:
+    """Contextuality on a corpus (words chosen and extracted, cached) or an extraction folder, with a spinner."""
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    from contextlens.analyses.corpus.contextuality import contextuality_of_corpus
+    from contextlens.analyses.corpus.manifest import read_manifest
+
+    if read_manifest(Path(corpus).expanduser()) is None:  # a corpus, not a finished extraction: a model runs
+        contextual_option(model, precision, threads)  # threads set, int8 drift shown; the same loaded copy is used
+
+    progress = Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        TimeElapsedColumn(),
+        console=err_console,
+        transient=True,
+        disable=not err_console.is_terminal,
+    )
+    task = progress.add_task(f"{model}: {corpus}")
+
+    def update(stage: str, s) -> None:
+        rate = s.sentences / max(s.seconds, 1e-9)
+        found = f", {s.occurrences:,} occurrences, {s.rows_written:,} rows written" if stage != "counting words" else ""
+        progress.update(
+            task, description=f"{model}: {stage}: {s.sentences:,} sentences{found}, {rate:,.0f} sentences/s"
+        )
+
+    with progress:
+        return contextuality_of_corpus(
+            corpus, model, min_contexts, max_words, sentences, progress=update, precision=precision, threads=threads
+        )
+
+
 def _corpus_table(result: BenchmarkResult) -> None:
-    from contextlens.analyses.benchmarks.contextuality import table_rows
+    from contextlens.analyses.benchmarks.contextuality import TABLE_METRICS, table_rows
 
     c = result.meta["counts"]
     table = Table(title=f"how contextual on a corpus? (Ethayarajh 2019) — {result.model}")
-    for col in ("layer", "anisotropy", "self-sim", "adjusted", "MEV", "adjusted"):
+    for col in ("layer", "anisotropy", "self-sim", "adjusted", "intra-sent", "adjusted", "MEV", "adjusted"):
         table.add_column(col, justify="right")
     for r in table_rows(result):
-        table.add_row(
-            str(r["layer"]),
-            *(
-                fmt(r[m], 3)
-                for m in ("anisotropy", "self_similarity", "self_similarity_adjusted", "mev", "mev_adjusted")
-            ),
-        )
+        table.add_row(str(r["layer"]), *(fmt(r[m], 3) for m in TABLE_METRICS))
     console.print(table)
     per = c["contexts_per_word"]
     console.print(
         f"{c['words']} words with >= {c['min_contexts']} contexts (min {per['min']}, median {per['median']}, "
-        f"max {per['max']}; {c['word_occurrences']} occurrences) from {result.meta['corpus']}. "
-        f"Paper (MEV): {result.meta['paper_findings']['mev']}",
+        f"max {per['max']}; {c['word_occurrences']} occurrences) from {result.meta['corpus']}; "
+        f"intra-sentence: {c['sentences']} sentences, {result.meta['intra_sentence_words']}.",
         soft_wrap=True,
     )
+    if "word_rule" in result.meta:
+        ch = result.meta["choice"]
+        console.print(
+            f"[dim]words: {ch['eligible_words']} qualify in {ch['sentences_scanned']:,} sentences, "
+            f"{c['words']} measured ({result.meta['word_rule']}); cache {result.meta['cache']['folder']}[/dim]",
+            soft_wrap=True,
+        )
+    console.print(f"[dim]paper (MEV): {result.meta['paper_findings']['mev']}[/dim]", soft_wrap=True)
