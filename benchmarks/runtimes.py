@@ -80,7 +80,8 @@ class HiddenStates(torch.nn.Module):
 
     def __init__(self, net: torch.nn.Module):
         super().__init__()
-        self.net = net.eval()
+        self.net = net
+        self.eval()  # the exporter puts the wrapper back in its own mode afterwards: train mode = dropout on
 
     def forward(self, ids: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, ...]:
         return tuple(self.net(input_ids=ids, attention_mask=mask, output_hidden_states=True).hidden_states)
@@ -100,24 +101,75 @@ def compiled_run(net: torch.nn.Module) -> Run:
     return torch_run(torch.compile(HiddenStates(net), backend="inductor", dynamic=True))
 
 
+class PreparedMask(HiddenStates):
+    """The same forward, given the additive 4D mask transformers would build (0 on real keys, the
+    float minimum on padding) written as ``Where(Cast(1 - Expand(mask)), min, 0)``: the pattern
+    onnxruntime's attention fusion recognizes. transformers' own mask, added after the ``* scaling``
+    Mul, is matched to that Mul instead and the fusion gives up. BERT-style models only (they
+    take a prepared 4D mask as is); the states are checked against the plain forward anyway."""
+
+    def forward(self, ids: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        b, s = mask.shape
+        padding = (1 - mask[:, None, None, :].expand(b, 1, s, s)).bool()
+        additive = torch.where(padding, torch.tensor(torch.finfo(torch.float32).min), torch.tensor(0.0))
+        return tuple(self.net(input_ids=ids, attention_mask=additive, output_hidden_states=True).hidden_states)
+
+
 def export_onnx(net, num_layers: int, sample: tuple, path: str) -> None:
-    """TorchScript export with dynamic batch and sequence axes, one output per layer."""
+    """TorchScript export with dynamic batch and sequence axes, one output per layer. A BERT is
+    exported with eager attention and :class:`PreparedMask` so that its attention can be fused."""
     import warnings
 
     outputs = [f"hidden_{k}" for k in range(num_layers + 1)]
     axes = {name: {0: "batch", 1: "sequence"} for name in ["input_ids", "attention_mask", *outputs]}
-    with warnings.catch_warnings(), torch.inference_mode():
-        warnings.simplefilter("ignore")  # the TorchScript exporter's deprecation and tracer warnings
-        torch.onnx.export(
-            HiddenStates(net),
-            sample,
-            path,
-            dynamo=False,
-            input_names=["input_ids", "attention_mask"],
-            output_names=outputs,
-            dynamic_axes=axes,
-            opset_version=17,
+    bert = net.config.model_type == "bert"
+    before = net.config._attn_implementation
+    if bert:
+        net.set_attn_implementation("eager")  # the fusion knows eager's MatMul/Softmax pattern, not sdpa's
+    try:
+        with warnings.catch_warnings(), torch.inference_mode():
+            warnings.simplefilter("ignore")  # the TorchScript exporter's deprecation and tracer warnings
+            torch.onnx.export(
+                (PreparedMask if bert else HiddenStates)(net),
+                sample,
+                path,
+                dynamo=False,
+                input_names=["input_ids", "attention_mask"],
+                output_names=outputs,
+                dynamic_axes=axes,
+                opset_version=17,
+            )
+    finally:
+        net.set_attn_implementation(before)
+        net.eval()
+    if bert:
+        pin_head_count(
+            path, int(net.config.num_attention_heads), net.config.hidden_size // net.config.num_attention_heads
         )
+
+
+def pin_head_count(path: str, heads: int, head_size: int) -> int:
+    """Rewrite the head reshapes' target ``(b, s, -1, head_size)`` to ``(b, s, heads, head_size)``
+    (the same tensor): onnxruntime's fusion reads the head count from there and takes -1 for it."""
+    import numpy as np
+    import onnx
+    from onnx import numpy_helper
+
+    model = onnx.load(path)
+    graph = model.graph
+    const = {n.output[0]: numpy_helper.to_array(n.attribute[0].t) for n in graph.node if n.op_type == "Constant"}
+    reshaped = {n.input[1] for n in graph.node if n.op_type == "Reshape"}
+    graph.initializer.append(numpy_helper.from_array(np.array([heads], dtype=np.int64), "contextlens_num_heads"))
+    pinned = 0
+    for node in graph.node:
+        if node.op_type != "Concat" or len(node.input) != 4 or node.output[0] not in reshaped:
+            continue
+        ends = [const.get(name) for name in node.input[2:]]
+        if [None if c is None or c.size != 1 else int(c.reshape(-1)[0]) for c in ends] == [-1, head_size]:
+            node.input[2] = "contextlens_num_heads"
+            pinned += 1
+    onnx.save(model, path)
+    return pinned
 
 
 def optimize_onnx(path: str, out: str, config) -> dict:
@@ -132,15 +184,17 @@ def optimize_onnx(path: str, out: str, config) -> dict:
 
 
 def quantize_onnx(path: str, out: str, intermediate: int, hidden: int, down_projection: bool) -> int:
-    """Dynamic int8 of the MatMuls whose second input is a weight (the linear layers: never the
-    attention's activation x activation products), the down projections (intermediate -> hidden)
-    only if ``down_projection``; returns how many MatMuls were quantized."""
+    """Dynamic int8 of the linear layers: the MatMuls whose second input is a weight (never the
+    attention's activation x activation products) and the fused Attention ops (their q, k, v
+    weights), the down projections (intermediate -> hidden) only if ``down_projection``; returns
+    how many nodes were quantized."""
     import onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     graph = onnx.load(path, load_external_data=False).graph
     weights = {w.name: tuple(w.dims) for w in graph.initializer}
-    chosen = [
+    chosen = [n.name for n in graph.node if n.op_type == "Attention"]
+    chosen += [
         n.name
         for n in graph.node
         if n.op_type == "MatMul"
@@ -149,7 +203,7 @@ def quantize_onnx(path: str, out: str, intermediate: int, hidden: int, down_proj
     ]
     # the fused ops (SkipLayerNormalization, BiasGelu: com.microsoft) defeat ONNX shape inference
     extra = {"DefaultTensorType": onnx.TensorProto.FLOAT}
-    only = {"nodes_to_quantize": chosen, "op_types_to_quantize": ["MatMul"], "extra_options": extra}
+    only = {"nodes_to_quantize": chosen, "op_types_to_quantize": ["MatMul", "Attention"], "extra_options": extra}
     logging.getLogger().setLevel(logging.ERROR)  # its advice to pre-process: the graph is optimized already
     quantize_dynamic(path, out, weight_type=QuantType.QInt8, **only)
     return len(chosen)
@@ -232,7 +286,7 @@ def build_backends(model, names: list[str], threads: int, workdir: str) -> tuple
                 begin = time.perf_counter()
                 count = quantize_onnx(opt, q, ff, d, down)
                 runs[label] = ort_run(q, threads)
-                info[label] = {**ort_setup, "quantize_s": time.perf_counter() - begin, "quantized_matmuls": count}
+                info[label] = {**ort_setup, "quantize_s": time.perf_counter() - begin, "quantized_nodes": count}
                 info[label]["setup_s"] = ort_setup["export_s"] + ort_setup["optimize_s"] + info[label]["quantize_s"]
     if "compile" in names:
         runs["compile"] = compiled_run(net)
