@@ -174,7 +174,10 @@ def pin_head_count(path: str, heads: int, head_size: int) -> int:
 
 def optimize_onnx(path: str, out: str, config) -> dict:
     """onnxruntime's transformer optimizer (bert fusions); returns its fused-operator counts."""
+    import onnxruntime
     from onnxruntime.transformers.optimizer import optimize_model
+
+    onnxruntime.set_default_logger_severity(3)  # not its notes on the initializers it drops
 
     opt = optimize_model(
         path, model_type="bert", num_heads=config.num_attention_heads, hidden_size=config.hidden_size, opt_level=1
@@ -360,8 +363,7 @@ def bench_model(name: str, args, workdir: str) -> list[dict]:
             row |= {"ratio_to_torch": base / best, **checked[label], **info[label], **drift.get(label, {})}
             row |= {"exact": checked[label]["max_abs_diff"] <= EXACT, "load_at_start": load}
             rows.append(row)
-            if not args.json:
-                print(f"  {name:7s} {corpus:8s} {label:15s} {best:7.2f} s  x{base / best:.2f}", file=sys.stderr)
+            print(f"  {name:7s} {corpus:8s} {label:15s} {best:7.2f} s  x{base / best:.2f}", file=sys.stderr)
     return rows
 
 
