@@ -167,3 +167,34 @@ def test_lesson_json_and_the_web_face_carry_the_precision(minilm_int8: Contextua
     api = client.post("/api/compare", json={"sentences": bank}).json()
     assert api == json.loads(r.stdout)  # the same document as the CLI's at int8
     assert "minilm (int8)" in client.get("/compare").text
+
+
+def test_int8_uses_eight_bit_activations_where_the_cpu_has_vnni(minilm) -> None:
+    """With VNNI the eighth activation bit is used (less drift); without it torch's 7-bit layer stays."""
+    import torch
+
+    from contextlens.core import precision
+    from contextlens.core.contextual_models import load_contextual
+
+    quantized = load_contextual("minilm", "int8").model
+    layers = [m for m in quantized.modules() if isinstance(m, torch.ao.nn.quantized.dynamic.Linear)]
+    assert layers
+    full = all(isinstance(m, precision.FullRangeDynamicLinear) for m in layers)
+    assert full == (precision.ACTIVATION_BITS == 8)
+    assert f"a{precision.ACTIVATION_BITS}" in precision.QUANT_RULE
+    assert precision.QUANT_RULE in load_contextual("minilm", "int8").identity  # caches key on the rule
+    # the layer itself: 8-bit activations land closer to fp32 than 7-bit ones on the same weights
+    torch.manual_seed(0)
+    linear = torch.nn.Linear(384, 384)
+    x = torch.randn(64, 384)
+    seven = torch.ao.nn.quantized.dynamic.Linear.from_float(_with_qconfig(linear))
+    eight = precision.FullRangeDynamicLinear.from_float(_with_qconfig(linear))
+    exact = linear(x)
+    assert (eight(x) - exact).abs().mean() < (seven(x) - exact).abs().mean()
+
+
+def _with_qconfig(linear):
+    import torch
+
+    linear.qconfig = torch.ao.quantization.default_dynamic_qconfig
+    return linear

@@ -28,7 +28,7 @@ from contextlens.core import alignment, extraction, layer_forward, text_pooling
 from contextlens.core.alignment import TokenizedOccurrence
 from contextlens.core.extraction import POOLINGS, ForwardPass, OccurrenceEncoding, Pooling, Progress, TokenStates
 from contextlens.core.occurrences import Occurrence
-from contextlens.core.precision import check_precision, quantize
+from contextlens.core.precision import QUANT_RULE, check_precision, quantize
 from contextlens.core.resources import resolve_contextual
 from contextlens.core.text_pooling import TextPooling, sentence_config
 from contextlens.errors import InputError, UnknownModelError
@@ -87,9 +87,10 @@ class ContextualModel:
 
     @property
     def identity(self) -> str:
-        """What disk cache keys name the weights by: the source, plus the precision when not fp32
-        (an int8 model must never read fp32 results, nor the other way round)."""
-        return str(self.source) if self.precision == "fp32" else f"{self.source}#{self.precision}"
+        """What disk cache keys name the weights by: the source, plus the precision and its
+        quantization rule when not fp32 (an int8 model must never read fp32 results, nor the
+        results of another int8 rule)."""
+        return str(self.source) if self.precision == "fp32" else f"{self.source}#{self.precision}:{QUANT_RULE}"
 
     @property
     def num_layers(self) -> int:
