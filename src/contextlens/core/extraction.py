@@ -159,8 +159,12 @@ def extract_targets(
         flat = torch.tensor(
             [row * width + p for row, (ns, _) in enumerate(batch) for n in ns for p in spans[n]], dtype=torch.long
         )
-        # (layers, target tokens of the batch, d): each layer reduced to its target rows at once
-        gathered = torch.stack(model.run_layers(ids, mask, layers, keep=_rows_at(flat))).float().numpy()
+        # (layers, target tokens of the batch, d): each layer reduced to its target rows at once,
+        # into a buffer allocated before the forward (nothing of ours is allocated among the
+        # forward's activations, where it would pin the heap and keep their memory from reuse)
+        buffer = torch.empty((len(layers), len(flat), model.hidden_size), dtype=weight.dtype)
+        model.run_layers(ids, mask, layers, keep=_rows_into(buffer, flat, layers))
+        gathered = buffer.float().numpy()
         target_rows = weight.index_select(0, ids.view(-1).index_select(0, flat)).float().numpy()
         # a word's rows are consecutive; targets of equal token counts are averaged together
         # (no BLAS call: a small threaded product costs more in thread wake-ups than in work)
@@ -294,8 +298,12 @@ def _position_rows(model: ContextualModel, tok: TokenizedOccurrence) -> np.ndarr
     return table.weight[positions].detach().float().numpy().copy()
 
 
-def _rows_at(flat: torch.Tensor) -> Callable[[torch.Tensor], torch.Tensor]:
+def _rows_into(
+    buffer: torch.Tensor, flat: torch.Tensor, layers: Sequence[int]
+) -> Callable[[torch.Tensor], torch.Tensor]:
     """What a hooked layer keeps: only the target rows (``flat`` indexes the batch's rows
-    flattened, row * width + position), so whole layers are never held. ``index_select`` on
-    the flat view, not ``h[rows, positions]``: the same rows at a third of the cost."""
-    return lambda h: h.reshape(-1, h.shape[-1]).index_select(0, flat)
+    flattened, row * width + position), written into ``buffer[k]`` for ``layers[k]``. The hooks
+    fire in forward order, lowest layer first. ``index_select`` on the flat view, not
+    ``h[rows, positions]``: the same rows at a third of the cost."""
+    slots = iter([buffer[k] for k in sorted(range(len(layers)), key=lambda k: layers[k])])
+    return lambda h: torch.index_select(h.reshape(-1, h.shape[-1]), 0, flat, out=next(slots))
