@@ -112,16 +112,18 @@ def test_attend_through_a_layer_runs_only_that_far_and_matches_the_full_forward(
         attend(occs, minilm, layer=2, through=1)
 
 
-def test_forward_one_attentions_equal_the_model_s_own_output_attentions(mpnet):
+@pytest.mark.parametrize("name", ["minilm", "mpnet"])
+def test_forward_one_attentions_equal_the_model_s_own_output_attentions(name, request):
+    model = request.getfixturevalue(name)
     occ = parse_marked(RIVER)
-    fp = mpnet.forward_one(occ, attentions=True)
-    ids, mask = mpnet.pad([fp.tokenized.input_ids])
-    mpnet.set_attention("eager")
+    fp = model.forward_one(occ, attentions=True)
+    ids, mask = model.pad([fp.tokenized.input_ids])
+    model.set_attention("eager")
     try:
-        out = mpnet.run(ids, mask, hidden_states=True, attentions=True)
+        out = model.run(ids, mask, hidden_states=True, attentions=True)
     finally:
-        mpnet.set_attention(mpnet.default_attention)
-    assert fp.attentions.shape[0] == len(out.attentions) == mpnet.num_layers
+        model.set_attention(model.default_attention)
+    assert fp.attentions.shape[0] == len(out.attentions) == model.num_layers
     for layer, a in enumerate(out.attentions):
         np.testing.assert_allclose(fp.attentions[layer], a[0].numpy(), atol=1e-6, rtol=0)
     for layer, h in enumerate(out.hidden_states):
