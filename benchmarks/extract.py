@@ -7,9 +7,11 @@ sentences of 6-60 words, target = the longest word; ``wordnet`` - WordNet 3.0 us
 
   (a) seeds  - the seeds' approach: one sentence per forward pass, all hidden states kept;
   (b) ours   - ``ContextualModel.encode_occurrences`` (batched by length, targets only);
-  (c) bare   - the bare batched forward pass over the same length-sorted batches, outputs
-               discarded, tokenization and padding done before the clock starts: an upper
-               bound for any batched extractor;
+  (c) bare   - the bare batched extractor as one would write it with Hugging Face: the same
+               length-sorted batches, one tokenizer call per batch (``padding=True``, tensors)
+               and the forward pass, outputs discarded;
+  (f) forward - the forward pass alone over the same batches, tokenized and padded before the
+               clock starts: an upper bound no extractor reaches (``ours/forward``);
   (d) partial - ours asking for layers 0..L/2 only (blocks above are not run);
   (e) int8   - ours with ``precision="int8"`` (all layers); its drift from fp32 (per layer mean
                and minimum cosine over a fixed sentence set) is measured after the clock stops.
@@ -20,9 +22,13 @@ weights per token, plus attention's 4 x seq x d per layer) is reported as a shar
 (``share_of_gemm_peak``) and of the theoretical peak (threads x 32 fp32 flops per cycle - two
 256-bit FMA pipes - x the clock in /proc/cpuinfo).
 
-Each (model, approach) runs in a fresh process, so peak memory (ru_maxrss) is its own; the
-model is loaded before the clock starts. Threads are pinned (default 2). Each approach is timed
-``--repeats`` times and the best time is kept (other processes only ever slow a run down).
+Every timed run is a fresh process (so peak memory, ru_maxrss, is its own), and the approaches
+take turns: repeat r runs each approach once, in an order rotated by r, so a change in the
+machine's load hits all of them alike. In each process the model is loaded, the approach's code runs once on
+two sentences (library code paged in by a first call is not memory the approach keeps), then
+the work runs once untimed (first-touch allocations) and twice timed (the better kept); peak RSS growth is
+measured from before that untimed run. ``--repeats`` rounds; per approach the best time and the
+median RSS growth are kept, with every value and the load average (1 min) at each run.
 
     python benchmarks/extract.py [--models minilm mpnet] [--corpus lee wordnet] [--sentences 500]
                                  [--threads 2] [--repeats 3] [--json]
@@ -36,6 +42,7 @@ import multiprocessing as mp
 import os
 import re
 import resource
+import statistics
 import sys
 import time
 
@@ -43,7 +50,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-APPROACHES = ("seeds", "ours", "bare", "partial", "int8")
+APPROACHES = ("seeds", "ours", "bare", "forward", "partial", "int8")
+ALWAYS = ("ours", "bare", "forward")
 TARGETS = {
     "minilm": {"ours/bare": 0.95, "ours/seeds": 2.5, "int8/fp32": 1.4},
     "mpnet": {"ours/bare": 0.95, "partial/full": 1.7},
@@ -85,62 +93,73 @@ def wordnet_sentences(n: int) -> list[tuple[str, int, int]]:
 CORPORA = {"lee": lee_sentences, "wordnet": wordnet_sentences}
 
 
-def _run_one(
-    model_name: str, corpus: str, approach: str, n: int, threads: int, batch_size: int, repeats: int, queue
-) -> None:
+def _run_one(model_name: str, corpus: str, approach: str, n: int, threads: int, batch_size: int, queue) -> None:
     import torch
 
     torch.set_num_threads(threads)
     from contextlens.core.contextual_models import ContextualModel, load_contextual
     from contextlens.core.occurrences import Occurrence
 
+    load_before = os.getloadavg()[0]
     model: ContextualModel = load_contextual(model_name, "int8" if approach == "int8" else "fp32")
     data = CORPORA[corpus](n)
-    occs = [Occurrence(t, s, e) for t, s, e in data]
     tok = model.tokenizer
     net = model.model
     lengths = [len(tok(t)["input_ids"]) for t, _, _ in data]
+
+    def build(data: list[tuple[str, int, int]]) -> dict:
+        """Each approach's work on ``data``."""
+        occs = [Occurrence(t, s, e) for t, s, e in data]
+        sizes = [len(tok(t)["input_ids"]) for t, _, _ in data]
+        # the same batches for bare and forward as ours makes: longest first (a stable sort)
+        order = sorted(range(len(data)), key=lambda i: -sizes[i])
+        text_batches = [[data[i][0] for i in order[k : k + batch_size]] for k in range(0, len(order), batch_size)]
+        padded = [model.pad([tok(t)["input_ids"] for t in b]) for b in text_batches] if approach == "forward" else []
+
+        def seeds() -> None:
+            kept = []
+            for text, s, e in data:
+                inputs = tok(text, return_tensors="pt", return_offsets_mapping=True)
+                offsets = inputs.pop("offset_mapping")[0].tolist()
+                with torch.inference_mode():
+                    out = net(**inputs, output_hidden_states=True)
+                kept.append(out.hidden_states)  # every layer, every token, kept as the seed does
+                idx = [i for i, (a, b) in enumerate(offsets) if b > a and a < e and b > s]
+                _ = [h[0, idx].mean(0) for h in out.hidden_states]
+
+        def ours() -> None:
+            model._cache.clear()
+            model.encode_occurrences(occs, batch_size=batch_size)
+
+        def partial() -> None:
+            model._cache.clear()
+            model.encode_occurrences(occs, layers=range(model.num_layers // 2 + 1), batch_size=batch_size)
+
+        def bare() -> None:
+            for texts in text_batches:
+                inputs = tok(texts, padding=True, return_tensors="pt", return_token_type_ids=False)
+                with torch.inference_mode():
+                    net(**inputs)
+
+        def forward() -> None:
+            for ids, mask in padded:
+                with torch.inference_mode():
+                    net(input_ids=ids, attention_mask=mask)
+
+        return {"seeds": seeds, "ours": ours, "bare": bare, "forward": forward, "partial": partial, "int8": ours}
+
+    # the same code paths on two sentences first, before the memory baseline: library code paged
+    # in by a first call (ru_maxrss counts it) is not memory the approach keeps alive
+    build(data[:2])[approach]()
+    work = build(data)
     base_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    # warm-up (first-call allocations, lazy init), not timed
-    with torch.inference_mode():
-        net(**tok([data[0][0]], return_tensors="pt"))
-
-    def seeds() -> None:
-        kept = []
-        for text, s, e in data:
-            inputs = tok(text, return_tensors="pt", return_offsets_mapping=True)
-            offsets = inputs.pop("offset_mapping")[0].tolist()
-            with torch.inference_mode():
-                out = net(**inputs, output_hidden_states=True)
-            kept.append(out.hidden_states)  # every layer, every token, kept as the seed does
-            idx = [i for i, (a, b) in enumerate(offsets) if b > a and a < e and b > s]
-            _ = [h[0, idx].mean(0) for h in out.hidden_states]
-
-    def ours() -> None:
-        model._cache.clear()
-        model.encode_occurrences(occs, batch_size=batch_size)
-
-    def partial() -> None:
-        model._cache.clear()
-        model.encode_occurrences(occs, layers=range(model.num_layers // 2 + 1), batch_size=batch_size)
-
-    encoded = [tok(t)["input_ids"] for t, _, _ in data]
-    order = sorted(range(len(encoded)), key=lambda i: -len(encoded[i]))
-    batches = [[encoded[i] for i in order[k : k + batch_size]] for k in range(0, len(order), batch_size)]
-    padded = [model.pad(b) for b in batches]  # tokenization and padding excluded from "bare"
-
-    def bare() -> None:
-        for ids, mask in padded:
-            with torch.inference_mode():
-                net(input_ids=ids, attention_mask=mask)
-
-    work = {"seeds": seeds, "ours": ours, "bare": bare, "partial": partial, "int8": ours}[approach]
+    work[approach]()  # warm-up, untimed: first-touch allocations and lazy initialisation
     times = []
-    for _ in range(repeats):
+    for _ in range(2):  # two timed runs per process: the better one (a single run is at the mercy of one hiccup)
         start = time.perf_counter()
-        work()
+        work[approach]()
         times.append(time.perf_counter() - start)
-    seconds = min(times)  # best of the repeats: the least disturbed by other processes
+    seconds = min(times)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     blocks = model.num_layers // 2 if approach == "partial" else model.num_layers
     flops = sum(model_flops(model, n_tok, blocks) for n_tok in lengths)
@@ -160,10 +179,10 @@ def _run_one(
             "sentences": n,
             "tokens": int(sum(lengths)),
             "seconds": seconds,
-            "all_seconds": times,
             "tokens_per_s": sum(lengths) / seconds,
             "peak_rss_mb": peak / 1024,
             "rss_growth_mb": (peak - base_rss) / 1024,
+            "load_avg": [load_before, os.getloadavg()[0]],
         }
     )
 
@@ -213,14 +232,40 @@ def theoretical_gflops(threads: int) -> float:
     return threads * FLOPS_PER_CYCLE * mhz / 1000
 
 
-def measure(model_name: str, corpus: str, approach: str, n: int, threads: int, batch_size: int, repeats: int) -> dict:
+def measure(model_name: str, corpus: str, approach: str, n: int, threads: int, batch_size: int) -> dict:
+    """One timed run of ``approach`` in a fresh process."""
     ctx = mp.get_context("spawn")
     queue = ctx.Queue()
-    proc = ctx.Process(target=_run_one, args=(model_name, corpus, approach, n, threads, batch_size, repeats, queue))
+    proc = ctx.Process(target=_run_one, args=(model_name, corpus, approach, n, threads, batch_size, queue))
     proc.start()
     result = queue.get()
     proc.join()
     return result
+
+
+def measure_interleaved(
+    model_name: str, corpus: str, approaches: list[str], n: int, threads: int, batch_size: int, repeats: int
+) -> dict[str, dict]:
+    """``repeats`` rounds, each running every approach once in a fresh process, the order rotated
+    per round; per approach the best time (other processes only ever slow a run down) and the
+    median peak RSS growth, with every run's values kept."""
+    runs: dict[str, list[dict]] = {a: [] for a in approaches}
+    for r in range(repeats):
+        for approach in approaches[r % len(approaches) :] + approaches[: r % len(approaches)]:
+            runs[approach].append(measure(model_name, corpus, approach, n, threads, batch_size))
+    out = {}
+    for approach, rs in runs.items():
+        best = min(rs, key=lambda x: x["seconds"])
+        growth = [x["rss_growth_mb"] for x in rs]
+        out[approach] = {
+            **best,
+            "all_seconds": [x["seconds"] for x in rs],
+            "all_rss_growth_mb": [x["rss_growth_mb"] for x in rs],
+            "rss_growth_mb": statistics.median(growth),
+            "peak_rss_mb": max(x["peak_rss_mb"] for x in rs),
+            "load_avg": [la for x in rs for la in x["load_avg"]],
+        }
+    return out
 
 
 def main() -> None:
@@ -230,7 +275,9 @@ def main() -> None:
     parser.add_argument("--sentences", type=int, default=500)
     parser.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
     parser.add_argument("--batch-size", type=int, default=32)
-    parser.add_argument("--repeats", type=int, default=3, help="timed repeats per approach; the best is kept")
+    parser.add_argument(
+        "--repeats", type=int, default=3, help="rounds (a fresh process per approach per round); the best time is kept"
+    )
     parser.add_argument(
         "--approaches", nargs="+", choices=APPROACHES, default=list(APPROACHES), help="a subset (ours, bare always run)"
     )
@@ -244,20 +291,23 @@ def main() -> None:
     runs, summary = [], []
     for corpus in args.corpus:
         for model_name in args.models:
-            by = {}
-            for approach in [a for a in APPROACHES if a in {*args.approaches, "ours", "bare"}]:
-                r = measure(model_name, corpus, approach, args.sentences, args.threads, args.batch_size, args.repeats)
-                by[approach] = r
+            chosen = [a for a in APPROACHES if a in {*args.approaches, *ALWAYS}]
+            by = measure_interleaved(
+                model_name, corpus, chosen, args.sentences, args.threads, args.batch_size, args.repeats
+            )
+            for approach, r in by.items():
                 runs.append(r)
                 if not args.json:
-                    print(f"  {corpus:7s} {model_name:7s} {approach:5s} {r['seconds']:7.2f} s", file=sys.stderr)
+                    print(f"  {corpus:7s} {model_name:7s} {approach:7s} {r['seconds']:7.2f} s", file=sys.stderr)
             for r in by.values():
                 r["share_of_gemm_peak"] = r["gflops_per_s"] / gemm
                 r["share_of_theoretical_peak"] = r["gflops_per_s"] / peak if peak else None
             tps = {a: by[a]["tokens_per_s"] for a in by}
+            loads = [la for r in by.values() for la in r["load_avg"]]
             ratios = {
                 "ours/seeds": tps["ours"] / tps["seeds"] if "seeds" in tps else None,
                 "ours/bare": tps["ours"] / tps["bare"],
+                "ours/forward": tps["ours"] / tps["forward"],
                 "bare/seeds": tps["bare"] / tps["seeds"] if "seeds" in tps else None,
                 "partial/full": tps["partial"] / tps["ours"] if "partial" in tps else None,
                 "int8/fp32": tps["int8"] / tps["ours"] if "int8" in tps else None,
@@ -265,6 +315,8 @@ def main() -> None:
                 "share_of_gemm_peak": by["ours"]["share_of_gemm_peak"],
                 "bare_share_of_gemm_peak": by["bare"]["share_of_gemm_peak"],
                 "rss_growth/bare": by["ours"]["rss_growth_mb"] / max(by["bare"]["rss_growth_mb"], 1e-9),
+                "rss_growth/forward": by["ours"]["rss_growth_mb"] / max(by["forward"]["rss_growth_mb"], 1e-9),
+                "load_avg": [min(loads), max(loads)],
             }
             summary.append({"corpus": corpus, "model": model_name, **ratios, "targets": TARGETS.get(model_name, {})})
 
@@ -292,10 +344,11 @@ def main() -> None:
             for k, v in s["targets"].items()
             if s[k] is not None
         )
-        shown = ("ours/seeds", "ours/bare", "bare/seeds", "partial/full", "int8/fp32", "int8_min_cosine")
-        shown += ("rss_growth/bare",)
+        shown = ("ours/seeds", "ours/bare", "ours/forward", "bare/seeds", "partial/full", "int8/fp32")
+        shown += ("int8_min_cosine", "rss_growth/bare")
         ratios = "  ".join(f"{k} {s[k]:.{4 if 'cosine' in k else 2}f}" for k in shown if s[k] is not None)
-        print(f"{s['corpus']:9s}{s['model']:8s} {ratios}   {checks}")
+        load = f"load {s['load_avg'][0]:.1f}-{s['load_avg'][1]:.1f}"
+        print(f"{s['corpus']:9s}{s['model']:8s} {ratios}   {checks}   {load}")
 
 
 if __name__ == "__main__":

@@ -83,3 +83,48 @@ def test_attention_cli_two_sentences_table_json_plot_html(tmp_path):
     assert png.stat().st_size > 10_000 and page.read_text().count("Plotly.newPlot") == 2
     table = runner.invoke(app, [*args, "--exclude-special"])
     assert table.exit_code == 0 and "rollout" in table.stdout and "[CLS]" not in table.stdout
+
+
+def test_attend_through_a_layer_runs_only_that_far_and_matches_the_full_forward(minilm):
+    occs = [parse_marked(FIN), parse_marked("We rested on the [riverbank] at noon.")]
+    full = attend(occs, minilm, layer=2, head=1)
+    part = attend(occs, minilm, layer=2, head=1, through=3)
+    ran: list[int] = []
+    blocks = minilm.model.encoder.layer
+    handles = [b.register_forward_pre_hook(lambda _m, _a, k=k: ran.append(k)) for k, b in enumerate(blocks)]
+    try:
+        fp = minilm.forward_one(occs[0], attentions=True, through=3)
+    finally:
+        for h in handles:
+            h.remove()
+    assert ran == [0, 1, 2] and fp.computed_layers == (0, 1, 2, 3)  # blocks 4..6 never ran
+    assert fp.hidden_states.shape[0] == 4 and fp.attentions.shape[0] == 3
+    every = minilm.forward_one(occs[0], attentions=True)
+    assert every.computed_layers == tuple(range(7))
+    np.testing.assert_allclose(fp.hidden_states, every.hidden_states[:4], atol=1e-6, rtol=0)
+    np.testing.assert_allclose(fp.attentions, every.attentions[:3], atol=1e-6, rtol=0)
+    for a, b in zip(part.maps, full.maps, strict=True):
+        assert a.num_layers == 3 and b.num_layers == 6
+        np.testing.assert_allclose(a.weights, b.weights[:3], atol=1e-6, rtol=0)
+        np.testing.assert_allclose(a.rollout, b.rollout[:3], atol=1e-6, rtol=0)
+        np.testing.assert_allclose(a.full, b.full[:3], atol=1e-6, rtol=0)
+    with pytest.raises(InputError, match="through=1"):
+        attend(occs, minilm, layer=2, through=1)
+
+
+@pytest.mark.parametrize("name", ["minilm", "mpnet"])
+def test_forward_one_attentions_equal_the_model_s_own_output_attentions(name, request):
+    model = request.getfixturevalue(name)
+    occ = parse_marked(RIVER)
+    fp = model.forward_one(occ, attentions=True)
+    ids, mask = model.pad([fp.tokenized.input_ids])
+    model.set_attention("eager")
+    try:
+        out = model.run(ids, mask, hidden_states=True, attentions=True)
+    finally:
+        model.set_attention(model.default_attention)
+    assert fp.attentions.shape[0] == len(out.attentions) == model.num_layers
+    for layer, a in enumerate(out.attentions):
+        np.testing.assert_allclose(fp.attentions[layer], a[0].numpy(), atol=1e-6, rtol=0)
+    for layer, h in enumerate(out.hidden_states):
+        np.testing.assert_allclose(fp.hidden_states[layer], h[0].numpy(), atol=1e-6, rtol=0)

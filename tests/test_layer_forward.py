@@ -131,3 +131,41 @@ def test_extraction_batches_are_sorted_by_length(minilm: ContextualModel, monkey
     minilm.encode_occurrences(occs, layers=[1], batch_size=2)
     flat = [w for batch in widths for w in batch]
     assert flat == sorted(flat, reverse=True) and len(set(flat)) == 3
+
+
+@pytest.mark.parametrize("pooling", ["mean", "first", "last"])
+def test_batched_extraction_equals_the_full_forward_per_sentence(minilm: ContextualModel, pooling: str) -> None:
+    """Several targets per sentence (one sequence, one pass), words of one and several tokens,
+    the same span twice, sentences of different lengths in one batch: every occurrence's pooled
+    rows equal those of ``output_hidden_states`` on its sentence alone."""
+    texts = [
+        "The riverbank and the overdraft fee surprised the bank.",
+        "Bank.",
+        "An unbelievably long sentence about the bank manager, her overdraft, and a riverbank walk.",
+    ]
+    occs = [
+        locate(texts[0], "riverbank"),
+        locate(texts[0], "overdraft"),
+        locate(texts[0], "bank"),
+        locate(texts[0], "bank"),
+        locate(texts[1], "Bank"),
+        locate(texts[2], "unbelievably"),
+        locate(texts[2], "riverbank"),
+    ]
+    minilm._cache.clear()
+    got = minilm.encode_occurrences(occs, pooling=pooling, batch_size=2)
+    minilm._cache.clear()
+    unpadded = minilm.encode_occurrences(occs, pooling=pooling, batch_size=1)
+    assert any(len(g.tokenized.target_positions) > 1 for g in got)
+    for enc, alone in zip(got, unpadded, strict=True):
+        tok = enc.tokenized
+        ids = torch.tensor([list(tok.input_ids)])
+        with torch.inference_mode():
+            states = minilm.model(input_ids=ids, output_hidden_states=True).hidden_states
+        pos = list(tok.target_positions)
+        pos = pos if pooling == "mean" else [pos[0] if pooling == "first" else pos[-1]]
+        want = torch.stack([s[0, pos].mean(0) for s in states]).numpy()
+        assert abs(alone.hidden - want).max() < 1e-6  # one sentence per pass: the same numbers
+        assert abs(enc.hidden - want).max() < 1e-5  # padded in a batch: not bit-exact, close
+        rows = minilm.model.get_input_embeddings().weight[ids[0, pos]].mean(0).detach().numpy()
+        assert abs(enc.input_row_values - rows).max() < 1e-6

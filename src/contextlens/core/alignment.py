@@ -55,14 +55,10 @@ def tokenize_many(
         verbose=False,
     )
     tokenized: dict[str, tuple] = {}
-    for n, text in enumerate(distinct):
-        ids = tuple(encs["input_ids"][n])
-        tokenized[text] = (
-            ids,
-            tuple(tuple(o) for o in encs["offset_mapping"][n]),
-            tuple(bool(x) for x in encs["special_tokens_mask"][n]),
-            tuple(model.tokenizer.convert_ids_to_tokens(list(ids))),
-        )
+    # read the Rust encodings directly: their tokens are the vocabulary's strings (what
+    # convert_ids_to_tokens returns), without a Python call per token
+    for text, e in zip(distinct, encs.encodings, strict=True):
+        tokenized[text] = (tuple(e.ids), tuple(e.offsets), tuple(map(bool, e.special_tokens_mask)), tuple(e.tokens))
     out = []
     for occurrence in occurrences:
         ids, offsets, special, tokens = tokenized[occurrence.text]

@@ -19,6 +19,7 @@ import os
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from functools import lru_cache
+from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -167,9 +168,9 @@ class ContextualModel:
         """One occurrence; see :meth:`encode_occurrences`."""
         return self.encode_occurrences([occurrence], layers=layers, pooling=pooling)[0]
 
-    def forward_one(self, occurrence: Occurrence, attentions: bool = False) -> ForwardPass:
-        """All hidden states (and optionally attentions) of every token of one text."""
-        return extraction.forward_one(self, occurrence, attentions)
+    def forward_one(self, occurrence: Occurrence, attentions: bool = False, through: int | None = None) -> ForwardPass:
+        """Hidden states 0..``through`` (default all; optionally attentions) of every token of one text."""
+        return extraction.forward_one(self, occurrence, attentions, through)
 
     def token_states(
         self,
@@ -254,15 +255,13 @@ class ContextualModel:
                     progress(done, len(items))
 
     def pad(self, sequences: Sequence[Sequence[int]]) -> tuple[torch.Tensor, torch.Tensor]:
-        """Right-pad token id sequences: ``(ids, attention mask)``."""
-        width = max(len(s) for s in sequences)
-        pad = self.tokenizer.pad_token_id
-        ids = torch.full((len(sequences), width), pad, dtype=torch.long)
-        mask = torch.zeros((len(sequences), width), dtype=torch.long)
-        for row, seq in enumerate(sequences):
-            ids[row, : len(seq)] = torch.tensor(seq, dtype=torch.long)
-            mask[row, : len(seq)] = 1
-        return ids, mask
+        """Right-pad token id sequences: ``(ids, attention mask)`` (one vectorized fill, no
+        tensor per row)."""
+        lengths = np.fromiter(map(len, sequences), dtype=np.int64, count=len(sequences))
+        mask = np.arange(int(lengths.max())) < lengths[:, None]
+        ids = np.full(mask.shape, self.tokenizer.pad_token_id, dtype=np.int64)
+        ids[mask] = np.fromiter(chain.from_iterable(sequences), dtype=np.int64, count=int(lengths.sum()))
+        return torch.from_numpy(ids), torch.from_numpy(mask.astype(np.int64))
 
     def run_padded(self, sequences: Sequence[Sequence[int]], hidden_states: bool, attentions: bool = False) -> Any:
         """Pad and run token id sequences in one batch."""

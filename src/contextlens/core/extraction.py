@@ -6,7 +6,7 @@
   token sequences are run once each (many targets of one sentence share a forward pass), sorted
   by length and batched with dynamic padding; per batch only the target rows are copied out.
 * :func:`encode_occurrences` - the same as :class:`OccurrenceEncoding` objects, cached in memory.
-* :func:`forward_one` - all layers (and attentions) of every token of one text (:class:`ForwardPass`).
+* :func:`forward_one` - every layer up to one (and attentions) of every token of one text (:class:`ForwardPass`).
 * :func:`token_states` - hidden states of every non-special token of many texts (:class:`TokenStates`).
 """
 
@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 import torch
 
+from contextlens.core import layer_forward
 from contextlens.core.alignment import TokenizedOccurrence, tokenize_many
 from contextlens.core.occurrences import Occurrence
 from contextlens.core.vectors import Provenance, Vector
@@ -84,10 +85,15 @@ class ForwardPass:
     """Everything one text produces (single text, all tokens): used by trace and attention."""
 
     tokenized: TokenizedOccurrence
-    hidden_states: np.ndarray  # (L+1, seq, d)
-    attentions: np.ndarray | None  # (L, heads, seq, seq) when asked for
+    hidden_states: np.ndarray  # (through+1, seq, d); through = L unless asked for fewer
+    attentions: np.ndarray | None  # (through, heads, seq, seq) when asked for
     input_rows: np.ndarray  # (seq, d)
     position_rows: np.ndarray | None  # (seq, d) learned absolute position embeddings, if any
+
+    @property
+    def computed_layers(self) -> tuple[int, ...]:
+        """The layers the forward pass ran (0..``through``; the blocks above were skipped)."""
+        return tuple(range(self.hidden_states.shape[0]))
 
 
 @dataclass(frozen=True)
@@ -126,36 +132,53 @@ def extract_targets(
     """``(hidden (n, len(layers), d), input rows (n, d))`` of each tokenized target, in input order.
 
     Occurrences whose token sequences are equal share one forward pass; ``progress(done,
-    total)`` counts distinct sequences.
+    total)`` counts distinct sequences. Per batch: one gather per layer of the target tokens
+    (``index_select`` on the flattened batch, inside the layer's hook), then one sum over each
+    word's tokens (``np.add.reduceat``); no tensor is built per occurrence.
     """
     check_pooling(pooling)
     if batch_size < 1:
         raise InputError(f"batch_size must be at least 1, got {batch_size}")
-    hidden = np.zeros((len(toks), len(layers), model.hidden_size), dtype=np.float32)
-    rows = np.zeros((len(toks), model.hidden_size), dtype=np.float32)
+    hidden = np.empty((len(toks), len(layers), model.hidden_size), dtype=np.float32)
+    rows = np.empty((len(toks), model.hidden_size), dtype=np.float32)
     groups: dict[tuple[int, ...], list[int]] = {}
     for n, tok in enumerate(toks):
         groups.setdefault(tok.input_ids, []).append(n)
     # (indices of the occurrences that use a sequence, the sequence): batches() sorts by the
     # second item, the sequence's length (sorting by the first left the batches unsorted)
     items = [(ns, ids) for ids, ns in groups.items()]
-    weight = model.model.get_input_embeddings().weight
+    weight = model.model.get_input_embeddings().weight.detach()
+    # the tokens each occurrence pools: all of the word's for "mean", else the first or last
+    spans = [
+        t.target_positions
+        if pooling == "mean"
+        else (t.target_positions[0] if pooling == "first" else t.target_positions[-1],)
+        for t in toks
+    ]
     for batch in model.batches(items, batch_size, show_progress_bar, "hidden states", progress):
-        members = [(row, n) for row, (ns, _) in enumerate(batch) for n in ns]
-        # one distinct (row, position) list per batch: occurrences sharing a sequence share rows
-        spots = sorted({(row, p) for row, n in members for p in toks[n].target_positions})
-        where = {spot: k for k, spot in enumerate(spots)}
-        rows_idx = torch.tensor([r for r, _ in spots])
-        pos_idx = torch.tensor([p for _, p in spots])
         ids, mask = model.pad([seq for _, seq in batch])
-        # (layers, target tokens of the batch, d): each layer reduced to its target rows at once
-        gathered = torch.stack(model.run_layers(ids, mask, layers, keep=_rows_at(rows_idx, pos_idx)))
-        target_rows = weight.detach()[ids[rows_idx, pos_idx]]
-        spans = [[where[row, p] for p in toks[n].target_positions] for row, n in members]
-        pool = _pooling_matrix(spans, len(spots), pooling)
-        index = [n for _, n in members]
-        hidden[index] = torch.einsum("mt,ltd->mld", pool, gathered.float()).numpy()
-        rows[index] = (pool @ target_rows.float()).numpy()
+        width = ids.shape[1]
+        index = [n for ns, _ in batch for n in ns]
+        flat = torch.tensor(
+            [row * width + p for row, (ns, _) in enumerate(batch) for n in ns for p in spans[n]], dtype=torch.long
+        )
+        # (layers, target tokens of the batch, d): each layer reduced to its target rows at once,
+        # into a buffer allocated before the forward (nothing of ours is allocated among the
+        # forward's activations, where it would pin the heap and keep their memory from reuse)
+        buffer = torch.empty((len(layers), len(flat), model.hidden_size), dtype=weight.dtype)
+        model.run_layers(ids, mask, layers, keep=_rows_into(buffer, flat, layers))
+        gathered = buffer.float().numpy()
+        target_rows = weight.index_select(0, ids.view(-1).index_select(0, flat)).float().numpy()
+        # a word's rows are consecutive; targets of equal token counts are averaged together
+        # (no BLAS call: a small threaded product costs more in thread wake-ups than in work)
+        sizes = np.array([len(spans[n]) for n in index])
+        starts = np.cumsum(sizes) - sizes
+        picked = np.asarray(index)
+        for size in np.unique(sizes):  # targets of one token, of two, ...: one mean per size
+            these = sizes == size
+            at = starts[these][:, None] + np.arange(size)  # (targets, size) rows of the batch
+            hidden[picked[these]] = gathered[:, at].mean(axis=2).transpose(1, 0, 2)
+            rows[picked[these]] = target_rows[at].mean(axis=1)
     return hidden, rows
 
 
@@ -195,22 +218,29 @@ def encode_occurrences(
     return results  # type: ignore[return-value]
 
 
-def forward_one(model: ContextualModel, occurrence: Occurrence, attentions: bool = False) -> ForwardPass:
-    """All hidden states (and optionally attentions) of every token of one text."""
+def forward_one(
+    model: ContextualModel, occurrence: Occurrence, attentions: bool = False, through: int | None = None
+) -> ForwardPass:
+    """Hidden states 0..``through`` (and optionally the attentions of blocks 1..``through``) of
+    every token of one text; ``through=None`` is the top layer. Blocks above ``through`` are not
+    run (:mod:`contextlens.core.layer_forward`); the states and weights are the full forward's."""
+    top = model.num_layers if through is None else model.check_layers([through])[0]
     tok = tokenize_many(model, [occurrence])[0]
-    if attentions:
-        model.set_attention("eager")
-    try:
-        outputs = model.run_padded([tok.input_ids], hidden_states=True, attentions=attentions)
-    finally:
-        if attentions:
-            model.set_attention(model.default_attention)
-    hidden = torch.stack(outputs.hidden_states)[:, 0].float().numpy().copy()
+    ids, mask = model.pad([tok.input_ids])
     att = None
     if attentions:
-        if outputs.attentions is None or any(a is None for a in outputs.attentions):
-            raise InputError(f"{model.name} does not return attention weights")
-        att = torch.stack(outputs.attentions)[:, 0].float().numpy().copy()
+        model.set_attention("eager")
+        try:
+            states, weights = layer_forward.run_with_attentions(model, ids, mask, top)
+        except LookupError:
+            raise InputError(f"{model.name} does not return attention weights") from None
+        finally:
+            model.set_attention(model.default_attention)
+        seq = len(tok.input_ids)
+        att = torch.stack(weights)[:, 0].float().numpy().copy() if weights else np.zeros((0, model.num_heads, seq, seq))
+    else:
+        states = model.run_layers(ids, mask, tuple(range(top + 1)))
+    hidden = torch.stack(states)[:, 0].float().numpy().copy()
     weight = model.model.get_input_embeddings().weight
     rows = weight[torch.tensor(tok.input_ids)].detach().float().numpy().copy()
     return ForwardPass(tok, hidden, att, rows, _position_rows(model, tok))
@@ -273,18 +303,12 @@ def _position_rows(model: ContextualModel, tok: TokenizedOccurrence) -> np.ndarr
     return table.weight[positions].detach().float().numpy().copy()
 
 
-def _rows_at(rows: torch.Tensor, positions: torch.Tensor) -> Callable[[torch.Tensor], torch.Tensor]:
-    """What a hooked layer keeps: only the target rows, so whole layers are never held."""
-    return lambda h: h[rows, positions]
-
-
-def _pooling_matrix(spans: list[list[int]], width: int, pooling: str) -> torch.Tensor:
-    """``(len(spans), width)`` weights that pool each span's rows in one matrix product: the
-    mean (1/n on each), the first or the last row (1 on it)."""
-    weights = torch.zeros((len(spans), width), dtype=torch.float32)
-    for m, span in enumerate(spans):
-        if pooling == "mean":
-            weights[m, span] = 1.0 / len(span)
-        else:
-            weights[m, span[0] if pooling == "first" else span[-1]] = 1.0
-    return weights
+def _rows_into(
+    buffer: torch.Tensor, flat: torch.Tensor, layers: Sequence[int]
+) -> Callable[[torch.Tensor], torch.Tensor]:
+    """What a hooked layer keeps: only the target rows (``flat`` indexes the batch's rows
+    flattened, row * width + position), written into ``buffer[k]`` for ``layers[k]``. The hooks
+    fire in forward order, lowest layer first. ``index_select`` on the flat view, not
+    ``h[rows, positions]``: the same rows at a third of the cost."""
+    slots = iter([buffer[k] for k in sorted(range(len(layers)), key=lambda k: layers[k])])
+    return lambda h: torch.index_select(h.reshape(-1, h.shape[-1]), 0, flat, out=next(slots))

@@ -14,6 +14,7 @@ the model's ``last_hidden_state`` (a decoder's final norm included, as in ``hidd
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
@@ -29,10 +30,18 @@ class _Stop(Exception):
     """Raised by the hook on the last block needed: the rest of the forward is skipped."""
 
 
+_BLOCKS: weakref.WeakKeyDictionary[torch.nn.Module, torch.nn.ModuleList] = weakref.WeakKeyDictionary()
+
+
 def _blocks_of(net: torch.nn.Module, count: int) -> torch.nn.ModuleList:
-    """The model's list of transformer blocks: the ModuleList with one entry per layer."""
+    """The model's list of transformer blocks: the ModuleList with one entry per layer (found
+    once per model: walking every module per batch is measurable on short batches)."""
+    found = _BLOCKS.get(net)
+    if found is not None and len(found) == count:
+        return found
     for _, module in net.named_modules():
         if isinstance(module, torch.nn.ModuleList) and len(module) == count:
+            _BLOCKS[net] = module
             return module
     raise RuntimeError(f"cannot find the {count} transformer blocks of {type(net).__name__}")
 
@@ -47,10 +56,12 @@ def run_layers(
     mask: torch.Tensor,
     layers: Sequence[int],
     keep: Keep | None = None,
+    output_attentions: bool = False,
 ) -> list[torch.Tensor]:
     """``keep(hidden state)`` at each of ``layers`` (validated, 0..L), in that order; blocks
     above the highest requested layer are not run. ``keep`` defaults to the whole
-    ``(batch, seq, d)`` tensor."""
+    ``(batch, seq, d)`` tensor. ``output_attentions`` is passed to the model (some return
+    attention weights from their modules only when asked; see :func:`run_with_attentions`)."""
     keep = keep or (lambda h: h)
     top = model.num_layers
     highest = max(layers)
@@ -78,7 +89,8 @@ def run_layers(
     try:
         with torch.inference_mode():
             try:
-                outputs = model.model(input_ids=ids, attention_mask=mask)
+                kwargs = {"output_attentions": True} if output_attentions else {}
+                outputs = model.model(input_ids=ids, attention_mask=mask, **kwargs)
                 captured[top] = keep(outputs.last_hidden_state)
             except _Stop:
                 pass
@@ -91,3 +103,36 @@ def run_layers(
 def blocks_run(model: ContextualModel, layers: Sequence[int]) -> int:
     """How many transformer blocks a pass for ``layers`` runs (0 = embeddings only)."""
     return max(layers) if layers else model.num_layers
+
+
+def run_with_attentions(
+    model: ContextualModel, ids: torch.Tensor, mask: torch.Tensor, top: int
+) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+    """Hidden states 0..``top`` and the attention weights of blocks 1..``top`` (each
+    ``(batch, heads, seq, seq)``); blocks above ``top`` are not run. The model must use eager
+    attention (:meth:`ContextualModel.set_attention`). A block's weights are the first output
+    of one of its submodules that carries a ``(batch, heads, seq, seq)`` tensor (the
+    self-attention module's, as ``output_attentions`` returns them); a block without one raises
+    ``LookupError``."""
+    blocks = _blocks_of(model.model, model.num_layers)
+    shape = (ids.shape[0], model.num_heads, ids.shape[1], ids.shape[1])
+    weights: dict[int, torch.Tensor] = {}
+    handles = []
+    for k in range(top):
+
+        def grab(_module, _args, output, k=k):
+            if k not in weights and isinstance(output, tuple | list):
+                found = [t for t in output if isinstance(t, torch.Tensor) and tuple(t.shape) == shape]
+                if found:
+                    weights[k] = found[0]
+
+        handles += [m.register_forward_hook(grab) for m in blocks[k].modules() if m is not blocks[k]]
+    try:
+        hidden = run_layers(model, ids, mask, tuple(range(top + 1)), output_attentions=True)
+    finally:
+        for handle in handles:
+            handle.remove()
+    missing = [k + 1 for k in range(top) if k not in weights]
+    if missing:
+        raise LookupError(f"no attention weights found in blocks {missing}")
+    return hidden, [weights[k] for k in range(top)]

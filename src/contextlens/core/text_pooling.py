@@ -106,15 +106,18 @@ def pool_texts(
     for batch in model.batches(items, batch_size, show_progress_bar, "texts"):
         input_ids, mask = model.pad([ids for _, ids in batch])
         m = mask.unsqueeze(-1).float()
-        rows = [i for i, _ in batch]
-        for k, states in enumerate(model.run_layers(input_ids, mask, layers)):
+
+        def pool(states: torch.Tensor, m: torch.Tensor = m) -> torch.Tensor:
+            """Each layer pooled as it goes by, so a batch never holds whole layers."""
             states = states.float()
             if mode == "mean":
-                pooled = (states * m).sum(1) / m.sum(1).clamp(min=1)
-            elif mode == "cls":
-                pooled = states[:, 0]
-            else:
-                pooled = states.masked_fill(m == 0, -1e9).max(1).values
+                return (states * m).sum(1) / m.sum(1).clamp(min=1)
+            if mode == "cls":
+                return states[:, 0].clone()
+            return states.masked_fill(m == 0, -1e9).max(1).values
+
+        rows = [i for i, _ in batch]
+        for k, pooled in enumerate(model.run_layers(input_ids, mask, layers, keep=pool)):
             if normalize:
                 pooled = torch.nn.functional.normalize(pooled, dim=-1)
             out[k, rows] = pooled.numpy()

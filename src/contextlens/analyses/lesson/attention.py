@@ -164,23 +164,30 @@ def attend(
     head: int = 3,
     exclude_special: bool = False,
     top_k: int = 3,
+    through: int | None = None,
 ) -> AttentionResult:
-    """Attention from each target to every token of its sentence, all layers and heads.
+    """Attention from each target to every token of its sentence, layers 1..``through`` (default
+    all) and every head.
 
-    The defaults are the lesson's close-up (layer 6, head 3). Raises InputError for a layer or
-    head out of range.
+    The defaults are the lesson's close-up (layer 6, head 3). With ``through`` (>= ``layer``)
+    only blocks 1..``through`` run and the maps (rollout included) stop there; the weights are
+    those of the full forward. Raises InputError for a layer or head out of range.
     """
     model = as_contextual(model)
     if not occurrences:
         raise InputError("no sentences given; pass one or two sentences like 'The river [bank] flooded.'")
     check_top_k(top_k)
     check_layer_head(model, layer, head)
-    maps = [_attention_map(o, model, exclude_special) for o in occurrences]
+    if through is not None and not layer <= through <= model.num_layers:
+        raise InputError(f"through={through} must lie between the close-up layer {layer} and {model.num_layers}")
+    maps = [_attention_map(o, model, exclude_special, through) for o in occurrences]
     return AttentionResult(model.name, layer, head, maps, top_k, precision=model.precision)
 
 
-def _attention_map(occ: Occurrence, model: ContextualModel, exclude_special: bool) -> AttentionMap:
-    fp = model.forward_one(occ, attentions=True)
+def _attention_map(
+    occ: Occurrence, model: ContextualModel, exclude_special: bool, through: int | None = None
+) -> AttentionMap:
+    fp = model.forward_one(occ, attentions=True, through=through)
     att = fp.attentions.astype(np.float64)  # (L, H, seq, seq)
     tok = fp.tokenized
     targets = list(tok.target_positions)
