@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
@@ -173,3 +173,21 @@ def figures_after(plot: Path | None, html: Path | None, png_figure, html_figures
 
 def fmt_p(p: float | None) -> str:
     return "-" if p is None else f"{p:.3f}"
+
+
+def status_line(first: str) -> tuple[Any, Callable[[str], None]]:
+    """A live one-line status on stderr (spinner, text, elapsed time) for long corpus work, and
+    the function that rewrites its text. Shown only on a terminal, so piped output stays clean;
+    use the first value as a context manager around the work."""
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    progress = Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        TimeElapsedColumn(),
+        console=err_console,
+        transient=True,
+        disable=not err_console.is_terminal,
+    )
+    task = progress.add_task(first)
+    return progress, lambda text: progress.update(task, description=text)

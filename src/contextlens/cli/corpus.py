@@ -21,6 +21,7 @@ from contextlens.cli.common import (
     err_console,
     note,
     print_json,
+    status_line,
 )
 from contextlens.errors import DataFileError, InputError
 from contextlens.reports.output_paths import check_output_folder
@@ -121,30 +122,18 @@ def extract_cmd(
     json_out: JsonOpt = False,
 ) -> None:
     """Every whole-word occurrence of the words in CORPUS -> Parquet rows with one vector per layer."""
-    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
     from contextlens.analyses.corpus.extract import extract_corpus
 
     targets = target_words(words, words_file)
     contextual_option(model, precision, threads if engine == "local" else None)
-    progress = Progress(
-        SpinnerColumn(),
-        TextColumn("{task.description}"),
-        TimeElapsedColumn(),
-        console=err_console,
-        transient=True,
-        disable=not err_console.is_terminal,
-    )
-    task = progress.add_task("loading model...")
+    progress, show = status_line("loading model...")
 
     def update(s) -> None:
         rate = s.sentences / max(s.seconds, 1e-9)
-        progress.update(
-            task,
-            description=(
-                f"{s.sentences:,} sentences scanned, {s.occurrences:,} occurrences, {s.rows_written:,} rows written, "
-                f"{s.chunks_skipped} shards already done, {rate:,.0f} sentences/s"
-            ),
+        show(
+            f"{s.sentences:,} sentences scanned, {s.occurrences:,} occurrences, {s.rows_written:,} rows written, "
+            f"{s.chunks_skipped} shards already done, {rate:,.0f} sentences/s"
         )
 
     with progress:

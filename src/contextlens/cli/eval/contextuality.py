@@ -18,9 +18,9 @@ from contextlens.cli.common import (
     ThreadsOpt,
     console,
     contextual_option,
-    err_console,
     fmt,
     print_json,
+    status_line,
 )
 from contextlens.cli.eval import QuickOpt, encoding_progress, eval_app, plot_after, size_name, timing_footer
 from contextlens.errors import InputError
@@ -113,30 +113,18 @@ def _corpus_result(
     corpus: str, model: str, min_contexts: int, max_words: int, sentences: int, precision: str, threads: int | None
 ) -> BenchmarkResult:
     """Contextuality on a corpus (words chosen and extracted, cached) or an extraction folder, with a spinner."""
-    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-
     from contextlens.analyses.corpus.contextuality import contextuality_of_corpus
     from contextlens.analyses.corpus.manifest import read_manifest
 
     if read_manifest(Path(corpus).expanduser()) is None:  # a corpus, not a finished extraction: a model runs
         contextual_option(model, precision, threads)  # threads set, int8 drift shown; the same loaded copy is used
 
-    progress = Progress(
-        SpinnerColumn(),
-        TextColumn("{task.description}"),
-        TimeElapsedColumn(),
-        console=err_console,
-        transient=True,
-        disable=not err_console.is_terminal,
-    )
-    task = progress.add_task(f"{model}: {corpus}")
+    progress, show = status_line(f"{model}: {corpus}")
 
     def update(stage: str, s) -> None:
         rate = s.sentences / max(s.seconds, 1e-9)
         found = f", {s.occurrences:,} occurrences, {s.rows_written:,} rows written" if stage != "counting words" else ""
-        progress.update(
-            task, description=f"{model}: {stage}: {s.sentences:,} sentences{found}, {rate:,.0f} sentences/s"
-        )
+        show(f"{model}: {stage}: {s.sentences:,} sentences{found}, {rate:,.0f} sentences/s")
 
     with progress:
         return contextuality_of_corpus(
