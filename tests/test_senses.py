@@ -141,3 +141,25 @@ def test_corpus_contextuality_on_an_extraction(folder):
     assert mev[0] > mev[5]  # the embedding output is close to one static vector; layer 5 is not
     with pytest.raises(InputError, match="has 17 contexts .*'bank' 16; try --min-contexts 16"):
         corpus_contextuality(folder, min_contexts=17)
+
+
+def test_an_int8_extraction_is_labelled_with_int8_sense_vectors(tmp_path, minilm):
+    """Both sides of the label's cosine come from the precision the occurrences were extracted at."""
+    from contextlens.analyses.corpus.senses import sense_vectors_of
+
+    corpus = tmp_path / "bank.txt"
+    corpus.write_text("\n".join(RIVER + MONEY) + "\n")
+    out = tmp_path / "int8"
+    extract_corpus(str(corpus), ["bank"], out, model="minilm", layers=[5], precision="int8")
+    result = induce_senses(out, "bank", layer=5, k=2)
+    x = result_vectors(out, 5)
+    for cluster in result.clusters:
+        members = x[result.labels == cluster.cluster]
+        centroid = members.mean(axis=0) / np.linalg.norm(members.mean(axis=0))
+        by_precision = {
+            p: {s.synset: float(s.vector @ centroid) for s in sense_vectors_of("minilm", "bank", 5, "examples", p)}
+            for p in ("int8", "fp32")
+        }
+        label = cluster.gloss["synset"]
+        assert cluster.gloss["cosine"] == pytest.approx(by_precision["int8"][label], abs=1e-4)
+        assert by_precision["int8"][label] != pytest.approx(by_precision["fp32"][label], abs=1e-4)

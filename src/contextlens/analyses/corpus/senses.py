@@ -152,7 +152,7 @@ def induce_senses(
     rows = table.select(["doc_id", "sentence", "start", "end"]).to_pylist()
     centroids = normalize_rows(np.stack([x[labels == c].mean(axis=0) for c in range(chosen)]))
     sims = x @ centroids.T
-    senses = sense_vectors_of(manifest.model, word, layer, sense_vectors)
+    senses = sense_vectors_of(manifest.model, word, layer, sense_vectors, manifest.precision)
     chosen_pos, pos_scores = choose_pos(x, senses, pos) if senses else (None, {})
     if pos != "auto" and not senses:
         raise InputError(f"--pos {pos}: {word!r} has no WordNet senses (or WordNet is not installed)")
@@ -265,8 +265,12 @@ def _distinctive(rows: list[dict], labels: np.ndarray, k: int, word: str, top: i
     return out
 
 
-def sense_vectors_of(model_name: str, word: str, layer: int, how: str = "examples") -> list[Sense]:
-    """Every WordNet sense of ``word`` as a unit vector by ``how`` (:data:`SENSE_VECTORS`)."""
+def sense_vectors_of(
+    model_name: str, word: str, layer: int, how: str = "examples", precision: str = "fp32"
+) -> list[Sense]:
+    """Every WordNet sense of ``word`` as a unit vector by ``how`` (:data:`SENSE_VECTORS`), from the
+    model at the ``precision`` the occurrences were extracted at (int8 vectors sit a little apart
+    from fp32 ones, so both sides of a cosine must come from one precision)."""
     from contextlens.core.contextual_models import load_contextual
     from contextlens.core.wordnet import find_lemma, wordnet
 
@@ -283,13 +287,12 @@ def sense_vectors_of(model_name: str, word: str, layer: int, how: str = "example
     for n, s in enumerate(synsets):
         occs.append(Occurrence(GLOSS_TEMPLATE.format(lemma=word, definition=s.definition()), 0, len(word)))
         owner.append((n, "gloss"))
-        pos = "a" if s.pos() == "s" else s.pos()
         for text in s.examples() if how != "gloss" else []:
-            span = find_lemma(text, word, pos)
+            span = find_lemma(text, word, _pos(s))
             if span is not None:
                 occs.append(Occurrence(text, *span))
                 owner.append((n, "example"))
-    model = load_contextual(model_name)
+    model = load_contextual(model_name, precision)
     vecs = normalize_rows(np.stack([e.hidden[0] for e in model.encode_occurrences(occs, layers=[layer])]))
     out = []
     for n, s in enumerate(synsets):
@@ -297,5 +300,10 @@ def sense_vectors_of(model_name: str, word: str, layer: int, how: str = "example
         found = [v for v, (m, kind) in zip(vecs, owner, strict=True) if m == n and kind == "example"]
         parts = gloss + found if how == "both" else (found or gloss) if how == "examples" else gloss
         vector = normalize_rows(np.mean(parts, axis=0)[None, :])[0]
-        out.append(Sense(s.name(), "a" if s.pos() == "s" else s.pos(), s.definition(), vector, len(found)))
+        out.append(Sense(s.name(), _pos(s), s.definition(), vector, len(found)))
     return out
+
+
+def _pos(synset) -> str:
+    """n, v, a or r: adjective satellites (``s``) count as adjectives."""
+    return "a" if synset.pos() == "s" else synset.pos()
