@@ -133,8 +133,9 @@ def extract_targets(
 
     Occurrences whose token sequences are equal share one forward pass; ``progress(done,
     total)`` counts distinct sequences. Per batch: one gather per layer of the target tokens
-    (``index_select`` on the flattened batch, inside the layer's hook), then one sum over each
-    word's tokens (``np.add.reduceat``); no tensor is built per occurrence.
+    (``index_select`` on the flattened batch, inside the layer's hook, into a buffer allocated
+    before the forward), then one mean per word length over the words' consecutive rows; no
+    tensor is built per occurrence.
     """
     check_pooling(pooling)
     if batch_size < 1:
