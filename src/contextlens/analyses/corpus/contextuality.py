@@ -278,14 +278,12 @@ def contextuality_of_corpus(
     (``choice.json``) and each extraction (a complete folder is not opened again, so nothing is
     re-encoded). The cache holds one extraction per model and precision.
     """
-    from contextlens.analyses.corpus.manifest import MANIFEST
     from contextlens.core.precision import check_precision
     from contextlens.core.resources import atomic_write_text
 
-    if (Path(source).expanduser() / MANIFEST).is_file():
+    if read_manifest(Path(source).expanduser()) is not None:  # the same test the CLI makes
         return corpus_contextuality(Path(source).expanduser(), min_contexts, seed)
     precision = check_precision(precision)
-
     if min_contexts < 2:
         raise InputError(f"--min-contexts {min_contexts}: give at least 2 (self-similarity needs two contexts)")
     if max_words < 1 or n_sentences < 1:
