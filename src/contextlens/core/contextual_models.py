@@ -29,7 +29,8 @@ from contextlens.core import alignment, extraction, layer_forward, text_pooling
 from contextlens.core.alignment import TokenizedOccurrence
 from contextlens.core.extraction import POOLINGS, ForwardPass, OccurrenceEncoding, Pooling, Progress, TokenStates
 from contextlens.core.occurrences import Occurrence
-from contextlens.core.precision import QUANT_RULE, check_precision, quantize
+from contextlens.core.onnx_runtime import EXPORT_RULE, ORT_QUANT_RULE, OnnxForward, check_runtime, require_onnxruntime
+from contextlens.core.precision import QUANT_RULE, check_precision, quantize, weight_bytes
 from contextlens.core.resources import resolve_contextual
 from contextlens.core.text_pooling import TextPooling, sentence_config
 from contextlens.errors import InputError, UnknownModelError
@@ -52,7 +53,9 @@ _DECODER_TYPES = {"llama", "gpt2", "mistral", "qwen2", "gemma", "phi", "gpt_neox
 class ContextualModel:
     """A transformer seen through contextlens. Load with :func:`load_contextual` (cached)."""
 
-    def __init__(self, name: str, source: str, revision: str | None = None, precision: str = "fp32"):
+    def __init__(
+        self, name: str, source: str, revision: str | None = None, precision: str = "fp32", runtime: str = "torch"
+    ):
         from transformers import AutoModel, AutoTokenizer
         from transformers.utils import logging as hf_logging
 
@@ -75,7 +78,11 @@ class ContextualModel:
             raise UnknownModelError(f"model {name!r} has no fast tokenizer, so character offsets are unavailable")
         self.model.eval()
         self.precision = check_precision(precision)
-        if precision == "int8":
+        self.runtime = check_runtime(runtime)
+        self._onnx: OnnxForward | None = None
+        if runtime == "onnx":
+            require_onnxruntime()  # the torch model stays fp32: it is what the graph is exported from
+        elif precision == "int8":
             self.model = quantize(self.model)
         self.config = self.model.config
         self.default_attention: str = self.config._attn_implementation
@@ -90,8 +97,17 @@ class ContextualModel:
     def identity(self) -> str:
         """What disk cache keys name the weights by: the source, plus the precision and its
         quantization rule when not fp32 (an int8 model must never read fp32 results, nor the
-        results of another int8 rule)."""
+        results of another int8 rule), plus the runtime and its export rule when not torch (ONNX
+        Runtime's fp32 is within 1e-4 of torch's, not equal to it)."""
+        if self.runtime == "onnx":
+            rule = EXPORT_RULE if self.precision == "fp32" else f"{EXPORT_RULE}+{ORT_QUANT_RULE}"
+            return f"{self.source}#onnx-{self.precision}:{rule}"
         return str(self.source) if self.precision == "fp32" else f"{self.source}#{self.precision}:{QUANT_RULE}"
+
+    @property
+    def backend(self) -> str:
+        """How the forward runs, for labels: ``fp32``, ``int8``, ``onnx fp32``, ``onnx int8``."""
+        return self.precision if self.runtime == "torch" else f"{self.runtime} {self.precision}"
 
     @property
     def num_layers(self) -> int:
@@ -269,7 +285,9 @@ class ContextualModel:
         return self.run(ids, mask, hidden_states=hidden_states, attentions=attentions)
 
     def run(self, ids: torch.Tensor, mask: torch.Tensor, hidden_states: bool, attentions: bool = False) -> Any:
-        """One forward pass without gradients."""
+        """One forward pass of the torch model without gradients (attention weights, the model's
+        own outputs: torch runtime only)."""
+        self.require_torch("the model's full outputs")
         with torch.inference_mode():
             return self.model(
                 input_ids=ids,
@@ -283,7 +301,26 @@ class ContextualModel:
     ) -> list[torch.Tensor]:
         """``keep(state)`` at each requested layer (checked, 0..L) without running the blocks above
         the highest; see :func:`layer_forward.run_layers`."""
+        if self.runtime == "onnx":
+            return self.onnx_forward().run_layers(ids, mask, layers, keep or (lambda h: h))
         return layer_forward.run_layers(self, ids, mask, layers, keep)
+
+    def onnx_forward(self) -> OnnxForward:
+        """The ONNX Runtime graphs (exported and checked on first use, then cached on disk)."""
+        if self._onnx is None:
+            self._onnx = OnnxForward(self, self.precision)
+        return self._onnx
+
+    def require_torch(self, what: str) -> None:
+        """Refuse, in one line, what only the torch runtime provides."""
+        if self.runtime != "torch":
+            raise InputError(f"{what} come from the torch runtime; run this without --runtime {self.runtime}")
+
+    def weight_bytes(self) -> int:
+        """Bytes of the weights as this model runs them (int8 packed where quantized)."""
+        if self.runtime == "onnx":
+            return self.onnx_forward().weight_bytes()
+        return weight_bytes(self.model)
 
     def set_attention(self, impl: str) -> None:
         """Switch the attention implementation (eager is needed to return attention weights)."""
@@ -303,16 +340,17 @@ class ContextualModel:
             self._cache.popitem(last=False)
 
 
-def load_contextual(name_or_path: str = "mpnet", precision: str = "fp32") -> ContextualModel:
-    """Load a contextual model by registry name, local folder or hub id; one instance per name
-    and precision (``fp32``, exact, or ``int8``: see :mod:`contextlens.core.precision`)."""
-    return _load(name_or_path, check_precision(precision))
+def load_contextual(name_or_path: str = "mpnet", precision: str = "fp32", runtime: str = "torch") -> ContextualModel:
+    """Load a contextual model by registry name, local folder or hub id; one instance per name,
+    precision (``fp32``, exact, or ``int8``: see :mod:`contextlens.core.precision`) and runtime
+    (``torch``, the reference, or ``onnx``: see :mod:`contextlens.core.onnx_runtime`)."""
+    return _load(name_or_path, check_precision(precision), check_runtime(runtime))
 
 
 @lru_cache(maxsize=6)
-def _load(name_or_path: str, precision: str) -> ContextualModel:
+def _load(name_or_path: str, precision: str, runtime: str) -> ContextualModel:
     name, source, revision = resolve_contextual(name_or_path)
-    return ContextualModel(name, source, revision, precision)
+    return ContextualModel(name, source, revision, precision, runtime)
 
 
 def as_contextual(model: ContextualModel | str | os.PathLike) -> ContextualModel:

@@ -114,6 +114,7 @@ def run_with_attentions(
     of one of its submodules that carries a ``(batch, heads, seq, seq)`` tensor (the
     self-attention module's, as ``output_attentions`` returns them); a block without one raises
     ``LookupError``."""
+    model.require_torch("attention weights")
     blocks = _blocks_of(model.model, model.num_layers)
     shape = (ids.shape[0], model.num_heads, ids.shape[1], ids.shape[1])
     weights: dict[int, torch.Tensor] = {}

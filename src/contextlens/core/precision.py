@@ -88,14 +88,18 @@ def quantize(net: torch.nn.Module, down_projection: bool = False) -> torch.nn.Mo
 
 @dataclass(frozen=True)
 class Drift:
-    """Per layer 0..L: mean and minimum cosine between fp32 and int8 hidden states, over the
-    tokens of a fixed sentence set."""
+    """Per layer 0..L: mean and minimum cosine, and the largest absolute difference, between the
+    torch fp32 hidden states and another precision's or runtime's, over the tokens of a fixed
+    sentence set."""
 
     model: str
     sentences: int
     tokens: int
     mean_cosine: tuple[float, ...]
     min_cosine: tuple[float, ...]
+    max_abs_diff: tuple[float, ...] = ()
+    precision: str = "int8"
+    runtime: str = "torch"
 
     @property
     def worst_mean(self) -> float:
@@ -103,19 +107,30 @@ class Drift:
         return min(self.mean_cosine)
 
     def line(self) -> str:
-        """One line for stderr: ``layer mean/min`` pairs."""
+        """One line for stderr: ``layer mean/min`` pairs (and the largest difference for an fp32
+        runtime, whose claim is exactness)."""
         pairs = " ".join(
             f"{k}:{m:.4f}/{lo:.4f}" for k, (m, lo) in enumerate(zip(self.mean_cosine, self.min_cosine, strict=True))
         )
-        return f"int8 drift vs fp32 ({self.model}, cosine per layer mean/min over {self.tokens} tokens): {pairs}"
+        what = f"{self.precision} ({self.runtime})" if self.runtime != "torch" else self.precision
+        if self.precision == "fp32":
+            largest = max(self.max_abs_diff) if self.max_abs_diff else float("nan")
+            return (
+                f"{what} vs torch fp32 ({self.model}, {self.tokens} tokens): largest |difference| {largest:.1e}; "
+                f"cosine per layer mean/min: {pairs}"
+            )
+        return f"{what} drift vs fp32 ({self.model}, cosine per layer mean/min over {self.tokens} tokens): {pairs}"
 
     def to_dict(self) -> dict:
         return {
             "model": self.model,
+            "precision": self.precision,
+            "runtime": self.runtime,
             "sentences": self.sentences,
             "tokens": self.tokens,
             "mean_cosine": list(self.mean_cosine),
             "min_cosine": list(self.min_cosine),
+            "max_abs_diff": list(self.max_abs_diff),
         }
 
 
@@ -128,23 +143,63 @@ def drift_sentences(n: int = DRIFT_SENTENCES) -> list[str]:
     return [examples[int(k * step)].text for k in range(n)]
 
 
-@lru_cache(maxsize=4)
-def drift(name: str) -> Drift:
-    """int8 vs fp32 for a model name; measured once per model, torch version and quantization
-    rule, then read from the disk cache (both precisions are loaded only to measure it)."""
+@lru_cache(maxsize=8)
+def drift(name: str, precision: str = "int8", runtime: str = "torch") -> Drift:
+    """``precision`` at ``runtime`` vs torch fp32 for a model name. torch int8: measured once per
+    model, torch version and quantization rule, then read from the disk cache (both precisions
+    are loaded only to measure it). ONNX Runtime: the check made when its graph was built."""
     from contextlens.core.contextual_models import load_contextual
 
+    if runtime != "torch":
+        model = load_contextual(name, precision, runtime)
+        check = model.onnx_forward().check
+        return Drift(
+            model.name,
+            int(check["sentences"]),
+            int(check["tokens"]),
+            tuple(check["mean_cosine"]),
+            tuple(check["min_cosine"]),
+            tuple(check["max_abs_diff"]),
+            precision,
+            runtime,
+        )
     fp32 = load_contextual(name, "fp32")
     key = cache_key("int8-drift", QUANT_RULE, fp32.name, fp32.source, torch.__version__, DRIFT_SENTENCES)
 
     def compute() -> dict[str, np.ndarray]:
         d = measure_drift(fp32, load_contextual(name, "int8"), drift_sentences())
         counts = np.array([d.sentences, d.tokens])
-        return {"mean": np.array(d.mean_cosine), "min": np.array(d.min_cosine), "counts": counts}
+        return {
+            "mean": np.array(d.mean_cosine),
+            "min": np.array(d.min_cosine),
+            "counts": counts,
+            "diff": np.array(d.max_abs_diff),
+        }
 
-    arrays = cached_arrays("int8-drift", key, compute)
+    arrays = cached_arrays("int8-drift-v2", key, compute)
     sentences, tokens = (int(v) for v in arrays["counts"])
-    return Drift(fp32.name, sentences, tokens, tuple(map(float, arrays["mean"])), tuple(map(float, arrays["min"])))
+    return Drift(
+        fp32.name,
+        sentences,
+        tokens,
+        tuple(map(float, arrays["mean"])),
+        tuple(map(float, arrays["min"])),
+        tuple(map(float, arrays["diff"])),
+    )
+
+
+def compare_states(reference: list[torch.Tensor], other: list[torch.Tensor], mask: torch.Tensor) -> dict:
+    """Per layer, over the real (unpadded) tokens: mean and minimum cosine and the largest
+    absolute difference between two runs' hidden states; and the token count."""
+    real = mask.bool()
+    means, mins, diffs = [], [], []
+    for x, y in zip(reference, other, strict=True):
+        a, b = x[real].double(), y[real].double()
+        cos = torch.nn.functional.cosine_similarity(a, b, dim=-1)
+        means.append(float(cos.mean()))
+        mins.append(float(cos.min()))
+        diffs.append(float((a - b).abs().max()))
+    return {"mean_cosine": means, "min_cosine": mins, "max_abs_diff": diffs, "tokens": int(real.sum())}
 
 
 def measure_drift(fp32: ContextualModel, int8: ContextualModel, texts: list[str]) -> Drift:
@@ -152,15 +207,17 @@ def measure_drift(fp32: ContextualModel, int8: ContextualModel, texts: list[str]
     layers = tuple(range(fp32.num_layers + 1))
     encoded = fp32.tokenizer(texts, truncation=True, max_length=fp32.max_length, verbose=False)["input_ids"]
     ids, mask = fp32.pad(encoded)
-    real = mask.bool()
-    a = fp32.run_layers(ids, mask, layers)
-    b = int8.run_layers(ids, mask, layers)
-    means, mins = [], []
-    for x, y in zip(a, b, strict=True):
-        cos = torch.nn.functional.cosine_similarity(x[real].double(), y[real].double(), dim=-1)
-        means.append(float(cos.mean()))
-        mins.append(float(cos.min()))
-    return Drift(fp32.name, len(texts), int(real.sum()), tuple(means), tuple(mins))
+    c = compare_states(fp32.run_layers(ids, mask, layers), int8.run_layers(ids, mask, layers), mask)
+    return Drift(
+        fp32.name,
+        len(texts),
+        c["tokens"],
+        tuple(c["mean_cosine"]),
+        tuple(c["min_cosine"]),
+        tuple(c["max_abs_diff"]),
+        int8.precision,
+        int8.runtime,
+    )
 
 
 def weight_bytes(net: torch.nn.Module) -> int:

@@ -1,0 +1,425 @@
+"""ONNX Runtime as a second forward pass for encoders: exported once, cached, checked, pruned.
+
+Why: on this project's reference machine (2 cores, AVX2, VNNI) ONNX Runtime with its transformer
+fusions ran minilm at 1.42-1.51x the bare torch forward, exact to 1.2e-5, and its dynamic int8
+at 2.06-2.52x against torch int8's 1.64-1.69x at equal drift (``benchmarks/runtimes.py``,
+docs/speed.md). It is opt-in (``--runtime onnx``); torch stays the default and the reference.
+
+How:
+
+* **Export once.** The torch model is exported (TorchScript exporter, opset 17, dynamic batch and
+  sequence axes, one output ``hidden_k`` per layer 0..L), fused by onnxruntime's transformer
+  optimizer and saved, weights in a side file, under ``<cache>/onnx/<key>/``; the key holds the
+  weights' path, size and mtime and the torch, transformers and onnxruntime versions. A BERT is
+  exported with eager attention and its padding mask prepared in the pattern the attention
+  fusion recognizes (:class:`PreparedMask`).
+* **Checked, not assumed.** Right after the export, the graph's states are compared with the torch
+  model's on the drift set (64 WordNet examples, every real token, every layer). An fp32 graph
+  further than :data:`EXACT` (1e-4) from torch is refused and not kept. The comparison (max
+  absolute difference, mean and minimum cosine per layer) is stored beside the graph and printed
+  with every result (:func:`contextlens.core.precision.drift`).
+* **Stop at the highest layer.** ONNX Runtime runs every node of a graph whatever outputs are
+  asked for (measured: hidden_1 alone costs what all seven layers of minilm cost). So for a
+  highest requested layer L a pruned graph is kept (``fp32-top3.onnx``: the nodes hidden_0..L
+  depend on), sharing the weights file; made once, on first need.
+* **int8:** ``onnxruntime.quantization.quantize_dynamic`` of the weight matrix products (and the
+  fused attention's q, k, v weights), the feed-forward down projections kept fp32: the rule of
+  :mod:`contextlens.core.precision`, for the same reason.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import warnings
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import torch
+
+from contextlens.core.disk_cache import cache_key
+from contextlens.core.resources import cache_dir, clean_leftovers
+from contextlens.errors import InputError, ModelLoadError, ModelNotInstalledError
+
+if TYPE_CHECKING:
+    from contextlens.core.contextual_models import ContextualModel
+
+RUNTIMES: tuple[str, ...] = ("torch", "onnx")
+EXACT = 1e-4  # the largest difference from torch an fp32 graph may show on the drift set
+EXPORT_RULE = "torchscript-opset17-bert-fusion-prepared-mask-v1"  # part of the export folder's key
+ORT_QUANT_RULE = "ort-dynamic-qint8-matmul-except-ffn-down-v1"  # part of an onnx int8 model's identity
+SESSIONS_KEPT = 3  # pruned graphs' sessions held at once (one per highest layer in use)
+INSTALL_HINT = "pip install 'contextlens[runtimes]' (onnxruntime, onnx), or use --runtime torch"
+
+
+def check_runtime(runtime: str) -> str:
+    if runtime not in RUNTIMES:
+        raise InputError(f"unknown runtime {runtime!r}; use one of {', '.join(RUNTIMES)}")
+    return runtime
+
+
+def require_onnxruntime() -> None:
+    """A typed error, not an ImportError, when the optional extra is missing."""
+    try:
+        import onnx  # noqa: F401
+        import onnxruntime  # noqa: F401
+    except ImportError as exc:
+        raise ModelNotInstalledError(f"ONNX Runtime is not installed: {INSTALL_HINT}") from exc
+
+
+class HiddenStates(torch.nn.Module):
+    """The model as a module returning its hidden states 0..L as a tuple (what the exporter sees)."""
+
+    def __init__(self, net: torch.nn.Module):
+        super().__init__()
+        self.net = net
+        self.eval()  # the exporter restores the wrapper's training flag afterwards: train mode = dropout on
+
+    def forward(self, ids: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return tuple(self.net(input_ids=ids, attention_mask=mask, output_hidden_states=True).hidden_states)
+
+
+class PreparedMask(HiddenStates):
+    """The same forward, given the additive 4D mask transformers would build (0 on real keys, the
+    float minimum on padding), written as ``Where(Cast(1 - Expand(mask)), min, 0)``: the pattern
+    onnxruntime's attention fusion recognizes. transformers' own mask, added after the ``* scaling``
+    Mul, is matched to that Mul and the fusion gives up. BERT-style models only (they take a
+    prepared 4D mask as is); the exactness check runs anyway."""
+
+    def forward(self, ids: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        b, s = mask.shape
+        padding = (1 - mask[:, None, None, :].expand(b, 1, s, s)).bool()
+        additive = torch.where(padding, torch.tensor(torch.finfo(torch.float32).min), torch.tensor(0.0))
+        return tuple(self.net(input_ids=ids, attention_mask=additive, output_hidden_states=True).hidden_states)
+
+
+def export_onnx(net: torch.nn.Module, num_layers: int, sample: tuple[torch.Tensor, torch.Tensor], path: str) -> None:
+    """TorchScript export with dynamic batch and sequence axes, one output per layer. A BERT is
+    exported with eager attention (the fusion knows its MatMul/Softmax pattern, not sdpa's)."""
+    outputs = [f"hidden_{k}" for k in range(num_layers + 1)]
+    axes = {name: {0: "batch", 1: "sequence"} for name in ["input_ids", "attention_mask", *outputs]}
+    bert = net.config.model_type == "bert"
+    before = net.config._attn_implementation
+    if bert:
+        net.set_attn_implementation("eager")
+    try:
+        with warnings.catch_warnings(), torch.inference_mode():
+            warnings.simplefilter("ignore")  # the TorchScript exporter's deprecation and tracer warnings
+            torch.onnx.export(
+                (PreparedMask if bert else HiddenStates)(net),
+                sample,
+                path,
+                dynamo=False,
+                input_names=["input_ids", "attention_mask"],
+                output_names=outputs,
+                dynamic_axes=axes,
+                opset_version=17,
+            )
+    finally:
+        net.set_attn_implementation(before)
+        net.eval()
+    if bert:
+        pin_head_count(
+            path, int(net.config.num_attention_heads), net.config.hidden_size // net.config.num_attention_heads
+        )
+
+
+def pin_head_count(path: str, heads: int, head_size: int) -> int:
+    """Rewrite the head reshapes' target ``(b, s, -1, head_size)`` to ``(b, s, heads, head_size)``
+    (the same tensor): onnxruntime's fusion reads the head count from there and takes -1 for it."""
+    import onnx
+    from onnx import numpy_helper
+
+    model = onnx.load(path)
+    graph = model.graph
+    const = {n.output[0]: numpy_helper.to_array(n.attribute[0].t) for n in graph.node if n.op_type == "Constant"}
+    reshaped = {n.input[1] for n in graph.node if n.op_type == "Reshape"}
+    graph.initializer.append(numpy_helper.from_array(np.array([heads], dtype=np.int64), "contextlens_num_heads"))
+    pinned = 0
+    for node in graph.node:
+        if node.op_type != "Concat" or len(node.input) != 4 or node.output[0] not in reshaped:
+            continue
+        ends = [const.get(name) for name in node.input[2:]]
+        if [None if c is None or c.size != 1 else int(c.reshape(-1)[0]) for c in ends] == [-1, head_size]:
+            node.input[2] = "contextlens_num_heads"
+            pinned += 1
+    onnx.save(model, path)
+    return pinned
+
+
+def optimize_onnx(path: str, out: str, config: Any, external_data: bool = False) -> dict[str, int]:
+    """onnxruntime's transformer optimizer (bert fusions); returns its fused-operator counts."""
+    import onnxruntime
+    from onnxruntime.transformers.optimizer import optimize_model
+
+    onnxruntime.set_default_logger_severity(3)  # not its notes on the initializers it drops
+    opt = optimize_model(
+        path, model_type="bert", num_heads=config.num_attention_heads, hidden_size=config.hidden_size, opt_level=1
+    )
+    opt.save_model_to_file(out, use_external_data_format=external_data)
+    return {k: v for k, v in opt.get_fused_operator_statistics().items() if v}
+
+
+def quantize_onnx(
+    path: str, out: str, intermediate: int, hidden: int, down_projection: bool, external_data: bool = False
+) -> int:
+    """Dynamic int8 of the linear layers: the MatMuls whose second input is a weight (never the
+    attention's activation x activation products) and the fused Attention ops (their q, k, v
+    weights), the down projections (intermediate -> hidden) only if ``down_projection``; returns
+    how many nodes were quantized."""
+    import onnx
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    graph = onnx.load(path, load_external_data=False).graph
+    weights = {w.name: tuple(w.dims) for w in graph.initializer}
+    chosen = [n.name for n in graph.node if n.op_type == "Attention"]
+    chosen += [
+        n.name
+        for n in graph.node
+        if n.op_type == "MatMul"
+        and n.input[1] in weights
+        and (down_projection or weights[n.input[1]] != (intermediate, hidden))
+    ]
+    # the fused ops (SkipLayerNormalization, BiasGelu: com.microsoft) defeat ONNX shape inference
+    extra = {"DefaultTensorType": onnx.TensorProto.FLOAT}
+    only = {"nodes_to_quantize": chosen, "op_types_to_quantize": ["MatMul", "Attention"], "extra_options": extra}
+    logger = logging.getLogger()
+    level = logger.level
+    logger.setLevel(logging.ERROR)  # its advice to pre-process: the graph is optimized already
+    try:
+        quantize_dynamic(path, out, weight_type=QuantType.QInt8, use_external_data_format=external_data, **only)
+    finally:
+        logger.setLevel(level)
+    return len(chosen)
+
+
+def prune_to(graph_path: Path, outputs: Sequence[str], out: Path) -> None:
+    """Save the graph that computes only ``outputs``: the nodes they depend on, the initializers
+    those nodes read (still in the original's weights file, beside it), the graph's inputs."""
+    import onnx
+
+    model = onnx.load(str(graph_path), load_external_data=False)
+    graph = model.graph
+    producer = {name: node for node in graph.node for name in node.output}
+    needed: set[str] = set()
+    stack = list(outputs)
+    kept: set[int] = set()
+    while stack:
+        name = stack.pop()
+        if name in needed:
+            continue
+        needed.add(name)
+        node = producer.get(name)
+        if node is not None and id(node) not in kept:
+            kept.add(id(node))
+            stack.extend(i for i in node.input if i)
+            stack.extend(_subgraph_inputs(node))
+    nodes = [n for n in graph.node if id(n) in kept]
+    del graph.node[:]
+    graph.node.extend(nodes)
+    initializers = [t for t in graph.initializer if t.name in needed]
+    del graph.initializer[:]
+    graph.initializer.extend(initializers)
+    wanted = [o for o in graph.output if o.name in set(outputs)]
+    del graph.output[:]
+    graph.output.extend(wanted)
+    tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
+    try:
+        onnx.save_model(model, str(tmp))  # no raw data loaded: the weights stay in the shared file
+        os.replace(tmp, out)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _subgraph_inputs(node: Any) -> list[str]:
+    """Names a control-flow node's subgraphs read from the outer graph (none in these encoders)."""
+    names = []
+    for attr in node.attribute:
+        for sub in [attr.g] if attr.HasField("g") else list(attr.graphs):
+            for inner in sub.node:
+                names.extend(i for i in inner.input if i)
+                for inner_attr in inner.attribute:
+                    if inner_attr.HasField("g") or len(inner_attr.graphs):
+                        names.extend(_subgraph_inputs(inner))
+    return names
+
+
+def _weights_fingerprint(source: str) -> list[tuple[str, int, int]]:
+    """Name, size and mtime of a model folder's weight files: a changed file is a new export."""
+    folder = Path(source)
+    if not folder.is_dir():
+        return []
+    return sorted(
+        (p.name, p.stat().st_size, int(p.stat().st_mtime))
+        for p in folder.iterdir()
+        if p.suffix in {".safetensors", ".bin"}
+    )
+
+
+def export_folder(model: ContextualModel) -> Path:
+    """Where this model's graphs live (keyed on its weights and the tool versions)."""
+    import onnxruntime
+    import transformers
+
+    key = cache_key(
+        EXPORT_RULE,
+        str(model.source),
+        _weights_fingerprint(str(model.source)),
+        torch.__version__,
+        transformers.__version__,
+        onnxruntime.__version__,
+    )
+    return cache_dir() / "onnx" / f"{model.name}-{key}"
+
+
+class OnnxForward:
+    """A model's graphs at one precision and their sessions: ``run_layers`` as in torch."""
+
+    def __init__(self, model: ContextualModel, precision: str):
+        require_onnxruntime()
+        if model.is_decoder:
+            raise InputError(
+                f"--runtime onnx runs encoder models (minilm, mpnet), not the decoder {model.name!r}; "
+                "use --runtime torch"
+            )
+        self.model = model
+        self.precision = precision
+        self.folder = export_folder(model)
+        self.threads = torch.get_num_threads()
+        self._sessions: OrderedDict[int, Any] = OrderedDict()
+        self.check = self._ensure_built()
+
+    # --- building (once per machine) -------------------------------------------------------
+
+    @property
+    def full_graph(self) -> Path:
+        return self.folder / f"{self.precision}.onnx"
+
+    def _ensure_built(self) -> dict:
+        """The export folder and this precision's graph, built if missing; returns the check."""
+        if not (self.folder / "fp32-check.json").exists():
+            self._export()
+        if self.precision == "int8" and not (self.folder / "int8-check.json").exists():
+            self._quantize()
+        return json.loads((self.folder / f"{self.precision}-check.json").read_text())
+
+    def _export(self) -> None:
+        from contextlens.core.precision import drift_sentences
+
+        model = self.model
+        parent = self.folder.parent
+        parent.mkdir(parents=True, exist_ok=True)
+        clean_leftovers(self.folder)
+        tmp = parent / f".{self.folder.name}.tmp-{os.getpid()}"
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir()
+        try:
+            sample = model.pad([model.tokenizer(t)["input_ids"] for t in drift_sentences(2)])
+            raw = tmp / "raw.onnx"
+            export_onnx(model.model, model.num_layers, sample, str(raw))
+            fused = optimize_onnx(str(raw), str(tmp / "fp32.onnx"), model.config, external_data=True)
+            for leftover in tmp.glob("raw.onnx*"):
+                leftover.unlink()
+            check = self._compare(tmp / "fp32.onnx") | {"fused": fused}
+            if max(check["max_abs_diff"]) > EXACT:
+                raise ModelLoadError(
+                    f"the ONNX export of {model.name} differs from torch by {max(check['max_abs_diff']):.2g} "
+                    f"(more than {EXACT:g}) on the drift set; use --runtime torch"
+                )
+            (tmp / "fp32-check.json").write_text(json.dumps(check))
+            if self.folder.exists():  # another process built it meanwhile: keep theirs
+                return
+            os.replace(tmp, self.folder)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    def _quantize(self) -> None:
+        config = self.model.config
+        tmp = self.folder / f".int8-{os.getpid()}"
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir()
+        try:
+            count = quantize_onnx(
+                str(self.full_graph.with_name("fp32.onnx")),
+                str(tmp / "int8.onnx"),
+                int(config.intermediate_size),
+                int(config.hidden_size),
+                down_projection=False,
+                external_data=True,
+            )
+            check = self._compare(tmp / "int8.onnx") | {"quantized_nodes": count}
+            for name in ("int8.onnx.data", "int8.onnx"):  # the graph last: it marks the pair complete
+                os.replace(tmp / name, self.folder / name)
+            (self.folder / "int8-check.json").write_text(json.dumps(check))
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    def _compare(self, graph: Path) -> dict:
+        """Per layer: max |difference|, mean and minimum cosine against the torch fp32 states of
+        every real token of the drift set."""
+        from contextlens.core.layer_forward import run_layers
+        from contextlens.core.precision import compare_states, drift_sentences
+
+        model = self.model
+        texts = drift_sentences()
+        encoded = model.tokenizer(texts, truncation=True, max_length=model.max_length, verbose=False)["input_ids"]
+        ids, mask = model.pad(encoded)
+        layers = tuple(range(model.num_layers + 1))
+        reference = run_layers(model, ids, mask, layers)  # torch's, whatever the model's runtime
+        session = self._session_for(graph)
+        got = [torch.from_numpy(a) for a in session.run([f"hidden_{k}" for k in layers], _feeds(ids, mask))]
+        return compare_states(reference, got, mask) | {"sentences": len(texts)}
+
+    # --- running ---------------------------------------------------------------------------
+
+    def _session_for(self, path: Path) -> Any:
+        import onnxruntime as ort
+
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = self.threads
+        options.inter_op_num_threads = 1
+        options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+        options.log_severity_level = 3
+        return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+
+    def session(self, highest: int) -> Any:
+        """The session of the graph pruned to layers 0..``highest`` (the full graph at the top)."""
+        found = self._sessions.get(highest)
+        if found is not None:
+            self._sessions.move_to_end(highest)
+            return found
+        if highest >= self.model.num_layers:
+            path = self.full_graph
+        else:
+            path = self.folder / f"{self.precision}-top{highest}.onnx"
+            if not path.exists():
+                prune_to(self.full_graph, [f"hidden_{k}" for k in range(highest + 1)], path)
+        made = self._session_for(path)
+        self._sessions[highest] = made
+        if len(self._sessions) > SESSIONS_KEPT:
+            self._sessions.popitem(last=False)
+        return made
+
+    def run_layers(
+        self,
+        ids: torch.Tensor,
+        mask: torch.Tensor,
+        layers: Sequence[int],
+        keep: Callable[[torch.Tensor], torch.Tensor],
+    ) -> list[torch.Tensor]:
+        """``keep(state)`` at each of ``layers``; only the nodes up to the highest one run."""
+        states = self.session(max(layers)).run([f"hidden_{k}" for k in layers], _feeds(ids, mask))
+        return [keep(torch.from_numpy(state)) for state in states]
+
+    def weight_bytes(self) -> int:
+        """Bytes of this precision's graph and weights file as stored."""
+        return sum(p.stat().st_size for p in (self.full_graph, Path(f"{self.full_graph}.data")) if p.exists())
+
+
+def _feeds(ids: torch.Tensor, mask: torch.Tensor) -> dict[str, np.ndarray]:
+    return {"input_ids": ids.numpy(), "attention_mask": mask.numpy()}
