@@ -15,6 +15,11 @@ sentences of 6-60 words, target = the longest word; ``wordnet`` - WordNet 3.0 us
   (d) partial - ours asking for layers 0..L/2 only (blocks above are not run);
   (e) int8   - ours with ``precision="int8"`` (all layers); its drift from fp32 (per layer mean
                and minimum cosine over a fixed sentence set) is measured after the clock stops.
+  (g) onnx   - ours with ``runtime="onnx"`` (ONNX Runtime, fp32, all layers; the graph is exported
+               and checked before the clock, once per machine): ``onnx/fp32``, and its largest
+               difference from torch on the drift set (``onnx_max_abs_diff``);
+  (h) onnx-int8 - ours with ONNX Runtime's int8 (``onnx-int8/fp32``, ``onnx_int8_min_cosine``).
+  The two onnx approaches run only where ``pip install '.[runtimes]'`` put ONNX Runtime.
 
 The machine's limit: a large fp32 matrix product (2048 x 2048, best of 5) at the same thread
 count gives ``gemm_gflops``; each approach's model FLOPs per second (2 x the linear layers'
@@ -50,7 +55,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-APPROACHES = ("seeds", "ours", "bare", "forward", "partial", "int8")
+APPROACHES = ("seeds", "ours", "bare", "forward", "partial", "int8", "onnx", "onnx-int8")
 ALWAYS = ("ours", "bare", "forward")
 TARGETS = {
     "minilm": {"ours/bare": 0.95, "ours/seeds": 2.5, "int8/fp32": 1.4},
@@ -101,7 +106,11 @@ def _run_one(model_name: str, corpus: str, approach: str, n: int, threads: int, 
     from contextlens.core.occurrences import Occurrence
 
     load_before = os.getloadavg()[0]
-    model: ContextualModel = load_contextual(model_name, "int8" if approach == "int8" else "fp32")
+    precision = "int8" if approach in {"int8", "onnx-int8"} else "fp32"
+    runtime = "onnx" if approach.startswith("onnx") else "torch"
+    model: ContextualModel = load_contextual(model_name, precision, runtime)
+    if runtime == "onnx":
+        model.onnx_forward()  # exported and checked once per machine, never inside the clock
     data = CORPORA[corpus](n)
     tok = model.tokenizer
     net = model.model
@@ -146,7 +155,16 @@ def _run_one(model_name: str, corpus: str, approach: str, n: int, threads: int, 
                 with torch.inference_mode():
                     net(input_ids=ids, attention_mask=mask)
 
-        return {"seeds": seeds, "ours": ours, "bare": bare, "forward": forward, "partial": partial, "int8": ours}
+        return {
+            "seeds": seeds,
+            "ours": ours,
+            "bare": bare,
+            "forward": forward,
+            "partial": partial,
+            "int8": ours,
+            "onnx": ours,
+            "onnx-int8": ours,
+        }
 
     # the same code paths on two sentences first, before the memory baseline: library code paged
     # in by a first call (ru_maxrss counts it) is not memory the approach keeps alive
@@ -164,11 +182,12 @@ def _run_one(model_name: str, corpus: str, approach: str, n: int, threads: int, 
     blocks = model.num_layers // 2 if approach == "partial" else model.num_layers
     flops = sum(model_flops(model, n_tok, blocks) for n_tok in lengths)
     extra = {}
-    if approach == "int8":  # after the clock and the memory reading: it loads the fp32 model too
+    if approach != "ours" and precision + runtime != "fp32torch":  # after the clock and the memory reading
         from contextlens.core.precision import drift
 
-        d = drift(model_name)
+        d = drift(model_name, precision, runtime)
         extra = {"int8_mean_cosine": list(d.mean_cosine), "int8_layer_min_cosine": list(d.min_cosine)}
+        extra |= {"max_abs_diff": list(d.max_abs_diff)}
     queue.put(
         {
             **extra,
@@ -283,6 +302,13 @@ def main() -> None:
     )
     parser.add_argument("--json", action="store_true", help="print one JSON document")
     args = parser.parse_args()
+    try:
+        import onnxruntime  # noqa: F401
+    except ImportError:
+        if {"onnx", "onnx-int8"} & set(args.approaches):
+            note = "ONNX Runtime is not installed (pip install '.[runtimes]'): onnx approaches skipped"
+            print(f"  {note}", file=sys.stderr)
+        args.approaches = [a for a in args.approaches if not a.startswith("onnx")]
 
     gemm = gemm_gflops(args.threads)
     peak = theoretical_gflops(args.threads)
@@ -312,6 +338,11 @@ def main() -> None:
                 "partial/full": tps["partial"] / tps["ours"] if "partial" in tps else None,
                 "int8/fp32": tps["int8"] / tps["ours"] if "int8" in tps else None,
                 "int8_min_cosine": min(by["int8"]["int8_mean_cosine"]) if "int8" in by else None,
+                "onnx/fp32": tps["onnx"] / tps["ours"] if "onnx" in tps else None,
+                "onnx/bare": tps["onnx"] / tps["bare"] if "onnx" in tps else None,
+                "onnx_max_abs_diff": max(by["onnx"]["max_abs_diff"]) if "onnx" in by else None,
+                "onnx-int8/fp32": tps["onnx-int8"] / tps["ours"] if "onnx-int8" in tps else None,
+                "onnx_int8_min_cosine": min(by["onnx-int8"]["int8_mean_cosine"]) if "onnx-int8" in by else None,
                 "share_of_gemm_peak": by["ours"]["share_of_gemm_peak"],
                 "bare_share_of_gemm_peak": by["bare"]["share_of_gemm_peak"],
                 "rss_growth/bare": by["ours"]["rss_growth_mb"] / max(by["bare"]["rss_growth_mb"], 1e-9),
@@ -345,8 +376,10 @@ def main() -> None:
             if s[k] is not None
         )
         shown = ("ours/seeds", "ours/bare", "ours/forward", "bare/seeds", "partial/full", "int8/fp32")
-        shown += ("int8_min_cosine", "rss_growth/bare")
-        ratios = "  ".join(f"{k} {s[k]:.{4 if 'cosine' in k else 2}f}" for k in shown if s[k] is not None)
+        shown += ("int8_min_cosine", "onnx/fp32", "onnx/bare", "onnx-int8/fp32", "onnx_int8_min_cosine")
+        shown += ("onnx_max_abs_diff", "rss_growth/bare")
+        digits = {k: ".4f" if "cosine" in k else ".1e" if "diff" in k else ".2f" for k in shown}
+        ratios = "  ".join(f"{k} {s[k]:{digits[k]}}" for k in shown if s[k] is not None)
         load = f"load {s['load_avg'][0]:.1f}-{s['load_avg'][1]:.1f}"
         print(f"{s['corpus']:9s}{s['model']:8s} {ratios}   {checks}   {load}")
 

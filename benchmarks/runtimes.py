@@ -39,7 +39,6 @@ from __future__ import annotations
 import argparse
 import copy
 import json
-import logging
 import os
 import sys
 import tempfile
@@ -59,6 +58,9 @@ ADOPT = 1.2  # the issue's bar for speed, x the bare torch forward
 
 Run = Callable[[object, object], list]  # (ids, mask) -> hidden states 0..L, numpy or torch
 
+# the export, fusion and quantization are contextlens's own (--runtime onnx); this script times them
+from contextlens.core.onnx_runtime import HiddenStates, export_onnx, optimize_onnx, quantize_onnx  # noqa: E402
+
 
 def runtime_versions() -> dict[str, str]:
     out = {}
@@ -74,19 +76,6 @@ def load_avg() -> tuple[float, float, float]:
     return os.getloadavg()
 
 
-class HiddenStates(torch.nn.Module):
-    """The model as a module returning its hidden states 0..L as a tuple (what the exporter and
-    torch.compile see)."""
-
-    def __init__(self, net: torch.nn.Module):
-        super().__init__()
-        self.net = net
-        self.eval()  # the exporter puts the wrapper back in its own mode afterwards: train mode = dropout on
-
-    def forward(self, ids: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        return tuple(self.net(input_ids=ids, attention_mask=mask, output_hidden_states=True).hidden_states)
-
-
 def torch_run(module: torch.nn.Module) -> Run:
     def run(ids, mask):
         with torch.inference_mode():
@@ -99,117 +88,6 @@ def compiled_run(net: torch.nn.Module) -> Run:
     """torch.compile of the forward (inductor, dynamic shapes). Nothing compiles here: the first
     call does, and :func:`check_and_warm` times it as the backend's ``setup_s``."""
     return torch_run(torch.compile(HiddenStates(net), backend="inductor", dynamic=True))
-
-
-class PreparedMask(HiddenStates):
-    """The same forward, given the additive 4D mask transformers would build (0 on real keys, the
-    float minimum on padding) written as ``Where(Cast(1 - Expand(mask)), min, 0)``: the pattern
-    onnxruntime's attention fusion recognizes. transformers' own mask, added after the ``* scaling``
-    Mul, is matched to that Mul instead and the fusion gives up. BERT-style models only (they
-    take a prepared 4D mask as is); the states are checked against the plain forward anyway."""
-
-    def forward(self, ids: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        b, s = mask.shape
-        padding = (1 - mask[:, None, None, :].expand(b, 1, s, s)).bool()
-        additive = torch.where(padding, torch.tensor(torch.finfo(torch.float32).min), torch.tensor(0.0))
-        return tuple(self.net(input_ids=ids, attention_mask=additive, output_hidden_states=True).hidden_states)
-
-
-def export_onnx(net, num_layers: int, sample: tuple, path: str) -> None:
-    """TorchScript export with dynamic batch and sequence axes, one output per layer. A BERT is
-    exported with eager attention and :class:`PreparedMask` so that its attention can be fused."""
-    import warnings
-
-    outputs = [f"hidden_{k}" for k in range(num_layers + 1)]
-    axes = {name: {0: "batch", 1: "sequence"} for name in ["input_ids", "attention_mask", *outputs]}
-    bert = net.config.model_type == "bert"
-    before = net.config._attn_implementation
-    if bert:
-        net.set_attn_implementation("eager")  # the fusion knows eager's MatMul/Softmax pattern, not sdpa's
-    try:
-        with warnings.catch_warnings(), torch.inference_mode():
-            warnings.simplefilter("ignore")  # the TorchScript exporter's deprecation and tracer warnings
-            torch.onnx.export(
-                (PreparedMask if bert else HiddenStates)(net),
-                sample,
-                path,
-                dynamo=False,
-                input_names=["input_ids", "attention_mask"],
-                output_names=outputs,
-                dynamic_axes=axes,
-                opset_version=17,
-            )
-    finally:
-        net.set_attn_implementation(before)
-        net.eval()
-    if bert:
-        pin_head_count(
-            path, int(net.config.num_attention_heads), net.config.hidden_size // net.config.num_attention_heads
-        )
-
-
-def pin_head_count(path: str, heads: int, head_size: int) -> int:
-    """Rewrite the head reshapes' target ``(b, s, -1, head_size)`` to ``(b, s, heads, head_size)``
-    (the same tensor): onnxruntime's fusion reads the head count from there and takes -1 for it."""
-    import numpy as np
-    import onnx
-    from onnx import numpy_helper
-
-    model = onnx.load(path)
-    graph = model.graph
-    const = {n.output[0]: numpy_helper.to_array(n.attribute[0].t) for n in graph.node if n.op_type == "Constant"}
-    reshaped = {n.input[1] for n in graph.node if n.op_type == "Reshape"}
-    graph.initializer.append(numpy_helper.from_array(np.array([heads], dtype=np.int64), "contextlens_num_heads"))
-    pinned = 0
-    for node in graph.node:
-        if node.op_type != "Concat" or len(node.input) != 4 or node.output[0] not in reshaped:
-            continue
-        ends = [const.get(name) for name in node.input[2:]]
-        if [None if c is None or c.size != 1 else int(c.reshape(-1)[0]) for c in ends] == [-1, head_size]:
-            node.input[2] = "contextlens_num_heads"
-            pinned += 1
-    onnx.save(model, path)
-    return pinned
-
-
-def optimize_onnx(path: str, out: str, config) -> dict:
-    """onnxruntime's transformer optimizer (bert fusions); returns its fused-operator counts."""
-    import onnxruntime
-    from onnxruntime.transformers.optimizer import optimize_model
-
-    onnxruntime.set_default_logger_severity(3)  # not its notes on the initializers it drops
-
-    opt = optimize_model(
-        path, model_type="bert", num_heads=config.num_attention_heads, hidden_size=config.hidden_size, opt_level=1
-    )
-    opt.save_model_to_file(out)
-    return {k: v for k, v in opt.get_fused_operator_statistics().items() if v}
-
-
-def quantize_onnx(path: str, out: str, intermediate: int, hidden: int, down_projection: bool) -> int:
-    """Dynamic int8 of the linear layers: the MatMuls whose second input is a weight (never the
-    attention's activation x activation products) and the fused Attention ops (their q, k, v
-    weights), the down projections (intermediate -> hidden) only if ``down_projection``; returns
-    how many nodes were quantized."""
-    import onnx
-    from onnxruntime.quantization import QuantType, quantize_dynamic
-
-    graph = onnx.load(path, load_external_data=False).graph
-    weights = {w.name: tuple(w.dims) for w in graph.initializer}
-    chosen = [n.name for n in graph.node if n.op_type == "Attention"]
-    chosen += [
-        n.name
-        for n in graph.node
-        if n.op_type == "MatMul"
-        and n.input[1] in weights
-        and (down_projection or weights[n.input[1]] != (intermediate, hidden))
-    ]
-    # the fused ops (SkipLayerNormalization, BiasGelu: com.microsoft) defeat ONNX shape inference
-    extra = {"DefaultTensorType": onnx.TensorProto.FLOAT}
-    only = {"nodes_to_quantize": chosen, "op_types_to_quantize": ["MatMul", "Attention"], "extra_options": extra}
-    logging.getLogger().setLevel(logging.ERROR)  # its advice to pre-process: the graph is optimized already
-    quantize_dynamic(path, out, weight_type=QuantType.QInt8, **only)
-    return len(chosen)
 
 
 def ort_run(path: str, threads: int) -> Run:
