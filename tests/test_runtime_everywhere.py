@@ -199,3 +199,18 @@ def test_lesson_json_and_the_web_face_carry_the_runtime(minilm_onnx: ContextualM
     assert "minilm (onnx fp32)" in client.get("/compare").text
     refused = client.post("/api/attention", json={"sentences": BANK})
     assert refused.status_code == 400 and "torch runtime" in refused.json()["error"]
+
+
+def test_contextuality_of_a_corpus_extracts_into_its_own_onnx_folders(minilm_onnx: ContextualModel, tmp_path: Path):
+    from tests.test_senses import MONEY, RIVER
+
+    corpus = tmp_path / "bank.txt"
+    corpus.write_text("\n".join(RIVER + MONEY) + "\n")
+    args = ("eval", "contextuality", "--corpus", str(corpus), "-m", "minilm", "--json", "--runtime", "onnx")
+    proc = run_cli(*args, "--min-contexts", "5", "--max-words", "3", "--sentences", "4")
+    assert proc.returncode == 0, proc.stderr
+    meta = json.loads(proc.stdout)["meta"]
+    assert (meta["precision"], meta["runtime"]) == ("fp32", "onnx") and "fp32 (onnx)" in proc.stderr
+    folder = Path(meta["cache"]["folder"])
+    assert sorted(p.name for p in folder.iterdir() if p.is_dir()) == ["sentences-minilm-onnx", "words-minilm-onnx"]
+    assert json.loads((folder / "words-minilm-onnx" / "manifest.json").read_text())["runtime"] == "onnx"
