@@ -199,6 +199,8 @@ def test_lesson_json_and_the_web_face_carry_the_runtime(minilm_onnx: ContextualM
     assert "minilm (onnx fp32)" in client.get("/compare").text
     refused = client.post("/api/attention", json={"sentences": BANK})
     assert refused.status_code == 400 and "torch runtime" in refused.json()["error"]
+    lesson = client.get("/lesson")  # the lesson stays up; its trace figure is a note on ONNX Runtime
+    assert lesson.status_code == 200 and "The trace needs attention weights" in lesson.text
 
 
 def test_contextuality_of_a_corpus_extracts_into_its_own_onnx_folders(minilm_onnx: ContextualModel, tmp_path: Path):

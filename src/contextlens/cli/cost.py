@@ -62,7 +62,9 @@ def cost_cmd(
             print_json(report.to_dict())
             return
         table = Table(title=f"per token, measured on {report.sentences} {corpus} sentences ({report.machine})")
-        for col in ("", report.static_name + " (static)", report.model_name + " (contextual)"):
+        backend = report.precision if report.runtime == "torch" else f"{report.runtime} {report.precision}"
+        contextual = f"{report.model_name} (contextual{'' if backend == 'fp32' else ', ' + backend})"
+        for col in ("", report.static_name + " (static)", contextual):
             table.add_column(col, justify="right")
         table.add_row(
             "time per token (median)",
