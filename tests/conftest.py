@@ -32,6 +32,15 @@ def minilm() -> ContextualModel:
 
 
 @pytest.fixture(scope="session")
+def minilm_onnx() -> ContextualModel:
+    """minilm on ONNX Runtime at fp32, its graph exported and checked now (once per test cache, ~5-20 s),
+    so that no test pays the export inside a cache folder of its own."""
+    model = load_contextual("minilm", "fp32", "onnx")
+    model.onnx_forward()
+    return model
+
+
+@pytest.fixture(scope="session")
 def mpnet() -> ContextualModel:
     return load_contextual("mpnet")
 

@@ -16,6 +16,7 @@ from contextlens.cli.common import (
     ModelOpt,
     PlotOpt,
     PrecisionOpt,
+    RuntimeOpt,
     ThreadsOpt,
     console,
     contextual_option,
@@ -38,6 +39,7 @@ def cka_cmd(
     ] = "wordnet",
     limit: Annotated[int, typer.Option("--limit", help="Use at most this many texts.")] = 400,
     precision: PrecisionOpt = "fp32",
+    runtime: RuntimeOpt = "torch",
     threads: ThreadsOpt = None,
     json_out: JsonOpt = False,
     plot: PlotOpt = None,
@@ -48,8 +50,8 @@ def cka_cmd(
     from contextlens.reports.claims_figures import cka_figure
 
     texts = read_texts(sentences) if sentences is not None else None
-    a = contextual_option(model, precision, threads)
-    b = None if other is None or other == model else contextual_option(other, precision, threads)
+    a = contextual_option(model, precision, threads, runtime)
+    b = None if other is None or other == model else contextual_option(other, precision, threads, runtime)
     with contextlib.nullcontext() if json_out else console.status("encoding every token with both models..."):
         result = compare_layers(a, b, texts=texts, corpus=corpus, limit=limit)
     with figures_after(plot, None, lambda: cka_figure(result), None, "CKA"):

@@ -17,6 +17,7 @@ import typer
 from rich.console import Console
 
 from contextlens.core.contextual_models import ContextualModel, load_contextual
+from contextlens.core.onnx_runtime import check_runtime
 from contextlens.core.precision import PRECISIONS
 from contextlens.core.resources import DEFAULT_CONTEXTUAL, DEFAULT_STATIC
 from contextlens.errors import InputError, OutputPathError
@@ -35,6 +36,14 @@ PrecisionOpt = Annotated[
         "--precision",
         help="fp32 (default, exact) or int8: linear layers dynamically quantized, faster, not exact;"
         " its drift from fp32 (cosine per layer) is printed with the result.",
+    ),
+]
+RuntimeOpt = Annotated[
+    str,
+    typer.Option(
+        "--runtime",
+        help="torch (default, the reference) or onnx: ONNX Runtime, exported once per model and cached,"
+        " checked within 1e-4 of torch; faster on this machine (docs/speed.md); encoders only.",
     ),
 ]
 ThreadsOpt = Annotated[
@@ -91,20 +100,24 @@ def default_threads() -> int:
         return os.cpu_count() or 1
 
 
-def contextual_option(name: str, precision: str = "fp32", threads: int | None = None) -> ContextualModel:
-    """The --model at --precision, with torch's threads set once (--threads, default the core
-    count). An int8 model's measured drift from fp32 goes to stderr, so no int8 result is read
-    without it."""
+def contextual_option(
+    name: str, precision: str = "fp32", threads: int | None = None, runtime: str = "torch"
+) -> ContextualModel:
+    """The --model at --precision on --runtime, with torch's threads set once, before the model
+    loads (--threads, default the core count; ONNX Runtime sessions take torch's count). Any
+    result that is not torch fp32 has its measured drift from it on stderr (an ONNX graph's is
+    the check made when it was exported), so no such result is read without it."""
     import torch
 
     if precision not in PRECISIONS:
         raise InputError(f"unknown precision {precision!r}; use one of {', '.join(PRECISIONS)}")
+    check_runtime(runtime)
     torch.set_num_threads(threads or default_threads())
-    model = load_contextual(name, precision)
-    if precision != "fp32":
+    model = load_contextual(name, precision, runtime)
+    if precision != "fp32" or runtime != "torch":
         from contextlens.core.precision import drift
 
-        note(drift(name).line())
+        note(drift(name, precision, runtime).line())
     return model
 
 

@@ -19,6 +19,7 @@ from contextlens.cli.common import (
     OccurrenceOpt,
     PlotOpt,
     PrecisionOpt,
+    RuntimeOpt,
     StaticOpt,
     ThreadsOpt,
     WordOpt,
@@ -39,6 +40,7 @@ def compare_cmd(
     sentences: Annotated[list[str], typer.Argument(help="Two or more sentences, target in \\[brackets].")],
     model: ModelOpt = DEFAULT_MODEL,
     precision: PrecisionOpt = "fp32",
+    runtime: RuntimeOpt = "torch",
     threads: ThreadsOpt = None,
     static: StaticOpt = DEFAULT_STATIC_MODEL,
     word: WordOpt = None,
@@ -58,7 +60,7 @@ def compare_cmd(
             "e.g. 'The [bank] called.' 'The river [bank] flooded.'"
         )
     # the contextual model loads its weights lazily: an unknown static word still fails in seconds
-    contextual = contextual_option(model, precision, threads)
+    contextual = contextual_option(model, precision, threads, runtime)
     result = compare(occs, contextual, optional_static(static, optional=True), pooling=pooling)  # type: ignore[arg-type]
     from contextlens.reports import figures, interactive
 

@@ -15,6 +15,7 @@ from contextlens.cli.common import (
     JsonOpt,
     ModelOpt,
     PrecisionOpt,
+    RuntimeOpt,
     ThreadsOpt,
     console,
     contextual_option,
@@ -101,6 +102,7 @@ def extract_cmd(
     ] = False,
     model: ModelOpt = DEFAULT_MODEL,
     precision: PrecisionOpt = "fp32",
+    runtime: RuntimeOpt = "torch",
     threads: ThreadsOpt = None,
     layers: Annotated[str, typer.Option("--layers", help="Layers to keep: 0,6,12 or all.")] = "all",
     pooling: Annotated[str, typer.Option("--pooling", help="Over a word's tokens: mean, first, last.")] = "mean",
@@ -152,6 +154,7 @@ def extract_cmd(
             on_error=on_error,
             forms=forms,
             precision=precision,
+            runtime=runtime,
             threads=threads,
             progress=update,
         )
@@ -181,7 +184,7 @@ def extract_cmd(
         top = ", ".join(f"{f} {n:,}" for f, n in list(m.counts["per_form"].items())[:12])  # type: ignore[union-attr]
         console.print(f"forms matched: {top}")
     console.print(
-        f"[dim]model {m.model} ({m.precision}), layers {m.layers}, {m.pooling} pooling, {m.dtype}"
+        f"[dim]model {m.model} ({m.backend}), layers {m.layers}, {m.pooling} pooling, {m.dtype}"
         f"{', inflected forms' if m.forms else ''}[/dim]"
     )
     if s.read.skipped:

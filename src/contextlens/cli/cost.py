@@ -17,6 +17,7 @@ from contextlens.cli.common import (
     ModelOpt,
     PlotOpt,
     PrecisionOpt,
+    RuntimeOpt,
     StaticOpt,
     ThreadsOpt,
     console,
@@ -35,6 +36,7 @@ def cost_cmd(
     limit: Annotated[int, typer.Option("--limit", help="Time on at most this many sentences.")] = 256,
     repeats: Annotated[int, typer.Option("--repeats", help="Timed runs; the median is reported.")] = 5,
     precision: PrecisionOpt = "fp32",
+    runtime: RuntimeOpt = "torch",
     threads: ThreadsOpt = None,
     json_out: JsonOpt = False,
     plot: PlotOpt = None,
@@ -52,7 +54,7 @@ def cost_cmd(
         raise InputError(f"--repeats must be at least 1, got {repeats}")
     static_model = optional_static(static, optional=False)
     texts = corpus_texts(corpus, limit)
-    loaded = contextual_option(model, precision, threads)
+    loaded = contextual_option(model, precision, threads, runtime)
     with contextlib.nullcontext() if json_out else console.status("timing lookups and forward passes..."):
         report = measure_cost(loaded, static_model, texts, count=int(count), repeats=repeats)
     with figures_after(plot, None, lambda: cost_figure(report), None, "cost"):
@@ -60,7 +62,9 @@ def cost_cmd(
             print_json(report.to_dict())
             return
         table = Table(title=f"per token, measured on {report.sentences} {corpus} sentences ({report.machine})")
-        for col in ("", report.static_name + " (static)", report.model_name + " (contextual)"):
+        backend = report.precision if report.runtime == "torch" else f"{report.runtime} {report.precision}"
+        contextual = f"{report.model_name} (contextual{'' if backend == 'fp32' else ', ' + backend})"
+        for col in ("", report.static_name + " (static)", contextual):
             table.add_column(col, justify="right")
         table.add_row(
             "time per token (median)",

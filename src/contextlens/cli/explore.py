@@ -18,6 +18,7 @@ from contextlens.cli.common import (
     ModelOpt,
     PlotOpt,
     PrecisionOpt,
+    RuntimeOpt,
     ThreadsOpt,
     console,
     contextual_option,
@@ -39,6 +40,7 @@ def explore_cmd(
     layer: LayerOpt = -1,
     model: ModelOpt = DEFAULT_MODEL,
     precision: PrecisionOpt = "fp32",
+    runtime: RuntimeOpt = "torch",
     threads: ThreadsOpt = None,
     permutations: Annotated[int, typer.Option(help="Label shuffles for the permutation test.")] = 1000,
     seed: Annotated[int, typer.Option(help="Seed of the label shuffles.")] = 0,
@@ -52,7 +54,7 @@ def explore_cmd(
 
     data = load_sense_sentences(sentences) if sentences is not None else None
     source = str(sentences) if sentences is not None else None
-    contextual = contextual_option(model, precision, threads)
+    contextual = contextual_option(model, precision, threads, runtime)
     result = explore(words or [], contextual, data, layer, permutations, seed, source=source, show_progress_bar=True)
     from contextlens.reports import interactive, lesson_figures
 

@@ -10,7 +10,16 @@ from rich.markup import escape
 from rich.table import Table
 
 from contextlens.cli import app
-from contextlens.cli.common import JsonOpt, PrecisionOpt, ThreadsOpt, console, contextual_option, fmt, print_json
+from contextlens.cli.common import (
+    JsonOpt,
+    PrecisionOpt,
+    RuntimeOpt,
+    ThreadsOpt,
+    console,
+    contextual_option,
+    fmt,
+    print_json,
+)
 from contextlens.errors import InputError
 
 index_app = typer.Typer(
@@ -51,6 +60,7 @@ def index_build(
     nprobe: Annotated[int | None, typer.Option(help="IVF-PQ: lists visited per query (default 16).")] = None,
     batch_size: Annotated[int, typer.Option(help="Texts per forward pass.")] = 32,
     precision: PrecisionOpt = "fp32",
+    runtime: RuntimeOpt = "torch",
     threads: ThreadsOpt = None,
     force: Annotated[
         bool, typer.Option("--force", help="Build into an --out folder that also holds other files (kept).")
@@ -79,7 +89,7 @@ def index_build(
     check_index_folder(check_output_folder(out), force)  # and that --out can take an index
     documents = load_documents(docs)
     kind = check_kind(kind or "sentence")  # before the model loads
-    encoder = make_encoder(contextual_option(model, precision, threads), kind, layer)
+    encoder = make_encoder(contextual_option(model, precision, threads, runtime), kind, layer)
     built = VectorIndex.build(documents, encoder, config, batch_size=batch_size, show_progress_bar=console.is_terminal)
     folder = built.save(out, model_source=encoder.model.source, force=force)
     if json_out:
@@ -114,6 +124,14 @@ def index_search(
             " fp32 and int8 vectors are not mixed).",
         ),
     ] = None,
+    runtime: Annotated[
+        str | None,
+        typer.Option(
+            "--runtime",
+            help="Query runtime: torch or onnx (default: the index's, recorded in its manifest; another one"
+            " is accepted at fp32, where ONNX Runtime is checked within 1e-4 of torch, and refused at int8).",
+        ),
+    ] = None,
     threads: ThreadsOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
@@ -123,8 +141,9 @@ def index_search(
 
     if precision is not None:
         check_precision(precision)
-    stored = index_encoder(folder, model, kind, layer, precision)  # a mismatch is refused before any model loads
-    loaded = contextual_option(stored.model, stored.precision, threads)
+    # a mismatch is refused before any model loads
+    stored = index_encoder(folder, model, kind, layer, precision, runtime)
+    loaded = contextual_option(stored.model, stored.precision, threads, runtime or stored.runtime)
     result = search_index(folder, query, k, model=loaded, kind=kind, layer=layer)
     if json_out:
         print_json(result.to_dict())

@@ -20,6 +20,7 @@ from contextlens.cli.common import (
     OccurrenceOpt,
     PlotOpt,
     PrecisionOpt,
+    RuntimeOpt,
     StaticOpt,
     TemplateOpt,
     ThreadsOpt,
@@ -56,6 +57,7 @@ def probe_cmd(
     layer: LayerOpt = -1,
     model: ModelOpt = DEFAULT_MODEL,
     precision: PrecisionOpt = "fp32",
+    runtime: RuntimeOpt = "torch",
     threads: ThreadsOpt = None,
     static: StaticOpt = DEFAULT_STATIC_MODEL,
     word: WordOpt = None,
@@ -72,7 +74,7 @@ def probe_cmd(
     given = load_anchor_sentences(anchor_sentences) if anchor_sentences is not None else None
     occs = locate_all(texts, word, occurrence)
     static_model = optional_static(static, optional=True)
-    contextual = contextual_option(model, precision, threads)
+    contextual = contextual_option(model, precision, threads, runtime)
     result = probe(occs, anchor_words, contextual, given, template=template, layer=layer, static=static_model)
     from contextlens.reports import interactive, lesson_figures
 

@@ -19,6 +19,7 @@ from contextlens.cli.common import (
     ModelOpt,
     PlotOpt,
     PrecisionOpt,
+    RuntimeOpt,
     StaticOpt,
     TemplateOpt,
     ThreadsOpt,
@@ -38,6 +39,7 @@ def rank_cmd(
     ] = None,
     model: ModelOpt = DEFAULT_MODEL,
     precision: PrecisionOpt = "fp32",
+    runtime: RuntimeOpt = "torch",
     threads: ThreadsOpt = None,
     static: StaticOpt = DEFAULT_STATIC_MODEL,
     template: TemplateOpt = "The word is [{word}].",
@@ -55,7 +57,7 @@ def rank_cmd(
     pair_list = load_pairs(pairs)
     result = rank_pairs(
         pair_list,
-        contextual_option(model, precision, threads),
+        contextual_option(model, precision, threads, runtime),
         optional_static(static, optional=False),
         template=template,
         layer=layer,

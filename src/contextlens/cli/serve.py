@@ -7,7 +7,15 @@ from typing import Annotated
 import typer
 
 from contextlens.cli import app
-from contextlens.cli.common import DEFAULT_MODEL, ModelOpt, PrecisionOpt, ThreadsOpt, contextual_option, err_console
+from contextlens.cli.common import (
+    DEFAULT_MODEL,
+    ModelOpt,
+    PrecisionOpt,
+    RuntimeOpt,
+    ThreadsOpt,
+    contextual_option,
+    err_console,
+)
 from contextlens.errors import InputError
 
 LOCAL = "127.0.0.1"
@@ -37,6 +45,7 @@ def serve_cmd(
     ] = None,
     workers: Annotated[int, typer.Option("--workers", help="Analyses run at once.", min=1, max=16)] = 2,
     precision: PrecisionOpt = "fp32",
+    runtime: RuntimeOpt = "torch",
     threads: ThreadsOpt = None,
     open_browser: Annotated[bool, typer.Option("--open", help="Open the lesson in the default browser.")] = False,
 ) -> None:
@@ -46,20 +55,19 @@ def serve_cmd(
     from contextlens.web.app import create_app
 
     served = parse_indexes(list(index or []))
-    contextual_option(model, precision, threads)  # an unknown model or precision fails here, before the port opens
+    loaded = contextual_option(model, precision, threads, runtime)  # a bad model/precision/runtime fails here
     if host not in (LOCAL, "localhost", "::1"):
         err_console.print(
             f"[yellow]warning: serving on {host}: other machines can reach this page; "
             f"use --host {LOCAL} to keep it local[/yellow]"
         )
     url = f"http://{'localhost' if host in (LOCAL, '0.0.0.0', '::') else host}:{port}/lesson"
-    served_as = model if precision == "fp32" else f"{model} at {precision}"
+    served_as = model if loaded.backend == "fp32" else f"{model} at {loaded.backend}"
     err_console.print(f"contextlens serving {served_as} on {url} (Ctrl-C stops)")
     if open_browser:
         import threading
         import webbrowser
 
         threading.Timer(1.0, webbrowser.open, args=(url,)).start()
-    uvicorn.run(
-        create_app(model, served, workers=workers, precision=precision), host=host, port=port, log_level="warning"
-    )
+    web_app = create_app(model, served, workers=workers, precision=precision, runtime=runtime)
+    uvicorn.run(web_app, host=host, port=port, log_level="warning")

@@ -44,6 +44,7 @@ class OccurrenceEncoding:
     input_row_values: np.ndarray = field(repr=False)  # (hidden_size,), pooled the same way
     pooling: str = "mean"
     precision: str = "fp32"  # the model's (int8 vectors say so in their provenance)
+    runtime: str = "torch"  # the model's (ONNX Runtime vectors say so in their provenance)
 
     @property
     def occurrence(self) -> Occurrence:
@@ -69,14 +70,18 @@ class OccurrenceEncoding:
         if layer not in self.layers:
             raise InputError(f"layer {layer} was not extracted; extracted layers: {list(self.layers)}")
         row = self.hidden[self.layers.index(layer)]
-        return Vector(row, Provenance(self.model, "hidden-state", layer, self.pooling, precision=self.precision))
+        return Vector(
+            row,
+            Provenance(self.model, "hidden-state", layer, self.pooling, precision=self.precision, runtime=self.runtime),
+        )
 
     def hidden_states(self) -> list[Vector]:
         return [self.hidden_state(layer) for layer in self.layers]
 
     def input_row(self) -> Vector:
         return Vector(
-            self.input_row_values, Provenance(self.model, "input-row", None, self.pooling, precision=self.precision)
+            self.input_row_values,
+            Provenance(self.model, "input-row", None, self.pooling, precision=self.precision, runtime=self.runtime),
         )
 
 
@@ -212,7 +217,7 @@ def encode_occurrences(
         hidden, rows = extract_targets(model, toks, wanted, pooling, batch_size, show_progress_bar)
         for k, ((i, occ), tok) in enumerate(zip(todo, toks, strict=True)):
             enc = OccurrenceEncoding(
-                model.name, tok, wanted, hidden[k].copy(), rows[k].copy(), pooling, model.precision
+                model.name, tok, wanted, hidden[k].copy(), rows[k].copy(), pooling, model.precision, model.runtime
             )
             results[i] = enc
             model.remember((occ.text, occ.start, occ.end, wanted, pooling), enc)

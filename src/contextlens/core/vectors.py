@@ -3,7 +3,7 @@
 The seeds warn that "embedding" names three different objects. contextlens keeps them apart by
 type: every vector carries a :class:`Provenance` (model, kind, layer; for a vector of a whole
 text also its pooling and dimension; the precision the model ran at, fp32 unless int8 was
-asked for), and
+asked for, and its runtime, torch unless ONNX Runtime was), and
 :mod:`contextlens.core.similarity` refuses to compare vectors of different models or kinds.
 """
 
@@ -22,8 +22,9 @@ KINDS: tuple[str, ...] = ("static", "input-row", "hidden-state", "sentence")
 class Provenance:
     """Where a vector lives: which model, which kind of embedding, which layer (hidden states),
     how tokens were pooled into it (a text's vector), how many dimensions it has (when known) and
-    the precision the model ran at (``fp32``, exact, or ``int8``; what was written before the
-    field existed reads back as fp32)."""
+    the precision the model ran at (``fp32``, exact, or ``int8``) and the runtime (``torch``, the
+    reference, or ``onnx``); what was written before these fields existed reads back as fp32 on
+    torch."""
 
     model: str
     kind: Kind
@@ -31,27 +32,36 @@ class Provenance:
     pooling: str | None = None
     dim: int | None = None
     precision: str = "fp32"
+    runtime: str = "torch"
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise ValueError(f"unknown vector kind {self.kind!r}; expected one of {KINDS}")
 
     def space(self) -> tuple[str, str]:
-        """Vectors are comparable when they share this pair (model, kind). The precision is not part
-        of it: an int8 vector is a slightly moved copy of the fp32 one (comparing the two is how the
-        drift is measured); a search index is stricter and refuses a query at another precision."""
+        """Vectors are comparable when they share this pair (model, kind). The precision and the
+        runtime are not part of it: an int8 or ONNX vector is a slightly moved copy of the torch
+        fp32 one (comparing the two is how the drift is measured); a search index is stricter and
+        refuses a query at another precision, or int8 on another runtime."""
         return (self.model, self.kind)
 
     def describe(self) -> str:
         layer = f" layer {self.layer}" if self.layer is not None else ""
-        precision = f" ({self.precision})" if self.precision != "fp32" else ""
-        return f"{self.kind}{layer} of {self.model}{precision}"
+        return f"{self.kind}{layer} of {self.model}{self.backend_note()}"
+
+    def backend_note(self) -> str:
+        """`` (int8)``, `` (onnx fp32)``, `` (onnx int8)``; empty for torch fp32."""
+        if self.runtime != "torch":
+            return f" ({self.runtime} {self.precision})"
+        return f" ({self.precision})" if self.precision != "fp32" else ""
 
     def to_dict(self) -> dict[str, object]:
         out: dict[str, object] = {"model": self.model, "kind": self.kind, "layer": self.layer, "pooling": self.pooling}
         if self.dim is not None:  # only text encoders record it; other JSON shapes stay as they were
             out["dim"] = self.dim
         out["precision"] = self.precision
+        if self.runtime != "torch":  # recorded when not the reference; other JSON shapes stay as they were
+            out["runtime"] = self.runtime
         return out
 
 

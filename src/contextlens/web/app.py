@@ -1,8 +1,10 @@
 """The FastAPI app: one JSON endpoint and one page per analysis, the lesson, /health.
 
-``create_app`` takes the served model's name, its precision and the served indexes; nothing a
-request carries can name a file. The model loads once (``load_contextual`` keeps one instance per
-name and precision) and is shared by the worker threads; every analysis runs on that instance.
+``create_app`` takes the served model's name, its precision and runtime and the served indexes;
+nothing a request carries can name a file. The model loads once (``load_contextual`` keeps one
+instance per name, precision and runtime) and is shared by the worker threads; every analysis runs
+on that instance (on ONNX Runtime, the pages that need attention weights answer with one error
+line: those come from the torch runtime only).
 """
 
 import io
@@ -40,11 +42,13 @@ def create_app(
     workers: int = 2,
     queue: int = 64,
     precision: str = "fp32",
+    runtime: str = "torch",
 ):
-    """The web face for ``model`` at ``precision``; ``indexes`` maps a served name to an index folder."""
-    loaded = load_contextual(model, precision)
+    """The web face for ``model`` at ``precision`` on ``runtime``; ``indexes`` maps a served name to
+    an index folder."""
+    loaded = load_contextual(model, precision, runtime)
     layers = loaded.num_layers  # reads the config only; the weights load on first use (fp32)
-    label = model if precision == "fp32" else f"{model} ({precision})"
+    label = model if loaded.backend == "fp32" else f"{model} ({loaded.backend})"
     # no /docs: Swagger UI loads its script from a CDN; the schema itself is at /openapi.json
     app = FastAPI(title="contextlens", version="1", docs_url=None, redoc_url=None)
     pool = WorkerPool(workers, queue)
@@ -62,7 +66,14 @@ def create_app(
     @app.get("/health")
     async def health() -> dict[str, Any]:
         """Answers at once, from the event loop, whatever the workers are doing."""
-        return {"status": "ok", "model": model, "precision": precision, "busy": pool.pending, "workers": pool.workers}
+        return {
+            "status": "ok",
+            "model": model,
+            "precision": precision,
+            "runtime": runtime,
+            "busy": pool.pending,
+            "workers": pool.workers,
+        }
 
     @app.get("/static/plotly.js", include_in_schema=False)
     async def plotly() -> Response:

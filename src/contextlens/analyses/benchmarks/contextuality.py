@@ -229,7 +229,11 @@ def combine(results: Sequence[BenchmarkResult]) -> BenchmarkResult:
     merged = BenchmarkResult(first.benchmark, first.model, [r for res in results for r in res.rows], dict(first.meta))
     merged.meta["models"] = [res.model for res in results]
     merged.meta["per_model"] = {
-        res.model: {"seconds": res.meta.get("seconds"), "precision": res.meta.get("precision", "fp32")}
+        res.model: {
+            "seconds": res.meta.get("seconds"),
+            "precision": res.meta.get("precision", "fp32"),
+            "runtime": res.meta.get("runtime", "torch"),
+        }
         for res in results
     }
     return merged

@@ -3,8 +3,9 @@
 ``{"benchmark": "wic", "model": "minilm", "rows": [{"system": ..., "layer": 3, "split": "test",
 "metric": "accuracy", "value": 0.61}, ...], "meta": {...}}``. Rows are plain dicts so that each
 benchmark can carry the columns it needs (retrieval adds ``kind``, ``dim``, ``dtype``,
-``bytes_per_vector``); ``meta`` holds data counts, timings and notes, and ``precision``: the
-precision the contextual model ran at (``fp32`` or ``int8``, :func:`record_precision`).
+``bytes_per_vector``); ``meta`` holds data counts, timings and notes, and ``precision`` and
+``runtime``: the precision the contextual model ran at (``fp32`` or ``int8``) and its runtime
+(``torch`` or ``onnx``), :func:`record_precision`.
 """
 
 from __future__ import annotations
@@ -65,7 +66,10 @@ class BenchmarkResult:
 
 
 def record_precision(result: BenchmarkResult, model: ContextualModel | str) -> BenchmarkResult:
-    """Put the model's precision in ``meta``: an int8 number is never read as an fp32 one. A name
-    is loaded at fp32 (what :func:`~contextlens.core.contextual_models.as_contextual` does)."""
-    result.meta["precision"] = model.precision if isinstance(model, ContextualModel) else "fp32"
+    """Put the model's precision and runtime in ``meta``: an int8 or ONNX number is never read as a
+    torch fp32 one. A name is loaded at fp32 on torch (what
+    :func:`~contextlens.core.contextual_models.as_contextual` does)."""
+    loaded = isinstance(model, ContextualModel)
+    result.meta["precision"] = model.precision if loaded else "fp32"
+    result.meta["runtime"] = model.runtime if loaded else "torch"
     return result

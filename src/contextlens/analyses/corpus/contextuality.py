@@ -143,6 +143,7 @@ def corpus_contextuality(
             ),
             "baseline_words": "every word of sampled sentences" if sentences is not None else "the folder's targets",
             "precision": manifest.precision,
+            "runtime": manifest.runtime,
             "paper": "Ethayarajh 2019, EMNLP, Figures 1-4 (BERT-base, ELMo, GPT-2)",
             "paper_findings": ctx.PAPER_FINDINGS,
             "paper_mev_bound": ctx.PAPER_MEV_BOUND,
@@ -270,20 +271,22 @@ def contextuality_of_corpus(
     progress: Progress | None = None,
     precision: str = "fp32",
     threads: int | None = None,
+    runtime: str = "torch",
 ) -> BenchmarkResult:
     """Choose the words of ``source``, extract them (and the sampled sentences) into the cache, measure.
 
     ``source`` may also be an extraction folder (``corpus extract``): it is measured as it is, with
     its own model. Every step is reused when its output is in the cache: the counting pass
     (``choice.json``) and each extraction (a complete folder is not opened again, so nothing is
-    re-encoded). The cache holds one extraction per model and precision.
+    re-encoded). The cache holds one extraction per model, precision and runtime.
     """
+    from contextlens.core.onnx_runtime import check_runtime
     from contextlens.core.precision import check_precision
     from contextlens.core.resources import atomic_write_text
 
     if read_manifest(Path(source).expanduser()) is not None:  # the same test the CLI makes
         return corpus_contextuality(Path(source).expanduser(), min_contexts, seed)
-    precision = check_precision(precision)
+    precision, runtime = check_precision(precision), check_runtime(runtime)
     if min_contexts < 2:
         raise InputError(f"--min-contexts {min_contexts}: give at least 2 (self-similarity needs two contexts)")
     if max_words < 1 or n_sentences < 1:
@@ -303,7 +306,8 @@ def contextuality_of_corpus(
         atomic_write_text(sentences_file, "".join(" ".join(s.split()) + "\n" for s in choice.sentences))
     every_word = sorted({w for s in choice.sentences for w in _words(s)})
     reused = []
-    space = model if precision == "fp32" else f"{model}-{precision}"  # fp32 folders keep their old names
+    # torch fp32 folders keep their old names: minilm, minilm-int8, minilm-onnx, minilm-onnx-int8
+    space = "-".join([model] + [runtime] * (runtime != "torch") + [precision] * (precision != "fp32"))
     for sub, corpus, targets in (
         (f"words-{space}", source, sorted(choice.words)),
         (f"sentences-{space}", str(sentences_file), every_word),
@@ -318,7 +322,9 @@ def contextuality_of_corpus(
             if progress:
                 progress(f"extracting {label}", stats)
 
-        extract_corpus(corpus, targets, out, model=model, precision=precision, threads=threads, progress=step)
+        extract_corpus(
+            corpus, targets, out, model=model, precision=precision, runtime=runtime, threads=threads, progress=step
+        )
     result = corpus_contextuality(
         folder / f"words-{space}", min_contexts, seed, sentences=folder / f"sentences-{space}"
     )

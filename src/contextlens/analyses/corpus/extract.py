@@ -74,6 +74,7 @@ class JobSpec:
     dtype: str
     precision: str = "fp32"
     batch_size: int = 32
+    runtime: str = "torch"
 
 
 def layer_column(layer: int) -> str:
@@ -192,6 +193,7 @@ def extract_corpus(
     precision: str = "fp32",
     threads: int | None = None,
     progress: Callable[[ExtractStats], None] | None = None,
+    runtime: str = "torch",
 ) -> ExtractResult:
     """Extract every occurrence of ``targets`` (with ``forms``: and of their inflected forms) in
     ``source`` into Parquet shards under ``out``. ``threads``: torch threads of the local engine,
@@ -213,7 +215,7 @@ def extract_corpus(
     out = Path(out).expanduser()
     if out.exists() and not out.is_dir():
         raise InputError(f"--out {out} is a file; give a folder (new or from the same job)")
-    loaded = load_contextual(model, precision)
+    loaded = load_contextual(model, precision, runtime)
     wanted = loaded.check_layers(None if layers is None else list(layers))
     revision, sha = model_identity(loaded.name)
     manifest = Manifest(
@@ -229,6 +231,7 @@ def extract_corpus(
         hidden_size=loaded.hidden_size,
         forms=forms,
         precision=loaded.precision,
+        runtime=loaded.runtime,
     )
     stats = ExtractStats()
     existing = read_manifest(out)
@@ -236,7 +239,9 @@ def extract_corpus(
         manifest.check_same_job(existing, out)
         if existing.complete:
             return ExtractResult(out, existing, True, stats)
-    spec = JobSpec(loaded.name, Matcher(form_table(words, forms)), wanted, pooling, dtype, loaded.precision)
+    spec = JobSpec(
+        loaded.name, Matcher(form_table(words, forms)), wanted, pooling, dtype, loaded.precision, runtime=loaded.runtime
+    )
     check_readable(source, on_error)
     threads = engines.prepare(engine, address, actors, threads)
     out.mkdir(parents=True, exist_ok=True)

@@ -2,10 +2,11 @@
 
 ``manifest.json`` is written (atomically) before the first shard and again when the job is
 complete. A job may only continue in a folder whose manifest has the same job settings; any
-difference (another model, revision, precision, layer set, pooling, dtype, targets, inflected
-forms or not, corpus, chunking) is refused, so one folder never mixes vectors of two models.
-Format 2 (chunks of whole documents, the ``form`` column) reads format-1 folders for the
-analyses but does not continue them.
+difference (another model, revision, precision, runtime, layer set, pooling, dtype, targets,
+inflected forms or not, corpus, chunking) is refused, so one folder never mixes vectors of two
+models. Format 2 (chunks of whole documents, the ``form`` column) reads format-1 folders for the
+analyses but does not continue them. ``runtime`` came later within format 2: a manifest without
+it was written on torch, reads as torch, and is continued on torch only.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ JOB_KEYS = (
     "revision",
     "weights_sha256",
     "precision",
+    "runtime",
     "layers",
     "pooling",
     "dtype",
@@ -52,9 +54,15 @@ class Manifest:
     hidden_size: int
     forms: bool = False  # targets also matched their inflected forms (WordNet)
     precision: str = "fp32"
+    runtime: str = "torch"  # torch, or onnx (ONNX Runtime; see core/onnx_runtime.py)
     format: str = FORMAT
     complete: bool = False
     counts: dict[str, object] = field(default_factory=dict)
+
+    @property
+    def backend(self) -> str:
+        """How the vectors were made, for labels: ``fp32``, ``int8``, ``onnx fp32``, ``onnx int8``."""
+        return self.precision if self.runtime == "torch" else f"{self.runtime} {self.precision}"
 
     def to_dict(self) -> dict[str, object]:
         return asdict(self)

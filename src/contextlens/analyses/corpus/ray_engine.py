@@ -52,7 +52,7 @@ class ChunkEncoder:
 
         torch.set_num_threads(threads)
         self.spec = spec
-        self.model = load_contextual(spec.model, spec.precision)
+        self.model = load_contextual(spec.model, spec.precision, spec.runtime)
 
     def __call__(self, batch: dict) -> dict:
         chunks, payloads = [], []

@@ -152,7 +152,7 @@ def induce_senses(
     rows = table.select(["doc_id", "sentence", "start", "end"]).to_pylist()
     centroids = normalize_rows(np.stack([x[labels == c].mean(axis=0) for c in range(chosen)]))
     sims = x @ centroids.T
-    senses = sense_vectors_of(manifest.model, word, layer, sense_vectors, manifest.precision)
+    senses = sense_vectors_of(manifest.model, word, layer, sense_vectors, manifest.precision, manifest.runtime)
     chosen_pos, pos_scores = choose_pos(x, senses, pos) if senses else (None, {})
     if pos != "auto" and not senses:
         raise InputError(f"--pos {pos}: {word!r} has no WordNet senses (or WordNet is not installed)")
@@ -266,11 +266,12 @@ def _distinctive(rows: list[dict], labels: np.ndarray, k: int, word: str, top: i
 
 
 def sense_vectors_of(
-    model_name: str, word: str, layer: int, how: str = "examples", precision: str = "fp32"
+    model_name: str, word: str, layer: int, how: str = "examples", precision: str = "fp32", runtime: str = "torch"
 ) -> list[Sense]:
     """Every WordNet sense of ``word`` as a unit vector by ``how`` (:data:`SENSE_VECTORS`), from the
-    model at the ``precision`` the occurrences were extracted at (int8 vectors sit a little apart
-    from fp32 ones, so both sides of a cosine must come from one precision)."""
+    model at the ``precision`` and on the ``runtime`` the occurrences were extracted with (int8 or
+    ONNX vectors sit a little apart from torch fp32 ones, so both sides of a cosine must come from
+    one backend)."""
     from contextlens.core.contextual_models import load_contextual
     from contextlens.core.wordnet import find_lemma, wordnet
 
@@ -292,7 +293,7 @@ def sense_vectors_of(
             if span is not None:
                 occs.append(Occurrence(text, *span))
                 owner.append((n, "example"))
-    model = load_contextual(model_name, precision)
+    model = load_contextual(model_name, precision, runtime)
     vecs = normalize_rows(np.stack([e.hidden[0] for e in model.encode_occurrences(occs, layers=[layer])]))
     out = []
     for n, s in enumerate(synsets):

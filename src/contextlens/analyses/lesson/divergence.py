@@ -37,6 +37,7 @@ class Comparison:
     truncated: list[bool]
     pooling: str = "mean"
     precision: str = "fp32"  # the model's: fp32 (exact) or int8 (see core/precision.py)
+    runtime: str = "torch"  # the model's: torch, or onnx (see core/onnx_runtime.py)
 
     @property
     def n(self) -> int:
@@ -80,6 +81,7 @@ class Comparison:
         out: dict[str, object] = {
             "model": self.model,
             "precision": self.precision,
+            "runtime": self.runtime,
             "static_model": self.static_model,
             "pooling": self.pooling,
             "sentences": [
@@ -127,6 +129,7 @@ def compare(
     return Comparison(
         model=model.name,
         precision=model.precision,
+        runtime=model.runtime,
         static_model=static.name if static is not None else None,
         occurrences=list(occurrences),
         target_tokens=[e.target_tokens for e in encodings],

@@ -39,12 +39,14 @@ class InputRowShare:
     to_position_row: list[float] | None  # ... to the token's position row (learned positions only)
     seconds: float
     precision: str = "fp32"  # the model's: fp32 (exact) or int8 (see core/precision.py)
+    runtime: str = "torch"  # the model's: torch, or onnx (see core/onnx_runtime.py)
 
     @plain_json
     def to_dict(self) -> dict[str, Any]:
         return {
             "model": self.model,
             "precision": self.precision,
+            "runtime": self.runtime,
             "corpus": self.corpus,
             "texts": self.texts,
             "tokens": self.tokens,
@@ -88,6 +90,7 @@ def input_row_share(model: ContextualModel | str, texts: Sequence[str], corpus: 
     return InputRowShare(
         model=m.name,
         precision=m.precision,
+        runtime=m.runtime,
         corpus=corpus,
         texts=len(texts),
         tokens=n,

@@ -184,12 +184,14 @@ class Exploration:
     source: str
     words: list[WordExploration]
     precision: str = "fp32"  # the model's: fp32 (exact) or int8 (see core/precision.py)
+    runtime: str = "torch"  # the model's: torch, or onnx (see core/onnx_runtime.py)
 
     @plain_json
     def to_dict(self) -> dict[str, object]:
         return {
             "model": self.model,
             "precision": self.precision,
+            "runtime": self.runtime,
             "layer": self.layer,
             "source": self.source,
             "spread_definition": "1 - mean off-diagonal cosine",
@@ -248,7 +250,14 @@ def explore(
         results.append(_explore_word(w, group, encs, chosen, permutations, seed))
     results.sort(key=lambda r: -r.spread)
     return Exploration(
-        model.name, chosen, permutations, seed, source or "given sentences", results, precision=model.precision
+        model.name,
+        chosen,
+        permutations,
+        seed,
+        source or "given sentences",
+        results,
+        precision=model.precision,
+        runtime=model.runtime,
     )
 
 

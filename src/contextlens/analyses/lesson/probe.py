@@ -89,6 +89,7 @@ class ProbeResult:
     static_model: str | None = None
     static_scores: np.ndarray | None = field(default=None, repr=False)  # (sentences, anchors)
     precision: str = "fp32"  # the model's: fp32 (exact) or int8 (see core/precision.py)
+    runtime: str = "torch"  # the model's: torch, or onnx (see core/onnx_runtime.py)
 
     def at(self, layer: int | None = None) -> np.ndarray:
         """(sentences, anchors) scores at ``layer`` (default: the chosen layer)."""
@@ -113,6 +114,7 @@ class ProbeResult:
         return {
             "model": self.model,
             "precision": self.precision,
+            "runtime": self.runtime,
             "static_model": self.static_model,
             "layer": self.layer,
             "template": self.template,
@@ -202,4 +204,5 @@ def probe(
         static_model=static.name if static is not None else None,
         static_scores=static_scores,
         precision=model.precision,
+        runtime=model.runtime,
     )

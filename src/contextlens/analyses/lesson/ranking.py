@@ -105,6 +105,7 @@ class Ranking:
     kendall_tau: float
     top_moves: list[RankedPair] = field(default_factory=list)
     precision: str = "fp32"  # the model's: fp32 (exact) or int8 (see core/precision.py)
+    runtime: str = "torch"  # the model's: torch, or onnx (see core/onnx_runtime.py)
 
     @property
     def pairs_compared(self) -> int:
@@ -116,6 +117,7 @@ class Ranking:
         return {
             "model": self.model,
             "precision": self.precision,
+            "runtime": self.runtime,
             "static_model": self.static_model,
             "layer": self.layer,
             "template": self.template,
@@ -166,6 +168,7 @@ def rank_pairs(
     return Ranking(
         model=model.name,
         precision=model.precision,
+        runtime=model.runtime,
         static_model=static.name,
         layer=chosen,
         template=template,

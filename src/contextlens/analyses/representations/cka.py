@@ -53,6 +53,8 @@ class CkaResult:
     seconds: float = 0.0
     precision_a: str = "fp32"  # the precision each model ran at (fp32, or int8: core/precision.py)
     precision_b: str = "fp32"
+    runtime_a: str = "torch"  # the runtime each model ran on (torch, or onnx: core/onnx_runtime.py)
+    runtime_b: str = "torch"
 
     def best_match(self) -> list[int]:
         """For each layer of A, the layer of B with the highest CKA."""
@@ -65,6 +67,8 @@ class CkaResult:
             "model_b": self.model_b,
             "precision_a": self.precision_a,
             "precision_b": self.precision_b,
+            "runtime_a": self.runtime_a,
+            "runtime_b": self.runtime_b,
             "layers_a": self.layers_a,
             "layers_b": self.layers_b,
             "matrix": self.matrix,
@@ -211,4 +215,6 @@ def compare_layers(
         seconds=time.perf_counter() - started,
         precision_a=a.precision,
         precision_b=b.precision,
+        runtime_a=a.runtime,
+        runtime_b=b.runtime,
     )

@@ -6,8 +6,9 @@ full model weights". This module measures both on real sentences and scales them
 documents, with index sizes from :mod:`~contextlens.analyses.search.capacity` (one formula).
 
 * lookup: words -> vocabulary rows of the static table (dictionary lookup + row gather), per word;
-* forward: tokenize + one batched forward pass (batch 32, longest first, no hidden states kept),
-  per model token (specials included: the model runs them too);
+* forward: tokenize + one batched forward pass to the last layer (batch 32, longest first, only
+  the last hidden state kept), on the model's runtime (torch, or ONNX Runtime), per model token
+  (specials included: the model runs them too);
 * each timing is repeated and the median run is reported.
 """
 
@@ -28,7 +29,6 @@ from contextlens.analyses.search.index_config import IndexConfig
 from contextlens.core.contextual_models import ContextualModel, as_contextual
 from contextlens.core.jsonable import plain_json
 from contextlens.core.occurrences import ALPHA_WORD_RE
-from contextlens.core.precision import weight_bytes
 from contextlens.core.static_models import StaticModel, load_static
 from contextlens.errors import InputError
 
@@ -70,6 +70,7 @@ class CostReport:
     count: int = 0
     documents: dict[str, dict[str, Any]] = field(default_factory=dict)
     precision: str = "fp32"  # the model's: fp32 (exact) or int8 (see core/precision.py)
+    runtime: str = "torch"  # the model's: torch, or onnx (see core/onnx_runtime.py)
 
     @property
     def ratio(self) -> float:
@@ -106,6 +107,7 @@ class CostReport:
         return {
             "model": self.model_name,
             "precision": self.precision,
+            "runtime": self.runtime,
             "static": self.static_name,
             "machine": self.machine,
             "sentences": self.sentences,
@@ -175,7 +177,8 @@ def time_forward(model: ContextualModel, texts: Sequence[str], repeats: int) -> 
         ids = model.tokenizer(list(texts), truncation=True, max_length=model.max_length)["input_ids"]
         tokens = sum(len(x) for x in ids)
         for batch in model.batches(list(enumerate(ids)), BATCH_SIZE, False, "cost"):
-            model.run_padded([seq for _, seq in batch], hidden_states=False)
+            padded, mask = model.pad([seq for _, seq in batch])
+            model.run_layers(padded, mask, [model.num_layers])  # the model's runtime, torch or ONNX
         runs.append((time.perf_counter() - start) / tokens)
     return runs, tokens
 
@@ -199,7 +202,7 @@ def measure_cost(
     time_forward(m, texts[:BATCH_SIZE], 1)  # warm-up: first-call allocations and thread start
     lookup_runs = time_lookup(s, words, repeats)
     forward_runs, tokens = time_forward(m, texts, max(3, repeats // 2))
-    weights = weight_bytes(m.model)  # int8 layers counted at one byte per weight
+    weights = m.weight_bytes()  # as the model runs: int8 layers at one byte per weight, an ONNX graph's files
     seq = int(round(tokens / len(texts)))
     hidden = (m.num_layers + 1) * BATCH_SIZE * seq * m.hidden_size * 4
     scores = BATCH_SIZE * m.num_heads * seq * seq * 4
@@ -223,6 +226,7 @@ def measure_cost(
         ),
         count=int(count),
         precision=m.precision,
+        runtime=m.runtime,
     )
     report.documents = scale_to_documents(report, int(count), len(words) / len(texts), tokens / len(texts), s.dim, m)
     return report

@@ -18,8 +18,11 @@ vectors of two models, or of two kinds, live in different spaces and their cosin
 The precision the model ran at (``fp32``, or ``int8``: see :mod:`contextlens.core.precision`) is
 part of the provenance too, and an index refuses a query encoded at another precision than its
 documents: int8 moves every vector a little (cosine ~0.98 with fp32 for minilm, ~0.93 deep in
-mpnet), so mixing the two would rank documents by a drift nobody chose. A manifest written before
-the field existed reads as fp32.
+mpnet), so mixing the two would rank documents by a drift nobody chose. The runtime (``torch``, or
+``onnx``: see :mod:`contextlens.core.onnx_runtime`) is recorded when it is not torch; an index
+accepts a query on another runtime only when both sides are fp32 (the ONNX fp32 graph is checked
+within 1e-4 of torch), never at int8 (torch's and ONNX Runtime's int8 are different quantizers).
+A manifest written before these fields existed reads as fp32 on torch.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ import numpy as np
 
 from contextlens.core.contextual_models import ContextualModel, as_contextual, sentence_config
 from contextlens.core.disk_cache import cache_key, cached_arrays
+from contextlens.core.onnx_runtime import check_runtime
 from contextlens.core.precision import check_precision
 from contextlens.core.vectors import Provenance
 from contextlens.errors import InputError
@@ -44,12 +48,22 @@ ENCODER_KINDS: dict[str, tuple[str, str | None]] = {
 KINDS: tuple[str, ...] = tuple(ENCODER_KINDS)
 
 
-def text_provenance(model: str, kind: str, layer: int | None, dim: int, precision: str = "fp32") -> Provenance:
+def text_provenance(
+    model: str, kind: str, layer: int | None, dim: int, precision: str = "fp32", runtime: str = "torch"
+) -> Provenance:
     """The provenance of a text vector made by the encoder ``kind`` (an :data:`ENCODER_KINDS` name)."""
     if kind not in ENCODER_KINDS:
         raise InputError(f"unknown encoder kind {kind!r}; use one of {', '.join(KINDS)}")
     vector_kind, pooling = ENCODER_KINDS[kind]
-    return Provenance(model, vector_kind, layer, pooling, dim, check_precision(precision))  # type: ignore[arg-type]
+    return Provenance(
+        model,
+        vector_kind,  # type: ignore[arg-type]
+        layer,
+        pooling,
+        dim,
+        check_precision(precision),
+        check_runtime(runtime),
+    )
 
 
 def encoder_kind(provenance: Provenance) -> str:
@@ -62,28 +76,56 @@ def encoder_kind(provenance: Provenance) -> str:
 
 def encoder_dict(provenance: Provenance) -> dict[str, Any]:
     """The manifest's ``encoder`` object: ``{"model", "kind", "layer", "dim", "precision"}`` with the
-    encoder kind name."""
-    return {
+    encoder kind name, and ``runtime`` when it is not torch (a torch index's shape is unchanged)."""
+    out: dict[str, Any] = {
         "model": provenance.model,
         "kind": encoder_kind(provenance),
         "layer": provenance.layer,
         "dim": provenance.dim,
         "precision": provenance.precision,
     }
+    if provenance.runtime != "torch":
+        out["runtime"] = provenance.runtime
+    return out
 
 
 def provenance_from_dict(data: dict[str, Any]) -> Provenance:
-    """Inverse of :func:`encoder_dict` (a manifest's ``encoder``; without ``precision``, as written
-    before it was recorded, it is fp32)."""
-    return text_provenance(data["model"], data["kind"], data["layer"], int(data["dim"]), data.get("precision", "fp32"))
+    """Inverse of :func:`encoder_dict` (a manifest's ``encoder``; without ``precision`` or
+    ``runtime``, as written before they were recorded, it is fp32 on torch)."""
+    return text_provenance(
+        data["model"],
+        data["kind"],
+        data["layer"],
+        int(data["dim"]),
+        data.get("precision", "fp32"),
+        data.get("runtime", "torch"),
+    )
+
+
+def runtimes_agree(precision: str, runtime: str, other_precision: str, other_runtime: str) -> bool:
+    """Whether vectors made on two runtimes may meet in one index: the same runtime, or fp32 on
+    both sides (ONNX Runtime's fp32 graph is checked within 1e-4 of torch); never int8 across
+    runtimes (torch's dynamic quantization and ONNX Runtime's are different quantizers)."""
+    return runtime == other_runtime or precision == other_precision == "fp32"
+
+
+def runtime_refusal(index: Provenance, runtime: str) -> str:
+    """The one line refusing a query on ``runtime`` against an index whose runtime does not agree."""
+    return (
+        f"this index holds {describe_encoder(index)} vectors (made on the {index.runtime} runtime) but the query "
+        f"runs on {runtime}: torch int8 and ONNX Runtime int8 are different quantizers; "
+        f"query with --runtime {index.runtime} or rebuild the index"
+    )
 
 
 def describe_encoder(provenance: Provenance) -> str:
     """``minilm hidden-mean layer 3 (384-d)``: how tables and messages name an encoder (``, int8``
-    inside the brackets when it ran at int8)."""
+    inside the brackets when it ran at int8; ``, onnx fp32`` or ``, onnx int8`` on ONNX Runtime)."""
     layer = f" layer {provenance.layer}" if provenance.layer is not None else ""
-    precision = f", {provenance.precision}" if provenance.precision != "fp32" else ""
-    return f"{provenance.model} {encoder_kind(provenance)}{layer} ({provenance.dim}-d{precision})"
+    backend = provenance.backend_note().strip(" ()")
+    return (
+        f"{provenance.model} {encoder_kind(provenance)}{layer} ({provenance.dim}-d{', ' if backend else ''}{backend})"
+    )
 
 
 class TextEncoder:
@@ -111,7 +153,7 @@ class TextEncoder:
         self.model = model
         self.kind = kind
         self.layer = layer
-        self.provenance = text_provenance(model.name, kind, layer, model.hidden_size, model.precision)
+        self.provenance = text_provenance(model.name, kind, layer, model.hidden_size, model.precision, model.runtime)
 
     def encode(self, texts: Sequence[str], batch_size: int = 32, show_progress_bar: bool = False) -> np.ndarray:
         """Encode texts into an ``(n, dim)`` float32 array, in input order (not normalized)."""
@@ -131,8 +173,8 @@ class TextEncoder:
 
     def encode_cached(self, texts: Sequence[str], namespace: str = "retrieval", **kwargs: Any) -> np.ndarray:
         """:meth:`encode`, served from the on-disk cache when the same texts were encoded before."""
-        # the precision is in the model's identity; the encoder dict without it keeps fp32 keys as they were
-        encoder = {k: v for k, v in encoder_dict(self.provenance).items() if k != "precision"}
+        # precision and runtime are in the model's identity; the encoder dict without them keeps fp32 keys as they were
+        encoder = {k: v for k, v in encoder_dict(self.provenance).items() if k not in ("precision", "runtime")}
         key = cache_key(encoder, self.model.identity, list(texts))
         return cached_arrays(namespace, key, lambda: {"x": self.encode(texts, **kwargs)})["x"]
 

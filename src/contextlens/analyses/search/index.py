@@ -42,6 +42,8 @@ from contextlens.analyses.search.encoders import (
     encoder_kind,
     make_encoder,
     provenance_from_dict,
+    runtime_refusal,
+    runtimes_agree,
 )
 from contextlens.analyses.search.index_config import (
     ALLOWED_DTYPES,
@@ -55,6 +57,7 @@ from contextlens.analyses.search.index_config import (
 )
 from contextlens.analyses.search.index_files import DOCS_FILE, INDEX_FILE, MANIFEST, current_folder
 from contextlens.core.contextual_models import ContextualModel, load_contextual
+from contextlens.core.onnx_runtime import check_runtime
 from contextlens.core.vectors import Provenance
 from contextlens.errors import ContextlensError, DataFileError, InputError
 
@@ -154,18 +157,24 @@ class SearchResult:
     encoder: Provenance
     index_type: str
     hits: list[Hit]
+    query_runtime: str | None = None  # the query's runtime, when not the index's (fp32 on both sides)
 
     def describe_encoder(self) -> str:
-        return describe_encoder(self.encoder)
+        query = f", query on {self.query_runtime}" if self.query_runtime else ""
+        return describe_encoder(self.encoder) + query
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain JSON types only; ``encoder`` in the manifest's shape."""
-        return {
+        """Plain JSON types only; ``encoder`` in the manifest's shape (the index's), and
+        ``query_runtime`` when the query ran on another runtime."""
+        out: dict[str, Any] = {
             "query": self.query,
             "encoder": encoder_dict(self.encoder),
             "index": self.index_type,
             "hits": [asdict(h) for h in self.hits],
         }
+        if self.query_runtime:
+            out["query_runtime"] = self.query_runtime
+        return out
 
 
 class VectorIndex:
@@ -201,7 +210,8 @@ class VectorIndex:
         return len(self.documents)
 
     def check_encoder(self, provenance: Provenance) -> None:
-        """Refuse a query encoder that is not the index's: its vectors live in another space."""
+        """Refuse a query encoder that is not the index's: its vectors live in another space (or,
+        int8 on another runtime, another quantizer's copy of it)."""
         mine, theirs = encoder_dict(self.provenance), encoder_dict(provenance)
         for what in ("model", "kind", "layer", "dim", "precision"):
             if theirs[what] != mine[what]:
@@ -210,6 +220,8 @@ class VectorIndex:
                     f"is {describe_encoder(provenance)} ({what} differs); query with the index's encoder or "
                     "rebuild the index"
                 )
+        if not runtimes_agree(mine["precision"], self.provenance.runtime, theirs["precision"], provenance.runtime):
+            raise IndexMismatchError(runtime_refusal(self.provenance, provenance.runtime))
 
     def search_vectors(self, queries: np.ndarray, k: int = 10) -> tuple[np.ndarray, np.ndarray]:
         """Raw ``(scores, positions)`` for query vectors; positions index :attr:`documents`."""
@@ -234,7 +246,8 @@ class VectorIndex:
                 Hit(rank, float(s), self.documents[i].id, self.documents[i].text)
                 for rank, (s, i) in enumerate(((s, i) for s, i in zip(row_scores, row_ids, strict=True) if i >= 0), 1)
             ]
-            results.append(SearchResult(query, self.provenance, self.config.type, hits))
+            other = encoder.provenance.runtime if encoder.provenance.runtime != self.provenance.runtime else None
+            results.append(SearchResult(query, self.provenance, self.config.type, hits, other))
         return results
 
     # --- persistence ----------------------------------------------------------------------
@@ -352,22 +365,28 @@ def index_encoder(
     kind: str | None = None,
     layer: int | None = None,
     precision: str | None = None,
+    runtime: str | None = None,
 ) -> Provenance:
     """The provenance of the vectors in ``folder``, after checking that the query encoder asked for
-    (each of ``model``, ``kind``, ``layer``, ``precision`` optional) agrees with it; read from the
-    manifest alone, before any model is loaded. A query's precision must be the index's: an int8
-    query against fp32 documents (or the reverse) is refused, not approximated."""
+    (each of ``model``, ``kind``, ``layer``, ``precision``, ``runtime`` optional) agrees with it;
+    read from the manifest alone, before any model is loaded. A query's precision must be the
+    index's: an int8 query against fp32 documents (or the reverse) is refused, not approximated.
+    Its runtime may differ at fp32 only (:func:`runtimes_agree`)."""
     manifest = read_manifest(folder)
-    stored = encoder_dict(manifest_provenance(manifest))
+    provenance = manifest_provenance(manifest)
+    stored = encoder_dict(provenance)
     asked = {"model": model, "kind": kind, "layer": layer, "precision": precision}
     for what, value in asked.items():
         if value is not None and value != stored[what]:
-            held = describe_encoder(manifest_provenance(manifest))
             raise IndexMismatchError(
-                f"{folder} holds {held} vectors but the query asks for {what} {value!r}; "
+                f"{folder} holds {describe_encoder(provenance)} vectors but the query asks for {what} {value!r}; "
                 f"drop --{what} or rebuild the index with that encoder"
             )
-    return manifest_provenance(manifest)
+    if runtime is not None:
+        check_runtime(runtime)
+        if not runtimes_agree(provenance.precision, provenance.runtime, provenance.precision, runtime):
+            raise IndexMismatchError(runtime_refusal(provenance, runtime))
+    return provenance
 
 
 def search_index(
@@ -378,20 +397,22 @@ def search_index(
     kind: str | None = None,
     layer: int | None = None,
     precision: str | None = None,
+    runtime: str | None = None,
 ) -> SearchResult:
     """Load the index in ``folder``, encode ``query`` with the index's own encoder and rank documents.
 
-    ``model`` (a name, or a loaded model, used as the query encoder's), ``kind``, ``layer`` and
-    ``precision`` (each optional) must agree with the index's encoder; they are checked against the
-    manifest before any model is loaded. Without a loaded model, the index's model is loaded at the
-    index's precision.
+    ``model`` (a name, or a loaded model, used as the query encoder's), ``kind``, ``layer``,
+    ``precision`` and ``runtime`` (each optional) must agree with the index's encoder; they are
+    checked against the manifest before any model is loaded. Without a loaded model, the index's
+    model is loaded at the index's precision, on ``runtime`` or else the index's runtime.
     """
     loaded_model = model if isinstance(model, ContextualModel) else None
     if loaded_model is not None:
         model, precision = loaded_model.name, precision or loaded_model.precision
-    stored = index_encoder(folder, model, kind, layer, precision)  # type: ignore[arg-type]
+        runtime = runtime or loaded_model.runtime
+    stored = index_encoder(folder, model, kind, layer, precision, runtime)  # type: ignore[arg-type]
     loaded = VectorIndex.load(folder)
-    encoder_model = loaded_model or load_contextual(stored.model, stored.precision)
+    encoder_model = loaded_model or load_contextual(stored.model, stored.precision, runtime or stored.runtime)
     encoder = make_encoder(encoder_model, encoder_kind(stored), stored.layer)
     (result,) = loaded.search(encoder, [query], k)
     return result

@@ -64,9 +64,11 @@ def plot_after(result_or_results: object, plot: Path | None, draw: Callable) -> 
 
 
 def model_title(result: BenchmarkResult) -> str:
-    """The model as a table title names it: ``minilm``, or ``minilm (int8)`` when it ran at int8."""
-    precision = result.meta.get("precision", "fp32")
-    return str(result.model) if precision == "fp32" else f"{result.model} ({precision})"
+    """The model as a table title names it: ``minilm``, or ``minilm (int8)`` when it ran at int8,
+    ``minilm (onnx fp32)`` / ``minilm (onnx int8)`` on ONNX Runtime."""
+    precision, runtime = result.meta.get("precision", "fp32"), result.meta.get("runtime", "torch")
+    backend = precision if runtime == "torch" else f"{runtime} {precision}"
+    return str(result.model) if backend == "fp32" else f"{result.model} ({backend})"
 
 
 def layer_cell(layer: int | None) -> str:

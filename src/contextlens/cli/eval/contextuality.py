@@ -15,6 +15,7 @@ from contextlens.cli.common import (
     ModelOpt,
     PlotOpt,
     PrecisionOpt,
+    RuntimeOpt,
     ThreadsOpt,
     console,
     contextual_option,
@@ -51,6 +52,7 @@ def contextuality_cmd(
         int, typer.Option("--sentences", help="With --corpus NAME/PATH: sampled sentences for intra-sentence.")
     ] = 200,
     precision: PrecisionOpt = "fp32",
+    runtime: RuntimeOpt = "torch",
     threads: ThreadsOpt = None,
     json_out: JsonOpt = False,
     plot: PlotOpt = None,
@@ -63,7 +65,7 @@ def contextuality_cmd(
         if plot is not None:
             raise InputError("--plot is not drawn with --corpus yet (the figure assumes WordNet examples); drop it")
         corpus_results = [
-            _corpus_result(corpus, name, min_contexts, max_words, sentences, precision, threads)
+            _corpus_result(corpus, name, min_contexts, max_words, sentences, precision, threads, runtime)
             for name in [model, *(also or [])]
         ]
         if json_out:
@@ -77,7 +79,8 @@ def contextuality_cmd(
     results = []
     for name in [model, *(also or [])]:
         with encoding_progress(name) as progress:
-            results.append(run_contextuality(contextual_option(name, precision, threads), size_name(quick), progress))
+            loaded = contextual_option(name, precision, threads, runtime)
+            results.append(run_contextuality(loaded, size_name(quick), progress))
     with plot_after(results, plot, contextuality_figure):
         if json_out:
             from contextlens.analyses.benchmarks.contextuality import combine
@@ -110,14 +113,21 @@ def _contextuality_tables(results: list[BenchmarkResult]) -> None:
 
 
 def _corpus_result(
-    corpus: str, model: str, min_contexts: int, max_words: int, sentences: int, precision: str, threads: int | None
+    corpus: str,
+    model: str,
+    min_contexts: int,
+    max_words: int,
+    sentences: int,
+    precision: str,
+    threads: int | None,
+    runtime: str = "torch",
 ) -> BenchmarkResult:
     """Contextuality on a corpus (words chosen and extracted, cached) or an extraction folder, with a spinner."""
     from contextlens.analyses.corpus.contextuality import contextuality_of_corpus
     from contextlens.analyses.corpus.manifest import read_manifest
 
     if read_manifest(Path(corpus).expanduser()) is None:  # a corpus, not a finished extraction: a model runs
-        contextual_option(model, precision, threads)  # threads set, int8 drift shown; the same loaded copy is used
+        contextual_option(model, precision, threads, runtime)  # threads set, drift shown; the same copy is used
 
     progress, show = status_line(f"{model}: {corpus}")
 
@@ -128,7 +138,15 @@ def _corpus_result(
 
     with progress:
         return contextuality_of_corpus(
-            corpus, model, min_contexts, max_words, sentences, progress=update, precision=precision, threads=threads
+            corpus,
+            model,
+            min_contexts,
+            max_words,
+            sentences,
+            progress=update,
+            precision=precision,
+            threads=threads,
+            runtime=runtime,
         )
 
 

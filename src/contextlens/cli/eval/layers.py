@@ -14,6 +14,7 @@ from contextlens.cli.common import (
     ModelOpt,
     PlotOpt,
     PrecisionOpt,
+    RuntimeOpt,
     StaticOpt,
     ThreadsOpt,
     console,
@@ -39,6 +40,7 @@ def layers_cmd(
     static: StaticOpt = DEFAULT_STATIC_MODEL,
     quick: QuickOpt = False,
     precision: PrecisionOpt = "fp32",
+    runtime: RuntimeOpt = "torch",
     threads: ThreadsOpt = None,
     json_out: JsonOpt = False,
     plot: PlotOpt = None,
@@ -52,7 +54,7 @@ def layers_cmd(
     results = []
     for name in [model, *(also or [])]:
         with encoding_progress(name) as progress:
-            loaded = contextual_option(name, precision, threads)
+            loaded = contextual_option(name, precision, threads, runtime)
             results.append(run_layer_probes(loaded, static_model, size_name(quick), progress))
     with plot_after(results, plot, layer_probe_figure):
         if json_out:

@@ -13,6 +13,7 @@ from contextlens.cli.common import (
     JsonOpt,
     PlotOpt,
     PrecisionOpt,
+    RuntimeOpt,
     ThreadsOpt,
     console,
     contextual_option,
@@ -34,6 +35,7 @@ def eval_retrieval(
     seed: Annotated[int, typer.Option(help="WordNet: sampling seed.")] = 0,
     quick: Annotated[bool, typer.Option("--quick", help="A small subset, for tests and a first look.")] = False,
     precision: PrecisionOpt = "fp32",
+    runtime: RuntimeOpt = "torch",
     threads: ThreadsOpt = None,
     json_out: JsonOpt = False,
     plot: PlotOpt = None,
@@ -48,7 +50,7 @@ def eval_retrieval(
     if plot is not None:
         plot = check_output_path(plot, FIGURE_SUFFIXES)  # before the work, not after it
     progress = console.is_terminal and not json_out
-    loaded = contextual_option(model, precision, threads)
+    loaded = contextual_option(model, precision, threads, runtime)
     if task == "lee":
         result = evaluate_lee(loaded, quick=quick, show_progress_bar=progress)
     else:

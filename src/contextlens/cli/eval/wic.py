@@ -12,6 +12,7 @@ from contextlens.cli.common import (
     ModelOpt,
     PlotOpt,
     PrecisionOpt,
+    RuntimeOpt,
     StaticOpt,
     ThreadsOpt,
     console,
@@ -37,6 +38,7 @@ def wic_cmd(
     static: StaticOpt = DEFAULT_STATIC_MODEL,
     quick: QuickOpt = False,
     precision: PrecisionOpt = "fp32",
+    runtime: RuntimeOpt = "torch",
     threads: ThreadsOpt = None,
     json_out: JsonOpt = False,
     plot: PlotOpt = None,
@@ -46,7 +48,7 @@ def wic_cmd(
     from contextlens.reports.benchmark_figures import wic_figure
 
     with encoding_progress(model) as progress:
-        result = run_wic(contextual_option(model, precision, threads), static, size_name(quick), progress)
+        result = run_wic(contextual_option(model, precision, threads, runtime), static, size_name(quick), progress)
     with plot_after(result, plot, wic_figure):
         if json_out:
             print_json(result.to_dict())

@@ -14,6 +14,7 @@ from contextlens.cli.common import (
     ModelOpt,
     PlotOpt,
     PrecisionOpt,
+    RuntimeOpt,
     ThreadsOpt,
     console,
     contextual_option,
@@ -40,6 +41,7 @@ def wsd_cmd(
     ] = False,
     quick: QuickOpt = False,
     precision: PrecisionOpt = "fp32",
+    runtime: RuntimeOpt = "torch",
     threads: ThreadsOpt = None,
     json_out: JsonOpt = False,
     plot: PlotOpt = None,
@@ -49,7 +51,7 @@ def wsd_cmd(
     from contextlens.reports.benchmark_figures import wsd_figure
 
     with encoding_progress(model) as progress:
-        loaded = contextual_option(model, precision, threads)
+        loaded = contextual_option(model, precision, threads, runtime)
         result = run_wsd(loaded, size_name(quick), progress, glosses=glosses)
     with plot_after(result, plot, wsd_figure):
         if json_out:

@@ -12,6 +12,7 @@ from contextlens.cli.common import (
     ModelOpt,
     PlotOpt,
     PrecisionOpt,
+    RuntimeOpt,
     StaticOpt,
     ThreadsOpt,
     console,
@@ -37,6 +38,7 @@ def wsi_cmd(
     static: StaticOpt = DEFAULT_STATIC_MODEL,
     quick: QuickOpt = False,
     precision: PrecisionOpt = "fp32",
+    runtime: RuntimeOpt = "torch",
     threads: ThreadsOpt = None,
     json_out: JsonOpt = False,
     plot: PlotOpt = None,
@@ -47,7 +49,7 @@ def wsi_cmd(
     from contextlens.reports.benchmark_figures import wsi_figure
 
     with encoding_progress(model) as progress:
-        result = run_wsi(contextual_option(model, precision, threads), static, size_name(quick), progress)
+        result = run_wsi(contextual_option(model, precision, threads, runtime), static, size_name(quick), progress)
     with plot_after(result, plot, wsi_figure):
         if json_out:
             print_json(result.to_dict())
