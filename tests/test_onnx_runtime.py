@@ -23,8 +23,8 @@ TEXTS = [
 
 
 @pytest.fixture(scope="module")
-def onnx_minilm() -> ContextualModel:
-    return load_contextual("minilm", "fp32", "onnx")
+def onnx_minilm(minilm_onnx: ContextualModel) -> ContextualModel:
+    return minilm_onnx  # the session's one instance (tests/conftest.py)
 
 
 def _batch(model: ContextualModel) -> tuple[torch.Tensor, torch.Tensor]:
