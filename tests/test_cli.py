@@ -69,7 +69,7 @@ def test_neighbors_and_analogy():
 
 
 def test_models_lists_what_is_installed():
-    result = run_cli_subprocess("models", "--json")  # smoke test
+    result = run_cli("models", "--json")
     assert result.returncode == 0, result.stderr
     rows = {r["name"]: r for r in json.loads(result.stdout)["models"]}
     assert rows["mpnet"]["installed"] and rows["minilm"]["installed"]
