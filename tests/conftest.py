@@ -15,15 +15,37 @@ from pathlib import Path
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# One torch / OpenMP / BLAS thread (set before torch, numpy and faiss load; inherited by the
+# subprocesses and Ray actors). The tests run small batches on 2 cores shared with the suite's own
+# subprocesses, Ray actors and Chromium: a second OpenMP thread then waits for a core at every
+# parallel region (a LayerNorm of 16 rows: 0.01 ms on one thread, 0.4-8 ms on two), which made the
+# model-heavy test files 3x slower under load. OMP_NUM_THREADS=2 pytest ... runs them on two.
+TEST_THREADS = int(os.environ.setdefault("OMP_NUM_THREADS", "1"))
+for _var in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, str(TEST_THREADS))
 TEST_CACHE = Path(
     os.environ.get("CONTEXTLENS_TEST_CACHE") or Path(__file__).resolve().parent.parent / ".pytest_cache" / "contextlens"
 )
 os.environ["CONTEXTLENS_CACHE"] = str(TEST_CACHE)
 
 import pytest  # noqa: E402
+import torch  # noqa: E402
 
 from contextlens.core.contextual_models import ContextualModel, load_contextual  # noqa: E402
 from contextlens.core.static_models import StaticModel, load_static  # noqa: E402
+
+torch.set_num_threads(TEST_THREADS)  # also when torch was imported before this file set the variable
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _test_threads():
+    """The CLI sets torch's threads to the core count unless --threads is given; in the tests, to
+    TEST_THREADS (a test of --threads asks for another count and sees it applied)."""
+    from contextlens.cli import common
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(common, "default_threads", lambda: TEST_THREADS)
+        yield
 
 
 @pytest.fixture(scope="session")
