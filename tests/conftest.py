@@ -10,6 +10,7 @@ scan and the encoded benchmark sentences; ``pytest --cache-clear`` or deleting i
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 os.environ["HF_HUB_OFFLINE"] = "1"
@@ -71,3 +72,21 @@ def demo_run(tmp_path_factory: pytest.TempPathFactory):
 
     folder = tmp_path_factory.mktemp("demo") / "out"
     return run_cli("demo", "--model", "minilm", "--out", str(folder)), folder
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Headless Chromium driven by Playwright, launched once per test module that needs it (the
+    report's and the web face's); each test opens its pages in a fresh context. Not once per
+    session: Playwright's sync API leaves its event loop marked running in this thread, and a
+    later test's asyncio.run() (test_web_serve) would refuse to start."""
+    from tests.helpers import CHROMIUM
+
+    if not shutil.which(CHROMIUM):
+        pytest.fail(f"no Chromium at {CHROMIUM}; run scripts/install-system-deps.sh")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox"])
+        yield b
+        b.close()

@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import io
 import os
+import shutil
 import subprocess
 import sys
 import traceback
 from contextlib import redirect_stderr, redirect_stdout
+
+# Debian's headless Chromium (scripts/install-system-deps.sh), driven by Playwright.
+CHROMIUM = os.environ.get("CONTEXTLENS_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
