@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 os.environ["HF_HUB_OFFLINE"] = "1"
@@ -90,3 +92,47 @@ def browser():
         b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox"])
         yield b
         b.close()
+
+
+# --- smoke tests in a real process, started early -----------------------------------------------
+
+_SMOKE_RUNNER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cli-subprocess")
+_SMOKE: dict[str, Future[subprocess.CompletedProcess[str]]] = {}
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "cli_subprocess(*args): `contextlens ARGS` in a real process, started when collection ends; "
+        "the test gets its result from the cli_subprocess fixture",
+    )
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Start the selected tests' real-process smoke commands now, one after another in a thread:
+    each is an interpreter start plus a model load (~5 s) that runs on the core the
+    single-threaded tests leave idle; its test collects the result when its turn comes. The
+    environment and working folder are this moment's, not those of whatever test is running."""
+    from tests.helpers import run_cli_subprocess
+
+    if session.config.option.collectonly:
+        return
+    for item in session.items:
+        mark = item.get_closest_marker("cli_subprocess")
+        if mark is not None:
+            env, cwd = dict(os.environ), os.getcwd()
+            _SMOKE[item.nodeid] = _SMOKE_RUNNER.submit(run_cli_subprocess, *mark.args, env=env, cwd=cwd)
+
+
+@pytest.fixture()
+def cli_subprocess(request: pytest.FixtureRequest) -> subprocess.CompletedProcess[str]:
+    """The result of this test's ``@pytest.mark.cli_subprocess(*args)`` command (run now if it was
+    not started with the session)."""
+    from tests.helpers import run_cli_subprocess
+
+    started = _SMOKE.pop(request.node.nodeid, None)
+    if started is not None:
+        return started.result()
+    mark = request.node.get_closest_marker("cli_subprocess")
+    assert mark is not None, "the cli_subprocess fixture needs @pytest.mark.cli_subprocess(*args)"
+    return run_cli_subprocess(*mark.args)

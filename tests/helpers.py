@@ -34,14 +34,18 @@ def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.CompletedProcess(["contextlens", *args], code, out.getvalue(), err.getvalue())
 
 
-def run_cli_subprocess(*args: str, timeout: int = 600) -> subprocess.CompletedProcess[str]:
-    """`python -m contextlens ARGS` in a fresh process: real stdout, stderr and exit code."""
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+def run_cli_subprocess(
+    *args: str, timeout: int = 600, env: dict[str, str] | None = None, cwd: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    """`python -m contextlens ARGS` in a fresh process: real stdout, stderr and exit code (in
+    ``env`` and ``cwd`` when given, else this process's)."""
+    env = {**(os.environ if env is None else env), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     return subprocess.run(
         [sys.executable, "-m", "contextlens", *args],
         capture_output=True,
         text=True,
         env=env,
+        cwd=cwd,
         timeout=timeout,
     )
 
