@@ -12,6 +12,8 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
+import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
@@ -98,6 +100,16 @@ def browser():
 
 _SMOKE_RUNNER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cli-subprocess")
 _SMOKE: dict[str, Future[subprocess.CompletedProcess[str]]] = {}
+_WARMER: list[subprocess.Popen[str]] = []  # the cold-cache warmer's process, once started
+_WARMER_DONE: list[Future[tuple[int, str]]] = []
+_WARMER_LOCK = threading.Lock()
+_SESSION_OVER: list[bool] = []
+
+# A cold test cache costs the first tests that need them ~20 s of single-threaded work (WordNet's
+# usage examples, the Lee encodings; see helpers.warm_test_cache). When most of the suite runs,
+# a process started after the smoke commands fills them on the idle core (atomic writes; a test
+# that needs an entry before it is there computes it itself). Killed when the session ends.
+WARM_FROM_ITEMS = 100
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -122,6 +134,57 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         if mark is not None:
             env, cwd = dict(os.environ), os.getcwd()
             _SMOKE[item.nodeid] = _SMOKE_RUNNER.submit(run_cli_subprocess, *mark.args, env=env, cwd=cwd)
+    if len(session.items) >= WARM_FROM_ITEMS and _cache_is_cold():
+        _WARMER_DONE.append(_SMOKE_RUNNER.submit(_run_warmer, dict(os.environ)))
+
+
+def _cache_is_cold() -> bool:
+    from contextlens.core.wordnet import EXAMPLES_VERSION
+
+    return not (TEST_CACHE / "wordnet" / f"usage-examples-v{EXAMPLES_VERSION}.json").is_file()
+
+
+def _run_warmer(env: dict[str, str]) -> tuple[int, str]:
+    code = "from tests.helpers import warm_test_cache; warm_test_cache()"
+    root = Path(__file__).resolve().parent.parent
+    with _WARMER_LOCK:
+        if _SESSION_OVER:
+            return 0, ""
+        proc = subprocess.Popen(
+            [sys.executable, "-c", code],
+            env=env,
+            cwd=root,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        _WARMER.append(proc)
+    _, err = proc.communicate()
+    return proc.returncode, err
+
+
+@pytest.fixture()
+def test_cache_warmed() -> None:
+    """Wait for the cold-cache warmer (if one runs): for a test that damages a shared cache entry."""
+    for done in _WARMER_DONE:
+        done.result()
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    with _WARMER_LOCK:
+        _SESSION_OVER.append(True)
+        for proc in _WARMER:
+            if proc.poll() is None:
+                proc.kill()  # its writes are atomic: a killed warmer leaves no half entry
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    """A warmer that failed is said (the tests computed the entries themselves)."""
+    for done in _WARMER_DONE:
+        code, err = done.result()
+        if code > 0:
+            last = err.strip().splitlines()[-1:] or ["(no message)"]
+            terminalreporter.write_line(f"cold-cache warmer failed with exit code {code}: {last[0]}")
 
 
 @pytest.fixture()

@@ -50,6 +50,17 @@ def run_cli_subprocess(
     )
 
 
+def warm_test_cache() -> None:
+    """Fill the slowest entries of a cold test cache, as the tests that first need them would:
+    WordNet's usage examples and their counts, the quick Lee benchmark's encodings. Run by
+    tests/conftest.py in a process of its own while the suite starts (cold caches only)."""
+    from contextlens.analyses.benchmarks.retrieval import evaluate_lee
+    from contextlens.core.wordnet import usage_example_stats
+
+    usage_example_stats()  # builds the examples first
+    evaluate_lee("minilm", quick=True)
+
+
 def assert_plain_json(obj: object, where: str = "result") -> None:
     """Fail unless ``obj`` is made of plain JSON types only (no numpy scalars or arrays, no NaN)."""
     import json

@@ -76,7 +76,7 @@ def test_missing_wordnet_is_a_clear_error(tmp_path, monkeypatch):
     assert proc.stderr.count("\n") == 1 and "wordnet-base" in proc.stderr and "Traceback" not in proc.stderr
 
 
-def test_damaged_stats_cache_is_rebuilt_with_a_note(caplog):
+def test_damaged_stats_cache_is_rebuilt_with_a_note(caplog, test_cache_warmed):
     from contextlens.core.resources import cache_dir
     from contextlens.core.wordnet import EXAMPLES_VERSION, usage_example_stats
 
