@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import io
 import os
+import shutil
 import subprocess
 import sys
 import traceback
 from contextlib import redirect_stderr, redirect_stdout
+
+# Debian's headless Chromium (scripts/install-system-deps.sh), driven by Playwright.
+CHROMIUM = os.environ.get("CONTEXTLENS_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
@@ -30,16 +34,31 @@ def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.CompletedProcess(["contextlens", *args], code, out.getvalue(), err.getvalue())
 
 
-def run_cli_subprocess(*args: str, timeout: int = 600) -> subprocess.CompletedProcess[str]:
-    """`python -m contextlens ARGS` in a fresh process: real stdout, stderr and exit code."""
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+def run_cli_subprocess(
+    *args: str, timeout: int = 600, env: dict[str, str] | None = None, cwd: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    """`python -m contextlens ARGS` in a fresh process: real stdout, stderr and exit code (in
+    ``env`` and ``cwd`` when given, else this process's)."""
+    env = {**(os.environ if env is None else env), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     return subprocess.run(
         [sys.executable, "-m", "contextlens", *args],
         capture_output=True,
         text=True,
         env=env,
+        cwd=cwd,
         timeout=timeout,
     )
+
+
+def warm_test_cache() -> None:
+    """Fill the slowest entries of a cold test cache, as the tests that first need them would:
+    WordNet's usage examples and their counts, the quick Lee benchmark's encodings. Run by
+    tests/conftest.py in a process of its own while the suite starts (cold caches only)."""
+    from contextlens.analyses.benchmarks.retrieval import evaluate_lee
+    from contextlens.core.wordnet import usage_example_stats
+
+    usage_example_stats()  # builds the examples first
+    evaluate_lee("minilm", quick=True)
 
 
 def assert_plain_json(obj: object, where: str = "result") -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import unicodedata
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -21,7 +22,6 @@ from contextlens.errors import (
     StaticModelError,
     UnknownModelError,
 )
-from tests.helpers import run_cli_subprocess
 
 NFD_CAFE = unicodedata.normalize("NFD", "café")
 
@@ -114,11 +114,14 @@ def test_a_file_where_a_folder_is_expected_says_so(tmp_path, minilm):
         resources.resolve_contextual(config)
 
 
-def test_cli_reports_bad_model_files_in_one_line(tmp_path):
-    folder = tmp_path / "vectors"
-    folder.mkdir()
-    args = ("compare", "The [bank] called.", "The river [bank].", "--model", "minilm", "--static", str(folder))
-    result = run_cli_subprocess(*args)  # smoke test: one line and exit 2 from a real process
+A_FOLDER = Path(__file__).resolve().parent  # any folder: --static wants a file
+
+
+@pytest.mark.cli_subprocess(
+    "compare", "The [bank] called.", "The river [bank].", "--model", "minilm", "--static", str(A_FOLDER)
+)
+def test_cli_reports_bad_model_files_in_one_line(cli_subprocess):
+    folder, result = A_FOLDER, cli_subprocess  # smoke test: one line and exit 2 from a real process
     assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
     (line,) = result.stderr.strip().splitlines()
     assert "is a folder" in line and str(folder) in line

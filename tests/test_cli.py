@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from tests.helpers import run_cli, run_cli_subprocess
+from tests.helpers import run_cli
 
 FIN, RIVER = "The [bank] called about my account.", "The river [bank] flooded last night."
 
@@ -29,10 +29,11 @@ def test_compare_json(model, layers, tmp_path):
     assert plot.stat().st_size > 10_000 and plot.read_bytes()[:4] == b"\x89PNG"
 
 
-def test_compare_table_and_word_option():
-    result = run_cli_subprocess(  # smoke test: the real entry point in its own process
-        "compare", "The bank called.", "The river bank flooded.", "--word", "bank", "--model", "minilm"
-    )
+@pytest.mark.cli_subprocess(
+    "compare", "The bank called.", "The river bank flooded.", "--word", "bank", "--model", "minilm"
+)
+def test_compare_table_and_word_option(cli_subprocess):
+    result = cli_subprocess  # smoke test: the real entry point in its own process (conftest)
     assert result.returncode == 0, result.stderr
     assert "most divergent layer" in result.stdout
     static_row = next(line for line in result.stdout.splitlines() if "static" in line and "│" in line)
@@ -69,7 +70,7 @@ def test_neighbors_and_analogy():
 
 
 def test_models_lists_what_is_installed():
-    result = run_cli_subprocess("models", "--json")  # smoke test
+    result = run_cli("models", "--json")
     assert result.returncode == 0, result.stderr
     rows = {r["name"]: r for r in json.loads(result.stdout)["models"]}
     assert rows["mpnet"]["installed"] and rows["minilm"]["installed"]

@@ -22,6 +22,7 @@ from contextlens.analyses.corpus.readers import ReadStats, read_corpus
 from contextlens.analyses.corpus.sentences import split_sentences
 from contextlens.cli import main
 from contextlens.errors import DataFileError
+from tests.helpers import run_cli
 
 KEY = ["doc_id", "sentence_index", "start"]
 
@@ -203,13 +204,10 @@ def test_extract_rows_rerun_and_refusals(tmp_path, capsys, minilm):
     assert not (tmp_path / "m").exists()
 
 
-@pytest.mark.slow  # ~60-90 s on a loaded 2-core machine; CI runs it
+@pytest.mark.slow  # ~10-20 s on a loaded 2-core machine; CI runs it
 def test_kill_9_then_rerun_gives_every_row_once(tmp_path, minilm):
     corpus = _corpus(tmp_path / "big.txt", 40)
     args = [
-        sys.executable,
-        "-m",
-        "contextlens",
         "corpus",
         "extract",
         str(corpus),
@@ -224,7 +222,12 @@ def test_kill_9_then_rerun_gives_every_row_once(tmp_path, minilm):
     ]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     out = tmp_path / "killed"
-    proc = subprocess.Popen([*args, "--out", str(out)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(  # a real process, to be killed
+        [sys.executable, "-m", "contextlens", *args, "--out", str(out)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.time() + 120
     while len(list(out.glob("part-*.parquet"))) < 3 and proc.poll() is None and time.time() < deadline:
         time.sleep(0.01)
@@ -232,7 +235,7 @@ def test_kill_9_then_rerun_gives_every_row_once(tmp_path, minilm):
     proc.wait()
     assert not json.loads((out / "manifest.json").read_text())["complete"], "the job finished before the kill"
     assert 0 < len(list(out.glob("part-*.parquet"))) < 40
-    done = subprocess.run([*args, "--out", str(out), "--json"], env=env, capture_output=True, text=True, timeout=300)
+    done = run_cli(*args, "--out", str(out), "--json")  # the rerun needs no process of its own
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["manifest"]["complete"]
     assert not list(out.glob(".*tmp*"))

@@ -105,9 +105,10 @@ def test_cli_precision_and_threads_options() -> None:
     before = torch.get_num_threads()
     try:
         args = ("compare", "The [bank] lent money.", "The river [bank] flooded.", "-m", "minilm", "--json")
-        r = run_cli(*args, "--precision", "int8", "--threads", "1")
+        threads = torch.get_num_threads() + 1  # not the count the tests run with: --threads is applied
+        r = run_cli(*args, "--precision", "int8", "--threads", str(threads))
         assert r.returncode == 0, r.stderr
-        assert torch.get_num_threads() == 1
+        assert torch.get_num_threads() == threads
         assert "int8 drift vs fp32 (minilm" in r.stderr and "6:" in r.stderr
         assert json.loads(r.stdout)["model"] == "minilm"  # stdout stays one JSON document
         bad = run_cli(*args, "--precision", "fp16")

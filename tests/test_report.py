@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
-import shutil
-import subprocess
+from pathlib import Path
+from urllib.parse import urlsplit
 
-import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from plotly.offline import get_plotlyjs
 from typer.testing import CliRunner
 
 from contextlens.cli import app
 from contextlens.reports.interactive import remote_resources
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 FIN, RIVER = "The [bank] called about my account.", "The river [bank] flooded last night."
 
 
@@ -25,16 +25,31 @@ def without_plotly_library(document: str) -> str:
     return document.replace(lib, "")
 
 
-def render_dom(page, tmp_path) -> str:
-    """The DOM after headless Chromium ran the page's scripts, with every request routed to a dead proxy."""
-    if not shutil.which(CHROMIUM):
-        pytest.fail("chromium is not installed; run scripts/install-system-deps.sh")
-    cmd = [
-        CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run", f"--user-data-dir={tmp_path / 'profile'}",
-        "--proxy-server=127.0.0.1:9", "--virtual-time-budget=20000", "--dump-dom", page.as_uri(),
-    ]  # fmt: skip
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=180, check=True).stdout
+def render_dom(browser, page: Path, figures: int) -> str:
+    """The DOM after headless Chromium (the session's one, offline) ran the page's scripts; a
+    request that leaves the file fails the test."""
+    context = browser.new_context(offline=True)
+    leaks: list[str] = []
+
+    def route(r):
+        if urlsplit(r.request.url).scheme in ("file", "data", "blob", "about"):
+            r.continue_()
+        else:
+            leaks.append(r.request.url)
+            r.abort()
+
+    context.route("**/*", route)
+    tab = context.new_page()
+    try:
+        tab.goto(page.as_uri())
+        with contextlib.suppress(PlaywrightTimeout):  # then the counts below say what was drawn
+            drawn = "n => document.querySelectorAll('.plot-container.plotly .main-svg').length >= 2 * n"
+            tab.wait_for_function(drawn, arg=figures, timeout=20_000)
+        dom = tab.content()
+    finally:
+        context.close()
+    assert leaks == [], f"the page made requests: {leaks}"
+    return dom
 
 
 def test_remote_resource_check_can_fail():
@@ -44,7 +59,7 @@ def test_remote_resource_check_can_fail():
     assert not remote_resources('<script>var a = "https://only.a.string";</script><a href="#top">top</a>')
 
 
-def test_demo_report_renders_every_figure_offline(demo_run, tmp_path):
+def test_demo_report_renders_every_figure_offline(demo_run, browser):
     out, folder = demo_run  # the session's one demo run (tests/conftest.py)
     assert out.returncode == 0, out.stderr
     found = re.search(r"\((\d+) interactive\s+figures", out.stdout)
@@ -77,12 +92,12 @@ def test_demo_report_renders_every_figure_offline(demo_run, tmp_path):
     assert "http://" not in rest and "https://" not in rest
     for png in ("bank-two-sentences.png", "cost.png", "cka.png"):
         assert (folder / png).stat().st_size > 0
-    dom = render_dom(page, tmp_path)
+    dom = render_dom(browser, page, n_figures)
     assert dom.count('class="plot-container plotly"') == n_figures
     assert dom.count('class="main-svg"') >= 2 * n_figures  # each rendered plot draws at least two svg layers
 
 
-def test_compare_html_is_self_contained(tmp_path):
+def test_compare_html_is_self_contained(tmp_path, browser):
     page = tmp_path / "compare.html"
     out = CliRunner().invoke(app, ["compare", FIN, RIVER, "-m", "minilm", "--html", str(page)])
     assert out.exit_code == 0, out.output
@@ -90,4 +105,4 @@ def test_compare_html_is_self_contained(tmp_path):
     assert document.count("Plotly.newPlot(") == 1 and remote_resources(document) == []
     rest = without_plotly_library(document)
     assert "http://" not in rest and "https://" not in rest
-    assert render_dom(page, tmp_path).count('class="plot-container plotly"') == 1
+    assert render_dom(browser, page, 1).count('class="plot-container plotly"') == 1

@@ -16,7 +16,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
-CHROMIUM = os.environ.get("CONTEXTLENS_CHROMIUM", "/usr/bin/chromium")
+from tests.helpers import CHROMIUM
+
 SHOTS = os.environ.get("CONTEXTLENS_WEB_SCREENSHOTS")  # folder: also write docs screenshots
 pytestmark = pytest.mark.skipif(not shutil.which(CHROMIUM), reason=f"no Chromium at {CHROMIUM}")
 
@@ -49,16 +50,6 @@ def server(minilm):
     yield f"http://127.0.0.1:{port}"
     srv.should_exit = True
     thread.join(10)
-
-
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox"])
-        yield b
-        b.close()
 
 
 @pytest.fixture()

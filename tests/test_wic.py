@@ -10,7 +10,7 @@ import pytest
 from contextlens.analyses.benchmarks.datasets import build_wic
 from contextlens.analyses.benchmarks.wic import accuracy, static_pair_cosines, tune_threshold
 from contextlens.core.wordnet import usage_examples
-from tests.helpers import run_cli, run_cli_subprocess
+from tests.helpers import run_cli
 
 
 @pytest.fixture(scope="module")
@@ -83,6 +83,6 @@ def test_cli_quick_runs_offline_with_baselines():
 
 
 def test_cli_unknown_model_is_one_line_error():
-    proc = run_cli_subprocess("eval", "wic", "--model", "no-such-model", "--quick")  # smoke test
+    proc = run_cli("eval", "wic", "--model", "no-such-model", "--quick")
     assert proc.returncode == 2
     assert proc.stderr.startswith("error:") and proc.stderr.count("\n") == 1

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 import json
 
 import pytest
 
+from contextlens.analyses.benchmarks import suite
 from contextlens.core import wordnet as wn
-from tests.helpers import run_cli_subprocess
+from tests.helpers import run_cli
 
 
 def test_reader_reads_debian_files_with_our_lexnames():
@@ -66,13 +68,15 @@ def test_missing_wordnet_is_a_clear_error(tmp_path, monkeypatch):
     monkeypatch.setenv("CONTEXTLENS_WORDNET_DIR", str(tmp_path))
     with pytest.raises(wn.WordNetNotInstalledError, match="install-system-deps.sh"):
         wn.check_installed()
-    # a fresh process: in this one the WordNet data are already loaded and cached in memory
-    proc = run_cli_subprocess("eval", "wic", "--model", "minilm", "--quick")
+    # this process already built (and keeps in memory) the benchmark suite from WordNet: the
+    # command gets an empty cache of its own, as in a fresh process, and finds the files missing
+    monkeypatch.setattr(suite, "build_suite", functools.cache(suite.build_suite.__wrapped__))
+    proc = run_cli("eval", "wic", "--model", "minilm", "--quick")
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1 and "wordnet-base" in proc.stderr and "Traceback" not in proc.stderr
 
 
-def test_damaged_stats_cache_is_rebuilt_with_a_note(caplog):
+def test_damaged_stats_cache_is_rebuilt_with_a_note(caplog, test_cache_warmed):
     from contextlens.core.resources import cache_dir
     from contextlens.core.wordnet import EXAMPLES_VERSION, usage_example_stats
 
