@@ -279,11 +279,6 @@ class ContextualModel:
         ids[mask] = np.fromiter(chain.from_iterable(sequences), dtype=np.int64, count=int(lengths.sum()))
         return torch.from_numpy(ids), torch.from_numpy(mask.astype(np.int64))
 
-    def run_padded(self, sequences: Sequence[Sequence[int]], hidden_states: bool, attentions: bool = False) -> Any:
-        """Pad and run token id sequences in one batch."""
-        ids, mask = self.pad(sequences)
-        return self.run(ids, mask, hidden_states=hidden_states, attentions=attentions)
-
     def run(self, ids: torch.Tensor, mask: torch.Tensor, hidden_states: bool, attentions: bool = False) -> Any:
         """One forward pass of the torch model without gradients (attention weights, the model's
         own outputs: torch runtime only)."""
