@@ -134,3 +134,18 @@ def test_bad_runtime_and_missing_package_are_typed_errors(monkeypatch) -> None:
     monkeypatch.setitem(sys.modules, "onnxruntime", None)  # import fails as if not installed
     with pytest.raises(ModelNotInstalledError, match=r"pip install 'contextlens\[runtimes\]'"):
         require_onnxruntime()
+
+
+def test_sessions_follow_the_thread_count_torch_has(onnx_minilm) -> None:
+    ids, mask = _batch(onnx_minilm)
+    forward = onnx_minilm.onnx_forward()
+    before = torch.get_num_threads()
+    other = 2 if before == 1 else 1
+    try:
+        first = forward.session(2)
+        torch.set_num_threads(other)
+        onnx_minilm.run_layers(ids, mask, (2,))
+        assert forward.threads == other
+        assert forward.session(2) is not first  # made anew for the new count
+    finally:
+        torch.set_num_threads(before)

@@ -388,7 +388,12 @@ class OnnxForward:
         return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
     def session(self, highest: int) -> Any:
-        """The session of the graph pruned to layers 0..``highest`` (the full graph at the top)."""
+        """The session of the graph pruned to layers 0..``highest`` (the full graph at the top).
+        Sessions follow torch's thread count (``--threads`` sets it once): a change since they
+        were made makes them anew, so ONNX Runtime never runs on a count torch no longer has."""
+        if torch.get_num_threads() != self.threads:
+            self.threads = torch.get_num_threads()
+            self._sessions.clear()
         found = self._sessions.get(highest)
         if found is not None:
             self._sessions.move_to_end(highest)
