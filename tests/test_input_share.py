@@ -10,6 +10,7 @@ import pytest
 from contextlens.analyses.corpus.texts import corpus_texts
 from contextlens.analyses.lesson.input_share import input_row_share
 from contextlens.cli import main
+from contextlens.core.occurrences import Occurrence
 from contextlens.errors import InputError
 
 
@@ -39,3 +40,89 @@ def test_trace_corpus_adds_the_share_to_json(capsys) -> None:
 def test_too_few_texts(minilm) -> None:
     with pytest.raises(InputError, match="at least 5 texts"):
         input_row_share(minilm, ["One text.", "Two texts."])
+
+
+# Varied texts: padding around the text, one real token (skipped: it has no neighbour), sub-word
+# splits, digits and accents, repeated words, and one long text (padded against the short ones).
+VARIED = [
+    "The river bank flooded after the storm.",
+    "  She deposited the cheque at the bank on Monday.  ",
+    "Hello",
+    "Antidisestablishmentarianism is a long word; pneumonoultramicroscopic, too.",
+    "In 1984, 3.14159 and 2,718 were numbers — café, naïve, résumé.",
+    "bank bank bank bank bank",
+    "A bat flew out of the cave at dusk.",
+    "He swung the bat and hit a home run!",
+    "Why?",
+    "The spring in the mattress broke, so we slept on the floor in spring.",
+    "Light travels faster than sound, which is why lightning comes before thunder.",
+    "Can you can a can as a canner can can a can?",
+    "She left her left glove on the right side, right?",
+    "e-mail, co-operate, well-known, state-of-the-art",
+    "The committee postponed the vote until the financial report could be checked twice.",
+    "OK.",
+    "Tokens: [CLS] and [SEP] written as text are not the special tokens.",
+    "The match was struck; the match was won; the colours did not match.",
+    "Quantum chromodynamics describes the strong interaction between quarks and gluons.",
+    " ".join(
+        f"Sentence number {i} of the long text talks about banks, rivers, money and the weather in town."
+        for i in range(12)
+    ),
+]
+
+
+def _per_text_share(model, texts: list[str]) -> dict[str, object]:
+    """The reference: the share as input_row_share computed it before it was batched, one
+    forward_one pass per text (kept here so that the batched numbers can be checked against it)."""
+    from contextlens.core.similarity import normalize_rows
+
+    own, other, pos, n = [], [], [], 0
+    for text in [t for t in texts if t.strip()]:
+        start = len(text) - len(text.lstrip())
+        fp = model.forward_one(Occurrence(text, start, len(text.rstrip())))
+        keep = [i for i, s in enumerate(fp.tokenized.special) if not s]
+        if len(keep) < 2:
+            continue
+        hidden = np.stack([normalize_rows(h[keep].astype(np.float64)) for h in fp.hidden_states])
+        rows = normalize_rows(fp.input_rows[keep].astype(np.float64))
+        own.append(np.einsum("ltd,td->l", hidden, rows))
+        other.append(np.einsum("ltd,td->l", hidden, np.roll(rows, 1, axis=0)))
+        if fp.position_rows is not None:
+            pos.append(np.einsum("ltd,td->l", hidden, normalize_rows(fp.position_rows[keep].astype(np.float64))))
+        n += len(keep)
+    return {
+        "tokens": n,
+        "own": np.sum(own, axis=0) / n,
+        "other": np.sum(other, axis=0) / n,
+        "pos": np.sum(pos, axis=0) / n if pos else None,
+    }
+
+
+def _assert_same_as_per_text(model, texts: list[str], batch_size: int = 32) -> None:
+    share = input_row_share(model, texts, "varied", batch_size=batch_size)
+    ref = _per_text_share(model, texts)
+    assert share.tokens == ref["tokens"]
+    assert share.texts == len([t for t in texts if t.strip()])
+    np.testing.assert_allclose(share.to_input_row, ref["own"], rtol=0, atol=1e-6)
+    np.testing.assert_allclose(share.to_other_row, ref["other"], rtol=0, atol=1e-6)
+    if ref["pos"] is None:
+        assert share.to_position_row is None
+    else:
+        np.testing.assert_allclose(share.to_position_row, ref["pos"], rtol=0, atol=1e-6)
+
+
+def test_batched_share_is_the_per_text_share_minilm(minilm) -> None:
+    assert len(minilm.tokenize_many([Occurrence("Hello", 0, 5)])[0]) == 3  # one real token: skipped
+    assert len(minilm.tokenize_many([Occurrence(VARIED[-1], 0, len(VARIED[-1]))])[0]) > 150
+    _assert_same_as_per_text(minilm, VARIED)
+    _assert_same_as_per_text(minilm, VARIED, batch_size=3)  # texts split over several batches
+
+
+def test_batched_share_is_the_per_text_share_mpnet(mpnet) -> None:
+    # mpnet's positions start after its padding index (core/extraction.py: position_rows)
+    _assert_same_as_per_text(mpnet, VARIED)
+
+
+def test_batched_share_on_onnx_runtime(minilm_onnx) -> None:
+    _assert_same_as_per_text(minilm_onnx, VARIED[:8])
+    assert input_row_share(minilm_onnx, VARIED[:8]).to_dict()["runtime"] == "onnx"

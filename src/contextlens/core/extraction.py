@@ -249,7 +249,7 @@ def forward_one(
     hidden = torch.stack(states)[:, 0].float().numpy().copy()
     weight = model.model.get_input_embeddings().weight
     rows = weight[torch.tensor(tok.input_ids)].detach().float().numpy().copy()
-    return ForwardPass(tok, hidden, att, rows, _position_rows(model, tok))
+    return ForwardPass(tok, hidden, att, rows, position_rows(model, len(tok.input_ids)))
 
 
 def token_states(
@@ -294,13 +294,13 @@ def token_states(
     return results  # type: ignore[return-value]
 
 
-def _position_rows(model: ContextualModel, tok: TokenizedOccurrence) -> np.ndarray | None:
-    """Learned absolute position embeddings of each position, where the model has them."""
+def position_rows(model: ContextualModel, n: int) -> np.ndarray | None:
+    """``(n, d)``: the learned absolute position embeddings of positions 0..n-1 of a text, where
+    the model has them (else None); the texts of a right-padded batch share them."""
     emb = getattr(model.model, "embeddings", None)
     table = getattr(emb, "position_embeddings", None)
     if table is None or not hasattr(table, "weight"):
         return None
-    n = len(tok.input_ids)
     if model.config.model_type in {"mpnet", "roberta", "xlm-roberta"}:
         pad = model.tokenizer.pad_token_id  # positions start after the padding index
         positions = torch.arange(pad + 1, pad + 1 + n)

@@ -17,8 +17,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import torch
 
+from contextlens.core.alignment import tokenize_many
 from contextlens.core.contextual_models import ContextualModel, as_contextual
+from contextlens.core.extraction import position_rows
 from contextlens.core.jsonable import plain_json
 from contextlens.core.occurrences import Occurrence
 from contextlens.core.similarity import normalize_rows
@@ -63,28 +66,44 @@ class InputRowShare:
         }
 
 
-def input_row_share(model: ContextualModel | str, texts: Sequence[str], corpus: str = "sentences") -> InputRowShare:
-    """Per layer, the mean cosine of every non-special token's hidden state to its input and position rows."""
+def input_row_share(
+    model: ContextualModel | str, texts: Sequence[str], corpus: str = "sentences", batch_size: int = 32
+) -> InputRowShare:
+    """Per layer, the mean cosine of every non-special token's hidden state to its input and position rows.
+
+    The texts are tokenized as :func:`forward_one` does (a text is the occurrence of its stripped
+    span) and run in batches of ``batch_size`` (sorted by length, padded; the texts with fewer than
+    two non-special tokens are not run); per batch, each layer keeps only the non-special tokens'
+    rows. The numbers are the per-text :func:`forward_one` loop's (tests/test_input_share.py).
+    """
     started = time.perf_counter()
     m = as_contextual(model)
     texts = [t for t in texts if t.strip()]
     if len(texts) < MIN_TEXTS:
         raise InputError(f"the input-row share needs at least {MIN_TEXTS} texts, got {len(texts)}")
-    own, other, pos, n = [], [], [], 0
-    for text in texts:
-        start = len(text) - len(text.lstrip())
-        fp = m.forward_one(Occurrence(text, start, len(text.rstrip())))
-        keep = [i for i, s in enumerate(fp.tokenized.special) if not s]
-        if len(keep) < 2:
-            continue
-        hidden = np.stack([normalize_rows(h[keep].astype(np.float64)) for h in fp.hidden_states])  # (L+1, t, d)
-        rows = normalize_rows(fp.input_rows[keep].astype(np.float64))
-        shifted = np.roll(rows, 1, axis=0)  # each token against its neighbour's row
-        own.append(np.einsum("ltd,td->l", hidden, rows))
-        other.append(np.einsum("ltd,td->l", hidden, shifted))
-        if fp.position_rows is not None:
-            pos.append(np.einsum("ltd,td->l", hidden, normalize_rows(fp.position_rows[keep].astype(np.float64))))
-        n += len(keep)
+    toks = tokenize_many(m, [Occurrence(t, len(t) - len(t.lstrip()), len(t.rstrip())) for t in texts])
+    kept = [[i for i, s in enumerate(tok.special) if not s] for tok in toks]
+    items = [(k, tok.input_ids) for k, tok in enumerate(toks) if len(kept[k]) >= 2]
+    layers = tuple(range(m.num_layers + 1))
+    weight = m.model.get_input_embeddings().weight.detach()
+    table = position_rows(m, max((len(ids) for _, ids in items), default=0))
+    own, other, pos, n = np.zeros(len(layers)), np.zeros(len(layers)), np.zeros(len(layers)), 0
+    for batch in m.batches(items, batch_size, False, "input-row share"):
+        ids, mask = m.pad([seq for _, seq in batch])
+        sizes = np.array([len(kept[k]) for k, _ in batch])
+        at = np.concatenate([kept[k] for k, _ in batch])  # each kept token's position in its text
+        flat = torch.from_numpy(np.repeat(np.arange(len(batch)), sizes) * ids.shape[1] + at)  # ... in the batch
+        states = m.run_layers(ids, mask, layers, keep=lambda h, flat=flat: h.reshape(-1, h.shape[-1])[flat])
+        hidden = normalize_rows(torch.stack(states).float().numpy().astype(np.float64))  # (L+1, t, d)
+        rows = normalize_rows(weight[ids.view(-1)[flat]].float().numpy().astype(np.float64))
+        # each token against its neighbour's row (the one before it in its text; the first, the last's)
+        starts = np.repeat(np.cumsum(sizes) - sizes, sizes)
+        shifted = rows[starts + (np.arange(len(at)) - starts - 1) % np.repeat(sizes, sizes)]
+        own += np.einsum("ltd,td->l", hidden, rows)
+        other += np.einsum("ltd,td->l", hidden, shifted)
+        if table is not None:
+            pos += np.einsum("ltd,td->l", hidden, normalize_rows(table[at].astype(np.float64)))
+        n += len(flat)
     if n == 0:
         raise InputError("no text had two or more tokens; give longer texts")
     return InputRowShare(
@@ -94,9 +113,9 @@ def input_row_share(model: ContextualModel | str, texts: Sequence[str], corpus: 
         corpus=corpus,
         texts=len(texts),
         tokens=n,
-        layers=list(range(m.num_layers + 1)),
-        to_input_row=(np.sum(own, axis=0) / n).tolist(),
-        to_other_row=(np.sum(other, axis=0) / n).tolist(),
-        to_position_row=(np.sum(pos, axis=0) / n).tolist() if pos else None,
+        layers=list(layers),
+        to_input_row=(own / n).tolist(),
+        to_other_row=(other / n).tolist(),
+        to_position_row=(pos / n).tolist() if table is not None else None,
         seconds=time.perf_counter() - started,
     )
