@@ -126,3 +126,15 @@ def test_batched_share_is_the_per_text_share_mpnet(mpnet) -> None:
 def test_batched_share_on_onnx_runtime(minilm_onnx) -> None:
     _assert_same_as_per_text(minilm_onnx, VARIED[:8])
     assert input_row_share(minilm_onnx, VARIED[:8]).to_dict()["runtime"] == "onnx"
+
+
+def test_a_text_longer_than_one_pass_is_read_up_to_what_fits(minilm) -> None:
+    short = ["The river bank flooded.", "She paid at the bank.", "Spring came early.", "Plants grow."]
+    counts = [len(minilm.tokenizer(t, add_special_tokens=False)["input_ids"]) for t in short]
+    long_text = " ".join(["the bank of the river is green and wide"] * 120)  # about 1,080 tokens
+    fits = minilm.max_length - minilm.tokenizer.num_special_tokens_to_add()
+    share = input_row_share(minilm, [*short, long_text], "mixed")
+    assert share.truncated == 1 and share.texts == 5
+    assert share.tokens == sum(counts) + fits  # the long text's first tokens, as many as fit
+    assert input_row_share(minilm, short + short[:1], "short").truncated == 0
+    assert share.to_dict()["truncated"] == 1

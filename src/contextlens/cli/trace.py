@@ -24,6 +24,7 @@ from contextlens.cli.common import (
     contextual_option,
     figures_after,
     fmt,
+    note,
     print_json,
     window_note,
 )
@@ -47,7 +48,8 @@ def trace_cmd(
         str | None,
         typer.Option(
             "--corpus",
-            help="Also average each layer's cosine to the input and position rows over a corpus: builtin, wordnet.",
+            help="Also average each layer's cosine to the input and position rows over a corpus: builtin,"
+            " wordnet, lee (news documents; one longer than a forward pass is read up to what fits).",
         ),
     ] = None,
     limit: Annotated[int, typer.Option("--limit", help="With --corpus: at most this many texts.")] = 200,
@@ -118,3 +120,6 @@ def _share_table(share) -> None:
         pos = "-" if share.to_position_row is None else fmt(share.to_position_row[i], 3)
         table.add_row(str(layer), fmt(share.to_input_row[i], 3), fmt(share.to_other_row[i], 3), pos)
     console.print(table)
+    if share.truncated:
+        longer = f"{share.truncated} of {share.texts} texts were longer than one forward pass"
+        note(f"{longer}: their first tokens, as many as fit, were read")

@@ -43,6 +43,7 @@ class InputRowShare:
     seconds: float
     precision: str = "fp32"  # the model's: fp32 (exact) or int8 (see core/precision.py)
     runtime: str = "torch"  # the model's: torch, or onnx (see core/onnx_runtime.py)
+    truncated: int = 0  # texts longer than one forward pass, read up to the last token that fits
 
     @plain_json
     def to_dict(self) -> dict[str, Any]:
@@ -52,6 +53,7 @@ class InputRowShare:
             "runtime": self.runtime,
             "corpus": self.corpus,
             "texts": self.texts,
+            "truncated": self.truncated,
             "tokens": self.tokens,
             "layers": [
                 {
@@ -81,7 +83,8 @@ def input_row_share(
     texts = [t for t in texts if t.strip()]
     if len(texts) < MIN_TEXTS:
         raise InputError(f"the input-row share needs at least {MIN_TEXTS} texts, got {len(texts)}")
-    toks = tokenize_many(m, [Occurrence(t, len(t) - len(t.lstrip()), len(t.rstrip())) for t in texts])
+    spans = [_span_that_fits(m, t) for t in texts]
+    toks = tokenize_many(m, [Occurrence(t, start, end) for t, (start, end) in zip(texts, spans, strict=True)])
     kept = [[i for i, s in enumerate(tok.special) if not s] for tok in toks]
     items = [(k, tok.input_ids) for k, tok in enumerate(toks) if len(kept[k]) >= 2]
     layers = tuple(range(m.num_layers + 1))
@@ -110,6 +113,7 @@ def input_row_share(
         model=m.name,
         precision=m.precision,
         runtime=m.runtime,
+        truncated=sum(end < len(t.rstrip()) for t, (_, end) in zip(texts, spans, strict=True)),
         corpus=corpus,
         texts=len(texts),
         tokens=n,
@@ -119,3 +123,13 @@ def input_row_share(
         to_position_row=(pos / n).tolist() if table is not None else None,
         seconds=time.perf_counter() - started,
     )
+
+
+def _span_that_fits(model: ContextualModel, text: str) -> tuple[int, int]:
+    """The text's stripped span, cut after the last token that fits in one forward pass (a corpus
+    document can be longer than the model reads: its first tokens are measured, and counted)."""
+    start, end = len(text) - len(text.lstrip()), len(text.rstrip())
+    room = model.max_length - model.tokenizer.num_special_tokens_to_add()
+    enc = model.tokenizer(text[start:end], add_special_tokens=False, return_offsets_mapping=True, verbose=False)
+    offsets = enc["offset_mapping"]
+    return (start, end) if len(offsets) <= room else (start, start + offsets[room - 1][1])
