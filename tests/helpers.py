@@ -52,13 +52,17 @@ def run_cli_subprocess(
 
 def warm_test_cache() -> None:
     """Fill the slowest entries of a cold test cache, as the tests that first need them would:
-    WordNet's usage examples and their counts, the quick Lee benchmark's encodings. Run by
-    tests/conftest.py in a process of its own while the suite starts (cold caches only)."""
+    WordNet's usage examples and their counts, the quick Lee benchmark's encodings, minilm's
+    ONNX export (the ``minilm_onnx`` fixture's; a test process that needs it first exports its
+    own, and the first complete folder is kept). Run by tests/conftest.py in a process of its own
+    while the suite starts (cold caches only)."""
     from contextlens.analyses.benchmarks.retrieval import evaluate_lee
+    from contextlens.core.contextual_models import load_contextual
     from contextlens.core.wordnet import usage_example_stats
 
     usage_example_stats()  # builds the examples first
     evaluate_lee("minilm", quick=True)
+    load_contextual("minilm", "fp32", "onnx").onnx_forward()
 
 
 def assert_plain_json(obj: object, where: str = "result") -> None:

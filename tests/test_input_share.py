@@ -98,9 +98,9 @@ def _per_text_share(model, texts: list[str]) -> dict[str, object]:
     }
 
 
-def _assert_same_as_per_text(model, texts: list[str], batch_size: int = 32) -> None:
+def _assert_same_as_per_text(model, texts: list[str], batch_size: int = 32, ref: dict | None = None) -> dict:
     share = input_row_share(model, texts, "varied", batch_size=batch_size)
-    ref = _per_text_share(model, texts)
+    ref = ref or _per_text_share(model, texts)
     assert share.tokens == ref["tokens"]
     assert share.texts == len([t for t in texts if t.strip()])
     np.testing.assert_allclose(share.to_input_row, ref["own"], rtol=0, atol=1e-6)
@@ -109,13 +109,14 @@ def _assert_same_as_per_text(model, texts: list[str], batch_size: int = 32) -> N
         assert share.to_position_row is None
     else:
         np.testing.assert_allclose(share.to_position_row, ref["pos"], rtol=0, atol=1e-6)
+    return ref
 
 
 def test_batched_share_is_the_per_text_share_minilm(minilm) -> None:
     assert len(minilm.tokenize_many([Occurrence("Hello", 0, 5)])[0]) == 3  # one real token: skipped
     assert len(minilm.tokenize_many([Occurrence(VARIED[-1], 0, len(VARIED[-1]))])[0]) > 150
-    _assert_same_as_per_text(minilm, VARIED)
-    _assert_same_as_per_text(minilm, VARIED, batch_size=3)  # texts split over several batches
+    ref = _assert_same_as_per_text(minilm, VARIED)
+    _assert_same_as_per_text(minilm, VARIED, batch_size=3, ref=ref)  # texts split over several batches
 
 
 def test_batched_share_is_the_per_text_share_mpnet(mpnet) -> None:
