@@ -90,8 +90,9 @@ REQUIRED_FILES: dict[str, str] = {
     "cntlist.rev": "wordnet-sense-index",
 }
 
-# Bump when the extraction of usage examples below changes, so cached copies are rebuilt.
-EXAMPLES_VERSION = 1
+# Bump when the extraction of usage examples below changes, so cached copies are rebuilt
+# (2: the examples file also holds their counts, so the counts never need a second scan).
+EXAMPLES_VERSION = 2
 
 
 class WordNetNotInstalledError(ContextlensError):
@@ -212,33 +213,39 @@ def usage_examples() -> list[UsageExample]:
     """Every WordNet usage example whose synset has a single-word lemma found in the text.
 
     When several lemmas of the synset occur, the first in WordNet's order is taken. The list
-    is deterministic (synsets in file order) and cached on disk after the first build (~30 s).
+    is deterministic (synsets in file order) and cached on disk after the first build (~30 s),
+    with the counts :func:`usage_example_stats` reports (made in the same scan).
     """
-    path = cache_dir() / "wordnet" / f"usage-examples-v{EXAMPLES_VERSION}.json"
-    rows = _read_cached_json(path)
-    if isinstance(rows, list):
-        return [UsageExample(**r) for r in rows]
-    examples = list(_extract_usage_examples())
-    atomic_write_text(path, json.dumps([asdict(e) for e in examples]))
+    cached = _read_cached_json(_examples_path())
+    if isinstance(cached, dict) and isinstance(cached.get("examples"), list):
+        return [UsageExample(**r) for r in cached["examples"]]
+    examples, stats = _scan_usage_examples()
+    atomic_write_text(_examples_path(), json.dumps({"examples": [asdict(e) for e in examples], "stats": stats}))
+    atomic_write_text(_stats_path(), json.dumps(stats))
     return examples
 
 
 def usage_example_stats() -> dict[str, int]:
-    """How many examples WordNet has, and how many had a locatable single-word lemma."""
-    path = cache_dir() / "wordnet" / f"usage-example-stats-v{EXAMPLES_VERSION}.json"
-    cached = _read_cached_json(path)
+    """How many examples WordNet has, and how many had a locatable single-word lemma. Cached in a
+    small file of its own; a missing or damaged one is rebuilt from the examples file's copy."""
+    cached = _read_cached_json(_stats_path())
     if isinstance(cached, dict):
         return cached
-    total = located = synsets_with_examples = 0
-    for synset in _all_synsets():
-        texts = synset.examples()
-        if texts:
-            synsets_with_examples += 1
-        total += len(texts)
-    located = len(usage_examples())
-    stats = {"examples": total, "located": located, "not_located": total - located, "synsets": synsets_with_examples}
-    atomic_write_text(path, json.dumps(stats))
+    examples = _read_cached_json(_examples_path())
+    if not (isinstance(examples, dict) and isinstance(examples.get("stats"), dict)):
+        usage_examples()  # scans WordNet once and writes both files
+        examples = _read_cached_json(_examples_path())
+    stats = examples["stats"]  # type: ignore[index]
+    atomic_write_text(_stats_path(), json.dumps(stats))
     return stats
+
+
+def _examples_path() -> Path:
+    return cache_dir() / "wordnet" / f"usage-examples-v{EXAMPLES_VERSION}.json"
+
+
+def _stats_path() -> Path:
+    return cache_dir() / "wordnet" / f"usage-example-stats-v{EXAMPLES_VERSION}.json"
 
 
 def _read_cached_json(path: Path) -> object | None:
@@ -258,19 +265,28 @@ def _all_synsets() -> Iterator[Synset]:
         yield from reader.all_synsets(pos)
 
 
-def _extract_usage_examples() -> Iterator[UsageExample]:
+def _scan_usage_examples() -> tuple[list[UsageExample], dict[str, int]]:
+    """One pass over every synset: the located usage examples, and the counts of all examples."""
+    examples: list[UsageExample] = []
+    total = synsets_with_examples = 0
     for synset in _all_synsets():
         pos = "a" if synset.pos() == "s" else synset.pos()
         lemmas = [lemma.name() for lemma in synset.lemmas()]
-        for text in synset.examples():
+        texts = synset.examples()
+        total += len(texts)
+        synsets_with_examples += bool(texts)
+        for text in texts:
             text = text.strip()
             if not text:
                 continue
             for lemma in lemmas:
                 span = find_lemma(text, lemma, pos)
                 if span is not None:
-                    yield UsageExample(synset.name(), lemma.lower(), pos, text, span[0], span[1])
+                    examples.append(UsageExample(synset.name(), lemma.lower(), pos, text, span[0], span[1]))
                     break
+    located = len(examples)
+    stats = {"examples": total, "located": located, "not_located": total - located, "synsets": synsets_with_examples}
+    return examples, stats
 
 
 # --- glosses and sense counts -------------------------------------------------------------
