@@ -67,7 +67,7 @@ def test_a_pruned_graph_holds_only_the_blocks_below_the_highest_layer(onnx_minil
 def test_the_export_is_made_once_and_reused(onnx_minilm) -> None:
     folder = onnx_minilm.onnx_forward().folder
     stamps = {p.name: p.stat().st_mtime_ns for p in folder.iterdir()}
-    again = OnnxForward(onnx_minilm, "fp32")
+    again = OnnxForward(onnx_minilm)
     assert again.folder == folder
     assert {p.name: p.stat().st_mtime_ns for p in folder.iterdir() if p.name in stamps} == stamps
     assert again.check == onnx_minilm.onnx_forward().check
@@ -88,10 +88,10 @@ def test_an_export_beyond_the_bar_is_refused_and_not_kept(onnx_minilm, monkeypat
     monkeypatch.setattr(onnx_runtime, "optimize_onnx", optimized_copy)
     monkeypatch.setattr(onnx_runtime, "EXACT", 1e-9)  # the real graph differs from torch by ~1e-5
     with pytest.raises(ModelLoadError, match="differs from torch"):
-        OnnxForward(onnx_minilm, "fp32")
+        OnnxForward(onnx_minilm)
     assert list((tmp_path / "onnx").iterdir()) == []  # no graph, no half-built folder
     monkeypatch.setattr(onnx_runtime, "EXACT", EXACT)  # within the bar, the same graph is kept
-    assert max(OnnxForward(onnx_minilm, "fp32").check["max_abs_diff"]) <= EXACT
+    assert max(OnnxForward(onnx_minilm).check["max_abs_diff"]) <= EXACT
     assert [p.name for p in (tmp_path / "onnx").iterdir()] == ["minilm-test"]
 
 

@@ -303,7 +303,7 @@ class ContextualModel:
     def onnx_forward(self) -> OnnxForward:
         """The ONNX Runtime graphs (exported and checked on first use, then cached on disk)."""
         if self._onnx is None:
-            self._onnx = OnnxForward(self, self.precision)
+            self._onnx = OnnxForward(self)
         return self._onnx
 
     def require_torch(self, what: str) -> None:

@@ -43,7 +43,7 @@ import numpy as np
 import torch
 
 from contextlens.core.disk_cache import cache_key
-from contextlens.core.resources import cache_dir, clean_leftovers
+from contextlens.core.resources import atomic_write_text, cache_dir, clean_leftovers, temp_dir_for
 from contextlens.errors import InputError, ModelLoadError, ModelNotInstalledError
 
 if TYPE_CHECKING:
@@ -228,6 +228,7 @@ def prune_to(graph_path: Path, outputs: Sequence[str], out: Path) -> None:
     wanted = [o for o in graph.output if o.name in set(outputs)]
     del graph.output[:]
     graph.output.extend(wanted)
+    clean_leftovers(out)
     tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
     try:
         onnx.save_model(model, str(tmp))  # no raw data loaded: the weights stay in the shared file
@@ -280,7 +281,7 @@ def export_folder(model: ContextualModel) -> Path:
 class OnnxForward:
     """A model's graphs at one precision and their sessions: ``run_layers`` as in torch."""
 
-    def __init__(self, model: ContextualModel, precision: str):
+    def __init__(self, model: ContextualModel):
         require_onnxruntime()
         if model.is_decoder:
             raise InputError(
@@ -288,7 +289,7 @@ class OnnxForward:
                 "use --runtime torch"
             )
         self.model = model
-        self.precision = precision
+        self.precision = model.precision
         self.folder = export_folder(model)
         self.threads = torch.get_num_threads()
         self._sessions: OrderedDict[int, Any] = OrderedDict()
@@ -312,12 +313,7 @@ class OnnxForward:
         from contextlens.core.precision import drift_sentences
 
         model = self.model
-        parent = self.folder.parent
-        parent.mkdir(parents=True, exist_ok=True)
-        clean_leftovers(self.folder)
-        tmp = parent / f".{self.folder.name}.tmp-{os.getpid()}"
-        shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir()
+        tmp = temp_dir_for(self.folder)
         try:
             sample = model.pad([model.tokenizer(t)["input_ids"] for t in drift_sentences(2)])
             raw = tmp / "raw.onnx"
@@ -340,12 +336,10 @@ class OnnxForward:
 
     def _quantize(self) -> None:
         config = self.model.config
-        tmp = self.folder / f".int8-{os.getpid()}"
-        shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir()
+        tmp = temp_dir_for(self.folder / "int8.onnx")  # also removes what a killed quantization left
         try:
             count = quantize_onnx(
-                str(self.full_graph.with_name("fp32.onnx")),
+                str(self.folder / "fp32.onnx"),
                 str(tmp / "int8.onnx"),
                 int(config.intermediate_size),
                 int(config.hidden_size),
@@ -355,7 +349,7 @@ class OnnxForward:
             check = self._compare(tmp / "int8.onnx") | {"quantized_nodes": count}
             for name in ("int8.onnx.data", "int8.onnx"):  # the graph last: it marks the pair complete
                 os.replace(tmp / name, self.folder / name)
-            (self.folder / "int8-check.json").write_text(json.dumps(check))
+            atomic_write_text(self.folder / "int8-check.json", json.dumps(check))  # marks int8 as built
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
 
@@ -363,12 +357,11 @@ class OnnxForward:
         """Per layer: max |difference|, mean and minimum cosine against the torch fp32 states of
         every real token of the drift set."""
         from contextlens.core.layer_forward import run_layers
-        from contextlens.core.precision import compare_states, drift_sentences
+        from contextlens.core.precision import compare_states, drift_batch, drift_sentences
 
         model = self.model
         texts = drift_sentences()
-        encoded = model.tokenizer(texts, truncation=True, max_length=model.max_length, verbose=False)["input_ids"]
-        ids, mask = model.pad(encoded)
+        ids, mask = drift_batch(model, texts)
         layers = tuple(range(model.num_layers + 1))
         reference = run_layers(model, ids, mask, layers)  # torch's, whatever the model's runtime
         session = self._session_for(graph)
