@@ -114,18 +114,6 @@ def max_abs_diff(ref: list, got: list, mask) -> float:
     return max(float(abs(a[real] - b[real]).max()) for a, b in zip(as_numpy(ref), as_numpy(got), strict=True))
 
 
-def cosine_drift(ref: list, got: list, mask) -> tuple[list[float], list[float]]:
-    """Per layer mean and minimum cosine over real tokens (core/precision.measure_drift's measure)."""
-    real = mask.bool()
-    means, mins = [], []
-    for a, b in zip(as_numpy(ref), as_numpy(got), strict=True):
-        x, y = torch.from_numpy(a)[real].double(), torch.from_numpy(b)[real].double()
-        cos = torch.nn.functional.cosine_similarity(x, y, dim=-1)
-        means.append(float(cos.mean()))
-        mins.append(float(cos.min()))
-    return means, mins
-
-
 def corpus_batches(model, corpus: str, n: int, batch_size: int) -> tuple[list, int]:
     """extract.py's 'bare' inputs: tokenized, sorted longest first, padded before the clock."""
     from extract import CORPORA
@@ -207,16 +195,16 @@ def timed_rounds(runs: dict[str, Run], batches: list, repeats: int) -> dict[str,
 
 def drift_of(model, runs: dict[str, Run]) -> dict[str, dict]:
     """Per int8 backend: per-layer mean/min cosine with the torch fp32 states on the drift set."""
-    from contextlens.core.precision import drift_sentences
+    from contextlens.core.precision import compare_states, drift_batch, drift_sentences
 
-    texts = drift_sentences()
-    encoded = model.tokenizer(texts, truncation=True, max_length=model.max_length, verbose=False)["input_ids"]
-    ids, mask = model.pad(encoded)
+    ids, mask = drift_batch(model, drift_sentences())
     ref = runs["torch"](ids, mask)
     out = {}
     for label in runs:
         if label in INT8:
-            means, mins = cosine_drift(ref, runs[label](ids, mask), mask)
+            got = [torch.as_tensor(state) for state in runs[label](ids, mask)]  # ONNX Runtime's are numpy
+            compared = compare_states(ref, got, mask)
+            means, mins = compared["mean_cosine"], compared["min_cosine"]
             out[label] = {"drift_mean_cosine": means, "drift_min_cosine": mins, "drift_lowest_mean": min(means)}
     return out
 

@@ -202,11 +202,16 @@ def compare_states(reference: list[torch.Tensor], other: list[torch.Tensor], mas
     return {"mean_cosine": means, "min_cosine": mins, "max_abs_diff": diffs, "tokens": int(real.sum())}
 
 
+def drift_batch(model: ContextualModel, texts: list[str]) -> tuple[torch.Tensor, torch.Tensor]:
+    """``texts`` as one padded batch ``(ids, mask)``, each cut to what one forward pass reads."""
+    encoded = model.tokenizer(texts, truncation=True, max_length=model.max_length, verbose=False)["input_ids"]
+    return model.pad(encoded)
+
+
 def measure_drift(fp32: ContextualModel, int8: ContextualModel, texts: list[str]) -> Drift:
     """Cosines between the two models' states of every real token of ``texts``, per layer."""
     layers = tuple(range(fp32.num_layers + 1))
-    encoded = fp32.tokenizer(texts, truncation=True, max_length=fp32.max_length, verbose=False)["input_ids"]
-    ids, mask = fp32.pad(encoded)
+    ids, mask = drift_batch(fp32, texts)
     c = compare_states(fp32.run_layers(ids, mask, layers), int8.run_layers(ids, mask, layers), mask)
     return Drift(
         fp32.name,
