@@ -18,9 +18,9 @@ from rich.console import Console
 
 from contextlens.core.contextual_models import ContextualModel, load_contextual
 from contextlens.core.onnx_runtime import check_runtime
-from contextlens.core.precision import PRECISIONS
+from contextlens.core.precision import check_precision
 from contextlens.core.resources import DEFAULT_CONTEXTUAL, DEFAULT_STATIC
-from contextlens.errors import InputError, OutputPathError
+from contextlens.errors import OutputPathError
 from contextlens.reports.output_paths import check_output_path
 
 console = Console(emoji=False, highlight=False)
@@ -109,8 +109,7 @@ def contextual_option(
     the check made when it was exported), so no such result is read without it."""
     import torch
 
-    if precision not in PRECISIONS:
-        raise InputError(f"unknown precision {precision!r}; use one of {', '.join(PRECISIONS)}")
+    check_precision(precision)
     check_runtime(runtime)
     torch.set_num_threads(threads or default_threads())
     model = load_contextual(name, precision, runtime)
