@@ -83,7 +83,7 @@ def input_row_share(
     texts = [t for t in texts if t.strip()]
     if len(texts) < MIN_TEXTS:
         raise InputError(f"the input-row share needs at least {MIN_TEXTS} texts, got {len(texts)}")
-    spans = [_span_that_fits(m, t) for t in texts]
+    spans = _spans_that_fit(m, texts)
     toks = tokenize_many(m, [Occurrence(t, start, end) for t, (start, end) in zip(texts, spans, strict=True)])
     kept = [[i for i, s in enumerate(tok.special) if not s] for tok in toks]
     items = [(k, tok.input_ids) for k, tok in enumerate(toks) if len(kept[k]) >= 2]
@@ -125,11 +125,17 @@ def input_row_share(
     )
 
 
-def _span_that_fits(model: ContextualModel, text: str) -> tuple[int, int]:
-    """The text's stripped span, cut after the last token that fits in one forward pass (a corpus
-    document can be longer than the model reads: its first tokens are measured, and counted)."""
-    start, end = len(text) - len(text.lstrip()), len(text.rstrip())
+def _spans_that_fit(model: ContextualModel, texts: Sequence[str]) -> list[tuple[int, int]]:
+    """Each text's stripped span, cut after the last token that fits in one forward pass (a corpus
+    document can be longer than the model reads: its first tokens are measured, and counted).
+    One tokenizer call for all texts."""
+    bounds = [(len(t) - len(t.lstrip()), len(t.rstrip())) for t in texts]
     room = model.max_length - model.tokenizer.num_special_tokens_to_add()
-    enc = model.tokenizer(text[start:end], add_special_tokens=False, return_offsets_mapping=True, verbose=False)
-    offsets = enc["offset_mapping"]
-    return (start, end) if len(offsets) <= room else (start, start + offsets[room - 1][1])
+    offsets = model.tokenizer(
+        [t[a:b] for t, (a, b) in zip(texts, bounds, strict=True)],
+        add_special_tokens=False,
+        return_offsets_mapping=True,
+        verbose=False,
+    )["offset_mapping"]
+    pairs = zip(bounds, offsets, strict=True)
+    return [(a, b) if len(off) <= room else (a, a + off[room - 1][1]) for (a, b), off in pairs]
