@@ -182,7 +182,7 @@ def _run_one(model_name: str, corpus: str, approach: str, n: int, threads: int, 
     blocks = model.num_layers // 2 if approach == "partial" else model.num_layers
     flops = sum(model_flops(model, n_tok, blocks) for n_tok in lengths)
     extra = {}
-    if approach != "ours" and precision + runtime != "fp32torch":  # after the clock and the memory reading
+    if (precision, runtime) != ("fp32", "torch"):  # after the clock and the memory reading
         from contextlens.core.precision import drift
 
         d = drift(model_name, precision, runtime)
