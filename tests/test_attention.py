@@ -91,7 +91,9 @@ def test_attend_through_a_layer_runs_only_that_far_and_matches_the_full_forward(
     part = attend(occs, minilm, layer=2, head=1, through=3)
     ran: list[int] = []
     blocks = minilm.attention_model.encoder.layer  # attention weights come from the eager twin
-    handles = [b.register_forward_pre_hook(lambda _m, _a, k=k: ran.append(k), prepend=True) for k, b in enumerate(blocks)]
+    handles = [
+        b.register_forward_pre_hook(lambda _m, _a, k=k: ran.append(k), prepend=True) for k, b in enumerate(blocks)
+    ]
     try:
         fp = minilm.forward_one(occs[0], attentions=True, through=3)
     finally:

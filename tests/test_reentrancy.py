@@ -51,7 +51,8 @@ def _calls(model: ContextualModel, glove: StaticModel, with_attention: bool) -> 
             calls.append((f"attention {i}", lambda p=pair, i=i: attend(p, model, layer=1 + i % 6, head=i).to_dict()))
             calls.append((f"trace {i}", lambda o=occs[i]: trace(o, model).to_dict()))
         else:
-            calls.append((f"compare-3 {i}", lambda i=i: compare([occs[i], occs[(i + 1) % 8], occs[(i + 5) % 8]], model).to_dict()))
+            three = [occs[i], occs[(i + 1) % 8], occs[(i + 5) % 8]]
+            calls.append((f"compare-3 {i}", lambda t=three: compare(t, model).to_dict()))
             calls.append((f"layers {i}", lambda p=pair: compare(p, model, layers=[1, 2]).to_dict()))
     for word in ("bank", "bat", "light", "spring", "lead", "bank", "bat", "light"):
         calls.append((f"explore {word}", lambda w=word: explore([w], model, permutations=20).to_dict()))
