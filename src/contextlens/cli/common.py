@@ -114,7 +114,7 @@ def contextual_option(
     torch.set_num_threads(threads or default_threads())
     model = load_contextual(name, precision, runtime)
     if precision != "fp32" or runtime != "torch":
-        from contextlens.core.precision import drift
+        from contextlens.core.drift import drift
 
         note(drift(name, precision, runtime).line())
     return model
