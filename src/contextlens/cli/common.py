@@ -203,3 +203,14 @@ def status_line(first: str) -> tuple[Any, Callable[[str], None]]:
     )
     task = progress.add_task(first)
     return progress, lambda text: progress.update(task, description=text)
+
+
+@contextmanager
+def rich_bar(what: str, total: int) -> Iterator[Callable[[int, int], None]]:
+    """The CLI's drawer for core's progress bars (core.progress): a transient rich bar on stderr,
+    shown only on a terminal."""
+    from rich.progress import Progress
+
+    with Progress(console=err_console, transient=True, disable=not err_console.is_terminal) as bar:
+        task = bar.add_task(what, total=total)
+        yield lambda done, _total: bar.update(task, completed=done)
