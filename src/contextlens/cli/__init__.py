@@ -43,8 +43,6 @@ from contextlens.cli import (  # noqa: E402,F401
     serve,
     trace,
 )
-
-
 from contextlens.cli.common import rich_bar  # noqa: E402
 
 
