@@ -193,13 +193,13 @@ def extraction_folder(source: str) -> Manifest | None:
     return read_manifest(Path(source).expanduser()) if str(source).strip() else None
 
 
-def check_folder_backend(manifest: Manifest, source: str, model: str, precision: str, runtime: str) -> None:
+def check_folder_backend(manifest: Manifest, source: str, model: str | None, precision: str, runtime: str) -> None:
     """An extraction folder is measured with its own vectors: a request for another model or backend is
     refused, never answered with the folder's numbers under the requested name."""
     from contextlens.core.resources import REGISTRY
 
-    spec = REGISTRY.get(model)
-    if (spec.name if spec is not None else model) != manifest.model:
+    spec = REGISTRY.get(model) if model is not None else None
+    if model is not None and (spec.name if spec is not None else model) != manifest.model:
         raise InputError(
             f"{source} was extracted with {manifest.model}, not {model}; pass `model` {manifest.model} "
             "(an extraction folder is measured with its own vectors)"
@@ -294,7 +294,7 @@ def cache_folder(source: str, min_contexts: int, max_words: int, n_sentences: in
 
 def contextuality_of_corpus(
     source: str,
-    model: str,
+    model: str | None = None,
     min_contexts: int = 50,
     max_words: int = 100,
     n_sentences: int = 200,
@@ -307,7 +307,8 @@ def contextuality_of_corpus(
     """Choose the words of ``source``, extract them (and the sampled sentences) into the cache, measure.
 
     ``source`` may also be an extraction folder (``corpus extract``): it is measured as it is, with
-    its own model. Every step is reused when its output is in the cache: the counting pass
+    its own model (``model`` None, or the folder's; another is refused). ``model`` None on a corpus:
+    mpnet. Every step is reused when its output is in the cache: the counting pass
     (``choice.json``) and each extraction (a complete folder is not opened again, so nothing is
     re-encoded). The cache holds one extraction per model, precision and runtime.
     """
@@ -321,6 +322,7 @@ def contextuality_of_corpus(
     if extracted is not None:  # the same test the CLI makes
         check_folder_backend(extracted, source, model, precision, runtime)
         return corpus_contextuality(Path(source).expanduser(), min_contexts, seed)
+    model = model or "mpnet"
     if max_words < 1 or n_sentences < 1:
         raise InputError("`max_words` and `n_sentences` must be at least 1")
     check_readable(source)  # a missing, unreadable or empty corpus: one line, before counting

@@ -90,14 +90,14 @@ def check_fresh_folder(out: Path, force: bool = False) -> None:
     foreign = [n for n in entries if Path(n).match(SHARD_GLOB)]
     if foreign:
         raise InputError(
-            f"out {out} holds {foreign[0]} but no {MANIFEST}: those shards are not from a contextlens job; "
-            "move them away or choose another out folder"
+            f"`out` {out} holds {foreign[0]} but no {MANIFEST}: those shards are not from a contextlens job; "
+            "move them away or choose another `out` folder"
         )
     if not force:
         shown = ", ".join(entries[:3]) + (f" and {len(entries) - 3} more" if len(entries) > 3 else "")
         raise InputError(
-            f"out {out} is not empty ({shown}) and holds no extraction; choose a new or empty folder, "
-            "or pass force to write beside those files (they are left alone)"
+            f"`out` {out} is not empty ({shown}) and holds no extraction; choose a new or empty folder, "
+            "or pass `force` to write beside those files (they are left alone)"
         )
 
 

@@ -11,7 +11,6 @@ from contextlens.analyses.benchmarks.result import BenchmarkResult
 from contextlens.cli.common import (
     DEFAULT_MODEL,
     JsonOpt,
-    ModelOpt,
     PlotOpt,
     PrecisionOpt,
     RuntimeOpt,
@@ -40,7 +39,15 @@ CORPUS_FLAGS = {
 
 @eval_app.command("contextuality")
 def contextuality_cmd(
-    model: ModelOpt = DEFAULT_MODEL,
+    model: Annotated[
+        str | None,
+        typer.Option(
+            "--model",
+            "-m",
+            help="Contextual model: mpnet (default), minilm, smollm2, a folder or HF id; "
+            "with an extraction folder as --corpus: the folder's own model.",
+        ),
+    ] = None,
     also: Annotated[
         list[str] | None, typer.Option("--also", help="Another model to measure and draw on the same figure.")
     ] = None,
@@ -92,7 +99,7 @@ def contextuality_cmd(
                 _corpus_table(result)
         return
     results = []
-    for name in [model, *(also or [])]:
+    for name in [model or DEFAULT_MODEL, *(also or [])]:
         with encoding_progress(name) as progress:
             loaded = contextual_option(name, precision, threads, runtime)
             results.append(run_contextuality(loaded, size_name(quick), progress))
@@ -129,7 +136,7 @@ def _contextuality_tables(results: list[BenchmarkResult]) -> None:
 
 def _corpus_result(
     corpus: str,
-    model: str,
+    model: str | None,
     min_contexts: int,
     max_words: int,
     sentences: int,
@@ -142,14 +149,15 @@ def _corpus_result(
 
     with as_flags(**CORPUS_FLAGS):
         if extraction_folder(corpus) is None:  # a corpus, not a finished extraction: a model runs
+            model = model or DEFAULT_MODEL
             contextual_option(model, precision, threads, runtime)  # threads set, drift shown; the same copy is used
 
-    progress, show = status_line(f"{model}: {corpus}")
+    progress, show = status_line(f"{model or 'its model'}: {corpus}")
 
     def update(stage: str, s) -> None:
         rate = s.sentences / max(s.seconds, 1e-9)
         found = f", {s.occurrences:,} occurrences, {s.rows_written:,} rows written" if stage != "counting words" else ""
-        show(f"{model}: {stage}: {s.sentences:,} sentences{found}, {rate:,.0f} sentences/s")
+        show(f"{model or 'its model'}: {stage}: {s.sentences:,} sentences{found}, {rate:,.0f} sentences/s")
 
     with progress, as_flags(**CORPUS_FLAGS):
         return contextuality_of_corpus(
