@@ -5,8 +5,8 @@ nothing a request carries can name a file: a request names registered things onl
 indexes by their served names, static models by their registry names). ``guard.Guard`` checks
 Host, origin and size before any route runs; every error answer is ``{"error", "status"}``.
 The model loads once (``load_contextual`` keeps one instance per name, precision and runtime) and
-is shared by the worker threads; every analysis runs on that instance (on ONNX Runtime, the pages that need attention weights answer with one error
-line: those come from the torch runtime only).
+is shared by the worker threads; every analysis runs on that instance (on ONNX Runtime, the pages
+that need attention weights answer with one error line: those come from the torch runtime only).
 """
 
 import io

@@ -50,12 +50,9 @@ class WorkerPool:
             if self._pending >= self.workers + self.queue:
                 raise Busy(f"server busy: {self._pending} requests in progress (limit {self.workers + self.queue})")
             self._pending += 1
-        abandoned = threading.Event()
 
         def call() -> T:
             try:
-                if abandoned.is_set():  # its request went away while it waited for a thread
-                    return None  # type: ignore[return-value]
                 return fn()
             except StopIteration as exc:  # an asyncio future cannot take StopIteration: it would hang
                 raise RuntimeError(f"StopIteration escaped a request: {exc!r}") from exc
@@ -63,15 +60,13 @@ class WorkerPool:
                 self._release()
 
         try:
-            future = asyncio.get_running_loop().run_in_executor(self._executor, call)
+            future = self._executor.submit(call)
         except BaseException:  # the executor is shut down: call never runs
             self._release()
             raise
-        try:
-            return await future
-        except asyncio.CancelledError:
-            abandoned.set()
-            raise
+        # cancelled before it ran (its request went away, or shutdown): call never runs, so release here
+        future.add_done_callback(lambda f: f.cancelled() and self._release())
+        return await asyncio.wrap_future(future)
 
     @property
     def pending(self) -> int:
