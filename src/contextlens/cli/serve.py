@@ -23,7 +23,7 @@ from contextlens.cli.common import (
 from contextlens.errors import InputError
 
 LOCAL = "127.0.0.1"
-GRACE = 2  # seconds in-flight requests get after SIGTERM or the first Ctrl-C, then they are cancelled
+GRACE = 1  # seconds in-flight requests get after SIGTERM or the first Ctrl-C, then they are cancelled
 
 
 def parse_indexes(specs: list[str]) -> dict[str, str]:
