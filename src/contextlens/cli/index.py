@@ -137,7 +137,7 @@ def index_search(
 ) -> None:
     """Rank the indexed documents for a query; refuses a query encoder that differs from the index's."""
     from contextlens.analyses.search.index import index_encoder, search_index
-    from contextlens.core.precision import check_precision
+    from contextlens.core.choices import check_precision
 
     if precision is not None:
         check_precision(precision)

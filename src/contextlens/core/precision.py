@@ -30,13 +30,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
+from contextlens.core.choices import PRECISIONS, check_precision  # noqa: F401 (the names callers import from here)
 from contextlens.core.disk_cache import cache_key, cached_arrays
-from contextlens.errors import InputError
 
 if TYPE_CHECKING:
     from contextlens.core.contextual_models import ContextualModel
 
-PRECISIONS: tuple[str, ...] = ("fp32", "int8")
 DRIFT_SENTENCES = 64
 
 
@@ -60,12 +59,6 @@ class FullRangeDynamicLinear(torch.ao.nn.quantized.dynamic.Linear):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         packed = self._packed_params._packed_params
         return torch.ops.quantized.linear_dynamic(x, packed, reduce_range=False).to(x.dtype)
-
-
-def check_precision(precision: str) -> str:
-    if precision not in PRECISIONS:
-        raise InputError(f"unknown precision {precision!r}; use one of {', '.join(PRECISIONS)}")
-    return precision
 
 
 def quantize(net: torch.nn.Module, down_projection: bool = False) -> torch.nn.Module:
