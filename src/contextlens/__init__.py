@@ -16,8 +16,6 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from contextlens.version import __version__
-
 if TYPE_CHECKING:
     from contextlens.analyses.lesson.divergence import Comparison, compare
     from contextlens.core.alignment import TokenizedOccurrence
@@ -41,10 +39,12 @@ if TYPE_CHECKING:
         UnknownModelError,
         WeightsMismatchError,
     )
+    from contextlens.version import __version__
 
 _ERRORS = "contextlens.errors"
 # public name -> the module that defines it (the TYPE_CHECKING block above says the same)
 _HOMES: dict[str, str] = {
+    "__version__": "contextlens.version",
     "Comparison": "contextlens.analyses.lesson.divergence",
     "compare": "contextlens.analyses.lesson.divergence",
     "TokenizedOccurrence": "contextlens.core.alignment",

@@ -62,12 +62,12 @@ def compare_cmd(
             "compare needs at least two sentences; give the same word in two or more contexts, "
             "e.g. 'The [bank] called.' 'The river [bank] flooded.'"
         )
-    from contextlens.analyses.lesson.divergence import compare
-
     # everything checkable without weights is checked first: a word GloVe lacks costs no model load
     check_model(model, precision, runtime)
     static_model = static_option(static, [o.word for o in occs], optional=True)
     contextual = contextual_option(model, precision, threads, runtime)
+    from contextlens.analyses.lesson.divergence import compare
+
     result = compare(occs, contextual, static_model, pooling=pooling)  # type: ignore[arg-type]
     from contextlens.reports import figures, interactive
 
