@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from contextlens.core import alignment, extraction, layer_forward, text_pooling
+from contextlens.core import alignment, arguments, extraction, layer_forward, text_pooling
 from contextlens.core.alignment import TokenizedOccurrence
 from contextlens.core.extraction import POOLINGS, ForwardPass, OccurrenceEncoding, Pooling, Progress, TokenStates
 from contextlens.core.occurrences import Occurrence
@@ -140,6 +140,7 @@ class ContextualModel:
 
     def check_layers(self, layers: Sequence[int] | None) -> tuple[int, ...]:
         """Validate requested layers (negative counts from the top); None means all 0..L."""
+        layers = arguments.layer_numbers(layers)
         top = self.num_layers
         if layers is None:
             return tuple(range(top + 1))
@@ -157,12 +158,14 @@ class ContextualModel:
 
     def tokenize(self, occurrence: Occurrence, max_length: int | None = None) -> TokenizedOccurrence:
         """Map an occurrence onto tokens; cut to a window around the target if it is too long."""
+        occurrence = arguments.occurrence(occurrence)
         return alignment.tokenize_many(self, [occurrence], max_length)[0]
 
     def tokenize_many(
         self, occurrences: Sequence[Occurrence], max_length: int | None = None
     ) -> list[TokenizedOccurrence]:
         """:meth:`tokenize` for many occurrences in one tokenizer call (much faster)."""
+        occurrences = arguments.occurrence_list(occurrences)
         return alignment.tokenize_many(self, occurrences, max_length)
 
     # --- extraction (core.extraction) ------------------------------------------------------
@@ -176,16 +179,19 @@ class ContextualModel:
         show_progress_bar: bool = False,
     ) -> list[OccurrenceEncoding]:
         """Input rows and hidden states of each occurrence's target; see :func:`extraction.encode_occurrences`."""
+        occurrences, batch_size = arguments.occurrence_list(occurrences), arguments.batch_size(batch_size)
         return extraction.encode_occurrences(self, occurrences, layers, pooling, batch_size, show_progress_bar)
 
     def encode(
         self, occurrence: Occurrence, layers: Sequence[int] | None = None, pooling: Pooling = "mean"
     ) -> OccurrenceEncoding:
         """One occurrence; see :meth:`encode_occurrences`."""
+        occurrence = arguments.occurrence(occurrence)
         return self.encode_occurrences([occurrence], layers=layers, pooling=pooling)[0]
 
     def forward_one(self, occurrence: Occurrence, attentions: bool = False, through: int | None = None) -> ForwardPass:
         """Hidden states 0..``through`` (default all; optionally attentions) of every token of one text."""
+        occurrence, through = arguments.occurrence(occurrence), arguments.optional_layer(through, "through")
         return extraction.forward_one(self, occurrence, attentions, through)
 
     def token_states(
@@ -196,6 +202,7 @@ class ContextualModel:
         show_progress_bar: bool = False,
     ) -> list[TokenStates]:
         """Hidden states of every non-special token of each text; see :func:`extraction.token_states`."""
+        texts, batch_size = arguments.text_list(texts), arguments.batch_size(batch_size)
         return extraction.token_states(self, texts, layers, batch_size, show_progress_bar)
 
     # --- text pooling (core.text_pooling) --------------------------------------------------
@@ -204,6 +211,7 @@ class ContextualModel:
         self, texts: Sequence[str], batch_size: int = 32, show_progress_bar: bool = False
     ) -> np.ndarray:
         """Sentence embeddings with the model's own sentence-transformers pooling config."""
+        texts, batch_size = arguments.text_list(texts), arguments.batch_size(batch_size)
         return text_pooling.sentence_embeddings(self, texts, batch_size, show_progress_bar)
 
     def embed_texts(
@@ -216,6 +224,7 @@ class ContextualModel:
         show_progress_bar: bool = False,
     ) -> np.ndarray:
         """One vector per text from the hidden states at ``layer``, pooled over its tokens."""
+        layer = arguments.layer_number(layer)
         return self.embed_texts_layers(texts, [layer], mode, normalize, batch_size, show_progress_bar)[0]
 
     def embed_texts_layers(
@@ -228,12 +237,14 @@ class ContextualModel:
         show_progress_bar: bool = False,
     ) -> np.ndarray:
         """``(len(layers), n, d)``: :meth:`embed_texts` at several layers (default all) in one pass."""
+        texts, batch_size = arguments.text_list(texts), arguments.batch_size(batch_size)
         return text_pooling.pool_texts(
             self, texts, self.check_layers(layers), mode, normalize, self.max_length, batch_size, show_progress_bar
         )
 
     def embed_input_rows(self, texts: Sequence[str], batch_size: int = 256) -> np.ndarray:
         """Mean of the input rows of each text's tokens; see :func:`text_pooling.mean_input_rows`."""
+        texts = arguments.text_list(texts)
         return text_pooling.mean_input_rows(self, texts)
 
     # --- shared forward plumbing -----------------------------------------------------------

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 import torch
 
-from contextlens.core import layer_forward
+from contextlens.core import arguments, layer_forward
 from contextlens.core.alignment import TokenizedOccurrence, tokenize_many
 from contextlens.core.occurrences import Occurrence
 from contextlens.core.vectors import Provenance, Vector
@@ -65,6 +65,7 @@ class OccurrenceEncoding:
 
     def hidden_state(self, layer: int) -> Vector:
         """The pooled hidden state after ``layer`` (0 = embedding output)."""
+        layer = arguments.layer_number(layer)
         if layer < 0:
             layer = self.layers[-1] + 1 + layer
         if layer not in self.layers:

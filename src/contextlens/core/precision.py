@@ -31,12 +31,12 @@ import numpy as np
 import torch
 
 from contextlens.core.disk_cache import cache_key, cached_arrays
+from contextlens.core.vectors import PRECISIONS
 from contextlens.errors import InputError
 
 if TYPE_CHECKING:
     from contextlens.core.contextual_models import ContextualModel
 
-PRECISIONS: tuple[str, ...] = ("fp32", "int8")
 DRIFT_SENTENCES = 64
 
 
