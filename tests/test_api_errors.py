@@ -18,6 +18,7 @@ import pytest
 import contextlens
 from contextlens import (
     ContextlensError,
+    InputError,
     Occurrence,
     Provenance,
     ProvenanceMismatchError,
@@ -369,3 +370,11 @@ def test_compare_refuses_a_malformed_glove_file_in_one_line(tmp_path, minilm):
     assert result.returncode == 2, result.stderr
     (line,) = result.stderr.strip().splitlines()
     assert "bad.txt" in line and "line 2" in line and "expected 2" in line
+
+
+@pytest.mark.parametrize("bad", [None, 3, "a Comparison", {"to_dict": 1}])
+def test_notebook_to_html_refuses_what_is_not_a_result(bad):
+    from contextlens import notebook
+
+    with pytest.raises(InputError, match="result must be a contextlens result"):
+        notebook.to_html(bad)
