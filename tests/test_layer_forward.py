@@ -37,7 +37,9 @@ def test_partial_forward_equals_full_forward(name: str, request: pytest.FixtureR
 def test_blocks_above_the_highest_layer_do_not_run(minilm: ContextualModel) -> None:
     ran: list[int] = []
     blocks = minilm.model.encoder.layer
-    handles = [b.register_forward_pre_hook(lambda _m, _a, k=k: ran.append(k)) for k, b in enumerate(blocks)]
+    handles = [
+        b.register_forward_pre_hook(lambda _m, _a, k=k: ran.append(k), prepend=True) for k, b in enumerate(blocks)
+    ]
     try:
         ids, mask = minilm.pad([minilm.tokenizer(TEXTS[0])["input_ids"]])
         minilm.run_layers(ids, mask, (0, 2))

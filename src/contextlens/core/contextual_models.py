@@ -16,6 +16,7 @@ module keeps what they share: batching longest-first, padding and running under
 from __future__ import annotations
 
 import os
+import threading
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from functools import lru_cache
@@ -85,11 +86,22 @@ class ContextualModel:
         elif precision == "int8":
             self.model = quantize(self.model)
         self.config = self.model.config
-        self.default_attention: str = self.config._attn_implementation
         self._cache: OrderedDict[tuple, OccurrenceEncoding] = OrderedDict()
+        self._cache_lock = threading.Lock()
+        self._onnx_lock = threading.Lock()
         self.cache_size = 100_000
         if self.tokenizer.pad_token_id is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token or self.tokenizer.unk_token
+        self.tokenizer = SerialTokenizer(self.tokenizer)
+        # hooks go on once, here, before any call: the eager twin (attention weights) is copied
+        # first, so it carries none of the main model's hooks
+        attention_net = layer_forward.eager_twin(self.model)
+        self._tap = layer_forward.LayerTap(self.model, self.num_layers, attention_net is self.model)
+        self._attention_tap = (
+            self._tap
+            if attention_net is self.model
+            else layer_forward.LayerTap(attention_net, self.num_layers, attention_weights=True)
+        )
 
     # --- facts -----------------------------------------------------------------------------
 
@@ -108,6 +120,12 @@ class ContextualModel:
     def backend(self) -> str:
         """How the forward runs, for labels: ``fp32``, ``int8``, ``onnx fp32``, ``onnx int8``."""
         return self.precision if self.runtime == "torch" else f"{self.runtime} {self.precision}"
+
+    @property
+    def attention_model(self) -> Any:
+        """The module tree attention weights come from: the model itself when it runs eager
+        attention, else its eager twin (same weight tensors, its own config)."""
+        return self._attention_tap.net
 
     @property
     def num_layers(self) -> int:
@@ -294,8 +312,9 @@ class ContextualModel:
         """One forward pass of the torch model without gradients (attention weights, the model's
         own outputs: torch runtime only)."""
         self.require_torch("the model's full outputs")
+        net = self.attention_model if attentions else self.model
         with torch.inference_mode():
-            return self.model(
+            return net(
                 input_ids=ids,
                 attention_mask=mask,
                 output_hidden_states=hidden_states,
@@ -309,13 +328,29 @@ class ContextualModel:
         the highest; see :func:`layer_forward.run_layers`."""
         if self.runtime == "onnx":
             return self.onnx_forward().run_layers(ids, mask, layers, keep or (lambda h: h))
-        return layer_forward.run_layers(self, ids, mask, layers, keep)
+        return self.run_torch_layers(ids, mask, layers, keep)
+
+    def run_torch_layers(
+        self, ids: torch.Tensor, mask: torch.Tensor, layers: Sequence[int], keep: layer_forward.Keep | None = None
+    ) -> list[torch.Tensor]:
+        """:meth:`run_layers` on the torch model whatever the runtime (the ONNX export's reference)."""
+        return layer_forward.run_layers(self._tap, ids, mask, layers, keep)
+
+    def run_with_attentions(
+        self, ids: torch.Tensor, mask: torch.Tensor, top: int
+    ) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+        """Hidden states 0..``top`` and the attention weights of blocks 1..``top`` from the eager
+        twin (torch runtime only); see :func:`layer_forward.run_with_attentions`."""
+        self.require_torch("attention weights")
+        return layer_forward.run_with_attentions(self._attention_tap, ids, mask, top, self.num_heads)
 
     def onnx_forward(self) -> OnnxForward:
-        """The ONNX Runtime graphs (exported and checked on first use, then cached on disk)."""
-        if self._onnx is None:
-            self._onnx = OnnxForward(self)
-        return self._onnx
+        """The ONNX Runtime graphs (exported and checked on first use, then cached on disk; one
+        export however many threads ask at once)."""
+        with self._onnx_lock:
+            if self._onnx is None:
+                self._onnx = OnnxForward(self)
+            return self._onnx
 
     def require_torch(self, what: str) -> None:
         """Refuse, in one line, what only the torch runtime provides."""
@@ -328,22 +363,24 @@ class ContextualModel:
             return self.onnx_forward().weight_bytes()
         return weight_bytes(self.model)
 
-    def set_attention(self, impl: str) -> None:
-        """Switch the attention implementation (eager is needed to return attention weights)."""
-        if self.model.config._attn_implementation != impl:
-            self.model.set_attn_implementation(impl)
-
     def cached(self, key: tuple) -> OccurrenceEncoding | None:
         """An occurrence encoding computed before, or None."""
-        hit = self._cache.get(key)
-        if hit is not None:
-            self._cache.move_to_end(key)
-        return hit
+        with self._cache_lock:
+            hit = self._cache.get(key)
+            if hit is not None:
+                self._cache.move_to_end(key)
+            return hit
+
+    def clear_cache(self) -> None:
+        """Forget every cached occurrence encoding."""
+        with self._cache_lock:
+            self._cache.clear()
 
     def remember(self, key: tuple, enc: OccurrenceEncoding) -> None:
-        self._cache[key] = enc
-        if len(self._cache) > self.cache_size:
-            self._cache.popitem(last=False)
+        with self._cache_lock:
+            self._cache[key] = enc
+            if len(self._cache) > self.cache_size:
+                self._cache.popitem(last=False)
 
 
 def load_contextual(name_or_path: str = "mpnet", precision: str = "fp32", runtime: str = "torch") -> ContextualModel:
@@ -353,10 +390,42 @@ def load_contextual(name_or_path: str = "mpnet", precision: str = "fp32", runtim
     return _load(name_or_path, check_precision(precision), check_runtime(runtime))
 
 
-@lru_cache(maxsize=6)
+_LOADING = threading.Lock()
+
+
 def _load(name_or_path: str, precision: str, runtime: str) -> ContextualModel:
+    """One load per (name, precision, runtime) however many threads ask for it at once."""
+    with _LOADING:
+        return _load_once(name_or_path, precision, runtime)
+
+
+@lru_cache(maxsize=6)
+def _load_once(name_or_path: str, precision: str, runtime: str) -> ContextualModel:
     name, source, revision = resolve_contextual(name_or_path)
     return ContextualModel(name, source, revision, precision, runtime)
+
+
+class SerialTokenizer:
+    """A fast tokenizer that one call at a time uses: the Rust tokenizer's truncation and padding
+    settings are state that each call sets, so two threads tokenizing at once fail ("Already
+    borrowed") or read each other's settings. Everything but calling it is passed through."""
+
+    def __init__(self, tokenizer: Any):
+        self.__dict__["_tokenizer"] = tokenizer
+        self.__dict__["_lock"] = threading.Lock()
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        with self._lock:
+            return self._tokenizer(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._tokenizer, name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        setattr(self._tokenizer, name, value)
+
+    def __len__(self) -> int:
+        return len(self._tokenizer)
 
 
 def as_contextual(model: ContextualModel | str | os.PathLike) -> ContextualModel:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 import torch
 
-from contextlens.core import arguments, layer_forward
+from contextlens.core import arguments
 from contextlens.core.alignment import TokenizedOccurrence, tokenize_many
 from contextlens.core.occurrences import Occurrence
 from contextlens.core.vectors import Provenance, Vector
@@ -236,13 +236,10 @@ def forward_one(
     ids, mask = model.pad([tok.input_ids])
     att = None
     if attentions:
-        model.set_attention("eager")
         try:
-            states, weights = layer_forward.run_with_attentions(model, ids, mask, top)
+            states, weights = model.run_with_attentions(ids, mask, top)
         except LookupError:
             raise InputError(f"{model.name} does not return attention weights") from None
-        finally:
-            model.set_attention(model.default_attention)
         seq = len(tok.input_ids)
         att = torch.stack(weights)[:, 0].float().numpy().copy() if weights else np.zeros((0, model.num_heads, seq, seq))
     else:

@@ -33,6 +33,7 @@ import json
 import logging
 import os
 import shutil
+import threading
 import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -293,6 +294,7 @@ class OnnxForward:
         self.folder = export_folder(model)
         self.threads = torch.get_num_threads()
         self._sessions: OrderedDict[int, Any] = OrderedDict()
+        self._sessions_lock = threading.Lock()  # sessions are made once; running one is thread-safe
         self.check = self._ensure_built()
 
     # --- building (once per machine) -------------------------------------------------------
@@ -356,14 +358,13 @@ class OnnxForward:
     def _compare(self, graph: Path) -> dict:
         """Per layer: max |difference|, mean and minimum cosine against the torch fp32 states of
         every real token of the drift set."""
-        from contextlens.core.layer_forward import run_layers
         from contextlens.core.precision import compare_states, drift_batch, drift_sentences
 
         model = self.model
         texts = drift_sentences()
         ids, mask = drift_batch(model, texts)
         layers = tuple(range(model.num_layers + 1))
-        reference = run_layers(model, ids, mask, layers)  # torch's, whatever the model's runtime
+        reference = model.run_torch_layers(ids, mask, layers)  # torch's, whatever the model's runtime
         session = self._session_for(graph)
         got = [torch.from_numpy(a) for a in session.run([f"hidden_{k}" for k in layers], _feeds(ids, mask))]
         return compare_states(reference, got, mask) | {"sentences": len(texts)}
@@ -384,24 +385,25 @@ class OnnxForward:
         """The session of the graph pruned to layers 0..``highest`` (the full graph at the top).
         Sessions follow torch's thread count (``--threads`` sets it once): a change since they
         were made makes them anew, so ONNX Runtime never runs on a count torch no longer has."""
-        if torch.get_num_threads() != self.threads:
-            self.threads = torch.get_num_threads()
-            self._sessions.clear()
-        found = self._sessions.get(highest)
-        if found is not None:
-            self._sessions.move_to_end(highest)
-            return found
-        if highest >= self.model.num_layers:
-            path = self.full_graph
-        else:
-            path = self.folder / f"{self.precision}-top{highest}.onnx"
-            if not path.exists():
-                prune_to(self.full_graph, [f"hidden_{k}" for k in range(highest + 1)], path)
-        made = self._session_for(path)
-        self._sessions[highest] = made
-        if len(self._sessions) > SESSIONS_KEPT:
-            self._sessions.popitem(last=False)
-        return made
+        with self._sessions_lock:
+            if torch.get_num_threads() != self.threads:
+                self.threads = torch.get_num_threads()
+                self._sessions.clear()
+            found = self._sessions.get(highest)
+            if found is not None:
+                self._sessions.move_to_end(highest)
+                return found
+            if highest >= self.model.num_layers:
+                path = self.full_graph
+            else:
+                path = self.folder / f"{self.precision}-top{highest}.onnx"
+                if not path.exists():
+                    prune_to(self.full_graph, [f"hidden_{k}" for k in range(highest + 1)], path)
+            made = self._session_for(path)
+            self._sessions[highest] = made
+            if len(self._sessions) > SESSIONS_KEPT:
+                self._sessions.popitem(last=False)
+            return made
 
     def run_layers(
         self,
