@@ -13,8 +13,8 @@ import torch
 
 from contextlens.core import onnx_runtime
 from contextlens.core.contextual_models import ContextualModel, load_contextual
+from contextlens.core.drift import drift
 from contextlens.core.onnx_runtime import EXACT, OnnxForward, check_runtime, require_onnxruntime
-from contextlens.core.precision import drift
 from contextlens.errors import InputError, ModelLoadError, ModelNotInstalledError
 
 TEXTS = [

@@ -12,6 +12,7 @@ try:  # typer 0.29+ vendors click and re-exports only BadParameter of its except
 except ImportError:  # older typer runs on click itself
     from click.exceptions import ClickException, NoArgsIsHelpError, UsageError  # type: ignore[no-redef]
 
+from contextlens.core.progress import set_progress_drawer
 from contextlens.errors import ContextlensError
 
 app = typer.Typer(
@@ -42,11 +43,13 @@ from contextlens.cli import (  # noqa: E402,F401
     serve,
     trace,
 )
+from contextlens.cli.common import rich_bar  # noqa: E402
 
 
 def main(args: list[str] | None = None) -> None:
     """Entry point: user mistakes, usage errors included, become one line on stderr and exit code 2."""
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    set_progress_drawer(rich_bar)
     try:
         code = app(args=args, prog_name="contextlens", standalone_mode=False)
     except ContextlensError as exc:

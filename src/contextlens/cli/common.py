@@ -114,7 +114,7 @@ def contextual_option(
     torch.set_num_threads(threads or default_threads())
     model = load_contextual(name, precision, runtime)
     if precision != "fp32" or runtime != "torch":
-        from contextlens.core.precision import drift
+        from contextlens.core.drift import drift
 
         note(drift(name, precision, runtime).line())
     return model
@@ -203,3 +203,14 @@ def status_line(first: str) -> tuple[Any, Callable[[str], None]]:
     )
     task = progress.add_task(first)
     return progress, lambda text: progress.update(task, description=text)
+
+
+@contextmanager
+def rich_bar(what: str, total: int) -> Iterator[Callable[[int, int], None]]:
+    """The CLI's drawer for core's progress bars (core.progress): a transient rich bar on stderr,
+    shown only on a terminal."""
+    from rich.progress import Progress
+
+    with Progress(console=err_console, transient=True, disable=not err_console.is_terminal) as bar:
+        task = bar.add_task(what, total=total)
+        yield lambda done, _total: bar.update(task, completed=done)

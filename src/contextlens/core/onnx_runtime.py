@@ -38,17 +38,33 @@ import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 import torch
 
 from contextlens.core.disk_cache import cache_key
+from contextlens.core.precision import compare_states, drift_batch, drift_sentences
 from contextlens.core.resources import atomic_write_text, cache_dir, clean_leftovers, temp_dir_for
 from contextlens.errors import InputError, ModelLoadError, ModelNotInstalledError
 
-if TYPE_CHECKING:
-    from contextlens.core.contextual_models import ContextualModel
+
+class TorchSource(Protocol):
+    """What an export is made from: plain pieces of a loaded torch model, no model class."""
+
+    name: str
+    source: str
+    precision: str
+    tokenizer: Any
+    model: torch.nn.Module  # the torch network, fp32
+    config: Any
+    num_layers: int
+    max_length: int
+    is_decoder: bool
+
+    def pad(self, sequences: Sequence[Sequence[int]]) -> tuple[torch.Tensor, torch.Tensor]: ...
+
+    def run_torch_layers(self, ids: torch.Tensor, mask: torch.Tensor, layers: Sequence[int]) -> list[torch.Tensor]: ...
 
 RUNTIMES: tuple[str, ...] = ("torch", "onnx")
 EXACT = 1e-4  # the largest difference from torch an fp32 graph may show on the drift set
@@ -263,7 +279,7 @@ def _weights_fingerprint(source: str) -> list[tuple[str, int, int]]:
     )
 
 
-def export_folder(model: ContextualModel) -> Path:
+def export_folder(model: TorchSource) -> Path:
     """Where this model's graphs live (keyed on its weights and the tool versions)."""
     import onnxruntime
     import transformers
@@ -282,7 +298,7 @@ def export_folder(model: ContextualModel) -> Path:
 class OnnxForward:
     """A model's graphs at one precision and their sessions: ``run_layers`` as in torch."""
 
-    def __init__(self, model: ContextualModel):
+    def __init__(self, model: TorchSource):
         require_onnxruntime()
         if model.is_decoder:
             raise InputError(
@@ -312,8 +328,6 @@ class OnnxForward:
         return json.loads((self.folder / f"{self.precision}-check.json").read_text())
 
     def _export(self) -> None:
-        from contextlens.core.precision import drift_sentences
-
         model = self.model
         tmp = temp_dir_for(self.folder)
         try:
@@ -358,8 +372,6 @@ class OnnxForward:
     def _compare(self, graph: Path) -> dict:
         """Per layer: max |difference|, mean and minimum cosine against the torch fp32 states of
         every real token of the drift set."""
-        from contextlens.core.precision import compare_states, drift_batch, drift_sentences
-
         model = self.model
         texts = drift_sentences()
         ids, mask = drift_batch(model, texts)
