@@ -9,12 +9,12 @@ asked for, and its runtime, torch unless ONNX Runtime was), and
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass, field
 from typing import Literal
 
 import numpy as np
 
-from contextlens.core.arguments import whole_number
 from contextlens.errors import InputError
 
 Kind = Literal["static", "input-row", "hidden-state", "sentence"]
@@ -54,7 +54,7 @@ class Provenance:
         for name, minimum in (("layer", 0), ("dim", 1)):
             value = getattr(self, name)
             if value is not None:
-                object.__setattr__(self, name, whole_number(value, f"Provenance {name}", minimum))
+                object.__setattr__(self, name, _whole(value, f"Provenance {name}", minimum))
         if self.pooling is not None and not isinstance(self.pooling, str):
             raise InputError(
                 f"Provenance pooling must be a str (e.g. 'mean') or None, got {type(self.pooling).__name__}"
@@ -131,3 +131,17 @@ class Vector:
 
     def __repr__(self) -> str:
         return f"Vector({self.provenance.describe()}, dim={self.dim})"
+
+
+def _whole(value: object, name: str, minimum: int) -> int:
+    """An int field (numpy integers too; never a bool or a float). Not core.arguments' check:
+    vectors sits below the occurrences that module knows."""
+    try:
+        number = None if isinstance(value, bool) else operator.index(value)  # type: ignore[arg-type]
+    except TypeError:
+        number = None
+    if number is None:
+        raise InputError(f"{name} must be a whole number (int), got {value!r}")
+    if number < minimum:
+        raise InputError(f"{name} must be at least {minimum}, got {number}")
+    return number
