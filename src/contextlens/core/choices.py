@@ -24,3 +24,8 @@ def check_runtime(runtime: str) -> str:
     if runtime not in RUNTIMES:
         raise InputError(f"unknown runtime {runtime!r}; use one of {', '.join(RUNTIMES)}")
     return runtime
+
+
+def check_pooling(pooling: str) -> None:
+    if pooling not in POOLINGS:
+        raise InputError(f"unknown pooling {pooling!r}; use one of {', '.join(POOLINGS)}")
