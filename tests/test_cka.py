@@ -100,7 +100,7 @@ def test_cka_command_on_minilm_with_itself(minilm, tmp_path, capsys) -> None:
 
 
 def test_cka_across_two_models_of_different_widths(minilm, mpnet) -> None:
-    from contextlens.analyses.corpus.texts import corpus_texts
+    from contextlens.data.text_sets import corpus_texts
 
     result = compare_layers(minilm, mpnet, texts=corpus_texts("builtin", 30))
     assert (minilm.hidden_size, mpnet.hidden_size) == (384, 768)

@@ -109,7 +109,7 @@ def test_named_text_sets_live_in_data():
     assert "contextlens.data.lee" in top and "contextlens.data.sense_sentences" in top
     for user in ("analyses/lesson/polysemy.py", "analyses/benchmarks/retrieval.py"):
         assert {"contextlens.data.lee", "contextlens.data.sense_sentences"} & _imports(SRC / user)[0], user
-    from contextlens.analyses.corpus.texts import corpus_texts
+    from contextlens.data.text_sets import corpus_texts
 
     assert len(corpus_texts("builtin", 5)) == 5
 

@@ -6,11 +6,11 @@ import json
 
 import pytest
 
-from contextlens.analyses.corpus.texts import corpus_texts
 from contextlens.analyses.search.capacity import estimate
 from contextlens.analyses.search.cost import measure_cost
 from contextlens.analyses.search.index_config import IndexConfig
 from contextlens.cli import main
+from contextlens.data.text_sets import corpus_texts
 from contextlens.errors import InputError
 from tests.helpers import assert_plain_json
 

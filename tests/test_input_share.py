@@ -7,10 +7,10 @@ import json
 import numpy as np
 import pytest
 
-from contextlens.analyses.corpus.texts import corpus_texts
 from contextlens.analyses.lesson.input_share import input_row_share
 from contextlens.cli import main
 from contextlens.core.occurrences import Occurrence
+from contextlens.data.text_sets import corpus_texts
 from contextlens.errors import InputError
 
 

@@ -140,9 +140,9 @@ def test_int8_index_records_and_enforces_its_precision(tmp_path: Path) -> None:
 def test_cost_counts_int8_weights_and_cka_records_both_precisions(
     minilm: ContextualModel, minilm_int8: ContextualModel, glove
 ) -> None:
-    from contextlens.analyses.corpus.texts import corpus_texts
     from contextlens.analyses.representations.cka import compare_layers
     from contextlens.analyses.search.cost import measure_cost
+    from contextlens.data.text_sets import corpus_texts
 
     texts = corpus_texts("builtin", 12)
     report = measure_cost(minilm_int8, glove, texts, count=1000, repeats=1)

@@ -167,10 +167,10 @@ def test_corpus_folder_records_its_runtime_and_refuses_another(
 def test_cost_times_and_weighs_the_onnx_graph_and_cka_records_runtimes(
     minilm: ContextualModel, minilm_onnx: ContextualModel, glove, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from contextlens.analyses.corpus.texts import corpus_texts
     from contextlens.analyses.representations.cka import compare_layers
     from contextlens.analyses.search.cost import measure_cost
     from contextlens.core.onnx_runtime import OnnxForward
+    from contextlens.data.text_sets import corpus_texts
 
     calls = []
     real = OnnxForward.run_layers

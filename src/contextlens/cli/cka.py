@@ -45,8 +45,8 @@ def cka_cmd(
     plot: PlotOpt = None,
 ) -> None:
     """Compare representation spaces honestly: linear CKA between every layer of A and every layer of B."""
-    from contextlens.analyses.corpus.texts import read_texts
     from contextlens.analyses.representations.cka import compare_layers
+    from contextlens.data.text_sets import read_texts
     from contextlens.reports.claims_figures import cka_figure
 
     texts = read_texts(sentences) if sentences is not None else None

@@ -42,9 +42,9 @@ def cost_cmd(
     plot: PlotOpt = None,
 ) -> None:
     """The seeds' comparison table made live: time and memory of a static lookup vs a forward pass."""
-    from contextlens.analyses.corpus.texts import corpus_texts
     from contextlens.analyses.search.cost import measure_cost
     from contextlens.core.static_models import optional_static
+    from contextlens.data.text_sets import corpus_texts
     from contextlens.errors import InputError
     from contextlens.reports.claims_figures import cost_figure
 

@@ -58,7 +58,7 @@ def trace_cmd(
     (occ,) = locate_all([sentence], word, occurrence)
     texts = None
     if corpus is not None:  # read before the weights load: an unknown corpus is refused at once
-        from contextlens.analyses.corpus.texts import corpus_texts
+        from contextlens.data.text_sets import corpus_texts
 
         texts = corpus_texts(corpus, limit)
     contextual = contextual_option(model, precision, threads)

@@ -3,7 +3,7 @@
 ``similarities0-1.txt`` is a 50x50 matrix whose upper triangle (diagonal included, diagonal = 1)
 holds the mean human similarity ratings (the study's 1-5 scale divided by 5) and whose lower
 triangle is zero; it is symmetrized here. The retrieval benchmark and the named text sets
-(:mod:`contextlens.analyses.corpus.texts`) read it from here.
+(:mod:`contextlens.data.text_sets`) read it from here.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Sense-labelled sentences: ``word<TAB>sense<TAB>[marked] sentence`` lines, the built-in set or a user's.
 
-The polysemy explorer and the named text sets (:mod:`contextlens.analyses.corpus.texts`) read
+The polysemy explorer and the named text sets (:mod:`contextlens.data.text_sets`) read
 them from here.
 """
 

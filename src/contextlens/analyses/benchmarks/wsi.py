@@ -5,7 +5,7 @@ part of speech) that :func:`~contextlens.analyses.benchmarks.datasets.build_wsd`
 dev and test alike; at least two senses with examples per lemma), so their hidden states come
 from the suite's disk-cached span encoding. Per lemma and layer the occurrences' unit vectors
 are clustered by the same criterion as ``contextlens senses induce`` (k-means, k by cosine
-silhouette, :func:`~contextlens.analyses.corpus.senses.cluster_unit_vectors`) and the clusters
+silhouette, :func:`~contextlens.analyses.representations.clustering.cluster_unit_vectors`) and the clusters
 are compared with the gold synsets: adjusted Rand index, V-measure and B-cubed F1. Each score is
 the mean over lemmas (every lemma counts once, whatever its number of examples).
 
@@ -100,7 +100,7 @@ def _add_means(result: BenchmarkResult, system: str, layer: int | None, per_lemm
 def _cluster(vectors: np.ndarray, seed: int) -> tuple[np.ndarray, int]:
     from sklearn.exceptions import ConvergenceWarning
 
-    from contextlens.analyses.corpus.senses import cluster_unit_vectors
+    from contextlens.analyses.representations.clustering import cluster_unit_vectors
 
     with warnings.catch_warnings():  # identical vectors (static model): k-means finds one cluster
         warnings.simplefilter("ignore", ConvergenceWarning)
@@ -130,7 +130,7 @@ def evaluate_wsi(
     }
     counts["senses_per_lemma"] = round(float(np.mean([len(set(lem.gold)) for lem in lemmas])), 3) if lemmas else 0
     result = BenchmarkResult("wsi", model, meta={"counts": counts, "averaging": AVERAGING})
-    from contextlens.analyses.corpus.senses import CRITERION
+    from contextlens.analyses.representations.clustering import CRITERION
 
     result.meta["clustering"] = CRITERION
     mean_k: list[float] = []  # mean number of induced clusters per lemma, by layer

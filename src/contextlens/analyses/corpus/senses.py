@@ -35,13 +35,11 @@ import numpy as np
 from contextlens.analyses.corpus.chunks import layer_column
 from contextlens.analyses.corpus.folder import read_rows
 from contextlens.analyses.corpus.manifest import require_manifest
+from contextlens.analyses.representations.clustering import CRITERION, cluster_unit_vectors
 from contextlens.core.occurrences import ALPHA_WORD_RE
 from contextlens.core.similarity import normalize_rows
 from contextlens.errors import ContextlensError, InputError, TargetNotFoundError
 
-MAX_K = 8
-MIN_SILHOUETTE = 0.1
-CRITERION = f"k-means for k=2..{MAX_K}, k with the highest cosine silhouette; k=1 when none reaches {MIN_SILHOUETTE}"
 POS_NAMES = {"n": "noun", "v": "verb", "a": "adjective", "r": "adverb"}
 SENSE_VECTORS = ("gloss", "examples", "both")
 POS_RULE = (
@@ -197,39 +195,6 @@ def induce_senses(
         coords,
         [r["sentence"] for r in rows],
     )
-
-
-def cluster_unit_vectors(
-    x: np.ndarray, k: str | int = "auto", seed: int = 0
-) -> tuple[np.ndarray, int, dict[int, float]]:
-    """Cluster unit row vectors by :data:`CRITERION` (or into ``k`` clusters when ``k`` is a number).
-
-    Returns the labels, the chosen k and the silhouette of every k tried. Shared by ``senses
-    induce`` and the WSI benchmark (``analyses/benchmarks/wsi.py``), so both induce senses alike.
-    """
-    from sklearn.cluster import KMeans
-    from sklearn.metrics import silhouette_score
-
-    n = len(x)
-    silhouettes: dict[int, float] = {}
-    fits = {}
-    for kk in range(2, min(MAX_K, n - 1) + 1):
-        km = KMeans(n_clusters=kk, n_init=4, random_state=seed).fit(x)
-        if len(set(km.labels_)) < 2:
-            continue
-        silhouettes[kk] = float(silhouette_score(x, km.labels_, metric="cosine"))
-        fits[kk] = km.labels_
-    if k == "auto":
-        best = max(silhouettes, key=silhouettes.get, default=1)
-        chosen = best if silhouettes.get(best, 0.0) >= MIN_SILHOUETTE else 1
-    else:
-        chosen = int(k)
-        if not 1 <= chosen <= min(MAX_K, n - 1):
-            raise InputError(f"`k` {k}: give auto or a number between 1 and {min(MAX_K, n - 1)}")
-        if chosen > 1 and chosen not in fits:
-            fits[chosen] = KMeans(n_clusters=chosen, n_init=4, random_state=seed).fit(x).labels_
-    labels = np.zeros(n, dtype=int) if chosen == 1 else np.asarray(fits[chosen])
-    return labels, chosen, silhouettes
 
 
 def _example(row: dict, score: float) -> dict[str, object]:

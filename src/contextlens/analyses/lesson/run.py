@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from contextlens.analyses.corpus.texts import corpus_texts
 from contextlens.analyses.lesson.attention import AttentionResult, attend
 from contextlens.analyses.lesson.divergence import Comparison, compare
 from contextlens.analyses.lesson.input_share import InputRowShare, input_row_share
@@ -23,6 +22,7 @@ from contextlens.core.contextual_models import ContextualModel, as_contextual
 from contextlens.core.jsonable import plain_json
 from contextlens.core.occurrences import parse_marked
 from contextlens.core.static_models import StaticModel, as_static
+from contextlens.data.text_sets import corpus_texts
 from contextlens.examples import WORKED_EXAMPLE
 
 ATTENTION_SENTENCES = ("The [bank] approved the loan.", "The river [bank] flooded.")

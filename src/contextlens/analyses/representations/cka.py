@@ -26,9 +26,9 @@ from typing import Any
 
 import numpy as np
 
-from contextlens.analyses.corpus.texts import corpus_texts
 from contextlens.core.contextual_models import ContextualModel, TokenStates, as_contextual
 from contextlens.core.jsonable import plain_json
+from contextlens.data.text_sets import corpus_texts
 from contextlens.errors import InputError
 
 MIN_TEXTS = 20  # aligned texts; fewer gives a CKA dominated by its small-sample bias
