@@ -29,7 +29,7 @@ def corpus_texts(corpus: str, limit: int = 400, seed: int = 0) -> list[str]:
     if corpus == "builtin":
         texts = list(dict.fromkeys(s.occurrence.text for s in load_sense_sentences()))
         return texts[:limit]
-    raise InputError(f"unknown `corpus` {corpus!r}; use one of {', '.join(CORPORA)} (or read your own file with read_texts)")
+    raise InputError(f"unknown `corpus` {corpus!r}; use one of {', '.join(CORPORA)}, or read your own with read_texts")
 
 
 def read_texts(path: Path | str) -> list[str]:
