@@ -55,3 +55,23 @@ def test_trace_cli_table_json_plot_html(tmp_path):
 def test_trace_without_marker_is_a_clear_error():
     r = run_cli("trace", "The river bank flooded.", "-m", "minilm")
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "no [marked] target" in r.stderr
+
+
+def test_the_cosine_to_the_input_row_says_what_it_is(minilm):
+    """A hidden state and an input row are two kinds: the typed cosine refuses them, so the trace's
+    raw cosine between them says in its JSON and its table that it probes the residual stream."""
+    from contextlens.analyses.lesson.trace import INPUT_ROW_COSINE_MEANS, trace
+    from contextlens.core.occurrences import parse_marked
+    from contextlens.core.similarity import cosine
+    from contextlens.errors import ProvenanceMismatchError
+    from tests.helpers import run_cli
+
+    occ = parse_marked("The river [bank] flooded.")
+    enc = minilm.encode(occ)
+    with pytest.raises(ProvenanceMismatchError):
+        cosine(enc.hidden_state(3), enc.input_row())
+    doc = trace(occ, minilm).to_dict()
+    assert doc["cosine_to_input_row_means"] == INPUT_ROW_COSINE_MEANS
+    assert "not a similarity of two embeddings" in INPUT_ROW_COSINE_MEANS
+    shown = run_cli("trace", "The river [bank] flooded.", "-m", "minilm")
+    assert shown.returncode == 0 and "residual" in shown.stdout

@@ -62,7 +62,7 @@ def trace_cmd(
 
         texts = corpus_texts(corpus, limit)
     contextual = contextual_option(model, precision, threads)
-    from contextlens.analyses.lesson.trace import trace
+    from contextlens.analyses.lesson.trace import INPUT_ROW_COSINE_MEANS, trace
     from contextlens.reports import interactive, lesson_figures
 
     result = trace(occ, contextual, top_k=top, exclude_special=exclude_special)
@@ -111,6 +111,7 @@ def trace_cmd(
             attended = ", ".join(f"{tok} {w:.2f}" for tok, w in t.top_attended) or "- (embedding output)"
             layers.add_row(str(t.layer), fmt(t.cosine_to_input_row), f"{t.norm:.2f}", escape(attended))
         console.print(layers)
+        console.print(f"[dim]cosine to input row: {INPUT_ROW_COSINE_MEANS}[/dim]")
         console.print(f"target input row norm: {result.target_input_row_norm:.3f}")
         if share is not None:
             _share_table(share)

@@ -18,6 +18,16 @@ from contextlens.core.jsonable import plain_json
 from contextlens.core.occurrences import Occurrence
 from contextlens.core.similarity import cosine_values
 
+# What "cosine to the input row" is: not a comparison of two embeddings of one kind (a hidden
+# state and an input row are different kinds, and core.similarity.cosine refuses to compare
+# them as such), but a probe of one vector space: the hidden state and the input row are both
+# vectors of this model's residual stream, so their raw cosine says how much of the token's
+# static row the stream still carries after each block.
+INPUT_ROW_COSINE_MEANS = (
+    "raw cosine between the target's hidden state and its own input row, both vectors of this model's "
+    "residual stream: how much of the static row the stream still carries; not a similarity of two embeddings"
+)
+
 
 @dataclass
 class TraceLayer:
@@ -91,6 +101,7 @@ class Trace:
             "position_cosine_to_input_row": self.position_cosine_to_input_row,
             "layer0_cosine_to_row_plus_position": self.layer0_cosine_to_row_plus_position,
             "exclude_special": self.exclude_special,
+            "cosine_to_input_row_means": INPUT_ROW_COSINE_MEANS,
             "layers": [layer.to_dict() for layer in self.layers],
         }
 
