@@ -30,9 +30,9 @@ from contextlens.cli.common import (
     print_json,
     static_option,
 )
-from contextlens.core.choices import POOLINGS
+from contextlens.core import arguments
+from contextlens.core.choices import check_pooling
 from contextlens.core.occurrences import locate_all
-from contextlens.errors import InputError
 
 if TYPE_CHECKING:
     from contextlens.analyses.lesson.divergence import Comparison
@@ -54,14 +54,9 @@ def compare_cmd(
     html: HtmlOpt = None,
 ) -> None:
     """Per-layer cosine of the target across sentences, beside its static vector and input row."""
-    if pooling not in POOLINGS:
-        raise InputError(f"unknown --pooling {pooling!r}; use one of {', '.join(POOLINGS)}")
+    check_pooling(pooling)
     occs = locate_all(sentences, word, occurrence)
-    if len(occs) < 2:
-        raise InputError(
-            "compare needs at least two sentences; give the same word in two or more contexts, "
-            "e.g. 'The [bank] called.' 'The river [bank] flooded.'"
-        )
+    arguments.sentences_to_compare(occs)
     # everything checkable without weights is checked first: a word GloVe lacks costs no model load
     check_model(model, precision, runtime)
     static_model = static_option(static, [o.word for o in occs], optional=True)

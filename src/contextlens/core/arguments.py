@@ -141,3 +141,13 @@ def _is_number(value: Any) -> bool:
 
 def _is_collection(value: Any) -> bool:
     return isinstance(value, Iterable) and not isinstance(value, str | bytes | Mapping)
+
+
+def sentences_to_compare(occurrences: list[Occurrence]) -> list[Occurrence]:
+    """What ``compare`` compares: two or more occurrences (the one message every face shows)."""
+    if len(occurrences) < 2:
+        raise InputError(
+            f"compare needs at least two sentences, got {len(occurrences)}; give the same word in two or more "
+            "contexts, e.g. 'The [bank] called.' 'The river [bank] flooded.'"
+        )
+    return occurrences

@@ -13,7 +13,9 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from contextlens.core.contextual_models import POOLINGS, ContextualModel, as_contextual
+from contextlens.core import arguments
+from contextlens.core.choices import check_pooling
+from contextlens.core.contextual_models import ContextualModel, as_contextual
 from contextlens.core.occurrences import in_template, locate_all
 from contextlens.core.resources import REGISTRY
 from contextlens.core.static_models import NO_STATIC, StaticModel, optional_static
@@ -130,14 +132,9 @@ class Page:
 def run_compare(req: CompareRequest, model: ContextualModel | str, _: dict[str, str]):
     from contextlens.analyses.lesson.divergence import compare
 
-    if req.pooling not in POOLINGS:
-        raise InputError(f"unknown --pooling {req.pooling!r}; use one of {', '.join(POOLINGS)}")
+    check_pooling(req.pooling)
     occs = locate_all(req.sentences, req.word, req.occurrence)
-    if len(occs) < 2:
-        raise InputError(
-            "compare needs at least two sentences; give the same word in two or more contexts, "
-            "e.g. 'The [bank] called.' 'The river [bank] flooded.'"
-        )
+    arguments.sentences_to_compare(occs)
     return compare(occs, as_contextual(model), served_static(req.static, True), pooling=req.pooling)
 
 

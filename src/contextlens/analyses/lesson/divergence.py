@@ -155,10 +155,7 @@ def _check_inputs(
         )
     occs = arguments.occurrence_list(occurrences)
     arguments.layer_numbers(layers)  # the type here; the range once the model is known
-    if len(occs) < 2:
-        raise InputError(
-            f"compare needs at least two sentences, got {len(occs)}; give the same word in two or more contexts"
-        )
+    arguments.sentences_to_compare(occs)
     return occs, as_contextual(model), None if static is None else as_static(static)
 
 
