@@ -62,15 +62,7 @@ def compare_cmd(
     # the contextual model loads its weights lazily: an unknown static word still fails in seconds
     contextual = contextual_option(model, precision, threads, runtime)
     result = compare(occs, contextual, optional_static(static, optional=True), pooling=pooling)  # type: ignore[arg-type]
-    from contextlens.reports import figures, interactive
-
-    with figures_after(
-        plot,
-        html,
-        lambda: figures.divergence_figure(result),
-        lambda: interactive.divergence_figures(result),
-        "contextlens compare",
-    ):
+    with figures_after(plot, html, result, "contextlens compare"):
         if json_out:
             print_json(result.to_dict())
         else:

@@ -56,7 +56,6 @@ def trace_cmd(
 ) -> None:
     """The pipeline for one target: tokens, ids, input row, positions, then every layer's hidden state."""
     from contextlens.analyses.lesson.trace import trace
-    from contextlens.reports import interactive, lesson_figures
 
     (occ,) = locate_all([sentence], word, occurrence)
     contextual = contextual_option(model, precision, threads)
@@ -68,13 +67,7 @@ def trace_cmd(
 
         share = input_row_share(contextual, corpus_texts(corpus, limit), corpus)
 
-    with figures_after(
-        plot,
-        html,
-        lambda: lesson_figures.trace_figure(result),
-        lambda: interactive.trace_figures(result),
-        "contextlens trace",
-    ):
+    with figures_after(plot, html, result, "contextlens trace"):
         if json_out:
             print_json(result.to_dict() if share is None else {**result.to_dict(), "input_row_share": share.to_dict()})
             return
