@@ -11,7 +11,7 @@ import html
 import json
 from typing import Any
 
-from contextlens.errors import NoFigureError
+from contextlens.errors import InputError, NoFigureError
 from contextlens.reports.figure_registry import (
     figures_for,
     figures_for_type,
@@ -31,6 +31,10 @@ def _drawn(result: Any) -> bool:
 
 def to_html(result: Any) -> str:
     """A result as one offline HTML fragment: its figures (plotly.js inlined), or its JSON document."""
+    if not callable(getattr(result, "to_dict", None)):
+        raise InputError(
+            f"result must be a contextlens result (Comparison, Exploration, Trace, ...), got {type(result).__name__}"
+        )
     if _drawn(result):
         from plotly.offline import get_plotlyjs
 

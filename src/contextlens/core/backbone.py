@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from contextlens.core import layer_forward
+from contextlens.core import arguments, layer_forward
 from contextlens.core.onnx_runtime import EXPORT_RULE, ORT_QUANT_RULE, OnnxForward, check_runtime, require_onnxruntime
 from contextlens.core.precision import QUANT_RULE, check_precision, quantize, weight_bytes
 from contextlens.core.progress import Progress, progress_bar
@@ -137,6 +137,7 @@ class Backbone:
 
     def check_layers(self, layers: Sequence[int] | None) -> tuple[int, ...]:
         """Validate requested layers (negative counts from the top); None means all 0..L."""
+        layers = arguments.layer_numbers(layers)
         top = self.num_layers
         if layers is None:
             return tuple(range(top + 1))

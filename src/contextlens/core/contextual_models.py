@@ -22,7 +22,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from contextlens.core import alignment, extraction, text_pooling
+from contextlens.core import alignment, arguments, extraction, text_pooling
 from contextlens.core.alignment import TokenizedOccurrence
 from contextlens.core.backbone import Backbone
 from contextlens.core.extraction import (
@@ -79,12 +79,14 @@ class ContextualModel(Backbone):
 
     def tokenize(self, occurrence: Occurrence, max_length: int | None = None) -> TokenizedOccurrence:
         """Map an occurrence onto tokens; cut to a window around the target if it is too long."""
+        occurrence = arguments.occurrence(occurrence)
         return alignment.tokenize_many(self, [occurrence], max_length)[0]
 
     def tokenize_many(
         self, occurrences: Sequence[Occurrence], max_length: int | None = None
     ) -> list[TokenizedOccurrence]:
         """:meth:`tokenize` for many occurrences in one tokenizer call (much faster)."""
+        occurrences = arguments.occurrence_list(occurrences)
         return alignment.tokenize_many(self, occurrences, max_length)
 
     # --- extraction (core.extraction) ------------------------------------------------------
@@ -98,6 +100,7 @@ class ContextualModel(Backbone):
         show_progress_bar: bool = False,
     ) -> list[OccurrenceEncoding]:
         """Input rows and hidden states of each occurrence's target; see :func:`extraction.encode_occurrences`."""
+        occurrences, batch_size = arguments.occurrence_list(occurrences), arguments.batch_size(batch_size)
         return extraction.encode_occurrences(
             self, occurrences, layers, pooling, batch_size, show_progress_bar, cache=self.occurrence_cache
         )
@@ -106,10 +109,12 @@ class ContextualModel(Backbone):
         self, occurrence: Occurrence, layers: Sequence[int] | None = None, pooling: Pooling = "mean"
     ) -> OccurrenceEncoding:
         """One occurrence; see :meth:`encode_occurrences`."""
+        occurrence = arguments.occurrence(occurrence)
         return self.encode_occurrences([occurrence], layers=layers, pooling=pooling)[0]
 
     def forward_one(self, occurrence: Occurrence, attentions: bool = False, through: int | None = None) -> ForwardPass:
         """Hidden states 0..``through`` (default all; optionally attentions) of every token of one text."""
+        occurrence, through = arguments.occurrence(occurrence), arguments.optional_layer(through, "through")
         return extraction.forward_one(self, occurrence, attentions, through)
 
     def token_states(
@@ -120,6 +125,7 @@ class ContextualModel(Backbone):
         show_progress_bar: bool = False,
     ) -> list[TokenStates]:
         """Hidden states of every non-special token of each text; see :func:`extraction.token_states`."""
+        texts, batch_size = arguments.text_list(texts), arguments.batch_size(batch_size)
         return extraction.token_states(self, texts, layers, batch_size, show_progress_bar)
 
     # --- text pooling (core.text_pooling) --------------------------------------------------
@@ -128,6 +134,7 @@ class ContextualModel(Backbone):
         self, texts: Sequence[str], batch_size: int = 32, show_progress_bar: bool = False
     ) -> np.ndarray:
         """Sentence embeddings with the model's own sentence-transformers pooling config."""
+        texts, batch_size = arguments.text_list(texts), arguments.batch_size(batch_size)
         return text_pooling.sentence_embeddings(self, texts, batch_size, show_progress_bar)
 
     def embed_texts(
@@ -140,6 +147,7 @@ class ContextualModel(Backbone):
         show_progress_bar: bool = False,
     ) -> np.ndarray:
         """One vector per text from the hidden states at ``layer``, pooled over its tokens."""
+        layer = arguments.layer_number(layer)
         return self.embed_texts_layers(texts, [layer], mode, normalize, batch_size, show_progress_bar)[0]
 
     def embed_texts_layers(
@@ -152,12 +160,14 @@ class ContextualModel(Backbone):
         show_progress_bar: bool = False,
     ) -> np.ndarray:
         """``(len(layers), n, d)``: :meth:`embed_texts` at several layers (default all) in one pass."""
+        texts, batch_size = arguments.text_list(texts), arguments.batch_size(batch_size)
         return text_pooling.pool_texts(
             self, texts, self.check_layers(layers), mode, normalize, self.max_length, batch_size, show_progress_bar
         )
 
     def embed_input_rows(self, texts: Sequence[str], batch_size: int = 256) -> np.ndarray:
         """Mean of the input rows of each text's tokens; see :func:`text_pooling.mean_input_rows`."""
+        texts = arguments.text_list(texts)
         return text_pooling.mean_input_rows(self, texts)
 
 

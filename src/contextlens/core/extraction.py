@@ -21,15 +21,16 @@ from typing import Literal
 import numpy as np
 import torch
 
+from contextlens.core import arguments
 from contextlens.core.alignment import TokenizedOccurrence, tokenize_many
 from contextlens.core.backbone import Backbone
+from contextlens.core.choices import POOLINGS, check_pooling  # noqa: F401 (the names callers import from here)
 from contextlens.core.occurrences import Occurrence
 from contextlens.core.progress import Progress
 from contextlens.core.vectors import Provenance, Vector
 from contextlens.errors import InputError
 
 Pooling = Literal["mean", "first", "last"]
-POOLINGS: tuple[str, ...] = ("mean", "first", "last")
 
 
 @dataclass(frozen=True)
@@ -64,6 +65,7 @@ class OccurrenceEncoding:
 
     def hidden_state(self, layer: int) -> Vector:
         """The pooled hidden state after ``layer`` (0 = embedding output)."""
+        layer = arguments.layer_number(layer)
         if layer < 0:
             layer = self.layers[-1] + 1 + layer
         if layer not in self.layers:
@@ -117,11 +119,6 @@ class TokenStates:
     def computed_layers(self) -> tuple[int, ...]:
         """The layers the forward pass ran (0..highest requested; the blocks above were skipped)."""
         return tuple(range(max(self.layers) + 1))
-
-
-def check_pooling(pooling: str) -> None:
-    if pooling not in POOLINGS:
-        raise InputError(f"unknown pooling {pooling!r}; use one of {', '.join(POOLINGS)}")
 
 
 def extract_targets(

@@ -51,7 +51,7 @@ def create_app(
     """The web face for ``model`` at ``precision`` on ``runtime``; ``indexes`` maps a served name to
     an index folder; ``host`` is the bound address (a request's ``Host`` must name it or loopback)."""
     loaded = load_contextual(model, precision, runtime)
-    layers = loaded.num_layers  # reads the config only; the weights load on first use (fp32)
+    layers = loaded.num_layers  # the weights loaded just above, once, before the server starts
     label = model if loaded.backend == "fp32" else f"{model} ({loaded.backend})"
     # no /docs: Swagger UI loads its script from a CDN; the schema itself is at /openapi.json
     app = FastAPI(title="contextlens", version="1", docs_url=None, redoc_url=None)

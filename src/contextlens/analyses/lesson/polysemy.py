@@ -15,16 +15,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from contextlens.analyses.lesson.sense_gap import gaps, layer_gaps, same_and_cross, sense_codes
-from contextlens.core.contextual_models import ContextualModel, as_contextual
 from contextlens.core.jsonable import plain_json
 from contextlens.core.occurrences import Occurrence
 from contextlens.core.similarity import cosine_matrix_values
 from contextlens.data.sense_sentences import SenseSentence, load_sense_sentences
 from contextlens.errors import InputError
+
+if TYPE_CHECKING:
+    from contextlens.core.contextual_models import ContextualModel
 
 
 def spread(matrix: np.ndarray) -> float:
@@ -188,6 +191,8 @@ def explore(
     """
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise InputError(f"--seed must be a whole number of at least 0, got {seed!r}")  # numpy refuses a negative one
+    from contextlens.core.contextual_models import as_contextual  # torch, once the input is read
+
     model = as_contextual(model)
     if sentences is None:
         sentences = load_sense_sentences()
