@@ -66,6 +66,12 @@ def test_every_entry_names_a_real_result_class_and_real_figure_functions():
                 assert callable(getattr(import_module(module), function))
 
 
+def test_every_web_page_with_figures_names_a_registered_type():
+    drawn = {p.name: p.draws for p in PAGES.values() if p.draws is not None}
+    assert set(drawn.values()) <= set(REGISTRY) and len(drawn) == 6  # neighbors and search show tables
+    assert all(PAGES[name].figures is REGISTRY[t] for name, t in drawn.items())
+
+
 def test_an_unregistered_result_is_one_typed_line():
     with pytest.raises(NoFigureError, match=r"^no figure is registered for builtins\.object; ask for its JSON") as e:
         figures_for(object())
