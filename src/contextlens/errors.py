@@ -65,3 +65,7 @@ class ModelLoadError(ContextlensError):
 
 class OutputPathError(InputError):
     """An output path (``--plot``, ``--html``, ``--out``) cannot be written; checked before the work."""
+
+
+class NoFigureError(ContextlensError, LookupError):
+    """A result has no registered figure (a neighbours list, a search's hits): ask for its JSON."""

@@ -9,29 +9,24 @@ from __future__ import annotations
 
 import html
 import json
-from collections.abc import Callable
 from typing import Any
 
-from contextlens.analyses.lesson.attention import AttentionResult
-from contextlens.analyses.lesson.divergence import Comparison
-from contextlens.analyses.lesson.polysemy import Exploration
-from contextlens.analyses.lesson.probe import ProbeResult
-from contextlens.analyses.lesson.ranking import Ranking
-from contextlens.analyses.lesson.trace import Trace
-from contextlens.errors import InputError
+from contextlens.errors import InputError, NoFigureError
+from contextlens.reports.figure_registry import (
+    figures_for,
+    figures_for_type,
+    interactive_figures,
+    result_types,
+    type_name,
+)
 
 
-def _makers() -> dict[type, Callable[[Any], list]]:
-    from contextlens.reports import interactive
-
-    return {
-        Comparison: interactive.divergence_figures,
-        Exploration: interactive.explore_figures,
-        AttentionResult: interactive.attention_figures,
-        ProbeResult: interactive.probe_figures,
-        Ranking: interactive.slope_figures,
-        Trace: interactive.trace_figures,
-    }
+def _drawn(result: Any) -> bool:
+    """Whether ``result`` has interactive figures in the one registry."""
+    try:
+        return figures_for(result).plotly is not None
+    except NoFigureError:
+        return False
 
 
 def to_html(result: Any) -> str:
@@ -40,14 +35,13 @@ def to_html(result: Any) -> str:
         raise InputError(
             f"result must be a contextlens result (Comparison, Exploration, Trace, ...), got {type(result).__name__}"
         )
-    for cls, make in _makers().items():
-        if isinstance(result, cls):
-            from plotly.offline import get_plotlyjs
+    if _drawn(result):
+        from plotly.offline import get_plotlyjs
 
-            from contextlens.reports.interactive import figure_div
+        from contextlens.reports.interactive import figure_div
 
-            script = f'<script type="text/javascript">{get_plotlyjs()}</script>'
-            return script + "".join(figure_div(f) for f in make(result))
+        script = f'<script type="text/javascript">{get_plotlyjs()}</script>'
+        return script + "".join(figure_div(f) for f in interactive_figures(result))
     return f"<pre>{html.escape(json.dumps(result.to_dict(), indent=2))}</pre>"
 
 
@@ -62,8 +56,9 @@ def register(ip: Any = None) -> bool:
     if ip is None:
         return False
     formatter = ip.display_formatter.formatters["text/html"]
-    for cls in _makers():
-        formatter.for_type(cls, to_html)
+    for cls in result_types():
+        if figures_for_type(type_name(cls)).plotly is not None:
+            formatter.for_type(cls, to_html)
     return True
 
 

@@ -55,15 +55,7 @@ def attention_cmd(
     from contextlens.analyses.lesson.attention import attend
 
     result = attend(occs, contextual, layer=layer, head=head, exclude_special=exclude_special, top_k=top)
-    from contextlens.reports import interactive, lesson_figures
-
-    with figures_after(
-        plot,
-        html,
-        lambda: lesson_figures.attention_figure(result),
-        lambda: interactive.attention_figures(result),
-        "contextlens attention",
-    ):
+    with figures_after(plot, html, result, "contextlens attention"):
         if json_out:
             print_json(result.to_dict())
             return

@@ -47,14 +47,13 @@ def cka_cmd(
     """Compare representation spaces honestly: linear CKA between every layer of A and every layer of B."""
     from contextlens.analyses.representations.cka import compare_layers
     from contextlens.data.text_sets import read_texts
-    from contextlens.reports.claims_figures import cka_figure
 
     texts = read_texts(sentences) if sentences is not None else None
     a = contextual_option(model, precision, threads, runtime)
     b = None if other is None or other == model else contextual_option(other, precision, threads, runtime)
     with contextlib.nullcontext() if json_out else console.status("encoding every token with both models..."):
         result = compare_layers(a, b, texts=texts, corpus=corpus, limit=limit)
-    with figures_after(plot, None, lambda: cka_figure(result), None, "CKA"):
+    with figures_after(plot, None, result, "CKA"):
         if json_out:
             print_json(result.to_dict())
             return

@@ -200,17 +200,20 @@ ExcludeSpecialOpt = Annotated[
 ]
 
 
-def write_figures(plot: Path | None, html: Path | None, png_figure, html_figures, title: str) -> None:
-    """Write the PNG and/or the interactive HTML the user asked for (call it after printing the result)."""
+def write_figures(plot: Path | None, html: Path | None, result: Any, title: str) -> None:
+    """Write the PNG and/or the interactive HTML the user asked for (call it after printing the result):
+    the result's figures in the one registry, reports.figure_registry."""
     if plot is not None:
+        from contextlens.reports.figure_registry import static_figure
         from contextlens.reports.figures import save
 
-        note(f"figure written to {save(png_figure(), plot)}")
+        note(f"figure written to {save(static_figure(result), plot)}")
     if html is not None:
+        from contextlens.reports.figure_registry import interactive_figures
         from contextlens.reports.interactive import write_page
 
         with written(html):
-            note(f"interactive figure written to {write_page(html_figures(), html, title)}")
+            note(f"interactive figure written to {write_page(interactive_figures(result), html, title)}")
 
 
 @contextmanager
@@ -223,11 +226,11 @@ def written(path: Path) -> Iterator[None]:
 
 
 @contextmanager
-def figures_after(plot: Path | None, html: Path | None, png_figure, html_figures, title: str) -> Iterator[None]:
+def figures_after(plot: Path | None, html: Path | None, result: Any, title: str) -> Iterator[None]:
     """Print the result inside the block; the figures are written after it, so a failed write
     never loses the printed result."""
     yield
-    write_figures(plot, html, png_figure, html_figures, title)
+    write_figures(plot, html, result, title)
 
 
 def fmt_p(p: float | None) -> str:

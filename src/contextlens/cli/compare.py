@@ -64,15 +64,7 @@ def compare_cmd(
     from contextlens.analyses.lesson.divergence import compare
 
     result = compare(occs, contextual, static_model, pooling=pooling)  # type: ignore[arg-type]
-    from contextlens.reports import figures, interactive
-
-    with figures_after(
-        plot,
-        html,
-        lambda: figures.divergence_figure(result),
-        lambda: interactive.divergence_figures(result),
-        "contextlens compare",
-    ):
+    with figures_after(plot, html, result, "contextlens compare"):
         if json_out:
             print_json(result.to_dict())
         else:

@@ -46,7 +46,6 @@ def cost_cmd(
     from contextlens.core.static_models import optional_static
     from contextlens.data.text_sets import corpus_texts
     from contextlens.errors import InputError
-    from contextlens.reports.claims_figures import cost_figure
 
     if count != int(count) or count < 1:
         raise InputError(f"--count must be a whole positive number of documents, got {count:g}")
@@ -57,7 +56,7 @@ def cost_cmd(
     loaded = contextual_option(model, precision, threads, runtime)
     with contextlib.nullcontext() if json_out else console.status("timing lookups and forward passes..."):
         report = measure_cost(loaded, static_model, texts, count=int(count), repeats=repeats)
-    with figures_after(plot, None, lambda: cost_figure(report), None, "cost"):
+    with figures_after(plot, None, report, "cost"):
         if json_out:
             print_json(report.to_dict())
             return

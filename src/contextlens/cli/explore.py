@@ -56,15 +56,7 @@ def explore_cmd(
     source = str(sentences) if sentences is not None else None
     contextual = contextual_option(model, precision, threads, runtime, layers=[layer])
     result = explore(words or [], contextual, data, layer, permutations, seed, source=source, show_progress_bar=True)
-    from contextlens.reports import interactive, lesson_figures
-
-    with figures_after(
-        plot,
-        html,
-        lambda: lesson_figures.explore_figure(result),
-        lambda: interactive.explore_figures(result),
-        "contextlens explore",
-    ):
+    with figures_after(plot, html, result, "contextlens explore"):
         if json_out:
             print_json(result.to_dict())
             return

@@ -79,15 +79,7 @@ def probe_cmd(
     static_model = static_option(static, [o.word for o in occs] + anchors_to_check, optional=True)
     contextual = contextual_option(model, precision, threads, runtime)
     result = probe(occs, anchor_words, contextual, given, template=template, layer=layer, static=static_model)
-    from contextlens.reports import interactive, lesson_figures
-
-    with figures_after(
-        plot,
-        html,
-        lambda: lesson_figures.probe_figure(result),
-        lambda: interactive.probe_figures(result),
-        "contextlens probe",
-    ):
+    with figures_after(plot, html, result, "contextlens probe"):
         if json_out:
             print_json(result.to_dict())
             return

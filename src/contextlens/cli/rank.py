@@ -68,15 +68,7 @@ def rank_cmd(
         top=top,
         source=str(pairs) if pairs else "built-in pairs",
     )
-    from contextlens.reports import interactive, lesson_figures
-
-    with figures_after(
-        plot,
-        html,
-        lambda: lesson_figures.slope_figure(result),
-        lambda: interactive.slope_figures(result),
-        "contextlens rank",
-    ):
+    with figures_after(plot, html, result, "contextlens rank"):
         if json_out:
             print_json(result.to_dict())
             return

@@ -40,7 +40,6 @@ def induce_cmd(
     """Cluster a word's occurrences; label each sense; show typical and ambiguous occurrences."""
     from contextlens.analyses.corpus.senses import POS_NAMES, induce_senses
     from contextlens.errors import InputError
-    from contextlens.reports.corpus_figures import senses_figure, senses_html_figures
 
     if k != "auto" and not k.isdigit():
         raise InputError(f"--k {k!r}: give auto or a number between 1 and 8")
@@ -48,9 +47,7 @@ def induce_cmd(
         result = induce_senses(
             folder, word, layer, k if k == "auto" else int(k), pos=pos.strip().lower(), sense_vectors=sense_vectors
         )
-    with figures_after(
-        plot, html, lambda: senses_figure(result), lambda: senses_html_figures(result), f"senses of {word}"
-    ):
+    with figures_after(plot, html, result, f"senses of {word}"):
         if json_out:
             print_json(result.to_dict())
             return

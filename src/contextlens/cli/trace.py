@@ -63,7 +63,6 @@ def trace_cmd(
         texts = corpus_texts(corpus, limit)
     contextual = contextual_option(model, precision, threads)
     from contextlens.analyses.lesson.trace import INPUT_ROW_COSINE_MEANS, trace
-    from contextlens.reports import interactive, lesson_figures
 
     result = trace(occ, contextual, top_k=top, exclude_special=exclude_special)
     share = None
@@ -72,13 +71,7 @@ def trace_cmd(
 
         share = input_row_share(contextual, texts, corpus)
 
-    with figures_after(
-        plot,
-        html,
-        lambda: lesson_figures.trace_figure(result),
-        lambda: interactive.trace_figures(result),
-        "contextlens trace",
-    ):
+    with figures_after(plot, html, result, "contextlens trace"):
         if json_out:
             print_json(result.to_dict() if share is None else {**result.to_dict(), "input_row_share": share.to_dict()})
             return

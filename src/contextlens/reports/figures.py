@@ -10,6 +10,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from contextlens.analyses.lesson.divergence import Comparison  # noqa: E402
+from contextlens.analyses.lesson.sense_gap import same_and_cross  # noqa: E402
 from contextlens.errors import OutputPathError  # noqa: E402
 
 
@@ -43,6 +44,7 @@ def divergence_figure(result: Comparison, title: str | None = None, labels: list
     if n == 2:
         ax.plot(layers, result.layer_cosines, marker="o", lw=2.2, color="#c2410c", label="hidden state (contextual)")
     elif labels is not None:
+        means = same_and_cross(result.matrices, labels)
         for same, color, name in ((True, "#7c3aed", "same-sense"), (False, "#9ca3af", "cross-sense")):
             pairs = [(i, j) for i in range(n) for j in range(i + 1, n) if (labels[i] == labels[j]) == same]
             for k, (i, j) in enumerate(pairs):
@@ -54,8 +56,7 @@ def divergence_figure(result: Comparison, title: str | None = None, labels: list
                     color=color,
                     label=f"{name} pairs" if k == 0 else None,
                 )
-            mean = result.matrices[:, [i for i, _ in pairs], [j for _, j in pairs]].mean(axis=1)
-            ax.plot(layers, mean, lw=2.6, marker="s", color=color, label=f"{name} mean")
+            ax.plot(layers, means[0 if same else 1], lw=2.6, marker="s", color=color, label=f"{name} mean")
         ax.plot(layers, result.layer_cosines, marker="o", lw=2.6, color="#c2410c", label="mean over all pairs")
     else:
         label_each = n <= 4  # beyond a handful of pairs a legend entry per pair is noise

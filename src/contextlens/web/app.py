@@ -20,6 +20,7 @@ from pydantic import ValidationError
 from starlette.exceptions import HTTPException
 
 from contextlens.core.contextual_models import load_contextual
+from contextlens.reports.figure_registry import interactive_figures, static_figure
 from contextlens.web import html as pages
 from contextlens.web import lesson
 from contextlens.web.guard import Guard
@@ -126,12 +127,12 @@ def _routes(app: FastAPI, page: Page, compute, model: str, served: dict[str, str
 
     app.get(f"/{page.name}.json", include_in_schema=False)(as_json)
 
-    if page.png is not None:
+    if page.figures is not None and page.figures.png is not None:
 
         async def as_png(request: Request) -> Response:
             try:
                 result = await compute(page, pages.query_to_request(page.request, request.query_params))
-                data = await app.state.pool.run(lambda: png_bytes(page.png(result)))
+                data = await app.state.pool.run(lambda: png_bytes(static_figure(result)))
             except Exception as exc:  # noqa: BLE001
                 return error_json(*error_status(exc))
             return Response(data, media_type="image/png")
@@ -169,11 +170,11 @@ def _routes(app: FastAPI, page: Page, compute, model: str, served: dict[str, str
 
 
 def figure_divs(page: Page, result) -> list[str]:
-    if page.plotly is None:
+    if page.figures is None or page.figures.plotly is None:
         return []
     from contextlens.reports.interactive import figure_div
 
-    return [figure_div(f) for f in page.plotly(result)]
+    return [figure_div(f) for f in interactive_figures(result)]
 
 
 def png_bytes(fig) -> bytes:

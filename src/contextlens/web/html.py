@@ -181,7 +181,8 @@ def result_block(name: str, query: str, figures: list[str], document: dict[str, 
     import json
 
     links = f'<p class="links"><a id="json-link" href="/{name}.json?{html.escape(query)}">JSON</a>'
-    if PAGES[name].png is not None:
+    makers = PAGES[name].figures
+    if makers is not None and makers.png is not None:
         links += f'<a id="png-link" href="/{name}.png?{html.escape(query)}">PNG</a>'
     links += "</p>"
     body = "".join(f'<div class="figure">{f}</div>' for f in figures)

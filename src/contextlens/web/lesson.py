@@ -135,16 +135,17 @@ def live_figure(kind: str, model: ContextualModel | str) -> str:
 def _live_figure(kind: str, model: ContextualModel | str) -> str:
     """Cached per model: the lesson's inputs are fixed."""
     from contextlens.reports import interactive
+    from contextlens.reports.figure_registry import interactive_figures
 
     if kind == "compare":
-        figs = interactive.divergence_figures(run_compare(CompareRequest(sentences=BANK), model, {}))
+        figs = interactive_figures(run_compare(CompareRequest(sentences=BANK), model, {}))
     elif kind == "trace":
         if as_contextual(model).runtime != "torch":  # the trace reads attention weights: torch only
             return (
                 '<p class="error">The trace needs attention weights, which come from the torch runtime; '
                 "this server runs ONNX Runtime (restart it without --runtime onnx to see the trace).</p>"
             )
-        figs = interactive.trace_figures(run_trace(TraceRequest(sentence=TRACE), model, {}))
+        figs = interactive_figures(run_trace(TraceRequest(sentence=TRACE), model, {}))
     elif kind == "cost":
         return cost_figure(model)
     else:

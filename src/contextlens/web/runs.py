@@ -1,4 +1,4 @@
-"""What each page and API endpoint runs: a request schema, the analysis call, its two figures.
+"""What each page and API endpoint runs: a request schema, the analysis call, the result it draws.
 
 The web face holds no logic of its own: every ``run_*`` parses the same inputs the CLI parses and
 calls the same analysis, so ``POST /api/<name>`` returns the document ``contextlens <name> --json``
@@ -20,6 +20,7 @@ from contextlens.core.occurrences import in_template, locate_all
 from contextlens.core.resources import REGISTRY
 from contextlens.core.static_models import NO_STATIC, StaticModel, optional_static
 from contextlens.errors import InputError
+from contextlens.reports.figure_registry import FigureMakers, figures_for_type
 
 MAX_TEXT = 1000  # characters per sentence or query
 MAX_SENTENCES = 8  # sentences per request
@@ -125,8 +126,12 @@ class Page:
     title: str
     request: type[Request]
     run: Callable[[Any, ContextualModel | str, dict[str, str]], Any]  # (request, served model, indexes) -> result
-    png: Callable[[Any], Any] | None = None  # result -> matplotlib figure
-    plotly: Callable[[Any], list] | None = None  # result -> plotly figures
+    draws: str | None = None  # the result type whose figures (reports.figure_registry) the page shows
+
+    @property
+    def figures(self) -> FigureMakers | None:
+        """The page's figures, from the one registry; None for a page that shows a table only."""
+        return None if self.draws is None else figures_for_type(self.draws)
 
 
 def run_compare(req: CompareRequest, model: ContextualModel | str, _: dict[str, str]):
@@ -197,32 +202,25 @@ def run_search(req: SearchRequest, _model: ContextualModel | str, indexes: dict[
     return search_index(indexes[req.index], req.query, req.k)
 
 
-def _figures(kind: str):
-    """Lazy figure makers: reports are imported only when a figure is drawn."""
-
-    def png(result):
-        from contextlens.reports import figures, lesson_figures
-
-        return getattr(figures if kind == "divergence" else lesson_figures, f"{kind}_figure")(result)
-
-    def plotly(result):
-        from contextlens.reports import interactive
-
-        return getattr(interactive, f"{kind}_figures")(result)
-
-    return png, plotly
-
-
+_LESSON = "contextlens.analyses.lesson."
 PAGES: dict[str, Page] = {
     p.name: p
     for p in (
-        Page("compare", "Compare a word across sentences", CompareRequest, run_compare, *_figures("divergence")),
-        Page("explore", "Polysemy explorer", ExploreRequest, run_explore, *_figures("explore")),
-        Page("attention", "Where the target looks", AttentionRequest, run_attention, *_figures("attention")),
-        Page("probe", "Probe against anchor words", ProbeRequest, run_probe, *_figures("probe")),
-        Page("trace", "The pipeline, layer by layer", TraceRequest, run_trace, *_figures("trace")),
+        Page(
+            "compare", "Compare a word across sentences", CompareRequest, run_compare, _LESSON + "divergence.Comparison"
+        ),
+        Page("explore", "Polysemy explorer", ExploreRequest, run_explore, _LESSON + "polysemy.Exploration"),
+        Page(
+            "attention",
+            "Where the target looks",
+            AttentionRequest,
+            run_attention,
+            _LESSON + "attention.AttentionResult",
+        ),
+        Page("probe", "Probe against anchor words", ProbeRequest, run_probe, _LESSON + "probe.ProbeResult"),
+        Page("trace", "The pipeline, layer by layer", TraceRequest, run_trace, _LESSON + "trace.Trace"),
         Page("neighbors", "Static neighbours and analogies", NeighborsRequest, run_neighbors),
-        Page("rank", "Static vs contextual ranking", RankRequest, run_rank, *_figures("slope")),
+        Page("rank", "Static vs contextual ranking", RankRequest, run_rank, _LESSON + "ranking.Ranking"),
         Page("search", "Search a served index", SearchRequest, run_search),
     )
 }

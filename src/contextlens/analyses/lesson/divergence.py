@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from contextlens.analyses.lesson.sense_gap import same_and_cross
 from contextlens.core import arguments
 from contextlens.core.contextual_models import ContextualModel, as_contextual
 from contextlens.core.extraction import OccurrenceEncoding, Pooling
@@ -161,17 +162,8 @@ def _check_inputs(
 
 def same_minus_cross(matrix: np.ndarray, labels: Sequence[str]) -> tuple[float, float]:
     """Mean cosine over same-label pairs and over cross-label pairs (distinct pairs only)."""
-    labels = list(labels)
-    n = len(labels)
-    if matrix.shape != (n, n):
-        raise InputError(f"{n} labels for a {matrix.shape[0]}x{matrix.shape[1]} matrix")
-    same, cross = [], []
-    for i in range(n):
-        for j in range(i + 1, n):
-            (same if labels[i] == labels[j] else cross).append(matrix[i, j])
-    if not same or not cross:
-        raise InputError("need at least one same-sense pair and one cross-sense pair")
-    return float(np.mean(same)), float(np.mean(cross))
+    same, cross = same_and_cross(matrix[None], labels)
+    return float(same[0]), float(cross[0])
 
 
 def same_and_cross_by_layer(result: Comparison, labels: Sequence[str]) -> list[tuple[int, float, float, float]]:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from contextlens.analyses.lesson.sense_gap import gaps, layer_gaps, same_and_cross, sense_codes
 from contextlens.core.jsonable import plain_json
 from contextlens.core.occurrences import Occurrence
 from contextlens.core.similarity import cosine_matrix_values
@@ -40,7 +41,7 @@ def spread(matrix: np.ndarray) -> float:
 
 def separation_gap(matrix: np.ndarray, labels: Sequence[str]) -> float:
     """Mean same-label cosine minus mean cross-label cosine (distinct pairs only)."""
-    return float(_gaps(matrix[None], np.asarray(_codes(labels))[None])[0, 0])
+    return float(layer_gaps(matrix[None], labels)[0])
 
 
 def permutation_test(
@@ -50,13 +51,13 @@ def permutation_test(
     for every layer). ``matrices`` is (layers, n, n)."""
     if permutations < 1:
         raise InputError(f"permutations must be at least 1, got {permutations}")
-    codes = np.asarray(_codes(labels))
+    codes = sense_codes(labels)
     if matrices.shape[1:] != (len(codes), len(codes)):
         raise InputError(f"{len(codes)} labels for matrices of shape {matrices.shape}")
-    observed = _gaps(matrices, codes[None])[:, 0]
+    observed = gaps(matrices, codes[None])[:, 0]
     rng = np.random.default_rng(seed)
     shuffled = np.stack([rng.permutation(codes) for _ in range(permutations)])
-    null = _gaps(matrices, shuffled)  # (layers, permutations)
+    null = gaps(matrices, shuffled)  # (layers, permutations)
     exceed = (null >= observed[:, None] - 1e-12).sum(axis=1)
     return observed, (1.0 + exceed) / (1.0 + permutations)
 
@@ -243,7 +244,7 @@ def _explore_word(word, group, encs, chosen, permutations, seed) -> WordExplorat
     if all(s is not None for s in senses) and _has_both_kinds_of_pairs(senses):
         observed, p = permutation_test(matrices, senses, permutations, seed)
         gaps, pvals = observed.tolist(), p.tolist()
-        same, cross = _same_and_cross(matrices, senses)
+        same, cross = (means.tolist() for means in same_and_cross(matrices, senses))
     return WordExploration(
         word=word,
         occurrences=[s.occurrence for s in group],
@@ -262,38 +263,9 @@ def _explore_word(word, group, encs, chosen, permutations, seed) -> WordExplorat
     )
 
 
-def _codes(labels: Sequence[str]) -> list[int]:
-    index: dict[str, int] = {}
-    return [index.setdefault(str(label), len(index)) for label in labels]
-
-
 def _has_both_kinds_of_pairs(labels: Sequence[str | None]) -> bool:
-    codes = _codes([str(x) for x in labels])
+    codes = sense_codes(labels).tolist()
     return len(set(codes)) >= 2 and len(set(codes)) < len(codes)
-
-
-def _gaps(matrices: np.ndarray, codes: np.ndarray) -> np.ndarray:
-    """Gap for each layer (rows of ``matrices``) and each labelling (rows of ``codes``):
-    (layers, labellings)."""
-    n = matrices.shape[1]
-    iu = np.triu_indices(n, k=1)
-    values = matrices[:, iu[0], iu[1]]  # (layers, pairs)
-    same = (codes[:, iu[0]] == codes[:, iu[1]]).astype(np.float64)  # (labellings, pairs)
-    n_same = same.sum(axis=1)
-    n_cross = same.shape[1] - n_same
-    if np.any(n_same == 0) or np.any(n_cross == 0):
-        raise InputError("a separation gap needs at least one same-sense pair and one cross-sense pair")
-    same_mean = values @ same.T / n_same
-    cross_mean = values @ (1.0 - same).T / n_cross
-    return same_mean - cross_mean
-
-
-def _same_and_cross(matrices: np.ndarray, labels: Sequence[str]) -> tuple[list[float], list[float]]:
-    codes = np.asarray(_codes(labels))
-    iu = np.triu_indices(len(codes), k=1)
-    same = codes[iu[0]] == codes[iu[1]]
-    values = matrices[:, iu[0], iu[1]]
-    return values[:, same].mean(axis=1).tolist(), values[:, ~same].mean(axis=1).tolist()
 
 
 def _pca(x: np.ndarray) -> np.ndarray:
