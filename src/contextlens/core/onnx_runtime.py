@@ -43,6 +43,7 @@ from typing import Any, Protocol
 import numpy as np
 import torch
 
+from contextlens.core.backend import RUNTIMES, check_runtime  # noqa: F401  (re-exported: their old home)
 from contextlens.core.disk_cache import cache_key
 from contextlens.core.precision import compare_states, drift_batch, drift_sentences
 from contextlens.core.resources import atomic_write_text, cache_dir, clean_leftovers, temp_dir_for
@@ -66,18 +67,11 @@ class TorchSource(Protocol):
 
     def run_torch_layers(self, ids: torch.Tensor, mask: torch.Tensor, layers: Sequence[int]) -> list[torch.Tensor]: ...
 
-RUNTIMES: tuple[str, ...] = ("torch", "onnx")
 EXACT = 1e-4  # the largest difference from torch an fp32 graph may show on the drift set
 EXPORT_RULE = "torchscript-opset17-bert-fusion-prepared-mask-v1"  # part of the export folder's key
 ORT_QUANT_RULE = "ort-dynamic-qint8-matmul-except-ffn-down-v1"  # part of an onnx int8 model's identity
 SESSIONS_KEPT = 3  # pruned graphs' sessions held at once (one per highest layer in use)
 INSTALL_HINT = "pip install 'contextlens[runtimes]' (onnxruntime, onnx), or use --runtime torch"
-
-
-def check_runtime(runtime: str) -> str:
-    if runtime not in RUNTIMES:
-        raise InputError(f"unknown runtime {runtime!r}; use one of {', '.join(RUNTIMES)}")
-    return runtime
 
 
 def require_onnxruntime() -> None:

@@ -28,7 +28,7 @@ from typing import Any, Protocol
 
 import torch
 
-from contextlens.errors import InputError
+from contextlens.core.backend import PRECISIONS, check_precision  # noqa: F401  (re-exported: their old home)
 
 
 class Batches(Protocol):
@@ -39,7 +39,6 @@ class Batches(Protocol):
 
     def pad(self, sequences: Sequence[Sequence[int]]) -> tuple[torch.Tensor, torch.Tensor]: ...
 
-PRECISIONS: tuple[str, ...] = ("fp32", "int8")
 DRIFT_SENTENCES = 64
 
 
@@ -63,12 +62,6 @@ class FullRangeDynamicLinear(torch.ao.nn.quantized.dynamic.Linear):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         packed = self._packed_params._packed_params
         return torch.ops.quantized.linear_dynamic(x, packed, reduce_range=False).to(x.dtype)
-
-
-def check_precision(precision: str) -> str:
-    if precision not in PRECISIONS:
-        raise InputError(f"unknown precision {precision!r}; use one of {', '.join(PRECISIONS)}")
-    return precision
 
 
 def quantize(net: torch.nn.Module, down_projection: bool = False) -> torch.nn.Module:

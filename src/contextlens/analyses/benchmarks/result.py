@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from contextlens.core.backend import REFERENCE, Backend
 from contextlens.core.contextual_models import ContextualModel
 from contextlens.core.jsonable import plain_json
 
@@ -60,6 +61,11 @@ class BenchmarkResult:
                 seen.setdefault(k, None)
         return list(seen)
 
+    @property
+    def backend(self) -> Backend:
+        """The contextual model's precision and runtime from ``meta`` (torch fp32 when unrecorded)."""
+        return Backend(self.meta.get("precision", "fp32"), self.meta.get("runtime", "torch"))
+
     @plain_json
     def to_dict(self) -> dict[str, Any]:
         return {"benchmark": self.benchmark, "model": self.model, "rows": self.rows, "meta": self.meta}
@@ -69,7 +75,5 @@ def record_precision(result: BenchmarkResult, model: ContextualModel | str) -> B
     """Put the model's precision and runtime in ``meta``: an int8 or ONNX number is never read as a
     torch fp32 one. A name is loaded at fp32 on torch (what
     :func:`~contextlens.core.contextual_models.as_contextual` does)."""
-    loaded = isinstance(model, ContextualModel)
-    result.meta["precision"] = model.precision if loaded else "fp32"
-    result.meta["runtime"] = model.runtime if loaded else "torch"
+    result.meta.update((model.backend if isinstance(model, ContextualModel) else REFERENCE).to_dict())
     return result
