@@ -146,8 +146,7 @@ def corpus_contextuality(
                 else "the folder's targets only, in sentences holding 3 or more of them"
             ),
             "baseline_words": "every word of sampled sentences" if sentences is not None else "the folder's targets",
-            "precision": manifest.precision,
-            "runtime": manifest.runtime,
+            **manifest.backend.to_dict(),
             "paper": "Ethayarajh 2019, EMNLP, Figures 1-4 (BERT-base, ELMo, GPT-2)",
             "paper_findings": ctx.PAPER_FINDINGS,
             "paper_mev_bound": ctx.PAPER_MEV_BOUND,

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from contextlens.core.backend import REFERENCE, Backend
 from contextlens.core.contextual_models import ContextualModel, as_contextual
 from contextlens.core.jsonable import plain_json
 from contextlens.core.occurrences import Occurrence
@@ -151,15 +152,13 @@ class Exploration:
     seed: int
     source: str
     words: list[WordExploration]
-    precision: str = "fp32"  # the model's: fp32 (exact) or int8 (see core/precision.py)
-    runtime: str = "torch"  # the model's: torch, or onnx (see core/onnx_runtime.py)
+    backend: Backend = REFERENCE  # the model's precision and runtime (core/backend.py)
 
     @plain_json
     def to_dict(self) -> dict[str, object]:
         return {
             "model": self.model,
-            "precision": self.precision,
-            "runtime": self.runtime,
+            **self.backend.to_dict(),
             "layer": self.layer,
             "source": self.source,
             "spread_definition": "1 - mean off-diagonal cosine",
@@ -224,8 +223,7 @@ def explore(
         seed,
         source or "given sentences",
         results,
-        precision=model.precision,
-        runtime=model.runtime,
+        backend=model.backend,
     )
 
 
