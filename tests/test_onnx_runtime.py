@@ -97,10 +97,10 @@ def test_an_export_beyond_the_bar_is_refused_and_not_kept(onnx_minilm, monkeypat
 
 def test_the_fp32_check_is_printed_with_its_largest_difference(onnx_minilm) -> None:
     d = drift("minilm", "fp32", "onnx")
-    assert d.runtime == "onnx" and d.precision == "fp32"
+    assert (d.backend.runtime, d.backend.precision) == ("onnx", "fp32")
     assert len(d.max_abs_diff) == onnx_minilm.num_layers + 1
     assert 0 < max(d.max_abs_diff) <= EXACT  # not bit-equal to torch, within the bar
-    assert "fp32 (onnx) vs torch fp32" in d.line() and "largest |difference|" in d.line()
+    assert "onnx fp32 vs torch fp32" in d.line() and "largest |difference|" in d.line()
 
 
 def test_onnx_int8_drifts_a_little_and_is_its_own_cache_identity(minilm, onnx_minilm) -> None:
@@ -114,7 +114,7 @@ def test_onnx_int8_drifts_a_little_and_is_its_own_cache_identity(minilm, onnx_mi
     assert float((a - b).abs().max()) > EXACT
     identities = {m.identity for m in (minilm, onnx_minilm, int8, load_contextual("minilm", "int8"))}
     assert len(identities) == 4
-    assert int8.backend == "onnx int8" and onnx_minilm.backend == "onnx fp32"
+    assert int8.backend.label == "onnx int8" and onnx_minilm.backend.label == "onnx fp32"
     assert int8.weight_bytes() < onnx_minilm.weight_bytes()
 
 

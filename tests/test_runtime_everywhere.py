@@ -39,7 +39,7 @@ def test_eval_on_onnx_says_so_and_matches_torch(minilm_onnx: ContextualModel) ->
     a, b = json.loads(torch_run.stdout), json.loads(onnx_run.stdout)
     assert (a["meta"]["precision"], a["meta"]["runtime"]) == ("fp32", "torch")
     assert (b["meta"]["precision"], b["meta"]["runtime"]) == ("fp32", "onnx")
-    assert "fp32 (onnx) vs torch fp32 (minilm" in onnx_run.stderr and "vs torch" not in torch_run.stderr
+    assert "onnx fp32 vs torch fp32 (minilm" in onnx_run.stderr and "vs torch" not in torch_run.stderr
     ours = [(r, s) for r, s in zip(a["rows"], b["rows"], strict=True) if r["system"].startswith("minilm:")]
     assert ours and max(abs(r["value"] - s["value"]) for r, s in ours) < 1e-3  # checked within 1e-4 per state
     table = run_cli(*args[:-1], "--runtime", "onnx")
@@ -102,7 +102,7 @@ def test_index_across_runtimes_fp32_accepted_int8_refused(minilm_onnx: Contextua
     assert json.loads(b2.stdout)["encoder"]["runtime"] == "onnx"
     # the onnx index is searched on onnx by default; an fp32 query on torch is accepted too
     own = run_cli("index", "search", str(built_onnx), "flooding river", "-k", "1", "--json")
-    assert own.returncode == 0 and "(onnx)" in own.stderr, own.stderr
+    assert own.returncode == 0 and "onnx fp32 vs torch" in own.stderr, own.stderr
     doc = json.loads(own.stdout)
     assert doc["hits"][0]["text"] == DOCS[0] and "query_runtime" not in doc
     cross = run_cli("index", "search", str(built_torch), "flooding river", "-k", "1", "--runtime", "onnx", "--json")
@@ -212,7 +212,7 @@ def test_contextuality_of_a_corpus_extracts_into_its_own_onnx_folders(minilm_onn
     proc = run_cli(*args, "--min-contexts", "5", "--max-words", "3", "--sentences", "4")
     assert proc.returncode == 0, proc.stderr
     meta = json.loads(proc.stdout)["meta"]
-    assert (meta["precision"], meta["runtime"]) == ("fp32", "onnx") and "fp32 (onnx)" in proc.stderr
+    assert (meta["precision"], meta["runtime"]) == ("fp32", "onnx") and "onnx fp32 vs torch" in proc.stderr
     folder = Path(meta["cache"]["folder"])
     assert sorted(p.name for p in folder.iterdir() if p.is_dir()) == ["sentences-minilm-onnx", "words-minilm-onnx"]
     assert json.loads((folder / "words-minilm-onnx" / "manifest.json").read_text())["runtime"] == "onnx"

@@ -160,7 +160,7 @@ def contextual_option(
 
     torch.set_num_threads(threads or default_threads())
     model = load_contextual(name, precision, runtime)
-    if precision != "fp32" or runtime != "torch":
+    if not model.backend.is_reference:
         from contextlens.core.drift import drift
 
         note(drift(name, precision, runtime).line())

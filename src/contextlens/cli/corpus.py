@@ -214,7 +214,7 @@ def extract_cmd(
         top = ", ".join(f"{f} {n:,}" for f, n in list(m.counts["per_form"].items())[:12])  # type: ignore[union-attr]
         console.print(f"forms matched: {top}")
     console.print(
-        f"[dim]model {m.model} ({m.backend}), layers {m.layers}, {m.pooling} pooling, {m.dtype}"
+        f"[dim]model {m.model} ({m.backend.label}), layers {m.layers}, {m.pooling} pooling, {m.dtype}"
         f"{', inflected forms' if m.forms else ''}[/dim]"
     )
     if s.read.skipped:

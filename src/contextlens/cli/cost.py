@@ -61,8 +61,8 @@ def cost_cmd(
             print_json(report.to_dict())
             return
         table = Table(title=f"per token, measured on {report.sentences} {corpus} sentences ({report.machine})")
-        backend = report.precision if report.runtime == "torch" else f"{report.runtime} {report.precision}"
-        contextual = f"{report.model_name} (contextual{'' if backend == 'fp32' else ', ' + backend})"
+        backend = report.backend
+        contextual = f"{report.model_name} (contextual{'' if backend.is_reference else ', ' + backend.label})"
         for col in ("", report.static_name + " (static)", contextual):
             table.add_column(col, justify="right")
         table.add_row(

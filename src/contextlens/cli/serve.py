@@ -98,7 +98,7 @@ def serve_cmd(
             f"use --host {LOCAL} to keep it local[/yellow]"
         )
     url = f"http://{'localhost' if host in (LOCAL, '0.0.0.0', '::') else host}:{port}/lesson"
-    served_as = model if loaded.backend == "fp32" else f"{model} at {loaded.backend}"
+    served_as = model if loaded.backend.is_reference else f"{model} at {loaded.backend.label}"
     err_console.print(f"contextlens serving {served_as} on {url} (Ctrl-C stops)")
     if open_browser:
         import threading

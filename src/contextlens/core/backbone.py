@@ -25,8 +25,9 @@ import numpy as np
 import torch
 
 from contextlens.core import arguments, layer_forward
-from contextlens.core.onnx_runtime import EXPORT_RULE, ORT_QUANT_RULE, OnnxForward, check_runtime, require_onnxruntime
-from contextlens.core.precision import QUANT_RULE, check_precision, quantize, weight_bytes
+from contextlens.core.backend import Backend
+from contextlens.core.onnx_runtime import EXPORT_RULE, ORT_QUANT_RULE, OnnxForward, require_onnxruntime
+from contextlens.core.precision import QUANT_RULE, quantize, weight_bytes
 from contextlens.core.progress import Progress, progress_bar
 from contextlens.errors import InputError, UnknownModelError
 
@@ -42,6 +43,7 @@ class Backbone:
         from transformers import AutoModel, AutoTokenizer
         from transformers.utils import logging as hf_logging
 
+        self.backend = Backend(precision, runtime)  # checked before any weights load
         hf_logging.set_verbosity_error()
         hf_logging.disable_progress_bar()
         self.name = name
@@ -60,8 +62,6 @@ class Backbone:
         if not getattr(self.tokenizer, "is_fast", False):
             raise UnknownModelError(f"model {name!r} has no fast tokenizer, so character offsets are unavailable")
         self.model.eval()
-        self.precision = check_precision(precision)
-        self.runtime = check_runtime(runtime)
         self._onnx: OnnxForward | None = None
         if runtime == "onnx":
             require_onnxruntime()  # the torch model stays fp32: it is what the graph is exported from
@@ -96,9 +96,12 @@ class Backbone:
         return str(self.source) if self.precision == "fp32" else f"{self.source}#{self.precision}:{QUANT_RULE}"
 
     @property
-    def backend(self) -> str:
-        """How the forward runs, for labels: ``fp32``, ``int8``, ``onnx fp32``, ``onnx int8``."""
-        return self.precision if self.runtime == "torch" else f"{self.runtime} {self.precision}"
+    def precision(self) -> str:
+        return self.backend.precision
+
+    @property
+    def runtime(self) -> str:
+        return self.backend.runtime
 
     @property
     def attention_model(self) -> Any:

@@ -14,6 +14,7 @@ from functools import lru_cache
 import numpy as np
 import torch
 
+from contextlens.core.backend import Backend
 from contextlens.core.contextual_models import ContextualModel, load_contextual
 from contextlens.core.disk_cache import cache_key, cached_arrays
 from contextlens.core.precision import DRIFT_SENTENCES, QUANT_RULE, compare_states, drift_batch, drift_sentences
@@ -31,8 +32,7 @@ class Drift:
     mean_cosine: tuple[float, ...]
     min_cosine: tuple[float, ...]
     max_abs_diff: tuple[float, ...] = ()
-    precision: str = "int8"
-    runtime: str = "torch"
+    backend: Backend = Backend("int8")  # what is measured against torch fp32
 
     @property
     def worst_mean(self) -> float:
@@ -45,8 +45,8 @@ class Drift:
         pairs = " ".join(
             f"{k}:{m:.4f}/{lo:.4f}" for k, (m, lo) in enumerate(zip(self.mean_cosine, self.min_cosine, strict=True))
         )
-        what = f"{self.precision} ({self.runtime})" if self.runtime != "torch" else self.precision
-        if self.precision == "fp32":
+        what = self.backend.label
+        if self.backend.precision == "fp32":
             largest = max(self.max_abs_diff) if self.max_abs_diff else float("nan")
             return (
                 f"{what} vs torch fp32 ({self.model}, {self.tokens} tokens): largest |difference| {largest:.1e}; "
@@ -57,8 +57,7 @@ class Drift:
     def to_dict(self) -> dict:
         return {
             "model": self.model,
-            "precision": self.precision,
-            "runtime": self.runtime,
+            **self.backend.to_dict(),
             "sentences": self.sentences,
             "tokens": self.tokens,
             "mean_cosine": list(self.mean_cosine),
@@ -82,8 +81,7 @@ def drift(name: str, precision: str = "int8", runtime: str = "torch") -> Drift:
             tuple(check["mean_cosine"]),
             tuple(check["min_cosine"]),
             tuple(check["max_abs_diff"]),
-            precision,
-            runtime,
+            model.backend,
         )
     fp32 = load_contextual(name, "fp32")
     key = cache_key("int8-drift", QUANT_RULE, fp32.name, fp32.source, torch.__version__, DRIFT_SENTENCES)
@@ -122,6 +120,5 @@ def measure_drift(fp32: ContextualModel, int8: ContextualModel, texts: list[str]
         tuple(c["mean_cosine"]),
         tuple(c["min_cosine"]),
         tuple(c["max_abs_diff"]),
-        int8.precision,
-        int8.runtime,
+        int8.backend,
     )

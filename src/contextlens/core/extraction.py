@@ -24,6 +24,7 @@ import torch
 from contextlens.core import arguments
 from contextlens.core.alignment import TokenizedOccurrence, tokenize_many
 from contextlens.core.backbone import Backbone
+from contextlens.core.backend import REFERENCE, Backend
 from contextlens.core.choices import POOLINGS, check_pooling  # noqa: F401 (the names callers import from here)
 from contextlens.core.occurrences import Occurrence
 from contextlens.core.progress import Progress
@@ -43,8 +44,7 @@ class OccurrenceEncoding:
     hidden: np.ndarray = field(repr=False)  # (len(layers), hidden_size), pooled over the word
     input_row_values: np.ndarray = field(repr=False)  # (hidden_size,), pooled the same way
     pooling: str = "mean"
-    precision: str = "fp32"  # the model's (int8 vectors say so in their provenance)
-    runtime: str = "torch"  # the model's (ONNX Runtime vectors say so in their provenance)
+    backend: Backend = REFERENCE  # the model's (int8 and ONNX Runtime vectors say so in their provenance)
 
     @property
     def occurrence(self) -> Occurrence:
@@ -73,7 +73,7 @@ class OccurrenceEncoding:
         row = self.hidden[self.layers.index(layer)]
         return Vector(
             row,
-            Provenance(self.model, "hidden-state", layer, self.pooling, precision=self.precision, runtime=self.runtime),
+            Provenance(self.model, "hidden-state", layer, self.pooling, **self.backend.to_dict()),
         )
 
     def hidden_states(self) -> list[Vector]:
@@ -82,7 +82,7 @@ class OccurrenceEncoding:
     def input_row(self) -> Vector:
         return Vector(
             self.input_row_values,
-            Provenance(self.model, "input-row", None, self.pooling, precision=self.precision, runtime=self.runtime),
+            Provenance(self.model, "input-row", None, self.pooling, **self.backend.to_dict()),
         )
 
 
@@ -244,7 +244,7 @@ def encode_occurrences(
         hidden, rows = extract_targets(model, toks, wanted, pooling, batch_size, show_progress_bar)
         for k, ((i, occ), tok) in enumerate(zip(todo, toks, strict=True)):
             enc = OccurrenceEncoding(
-                model.name, tok, wanted, hidden[k].copy(), rows[k].copy(), pooling, model.precision, model.runtime
+                model.name, tok, wanted, hidden[k].copy(), rows[k].copy(), pooling, model.backend
             )
             results[i] = enc
             if cache is not None:

@@ -15,6 +15,7 @@ from typing import Literal
 
 import numpy as np
 
+from contextlens.core.backend import Backend
 from contextlens.core.choices import PRECISIONS, RUNTIMES
 from contextlens.errors import InputError
 
@@ -70,11 +71,14 @@ class Provenance:
         layer = f" layer {self.layer}" if self.layer is not None else ""
         return f"{self.kind}{layer} of {self.model}{self.backend_note()}"
 
+    @property
+    def backend(self) -> Backend:
+        """The precision and runtime the vector was made at, as one value."""
+        return Backend(self.precision, self.runtime)
+
     def backend_note(self) -> str:
         """`` (int8)``, `` (onnx fp32)``, `` (onnx int8)``; empty for torch fp32."""
-        if self.runtime != "torch":
-            return f" ({self.runtime} {self.precision})"
-        return f" ({self.precision})" if self.precision != "fp32" else ""
+        return "" if self.backend.is_reference else f" ({self.backend.label})"
 
     def to_dict(self) -> dict[str, object]:
         out: dict[str, object] = {"model": self.model, "kind": self.kind, "layer": self.layer, "pooling": self.pooling}

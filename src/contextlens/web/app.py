@@ -52,7 +52,7 @@ def create_app(
     an index folder; ``host`` is the bound address (a request's ``Host`` must name it or loopback)."""
     loaded = load_contextual(model, precision, runtime)
     layers = loaded.num_layers  # the weights loaded just above, once, before the server starts
-    label = model if loaded.backend == "fp32" else f"{model} ({loaded.backend})"
+    label = model if loaded.backend.is_reference else f"{model} ({loaded.backend.label})"
     # no /docs: Swagger UI loads its script from a CDN; the schema itself is at /openapi.json
     app = FastAPI(title="contextlens", version="1", docs_url=None, redoc_url=None)
     pool = WorkerPool(workers, queue)

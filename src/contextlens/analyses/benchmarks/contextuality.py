@@ -231,8 +231,7 @@ def combine(results: Sequence[BenchmarkResult]) -> BenchmarkResult:
     merged.meta["per_model"] = {
         res.model: {
             "seconds": res.meta.get("seconds"),
-            "precision": res.meta.get("precision", "fp32"),
-            "runtime": res.meta.get("runtime", "torch"),
+            **res.backend.to_dict(),
         }
         for res in results
     }

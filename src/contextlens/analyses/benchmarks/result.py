@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from contextlens.core.backend import REFERENCE, Backend
 from contextlens.core.jsonable import plain_json
 
 if TYPE_CHECKING:
@@ -62,6 +63,11 @@ class BenchmarkResult:
                 seen.setdefault(k, None)
         return list(seen)
 
+    @property
+    def backend(self) -> Backend:
+        """The contextual model's precision and runtime from ``meta`` (torch fp32 when unrecorded)."""
+        return Backend(self.meta.get("precision", "fp32"), self.meta.get("runtime", "torch"))
+
     @plain_json
     def to_dict(self) -> dict[str, Any]:
         return {"benchmark": self.benchmark, "model": self.model, "rows": self.rows, "meta": self.meta}
@@ -73,7 +79,5 @@ def record_precision(result: BenchmarkResult, model: ContextualModel | str) -> B
     :func:`~contextlens.core.contextual_models.as_contextual` does)."""
     from contextlens.core.contextual_models import ContextualModel  # torch: not for the command line's --help
 
-    loaded = isinstance(model, ContextualModel)
-    result.meta["precision"] = model.precision if loaded else "fp32"
-    result.meta["runtime"] = model.runtime if loaded else "torch"
+    result.meta.update((model.backend if isinstance(model, ContextualModel) else REFERENCE).to_dict())
     return result

@@ -38,6 +38,7 @@ from contextlens.analyses.corpus.folder import read_rows
 from contextlens.analyses.corpus.manifest import Manifest, read_manifest, require_manifest
 from contextlens.analyses.corpus.readers import INSTALLED, check_readable, describe, read_corpus
 from contextlens.analyses.corpus.sentences import document_sentences
+from contextlens.core.backend import Backend
 from contextlens.errors import InputError
 
 # A "word" for choosing and for the sentence sample is a maximal run of word characters that is
@@ -145,8 +146,7 @@ def corpus_contextuality(
                 else "the folder's targets only, in sentences holding 3 or more of them"
             ),
             "baseline_words": "every word of sampled sentences" if sentences is not None else "the folder's targets",
-            "precision": manifest.precision,
-            "runtime": manifest.runtime,
+            **manifest.backend.to_dict(),
             "paper": "Ethayarajh 2019, EMNLP, Figures 1-4 (BERT-base, ELMo, GPT-2)",
             "paper_findings": ctx.PAPER_FINDINGS,
             "paper_mev_bound": ctx.PAPER_MEV_BOUND,
@@ -204,9 +204,10 @@ def check_folder_backend(manifest: Manifest, source: str, model: str | None, pre
             f"{source} was extracted with {manifest.model}, not {model}; pass `model` {manifest.model} "
             "(an extraction folder is measured with its own vectors)"
         )
-    if (precision, runtime) != (manifest.precision, manifest.runtime):
+    asked = Backend(precision, runtime)
+    if asked != manifest.backend:
         raise InputError(
-            f"{source} was extracted at {manifest.backend}, not {precision} on {runtime}; pass `precision` "
+            f"{source} was extracted at {manifest.backend.label}, not {asked.label}; pass `precision` "
             f"{manifest.precision} and `runtime` {manifest.runtime} (an extraction folder is measured as it is)"
         )
 

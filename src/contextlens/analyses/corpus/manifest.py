@@ -15,6 +15,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from contextlens.core.backend import Backend
 from contextlens.core.resources import atomic_write_text
 from contextlens.errors import InputError
 
@@ -60,9 +61,9 @@ class Manifest:
     counts: dict[str, object] = field(default_factory=dict)
 
     @property
-    def backend(self) -> str:
-        """How the vectors were made, for labels: ``fp32``, ``int8``, ``onnx fp32``, ``onnx int8``."""
-        return self.precision if self.runtime == "torch" else f"{self.runtime} {self.precision}"
+    def backend(self) -> Backend:
+        """How the vectors were made (the two JSON keys as one value)."""
+        return Backend(self.precision, self.runtime)
 
     def to_dict(self) -> dict[str, object]:
         return asdict(self)

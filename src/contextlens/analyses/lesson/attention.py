@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from contextlens.core.backend import REFERENCE, Backend
 from contextlens.core.contextual_models import ContextualModel, as_contextual
 from contextlens.core.jsonable import plain_json
 from contextlens.core.occurrences import Occurrence
@@ -104,13 +105,13 @@ class AttentionResult:
     head: int
     maps: list[AttentionMap]
     top_k: int = 3  # tokens listed per layer by a face
-    precision: str = "fp32"  # the model's: fp32 (exact) or int8 (see core/precision.py)
+    backend: Backend = REFERENCE  # the model's precision and runtime (core/backend.py)
 
     @plain_json
     def to_dict(self) -> dict[str, object]:
         return {
             "model": self.model,
-            "precision": self.precision,
+            **self.backend.to_dict(),
             "layer_convention": "attention layer l = block l (1..L); heads 0..H-1",
             "layer": self.layer,
             "head": self.head,
@@ -181,7 +182,7 @@ def attend(
     if through is not None and not layer <= through <= model.num_layers:
         raise InputError(f"through={through} must lie between the close-up layer {layer} and {model.num_layers}")
     maps = [_attention_map(o, model, exclude_special, through) for o in occurrences]
-    return AttentionResult(model.name, layer, head, maps, top_k, precision=model.precision)
+    return AttentionResult(model.name, layer, head, maps, top_k, backend=model.backend)
 
 
 def _attention_map(

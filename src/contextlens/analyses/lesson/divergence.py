@@ -14,6 +14,7 @@ import numpy as np
 
 from contextlens.analyses.lesson.sense_gap import same_and_cross
 from contextlens.core import arguments
+from contextlens.core.backend import REFERENCE, Backend
 from contextlens.core.contextual_models import ContextualModel, as_contextual
 from contextlens.core.extraction import OccurrenceEncoding, Pooling
 from contextlens.core.jsonable import plain_json
@@ -38,8 +39,7 @@ class Comparison:
     input_row_matrix: np.ndarray = field(repr=False)
     truncated: list[bool]
     pooling: str = "mean"
-    precision: str = "fp32"  # the model's: fp32 (exact) or int8 (see core/precision.py)
-    runtime: str = "torch"  # the model's: torch, or onnx (see core/onnx_runtime.py)
+    backend: Backend = REFERENCE  # the model's precision and runtime (core/backend.py)
 
     @property
     def n(self) -> int:
@@ -82,8 +82,7 @@ class Comparison:
     def to_dict(self) -> dict[str, object]:
         out: dict[str, object] = {
             "model": self.model,
-            "precision": self.precision,
-            "runtime": self.runtime,
+            **self.backend.to_dict(),
             "static_model": self.static_model,
             "pooling": self.pooling,
             "sentences": [
@@ -130,8 +129,7 @@ def compare(
     input_rows = cosine_matrix_values(np.stack([e.input_row_values for e in encodings]))
     return Comparison(
         model=model.name,
-        precision=model.precision,
-        runtime=model.runtime,
+        backend=model.backend,
         static_model=static.name if static is not None else None,
         occurrences=list(occurrences),
         target_tokens=[e.target_tokens for e in encodings],

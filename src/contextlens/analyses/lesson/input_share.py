@@ -20,6 +20,7 @@ import numpy as np
 import torch
 
 from contextlens.core.alignment import tokenize_many
+from contextlens.core.backend import REFERENCE, Backend
 from contextlens.core.contextual_models import ContextualModel, as_contextual
 from contextlens.core.extraction import position_rows
 from contextlens.core.jsonable import plain_json
@@ -41,16 +42,14 @@ class InputRowShare:
     to_other_row: list[float]  # ... to another token's input row (same text): the floor
     to_position_row: list[float] | None  # ... to the token's position row (learned positions only)
     seconds: float
-    precision: str = "fp32"  # the model's: fp32 (exact) or int8 (see core/precision.py)
-    runtime: str = "torch"  # the model's: torch, or onnx (see core/onnx_runtime.py)
+    backend: Backend = REFERENCE  # the model's precision and runtime (core/backend.py)
     truncated: int = 0  # texts longer than one forward pass, read up to the last token that fits
 
     @plain_json
     def to_dict(self) -> dict[str, Any]:
         return {
             "model": self.model,
-            "precision": self.precision,
-            "runtime": self.runtime,
+            **self.backend.to_dict(),
             "corpus": self.corpus,
             "texts": self.texts,
             "truncated": self.truncated,
@@ -111,8 +110,7 @@ def input_row_share(
         raise InputError("no text had two or more tokens; give longer texts")
     return InputRowShare(
         model=m.name,
-        precision=m.precision,
-        runtime=m.runtime,
+        backend=m.backend,
         truncated=sum(end < len(t.rstrip()) for t, (_, end) in zip(texts, spans, strict=True)),
         corpus=corpus,
         texts=len(texts),

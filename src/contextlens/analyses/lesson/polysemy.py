@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from contextlens.analyses.lesson.sense_gap import gaps, layer_gaps, same_and_cross, sense_codes
+from contextlens.core.backend import REFERENCE, Backend
 from contextlens.core.jsonable import plain_json
 from contextlens.core.occurrences import Occurrence
 from contextlens.core.similarity import cosine_matrix_values
@@ -155,15 +156,13 @@ class Exploration:
     seed: int
     source: str
     words: list[WordExploration]
-    precision: str = "fp32"  # the model's: fp32 (exact) or int8 (see core/precision.py)
-    runtime: str = "torch"  # the model's: torch, or onnx (see core/onnx_runtime.py)
+    backend: Backend = REFERENCE  # the model's precision and runtime (core/backend.py)
 
     @plain_json
     def to_dict(self) -> dict[str, object]:
         return {
             "model": self.model,
-            "precision": self.precision,
-            "runtime": self.runtime,
+            **self.backend.to_dict(),
             "layer": self.layer,
             "source": self.source,
             "spread_definition": "1 - mean off-diagonal cosine",
@@ -230,8 +229,7 @@ def explore(
         seed,
         source or "given sentences",
         results,
-        precision=model.precision,
-        runtime=model.runtime,
+        backend=model.backend,
     )
 
 

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from contextlens.core.backend import REFERENCE, Backend
 from contextlens.core.jsonable import plain_json
 from contextlens.core.occurrences import LONE_WORD_TEMPLATE, Occurrence, in_template, is_single_word, parse_marked
 from contextlens.core.similarity import cosine, cosine_values
@@ -91,8 +92,7 @@ class ProbeResult:
     sentences: list[ProbedSentence]
     static_model: str | None = None
     static_scores: np.ndarray | None = field(default=None, repr=False)  # (sentences, anchors)
-    precision: str = "fp32"  # the model's: fp32 (exact) or int8 (see core/precision.py)
-    runtime: str = "torch"  # the model's: torch, or onnx (see core/onnx_runtime.py)
+    backend: Backend = REFERENCE  # the model's precision and runtime (core/backend.py)
 
     def at(self, layer: int | None = None) -> np.ndarray:
         """(sentences, anchors) scores at ``layer`` (default: the chosen layer)."""
@@ -116,8 +116,7 @@ class ProbeResult:
     def to_dict(self) -> dict[str, object]:
         return {
             "model": self.model,
-            "precision": self.precision,
-            "runtime": self.runtime,
+            **self.backend.to_dict(),
             "static_model": self.static_model,
             "layer": self.layer,
             "template": self.template,
@@ -208,6 +207,5 @@ def probe(
         sentences,
         static_model=static.name if static is not None else None,
         static_scores=static_scores,
-        precision=model.precision,
-        runtime=model.runtime,
+        backend=model.backend,
     )

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from contextlens.core.backend import REFERENCE, Backend
 from contextlens.core.jsonable import plain_json
 from contextlens.core.occurrences import LONE_WORD_TEMPLATE, in_template
 from contextlens.core.similarity import cosine_values
@@ -106,8 +107,7 @@ class Ranking:
     concordant: int
     kendall_tau: float
     top_moves: list[RankedPair] = field(default_factory=list)
-    precision: str = "fp32"  # the model's: fp32 (exact) or int8 (see core/precision.py)
-    runtime: str = "torch"  # the model's: torch, or onnx (see core/onnx_runtime.py)
+    backend: Backend = REFERENCE  # the model's precision and runtime (core/backend.py)
 
     @property
     def pairs_compared(self) -> int:
@@ -118,8 +118,7 @@ class Ranking:
     def to_dict(self) -> dict[str, object]:
         return {
             "model": self.model,
-            "precision": self.precision,
-            "runtime": self.runtime,
+            **self.backend.to_dict(),
             "static_model": self.static_model,
             "layer": self.layer,
             "template": self.template,
@@ -167,8 +166,7 @@ def rank_pairs(
     moves = sorted(ranked, key=lambda r: (-abs(r.move), r.static_rank))[:top]
     return Ranking(
         model=model.name,
-        precision=model.precision,
-        runtime=model.runtime,
+        backend=model.backend,
         static_model=static.name,
         layer=chosen,
         template=template,

@@ -18,6 +18,7 @@ from contextlens.analyses.lesson.ranking import Ranking, load_pairs, rank_pairs
 from contextlens.analyses.lesson.trace import Trace, trace
 from contextlens.analyses.representations.cka import CkaResult, compare_layers
 from contextlens.analyses.search.cost import CostReport, measure_cost
+from contextlens.core.backend import REFERENCE, Backend
 from contextlens.core.contextual_models import ContextualModel, as_contextual
 from contextlens.core.jsonable import plain_json
 from contextlens.core.occurrences import parse_marked
@@ -45,13 +46,13 @@ class Lesson:
     input_share: InputRowShare
     cost: CostReport
     cka: CkaResult
-    precision: str = "fp32"  # the model's: fp32 (exact) or int8 (see core/precision.py)
+    backend: Backend = REFERENCE  # the model's precision and runtime (core/backend.py)
 
     @plain_json
     def to_dict(self) -> dict[str, object]:
         return {
             "model": self.model,
-            "precision": self.precision,
+            **self.backend.to_dict(),
             "static_model": self.static_model,
             "worked_example": self.worked_example.to_dict(),
             "explore": self.exploration.to_dict(),
@@ -73,7 +74,7 @@ def run_lesson(model: ContextualModel | str, static: StaticModel | str, permutat
     builtin = corpus_texts("builtin")
     return Lesson(
         model=model.name,
-        precision=model.precision,
+        backend=model.backend,
         static_model=static.name,
         worked_example=compare([parse_marked(s) for s in WORKED_EXAMPLE], model, static),
         exploration=explore([], model, permutations=permutations),

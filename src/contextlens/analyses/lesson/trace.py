@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from contextlens.analyses.lesson.attention import check_top_k, renormalise_without
+from contextlens.core.backend import REFERENCE, Backend
 from contextlens.core.contextual_models import ContextualModel, as_contextual
 from contextlens.core.jsonable import plain_json
 from contextlens.core.occurrences import Occurrence
@@ -67,7 +68,7 @@ class Trace:
     exclude_special: bool = False
     truncated: bool = False
     window: tuple[int, int] | None = None  # characters of the sentence kept when it was cut to fit
-    precision: str = "fp32"  # the model's: fp32 (exact) or int8 (see core/precision.py)
+    backend: Backend = REFERENCE  # the model's precision and runtime (core/backend.py)
 
     @property
     def target_tokens(self) -> list[str]:
@@ -77,7 +78,7 @@ class Trace:
     def to_dict(self) -> dict[str, object]:
         return {
             "model": self.model,
-            "precision": self.precision,
+            **self.backend.to_dict(),
             **self.occurrence.to_dict(),
             "truncated": self.truncated,
             "window": None if self.window is None else list(self.window),
@@ -136,7 +137,7 @@ def trace(occurrence: Occurrence, model: ContextualModel | str, top_k: int = 3, 
         layers.append(TraceLayer(layer, cosine_values(state, target_row), float(np.linalg.norm(state)), top))
     return Trace(
         model=model.name,
-        precision=model.precision,
+        backend=model.backend,
         occurrence=occurrence,
         tokens=list(tok.tokens),
         token_ids=list(tok.input_ids),

@@ -26,6 +26,7 @@ import numpy as np
 
 from contextlens.analyses.search.capacity import estimate
 from contextlens.analyses.search.index_config import IndexConfig
+from contextlens.core.backend import REFERENCE, Backend
 from contextlens.core.contextual_models import ContextualModel, as_contextual
 from contextlens.core.jsonable import plain_json
 from contextlens.core.occurrences import ALPHA_WORD_RE
@@ -69,8 +70,7 @@ class CostReport:
     activation_formula: str = ""
     count: int = 0
     documents: dict[str, dict[str, Any]] = field(default_factory=dict)
-    precision: str = "fp32"  # the model's: fp32 (exact) or int8 (see core/precision.py)
-    runtime: str = "torch"  # the model's: torch, or onnx (see core/onnx_runtime.py)
+    backend: Backend = REFERENCE  # the model's precision and runtime (core/backend.py)
 
     @property
     def ratio(self) -> float:
@@ -106,8 +106,7 @@ class CostReport:
     def to_dict(self) -> dict[str, Any]:
         return {
             "model": self.model_name,
-            "precision": self.precision,
-            "runtime": self.runtime,
+            **self.backend.to_dict(),
             "static": self.static_name,
             "machine": self.machine,
             "sentences": self.sentences,
@@ -225,8 +224,7 @@ def measure_cost(
             f"T={seq} (mean tokens per sentence), d={m.hidden_size}, heads={m.num_heads}"
         ),
         count=int(count),
-        precision=m.precision,
-        runtime=m.runtime,
+        backend=m.backend,
     )
     report.documents = scale_to_documents(report, int(count), len(words) / len(texts), tokens / len(texts), s.dim, m)
     return report

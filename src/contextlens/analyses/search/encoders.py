@@ -122,7 +122,7 @@ def describe_encoder(provenance: Provenance) -> str:
     """``minilm hidden-mean layer 3 (384-d)``: how tables and messages name an encoder (``, int8``
     inside the brackets when it ran at int8; ``, onnx fp32`` or ``, onnx int8`` on ONNX Runtime)."""
     layer = f" layer {provenance.layer}" if provenance.layer is not None else ""
-    backend = provenance.backend_note().strip(" ()")
+    backend = "" if provenance.backend.is_reference else provenance.backend.label
     return (
         f"{provenance.model} {encoder_kind(provenance)}{layer} ({provenance.dim}-d{', ' if backend else ''}{backend})"
     )

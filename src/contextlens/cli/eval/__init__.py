@@ -66,9 +66,8 @@ def plot_after(result_or_results: object, plot: Path | None, draw: Callable) -> 
 def model_title(result: BenchmarkResult) -> str:
     """The model as a table title names it: ``minilm``, or ``minilm (int8)`` when it ran at int8,
     ``minilm (onnx fp32)`` / ``minilm (onnx int8)`` on ONNX Runtime."""
-    precision, runtime = result.meta.get("precision", "fp32"), result.meta.get("runtime", "torch")
-    backend = precision if runtime == "torch" else f"{runtime} {precision}"
-    return str(result.model) if backend == "fp32" else f"{result.model} ({backend})"
+    backend = result.backend
+    return str(result.model) if backend.is_reference else f"{result.model} ({backend.label})"
 
 
 def layer_cell(layer: int | None) -> str:
