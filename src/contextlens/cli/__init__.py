@@ -12,7 +12,7 @@ try:  # typer 0.29+ vendors click and re-exports only BadParameter of its except
 except ImportError:  # older typer runs on click itself
     from click.exceptions import ClickException, NoArgsIsHelpError, UsageError  # type: ignore[no-redef]
 
-from contextlens.errors import ContextlensError
+from contextlens.errors import ContextlensError, ParameterError
 
 app = typer.Typer(
     name="contextlens",
@@ -49,6 +49,9 @@ def main(args: list[str] | None = None) -> None:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     try:
         code = app(args=args, prog_name="contextlens", standalone_mode=False)
+    except ParameterError as exc:  # the API names its parameter; say the flag the user typed
+        sys.stderr.write(f"error: {exc.named(flag_of(exc.parameter, sys.argv[1:] if args is None else args))}\n")
+        sys.exit(2)
     except ContextlensError as exc:
         sys.stderr.write(f"error: {exc}\n")
         sys.exit(2)
@@ -66,3 +69,18 @@ def main(args: list[str] | None = None) -> None:
         sys.stderr.write("interrupted\n")
         sys.exit(130)
     sys.exit(code if isinstance(code, int) else 0)
+
+
+def flag_of(parameter: str, args: list[str]) -> str:
+    """The option of the command named in ``args`` that sets the Python parameter ``parameter``
+    (``nprobe`` -> ``--nprobe``); the parameter itself when no option of that command does."""
+    command = typer.main.get_command(app)
+    for arg in args:
+        sub = getattr(command, "commands", {}).get(arg)
+        if sub is None:
+            break
+        command = sub
+    for param in command.params:
+        if param.name == parameter and param.opts:
+            return max(param.opts, key=len) if param.param_type_name == "option" else param.human_readable_name
+    return parameter

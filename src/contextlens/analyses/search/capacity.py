@@ -45,8 +45,9 @@ from contextlens.analyses.search.index_config import (
     serialized_bytes,
     sign_bits,
 )
+from contextlens.core.arguments import whole_number
 from contextlens.core.similarity import normalize_rows
-from contextlens.errors import InputError
+from contextlens.errors import InputError, ParameterError
 
 __all__ = ["ALLOWED_DTYPES", "DTYPES", "INDEX_TYPES", "CapacityEstimate", "estimate", "measure", "serialized_size"]
 
@@ -82,9 +83,9 @@ class CapacityEstimate:
 
 
 def _check_count(count: int, dim: int) -> None:
-    for name, value in (("--count", count), ("--dim", dim)):
+    for name, value in (("count", count), ("dim", dim)):
         if isinstance(value, bool) or not isinstance(value, int | np.integer):
-            raise InputError(f"{name} must be a whole number, got {value!r}")
+            raise ParameterError(name, f"must be a whole number, got {value!r}")
 
 
 def estimate(config: IndexConfig, count: int, dim: int) -> CapacityEstimate:
@@ -138,8 +139,7 @@ def measure(config: IndexConfig, count: int, dim: int, max_measure: int = 100_00
     sizes is extended to ``count`` (the stored arrays grow linearly in n). A measurement that
     would not fit in the available memory is refused before anything is allocated.
     """
-    if max_measure < 2:
-        raise InputError(f"--max-measure must be at least 2, got {max_measure}")
+    whole_number(max_measure, "max_measure", minimum=2, what="vectors")
     result = estimate(config, count, dim)
     n, d = result.count, result.dim
     largest = min(n, max_measure)
