@@ -22,9 +22,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from contextlens.core.atomic_files import atomic_path
+from contextlens.core.atomic_files import atomic_path, write_text
 from contextlens.core.occurrences import ALPHA_WORD_RE, Occurrence
-from contextlens.core.resources import atomic_write_text, cache_dir, note_rebuild
+from contextlens.core.resources import cache_dir, note_rebuild
 from contextlens.errors import ContextlensError
 
 if TYPE_CHECKING:
@@ -134,7 +134,7 @@ def nltk_root() -> Path:
     lexnames = "".join(f"{i:02d}\t{name}\t{pos}\n" for i, (name, pos) in enumerate(LEXNAMES))
     lex_path = root / "lexnames"
     if not _sole_file(lex_path) or lex_path.read_text() != lexnames:
-        atomic_write_text(lex_path, lexnames)
+        write_text(lex_path, lexnames)
     return root
 
 
@@ -232,8 +232,8 @@ def usage_examples() -> list[UsageExample]:
     if isinstance(cached, dict) and isinstance(cached.get("examples"), list):
         return [UsageExample(**r) for r in cached["examples"]]
     examples, stats = _scan_usage_examples()
-    atomic_write_text(_examples_path(), json.dumps({"examples": [asdict(e) for e in examples], "stats": stats}))
-    atomic_write_text(_stats_path(), json.dumps(stats))
+    write_text(_examples_path(), json.dumps({"examples": [asdict(e) for e in examples], "stats": stats}))
+    write_text(_stats_path(), json.dumps(stats))
     return examples
 
 
@@ -248,7 +248,7 @@ def usage_example_stats() -> dict[str, int]:
         usage_examples()  # scans WordNet once and writes both files
         examples = _read_cached_json(_examples_path())
     stats = examples["stats"]  # type: ignore[index]
-    atomic_write_text(_stats_path(), json.dumps(stats))
+    write_text(_stats_path(), json.dumps(stats))
     return stats
 
 
