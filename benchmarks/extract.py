@@ -137,11 +137,11 @@ def _run_one(model_name: str, corpus: str, approach: str, n: int, threads: int, 
                 _ = [h[0, idx].mean(0) for h in out.hidden_states]
 
         def ours() -> None:
-            model._cache.clear()
+            model.clear_cache()
             model.encode_occurrences(occs, batch_size=batch_size)
 
         def partial() -> None:
-            model._cache.clear()
+            model.clear_cache()
             model.encode_occurrences(occs, layers=range(model.num_layers // 2 + 1), batch_size=batch_size)
 
         def bare() -> None:
@@ -183,7 +183,7 @@ def _run_one(model_name: str, corpus: str, approach: str, n: int, threads: int, 
     flops = sum(model_flops(model, n_tok, blocks) for n_tok in lengths)
     extra = {}
     if (precision, runtime) != ("fp32", "torch"):  # after the clock and the memory reading
-        from contextlens.core.precision import drift
+        from contextlens.core.drift import drift
 
         d = drift(model_name, precision, runtime)
         extra = {"int8_mean_cosine": list(d.mean_cosine), "int8_layer_min_cosine": list(d.min_cosine)}

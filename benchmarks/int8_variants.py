@@ -32,7 +32,8 @@ def main() -> None:
 
     torch.set_num_threads(args.threads)
     from contextlens.core.contextual_models import load_contextual
-    from contextlens.core.precision import drift_sentences, measure_drift, quantize
+    from contextlens.core.drift import measure_drift
+    from contextlens.core.precision import drift_sentences, quantize
     from extract import lee_sentences
 
     fp32 = load_contextual(args.model)

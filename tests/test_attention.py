@@ -90,8 +90,10 @@ def test_attend_through_a_layer_runs_only_that_far_and_matches_the_full_forward(
     full = attend(occs, minilm, layer=2, head=1)
     part = attend(occs, minilm, layer=2, head=1, through=3)
     ran: list[int] = []
-    blocks = minilm.model.encoder.layer
-    handles = [b.register_forward_pre_hook(lambda _m, _a, k=k: ran.append(k)) for k, b in enumerate(blocks)]
+    blocks = minilm.attention_model.encoder.layer  # attention weights come from the eager twin
+    handles = [
+        b.register_forward_pre_hook(lambda _m, _a, k=k: ran.append(k), prepend=True) for k, b in enumerate(blocks)
+    ]
     try:
         fp = minilm.forward_one(occs[0], attentions=True, through=3)
     finally:
@@ -118,11 +120,7 @@ def test_forward_one_attentions_equal_the_model_s_own_output_attentions(name, re
     occ = parse_marked(RIVER)
     fp = model.forward_one(occ, attentions=True)
     ids, mask = model.pad([fp.tokenized.input_ids])
-    model.set_attention("eager")
-    try:
-        out = model.run(ids, mask, hidden_states=True, attentions=True)
-    finally:
-        model.set_attention(model.default_attention)
+    out = model.run(ids, mask, hidden_states=True, attentions=True)  # the eager twin's own outputs
     assert fp.attentions.shape[0] == len(out.attentions) == model.num_layers
     for layer, a in enumerate(out.attentions):
         np.testing.assert_allclose(fp.attentions[layer], a[0].numpy(), atol=1e-6, rtol=0)

@@ -58,9 +58,9 @@ def test_multi_token_word_is_pooled_over_all_its_tokens(minilm):
 def test_batched_equals_one_at_a_time(minilm):
     sentences = [BANK_FIN, BANK_RIVER, "A [bank] is a place where money is kept safe for a long long time."]
     occs = [parse_marked(s) for s in sentences]
-    minilm._cache.clear()
+    minilm.clear_cache()
     batched = minilm.encode_occurrences(occs, batch_size=3)
-    minilm._cache.clear()
+    minilm.clear_cache()
     single = [minilm.encode_occurrences([o], batch_size=1)[0] for o in occs]
     for b, s in zip(batched, single, strict=True):
         assert np.allclose(b.hidden, s.hidden, atol=1e-4)

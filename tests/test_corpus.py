@@ -17,7 +17,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from contextlens.analyses.corpus.extract import extract_corpus, read_rows
+from contextlens.analyses.corpus.extract import extract_corpus
+from contextlens.analyses.corpus.folder import read_rows
 from contextlens.analyses.corpus.readers import ReadStats, read_corpus
 from contextlens.analyses.corpus.sentences import split_sentences
 from contextlens.cli import main

@@ -7,7 +7,8 @@ import re
 
 import pytest
 
-from contextlens.analyses.corpus.extract import extract_corpus, read_rows
+from contextlens.analyses.corpus.extract import extract_corpus
+from contextlens.analyses.corpus.folder import read_rows
 from contextlens.analyses.corpus.readers import read_corpus
 from contextlens.analyses.corpus.targets import Matcher, form_table
 from contextlens.cli import main

@@ -37,7 +37,9 @@ def test_partial_forward_equals_full_forward(name: str, request: pytest.FixtureR
 def test_blocks_above_the_highest_layer_do_not_run(minilm: ContextualModel) -> None:
     ran: list[int] = []
     blocks = minilm.model.encoder.layer
-    handles = [b.register_forward_pre_hook(lambda _m, _a, k=k: ran.append(k)) for k, b in enumerate(blocks)]
+    handles = [
+        b.register_forward_pre_hook(lambda _m, _a, k=k: ran.append(k), prepend=True) for k, b in enumerate(blocks)
+    ]
     try:
         ids, mask = minilm.pad([minilm.tokenizer(TEXTS[0])["input_ids"]])
         minilm.run_layers(ids, mask, (0, 2))
@@ -81,7 +83,7 @@ def test_unknown_precision_is_an_input_error() -> None:
 
 def test_int8_is_a_separate_model_with_measured_drift(minilm: ContextualModel) -> None:
     from contextlens.core.contextual_models import load_contextual
-    from contextlens.core.precision import drift
+    from contextlens.core.drift import drift
 
     int8 = load_contextual("minilm", "int8")
     assert int8 is not minilm and int8.precision == "int8" and minilm.precision == "fp32"
@@ -128,7 +130,7 @@ def test_extraction_batches_are_sorted_by_length(minilm: ContextualModel, monkey
     widths: list[list[int]] = []
     real_pad = minilm.pad
     monkeypatch.setattr(minilm, "pad", lambda seqs: widths.append([len(s) for s in seqs]) or real_pad(seqs))
-    minilm._cache.clear()
+    minilm.clear_cache()
     minilm.encode_occurrences(occs, layers=[1], batch_size=2)
     flat = [w for batch in widths for w in batch]
     assert flat == sorted(flat, reverse=True) and len(set(flat)) == 3
@@ -153,9 +155,9 @@ def test_batched_extraction_equals_the_full_forward_per_sentence(minilm: Context
         locate(texts[2], "unbelievably"),
         locate(texts[2], "riverbank"),
     ]
-    minilm._cache.clear()
+    minilm.clear_cache()
     got = minilm.encode_occurrences(occs, pooling=pooling, batch_size=2)
-    minilm._cache.clear()
+    minilm.clear_cache()
     unpadded = minilm.encode_occurrences(occs, pooling=pooling, batch_size=1)
     assert any(len(g.tokenized.target_positions) > 1 for g in got)
     for enc, alone in zip(got, unpadded, strict=True):

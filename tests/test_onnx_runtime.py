@@ -11,10 +11,10 @@ import onnx
 import pytest
 import torch
 
-from contextlens.core import layer_forward, onnx_runtime
+from contextlens.core import onnx_runtime
 from contextlens.core.contextual_models import ContextualModel, load_contextual
+from contextlens.core.drift import drift
 from contextlens.core.onnx_runtime import EXACT, OnnxForward, check_runtime, require_onnxruntime
-from contextlens.core.precision import drift
 from contextlens.errors import InputError, ModelLoadError, ModelNotInstalledError
 
 TEXTS = [
@@ -121,7 +121,7 @@ def test_onnx_int8_drifts_a_little_and_is_its_own_cache_identity(minilm, onnx_mi
 def test_what_only_torch_provides_is_refused_in_one_line(onnx_minilm) -> None:
     ids, mask = _batch(onnx_minilm)
     with pytest.raises(InputError, match="attention weights come from the torch runtime"):
-        layer_forward.run_with_attentions(onnx_minilm, ids, mask, 2)
+        onnx_minilm.run_with_attentions(ids, mask, 2)
     with pytest.raises(InputError, match="torch runtime"):
         onnx_minilm.run(ids, mask, hidden_states=True)
 

@@ -162,7 +162,7 @@ def test_lesson_json_and_the_web_face_carry_the_precision(minilm_int8: Contextua
     r = run_cli("compare", *bank, "-m", "minilm", "--precision", "int8", "--json")
     assert r.returncode == 0 and json.loads(r.stdout)["precision"] == "int8"
     assert json.loads(run_cli("compare", *bank, "-m", "minilm", "--json").stdout)["precision"] == "fp32"
-    client = TestClient(create_app("minilm", precision="int8"))
+    client = TestClient(create_app("minilm", precision="int8"), base_url="http://127.0.0.1")
     assert client.get("/health").json()["precision"] == "int8"
     api = client.post("/api/compare", json={"sentences": bank}).json()
     assert api == json.loads(r.stdout)  # the same document as the CLI's at int8

@@ -193,7 +193,7 @@ def test_lesson_json_and_the_web_face_carry_the_runtime(minilm_onnx: ContextualM
     r = run_cli("compare", *BANK, "-m", "minilm", "--runtime", "onnx", "--json")
     assert r.returncode == 0 and json.loads(r.stdout)["runtime"] == "onnx", r.stderr
     assert json.loads(run_cli("compare", *BANK, "-m", "minilm", "--json").stdout)["runtime"] == "torch"
-    client = TestClient(create_app("minilm", runtime="onnx"))
+    client = TestClient(create_app("minilm", runtime="onnx"), base_url="http://127.0.0.1")
     assert client.get("/health").json()["runtime"] == "onnx"
     assert client.post("/api/compare", json={"sentences": BANK}).json() == json.loads(r.stdout)
     assert "minilm (onnx fp32)" in client.get("/compare").text

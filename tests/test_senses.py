@@ -83,7 +83,8 @@ def test_part_of_speech_filter_fixes_verb_labels_for_noun_uses(folder):
 
 
 def result_vectors(folder, layer: int) -> np.ndarray:
-    from contextlens.analyses.corpus.extract import layer_column, read_rows
+    from contextlens.analyses.corpus.chunks import layer_column
+    from contextlens.analyses.corpus.folder import read_rows
     from contextlens.core.similarity import normalize_rows
 
     table = read_rows(folder, "bank", [layer_column(layer)])
@@ -93,9 +94,9 @@ def result_vectors(folder, layer: int) -> np.ndarray:
 def test_bad_requests_are_one_line(folder, tmp_path, capsys):
     with pytest.raises(InputError, match="no WordNet adverb sense; its parts of speech: n"):
         induce_senses(folder, "bank", layer=5, pos="r")
-    with pytest.raises(InputError, match="--pos 'x'"):
+    with pytest.raises(InputError, match="`pos` 'x'"):
         induce_senses(folder, "bank", layer=5, pos="x")
-    with pytest.raises(InputError, match="--sense-vectors"):
+    with pytest.raises(InputError, match="`sense_vectors`"):
         induce_senses(folder, "bank", layer=5, sense_vectors="lemmas")
     proc = run_cli("senses", "induce", str(folder), "--word", "bank", "--pos", "r")
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
@@ -139,7 +140,7 @@ def test_corpus_contextuality_on_an_extraction(folder):
     mev = {lay: result.value(layer=lay, metric="mev") for lay in (0, 5, 6)}
     assert all(1 / 16 <= v <= 1 for v in mev.values())
     assert mev[0] > mev[5]  # the embedding output is close to one static vector; layer 5 is not
-    with pytest.raises(InputError, match="has 17 contexts .*'bank' 16; try --min-contexts 16"):
+    with pytest.raises(InputError, match="has 17 contexts .*'bank' 16; try `min_contexts` 16"):
         corpus_contextuality(folder, min_contexts=17)
 
 

@@ -14,7 +14,7 @@ def test_spans_equal_encode_occurrences_including_a_windowed_text(minilm):
     seen = []
     got = encode_spans(minilm, texts, spans, chunk_size=2, progress=lambda d, t: seen.append((d, t)), use_cache=False)
     occs = [Occurrence(texts[t], s, e) for t, s, e in spans]
-    minilm._cache.clear()
+    minilm.clear_cache()
     want = minilm.encode_occurrences(occs, batch_size=1)
     assert want[1].truncated and want[4].truncated  # the long text is windowed, around each span
     assert want[1].tokenized.input_ids != want[4].tokenized.input_ids

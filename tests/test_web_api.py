@@ -18,7 +18,7 @@ BANK = ["I sat on the river [bank].", "I opened a [bank] account."]
 
 @pytest.fixture(scope="module")
 def client(minilm) -> TestClient:
-    return TestClient(create_app("minilm"))
+    return TestClient(create_app("minilm"), base_url="http://127.0.0.1")
 
 
 def cli(args: list[str], capsys) -> tuple[int, str, str]:

@@ -145,3 +145,18 @@ def test_the_layer_slider_redraws_the_explorer_at_that_layer(page, server):
     assert "layer=2" in page.url
     page.wait_for_selector(".plotly-graph-div .main-svg", timeout=30_000)
     assert "cosine at layer 2" in page.content()
+
+
+def test_the_pages_draw_under_their_content_security_policy(page, server):
+    """The CSP and frame headers are on the page, and nothing on it breaks them (plotly draws)."""
+    messages: list[str] = []
+    page.on("console", lambda m: messages.append(m.text))
+    response = page.goto(f"{server}/attention?s=The+[bank]+approved+the+loan.&layer=2&head=1")
+    assert "frame-ancestors 'none'" in response.headers["content-security-policy"]
+    assert response.headers["x-content-type-options"] == "nosniff"
+    page.wait_for_selector(".plotly-graph-div .main-svg", timeout=30_000)
+    with page.expect_navigation():
+        page.fill("#f-layer", "3")  # the slider's inline handler still submits
+    assert "layer=3" in page.url
+    page.wait_for_selector(".plotly-graph-div .main-svg", timeout=30_000)
+    assert [m for m in messages if "Content Security Policy" in m] == []

@@ -12,8 +12,11 @@ def started(monkeypatch) -> dict:
     """uvicorn.run replaced: the command's parsing and checks run, no port opens."""
     import uvicorn
 
+    from contextlens.cli import serve
+
     calls: dict = {}
     monkeypatch.setattr(uvicorn, "run", lambda app, host, port, **kw: calls.update(app=app, host=host, port=port))
+    monkeypatch.setattr(serve, "check_address", lambda host, port: None)  # the default port may be taken here
     return calls
 
 
@@ -69,3 +72,53 @@ def test_the_pool_refuses_beyond_its_bound_and_the_refusal_is_a_503():
     busy = asyncio.run(scenario())
     assert error_status(busy)[0] == 503 and "limit 1" in str(busy)
     pool.shutdown()
+
+
+@pytest.fixture(scope="module")
+def index_folder(minilm, tmp_path_factory):
+    from contextlens.analyses.search.encoders import TextEncoder
+    from contextlens.analyses.search.index import Document, VectorIndex
+
+    docs = [Document(str(i), t) for i, t in enumerate(["The bank approved the loan.", "The river flooded."])]
+    return VectorIndex.build(docs, TextEncoder(minilm, "sentence")).save(tmp_path_factory.mktemp("ix") / "ix")
+
+
+def test_the_same_index_name_twice_is_refused(started, capsys, index_folder):
+    assert _run(["serve", "-m", "minilm", "--index", f"docs={index_folder}", "--index", f"docs={index_folder}"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "given twice" in err and "app" not in started
+    assert _run(["serve", "-m", "minilm", "--index", f"a={index_folder}", "--index", f"b={index_folder}"]) == 0
+    assert started["app"].state.indexes == {"a": str(index_folder), "b": str(index_folder)}
+
+
+def test_a_damaged_index_is_refused_at_start(started, capsys, index_folder, tmp_path):
+    import shutil
+
+    from contextlens.analyses.search.index import INDEX_FILE
+    from contextlens.analyses.search.index_files import current_folder
+
+    broken = tmp_path / "broken"
+    shutil.copytree(index_folder, broken, symlinks=True)
+    target = current_folder(broken) / INDEX_FILE
+    data = bytearray(target.read_bytes())
+    data[len(data) // 2] ^= 0xFF  # one flipped byte: the manifest is fine, the vectors are not
+    target.write_bytes(bytes(data))
+    assert _run(["serve", "-m", "minilm", "--index", f"docs={broken}"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1 and "checksum" in err and "app" not in started
+
+
+def test_a_port_in_use_or_a_bad_host_is_one_line_and_exit_2(capsys):
+    import socket
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        assert _run(["serve", "-m", "minilm", "--port", str(port)]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("error: ") and err.count("\n") == 1 and f"port {port}" in err and "in use" in err
+    for host in ("no-such-host.invalid", "300.1.2.3", "bad host name", "10.255.255.1"):
+        assert _run(["serve", "-m", "minilm", "--host", host, "--port", str(port)]) == 2, host
+        err = capsys.readouterr().err
+        assert err.startswith("error: ") and err.count("\n") == 1 and "ERROR" not in err, (host, err)

@@ -18,6 +18,7 @@ from contextlens.analyses.lesson.polysemy import Exploration
 from contextlens.analyses.lesson.probe import ProbeResult
 from contextlens.analyses.lesson.ranking import Ranking
 from contextlens.analyses.lesson.trace import Trace
+from contextlens.errors import InputError
 
 
 def _makers() -> dict[type, Callable[[Any], list]]:
@@ -35,6 +36,10 @@ def _makers() -> dict[type, Callable[[Any], list]]:
 
 def to_html(result: Any) -> str:
     """A result as one offline HTML fragment: its figures (plotly.js inlined), or its JSON document."""
+    if not callable(getattr(result, "to_dict", None)):
+        raise InputError(
+            f"result must be a contextlens result (Comparison, Exploration, Trace, ...), got {type(result).__name__}"
+        )
     for cls, make in _makers().items():
         if isinstance(result, cls):
             from plotly.offline import get_plotlyjs

@@ -1,54 +1,85 @@
-"""The ``contextlens`` command line. Command groups live in sibling modules."""
+"""The ``contextlens`` command line. Command groups live in sibling modules.
+
+Nothing here or in the command modules imports torch, transformers or gensim at module level:
+``--help`` and a usage error answer without them (tests/test_lazy.py holds that).
+"""
 
 from __future__ import annotations
 
 import os
 import sys
+from typing import NoReturn
 
-import typer
+INTERRUPTED = 130  # the shell's code for a run stopped by SIGINT (128 + 2)
 
-try:  # typer 0.29+ vendors click and re-exports only BadParameter of its exceptions
-    from typer._click.exceptions import ClickException, NoArgsIsHelpError, UsageError
-except ImportError:  # older typer runs on click itself
-    from click.exceptions import ClickException, NoArgsIsHelpError, UsageError  # type: ignore[no-redef]
 
-from contextlens.errors import ContextlensError, ParameterError
+def interrupted() -> NoReturn:
+    """Ctrl-C: one line on stderr and exit code 130, never a traceback."""
+    sys.stderr.write("interrupted\n")
+    raise SystemExit(INTERRUPTED)
 
-app = typer.Typer(
-    name="contextlens",
-    help="See and measure how context reshapes meaning inside language models, offline.",
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-    add_completion=False,
-)
 
-# Each module registers its commands on `app` when imported.
-from contextlens.cli import (  # noqa: E402,F401
-    attention,
-    capacity,
-    cka,
-    compare,
-    corpus,
-    cost,
-    demo,
-    eval,
-    explore,
-    index,
-    models,
-    neighbors,
-    probe,
-    rank,
-    senses,
-    serve,
-    trace,
-)
+try:  # Ctrl-C while the command modules import is the same one line
+    import typer
+
+    try:  # typer 0.29+ vendors click and re-exports only BadParameter of its exceptions
+        from typer._click.exceptions import ClickException, NoArgsIsHelpError, UsageError
+    except ImportError:  # older typer runs on click itself
+        from click.exceptions import ClickException, NoArgsIsHelpError, UsageError  # type: ignore[no-redef]
+
+    from contextlens.errors import ContextlensError, ParameterError
+
+    app = typer.Typer(
+        name="contextlens",
+        help="See and measure how context reshapes meaning inside language models, offline.",
+        no_args_is_help=True,
+        pretty_exceptions_enable=False,
+        add_completion=False,
+    )
+
+    # Each module registers its commands on `app` when imported.
+    from contextlens.cli import (  # noqa: E402,F401
+        attention,
+        capacity,
+        cka,
+        compare,
+        corpus,
+        cost,
+        demo,
+        eval,
+        explore,
+        index,
+        models,
+        neighbors,
+        probe,
+        rank,
+        senses,
+        serve,
+        trace,
+    )
+except KeyboardInterrupt:
+    interrupted()
 
 
 def main(args: list[str] | None = None) -> None:
-    """Entry point: user mistakes, usage errors included, become one line on stderr and exit code 2."""
+    """Entry point: user mistakes, usage errors included, become one line on stderr and exit code 2;
+    Ctrl-C at any point of the run becomes one line and exit code 130."""
+    try:
+        _run(args)
+    except KeyboardInterrupt:
+        interrupted()
+
+
+def _run(args: list[str] | None) -> None:
+    from contextlens.cli.common import rich_bar
+    from contextlens.core.progress import set_progress_drawer
+
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    set_progress_drawer(rich_bar)  # core's progress bars, drawn by rich
     try:
         code = app(args=args, prog_name="contextlens", standalone_mode=False)
+        if code == INTERRUPTED:  # typer turns a KeyboardInterrupt inside a command into this code
+            interrupted()
     except ParameterError as exc:  # the API names its parameter; say the flag the user typed
         sys.stderr.write(f"error: {exc.named(flag_of(exc.parameter, sys.argv[1:] if args is None else args))}\n")
         sys.exit(2)
@@ -66,8 +97,7 @@ def main(args: list[str] | None = None) -> None:
         sys.stderr.write(f"error: {exc.format_message()}\n")
         sys.exit(exc.exit_code)
     except (KeyboardInterrupt, typer.Abort):
-        sys.stderr.write("interrupted\n")
-        sys.exit(130)
+        interrupted()
     sys.exit(code if isinstance(code, int) else 0)
 
 

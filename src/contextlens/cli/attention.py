@@ -48,12 +48,12 @@ def attention_cmd(
     html: HtmlOpt = None,
 ) -> None:
     """Which tokens the target attends to, per layer and head, with the head mean and attention rollout."""
-    from contextlens.analyses.lesson.attention import attend
-
     occs = locate_all(sentences, word, occurrence)
     if len(occs) > 2:
         raise InputError(f"attention shows one or two sentences side by side, got {len(occs)}")
-    contextual = contextual_option(model, precision, threads)
+    contextual = contextual_option(model, precision, threads, attention=(layer, head))
+    from contextlens.analyses.lesson.attention import attend
+
     result = attend(occs, contextual, layer=layer, head=head, exclude_special=exclude_special, top_k=top)
     from contextlens.reports import interactive, lesson_figures
 

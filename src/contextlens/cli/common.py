@@ -8,20 +8,23 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
 
-from contextlens.core.contextual_models import ContextualModel, load_contextual
-from contextlens.core.onnx_runtime import check_runtime
-from contextlens.core.precision import check_precision
+from contextlens.core.choices import check_precision, check_runtime
+from contextlens.core.model_facts import ModelFacts, model_facts
 from contextlens.core.resources import DEFAULT_CONTEXTUAL, DEFAULT_STATIC
 from contextlens.errors import OutputPathError
 from contextlens.reports.output_paths import check_output_path
+
+if TYPE_CHECKING:  # both import torch or gensim: a command loads them only once its input is checked
+    from contextlens.core.contextual_models import ContextualModel
+    from contextlens.core.static_models import StaticModel
 
 console = Console(emoji=False, highlight=False)
 err_console = Console(stderr=True, emoji=False, highlight=False)
@@ -100,21 +103,65 @@ def default_threads() -> int:
         return os.cpu_count() or 1
 
 
-def contextual_option(
-    name: str, precision: str = "fp32", threads: int | None = None, runtime: str = "torch"
-) -> ContextualModel:
-    """The --model at --precision on --runtime, with torch's threads set once, before the model
-    loads (--threads, default the core count; ONNX Runtime sessions take torch's count). Any
-    result that is not torch fp32 has its measured drift from it on stderr (an ONNX graph's is
-    the check made when it was exported), so no such result is read without it."""
-    import torch
-
+def check_model(
+    name: str,
+    precision: str = "fp32",
+    runtime: str = "torch",
+    *,
+    layers: Iterable[int] = (),
+    attention: tuple[int, int | None] | None = None,
+) -> ModelFacts | None:
+    """Everything about the --model request that holds without its weights, checked before they
+    load (no torch import): --precision, --runtime, the name or folder, and the hidden-state
+    ``layers`` and the ``attention`` (layer, head) against the model's config.json. A usage error
+    so answers in a fraction of a second. The facts, or None for a hub id not on disk."""
     check_precision(precision)
     check_runtime(runtime)
+    facts = model_facts(name)
+    if facts is not None:
+        for layer in layers:
+            facts.check_layer(layer)
+        if attention is not None:
+            facts.check_attention(*attention)
+    return facts
+
+
+def static_option(name: str, words: Iterable[str] = (), *, optional: bool = False) -> StaticModel | None:
+    """The --static model (``none`` where ``optional``), with every word the command will look
+    up checked against its vocabulary: call it before :func:`contextual_option`, so a word the
+    static model lacks is refused before any contextual weights load."""
+    from contextlens.core.static_models import optional_static
+
+    static = optional_static(name, optional=optional)
+    if static is not None:
+        for word in words:
+            static.vector(word)  # raises OutOfVocabularyError, the message the analysis would give
+    return static
+
+
+def contextual_option(
+    name: str,
+    precision: str = "fp32",
+    threads: int | None = None,
+    runtime: str = "torch",
+    *,
+    layers: Iterable[int] = (),
+    attention: tuple[int, int | None] | None = None,
+) -> ContextualModel:
+    """The --model at --precision on --runtime, checked first (:func:`check_model`), with torch's
+    threads set once, before the model loads (--threads, default the core count; ONNX Runtime
+    sessions take torch's count). Any result that is not torch fp32 has its measured drift from
+    it on stderr (an ONNX graph's is the check made when it was exported), so no such result is
+    read without it."""
+    check_model(name, precision, runtime, layers=layers, attention=attention)
+    import torch
+
+    from contextlens.core.contextual_models import load_contextual
+
     torch.set_num_threads(threads or default_threads())
     model = load_contextual(name, precision, runtime)
     if precision != "fp32" or runtime != "torch":
-        from contextlens.core.precision import drift
+        from contextlens.core.drift import drift
 
         note(drift(name, precision, runtime).line())
     return model
@@ -203,3 +250,14 @@ def status_line(first: str) -> tuple[Any, Callable[[str], None]]:
     )
     task = progress.add_task(first)
     return progress, lambda text: progress.update(task, description=text)
+
+
+@contextmanager
+def rich_bar(what: str, total: int) -> Iterator[Callable[[int, int], None]]:
+    """The CLI's drawer for core's progress bars (core.progress): a transient rich bar on stderr,
+    shown only on a terminal."""
+    from rich.progress import Progress
+
+    with Progress(console=err_console, transient=True, disable=not err_console.is_terminal) as bar:
+        task = bar.add_task(what, total=total)
+        yield lambda done, _total: bar.update(task, completed=done)

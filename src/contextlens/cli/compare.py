@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
 from rich.table import Table
 
-from contextlens.analyses.lesson.divergence import Comparison, compare
 from contextlens.cli import app
 from contextlens.cli.common import (
     DEFAULT_MODEL,
@@ -23,16 +22,20 @@ from contextlens.cli.common import (
     StaticOpt,
     ThreadsOpt,
     WordOpt,
+    check_model,
     console,
     contextual_option,
     figures_after,
     fmt,
     print_json,
+    static_option,
 )
-from contextlens.core.contextual_models import POOLINGS
+from contextlens.core.choices import POOLINGS
 from contextlens.core.occurrences import locate_all
-from contextlens.core.static_models import optional_static
 from contextlens.errors import InputError
+
+if TYPE_CHECKING:
+    from contextlens.analyses.lesson.divergence import Comparison
 
 
 @app.command("compare")
@@ -59,9 +62,13 @@ def compare_cmd(
             "compare needs at least two sentences; give the same word in two or more contexts, "
             "e.g. 'The [bank] called.' 'The river [bank] flooded.'"
         )
-    # the contextual model loads its weights lazily: an unknown static word still fails in seconds
+    # everything checkable without weights is checked first: a word GloVe lacks costs no model load
+    check_model(model, precision, runtime)
+    static_model = static_option(static, [o.word for o in occs], optional=True)
     contextual = contextual_option(model, precision, threads, runtime)
-    result = compare(occs, contextual, optional_static(static, optional=True), pooling=pooling)  # type: ignore[arg-type]
+    from contextlens.analyses.lesson.divergence import compare
+
+    result = compare(occs, contextual, static_model, pooling=pooling)  # type: ignore[arg-type]
     from contextlens.reports import figures, interactive
 
     with figures_after(

@@ -24,6 +24,7 @@ from contextlens.cli.common import (
     print_json,
     status_line,
 )
+from contextlens.cli.params import as_flags
 from contextlens.errors import DataFileError, InputError
 from contextlens.reports.output_paths import check_output_folder
 
@@ -64,6 +65,27 @@ def list_cmd(json_out: JsonOpt = False) -> None:
     )
 
 
+EXTRACT_FLAGS = {
+    "source": "CORPUS",
+    "out": "--out",
+    "targets": "--words",
+    "forms": "--forms",
+    "model": "--model",
+    "layers": "--layers",
+    "pooling": "--pooling",
+    "dtype": "--dtype",
+    "chunk_chars": "--chunk",
+    "engine": "--engine",
+    "address": "--address",
+    "actors": "--actors",
+    "threads": "--threads",
+    "on_error": "--on-error",
+    "force": "--force",
+    "precision": "--precision",
+    "runtime": "--runtime",
+}
+
+
 def parse_layers(value: str) -> list[int] | None:
     if value.strip().lower() == "all":
         return None
@@ -89,7 +111,7 @@ def target_words(words: str | None, words_file: Path | None) -> list[str]:
 def extract_cmd(
     corpus: Annotated[str, typer.Argument(help="A file, folder, .jsonl, .parquet, or enwiki / lee / wordnet.")],
     out: Annotated[
-        Path,
+        str,
         typer.Option(
             "--out", "-o", help="Folder for the Parquet shards and manifest.json.", callback=check_output_folder
         ),
@@ -121,6 +143,9 @@ def extract_cmd(
     on_error: Annotated[
         str, typer.Option("--on-error", help="Non-UTF-8 lines: skip (counted) or stop (file:line).")
     ] = "skip",
+    force: Annotated[
+        bool, typer.Option("--force", help="Write into an --out folder that holds other files (they are kept).")
+    ] = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Every whole-word occurrence of the words in CORPUS -> Parquet rows with one vector per layer."""
@@ -128,8 +153,7 @@ def extract_cmd(
     from contextlens.analyses.corpus.extract import extract_corpus
 
     targets = target_words(words, words_file)
-    contextual_option(model, precision, threads if engine == "local" else None)
-    progress, show = status_line("loading model...")
+    progress, show = status_line("checking the job...")
 
     def update(s) -> None:
         rate = s.sentences / max(s.seconds, 1e-9)
@@ -138,7 +162,11 @@ def extract_cmd(
             f"{s.chunks_skipped} shards already done, {rate:,.0f} sentences/s"
         )
 
-    with progress:
+    def load(name: str, precision: str, runtime: str):  # the job's one model, its drift on stderr
+        show("loading model...")
+        return contextual_option(name, precision, threads if engine == "local" else None, runtime)
+
+    with progress, as_flags(**EXTRACT_FLAGS):
         result = extract_corpus(
             corpus,
             targets,
@@ -157,6 +185,8 @@ def extract_cmd(
             runtime=runtime,
             threads=threads,
             progress=update,
+            force=force,
+            loader=load,
         )
     m, s = result.manifest, result.stats
     if json_out:

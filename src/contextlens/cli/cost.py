@@ -49,7 +49,7 @@ def cost_cmd(
     from contextlens.reports.claims_figures import cost_figure
 
     count, repeats = check_counts(count, repeats)  # before any model loads
-    limit = whole_number(limit, "limit", what="sentences")
+    limit = whole_number(limit, "limit", minimum=1)
     static_model = optional_static(static, optional=False)
     texts = corpus_texts(corpus, limit)
     loaded = contextual_option(model, precision, threads, runtime)

@@ -8,7 +8,6 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from contextlens.analyses.lesson.divergence import compare, same_and_cross_by_layer
 from contextlens.cli import app
 from contextlens.cli.common import (
     DEFAULT_MODEL,
@@ -17,14 +16,15 @@ from contextlens.cli.common import (
     PrecisionOpt,
     StaticOpt,
     ThreadsOpt,
+    check_model,
     console,
     contextual_option,
     fmt,
+    static_option,
     written,
 )
 from contextlens.cli.compare import render_comparison
 from contextlens.core.occurrences import parse_marked
-from contextlens.core.static_models import optional_static
 from contextlens.examples import BANK_BY_SENSE, WORKED_EXAMPLE
 from contextlens.reports.output_paths import check_output_folder
 
@@ -40,7 +40,11 @@ def demo_cmd(
     ] = Path("contextlens-demo"),
 ) -> None:
     """The lesson end to end: "bank" in two sentences, several per sense, and report.html with every experiment."""
-    static_model = optional_static(static, optional=False)
+    from contextlens.analyses.lesson.divergence import compare, same_and_cross_by_layer
+
+    check_model(model, precision)
+    words = {parse_marked(s).word for s in (*WORKED_EXAMPLE, *(s for _, s in BANK_BY_SENSE))}
+    static_model = static_option(static, sorted(words))
     contextual = contextual_option(model, precision, threads)
     console.rule("[bold]1. Same word, two contexts")
     pair = compare([parse_marked(s) for s in WORKED_EXAMPLE], contextual, static_model)

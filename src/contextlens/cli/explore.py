@@ -54,7 +54,7 @@ def explore_cmd(
 
     data = load_sense_sentences(sentences) if sentences is not None else None
     source = str(sentences) if sentences is not None else None
-    contextual = contextual_option(model, precision, threads, runtime)
+    contextual = contextual_option(model, precision, threads, runtime, layers=[layer])
     result = explore(words or [], contextual, data, layer, permutations, seed, source=source, show_progress_bar=True)
     from contextlens.reports import interactive, lesson_figures
 

@@ -87,7 +87,8 @@ def index_build(
     check_index_folder(check_output_folder(out), force)  # and that --out can take an index
     documents = load_documents(docs)
     kind = check_kind(kind or "sentence")  # before the model loads
-    encoder = make_encoder(contextual_option(model, precision, threads, runtime), kind, layer)
+    layers = [layer] if kind == "hidden-mean" and layer is not None else []
+    encoder = make_encoder(contextual_option(model, precision, threads, runtime, layers=layers), kind, layer)
     built = VectorIndex.build(documents, encoder, config, batch_size=batch_size, show_progress_bar=console.is_terminal)
     folder = built.save(out, model_source=encoder.model.source, force=force)
     if json_out:
@@ -135,7 +136,7 @@ def index_search(
 ) -> None:
     """Rank the indexed documents for a query; refuses a query encoder that differs from the index's."""
     from contextlens.analyses.search.index import index_encoder, search_index
-    from contextlens.core.precision import check_precision
+    from contextlens.core.choices import check_precision
 
     if precision is not None:
         check_precision(precision)

@@ -25,13 +25,14 @@ from contextlens.cli.common import (
     TemplateOpt,
     ThreadsOpt,
     WordOpt,
+    check_model,
     console,
     contextual_option,
     figures_after,
     print_json,
+    static_option,
 )
 from contextlens.core.occurrences import is_single_word, locate_all
-from contextlens.core.static_models import optional_static
 
 
 def split_anchor_words(arguments: list[str], anchors: list[str]) -> tuple[list[str], list[str]]:
@@ -73,7 +74,9 @@ def probe_cmd(
     texts, anchor_words = split_anchor_words(sentences, list(anchors or []))
     given = load_anchor_sentences(anchor_sentences) if anchor_sentences is not None else None
     occs = locate_all(texts, word, occurrence)
-    static_model = optional_static(static, optional=True)
+    check_model(model, precision, runtime, layers=[layer])
+    anchors_to_check = [a.strip() for a in anchor_words if is_single_word(a.strip())]
+    static_model = static_option(static, [o.word for o in occs] + anchors_to_check, optional=True)
     contextual = contextual_option(model, precision, threads, runtime)
     result = probe(occs, anchor_words, contextual, given, template=template, layer=layer, static=static_model)
     from contextlens.reports import interactive, lesson_figures

@@ -23,13 +23,14 @@ from contextlens.cli.common import (
     StaticOpt,
     TemplateOpt,
     ThreadsOpt,
+    check_model,
     console,
     contextual_option,
     figures_after,
     fmt,
     print_json,
+    static_option,
 )
-from contextlens.core.static_models import optional_static
 
 
 @app.command("rank")
@@ -50,15 +51,18 @@ def rank_cmd(
     html: HtmlOpt = None,
 ) -> None:
     """Word pairs ranked by static and by contextual cosine: inversions and Kendall tau."""
-    from contextlens.analyses.lesson.ranking import load_pairs, rank_pairs
+    from contextlens.analyses.lesson.ranking import load_pairs, rank_pairs, static_pair_cosines
     from contextlens.core.occurrences import in_template
 
     in_template("word", template)  # a bad template fails before any model loads
     pair_list = load_pairs(pairs)
+    check_model(model, precision, runtime, layers=[layer])
+    static_model = static_option(static)
+    static_pair_cosines(pair_list, static_model)  # a word the static model lacks: refused before the weights
     result = rank_pairs(
         pair_list,
         contextual_option(model, precision, threads, runtime),
-        optional_static(static, optional=False),
+        static_model,
         template=template,
         layer=layer,
         top=top,

@@ -9,6 +9,7 @@ import typer
 
 from contextlens.cli import app
 from contextlens.cli.common import HtmlOpt, JsonOpt, PlotOpt, console, figures_after, print_json
+from contextlens.cli.params import as_flags
 
 senses_app = typer.Typer(help="Sense induction on an extraction folder (see `corpus extract`).", no_args_is_help=True)
 app.add_typer(senses_app, name="senses")
@@ -43,9 +44,10 @@ def induce_cmd(
 
     if k != "auto" and not k.isdigit():
         raise InputError(f"--k {k!r}: give auto or a number between 1 and 8")
-    result = induce_senses(
-        folder, word, layer, k if k == "auto" else int(k), pos=pos.strip().lower(), sense_vectors=sense_vectors
-    )
+    with as_flags(word="--word", layer="--layer", k="--k", pos="--pos", sense_vectors="--sense-vectors"):
+        result = induce_senses(
+            folder, word, layer, k if k == "auto" else int(k), pos=pos.strip().lower(), sense_vectors=sense_vectors
+        )
     with figures_after(
         plot, html, lambda: senses_figure(result), lambda: senses_html_figures(result), f"senses of {word}"
     ):

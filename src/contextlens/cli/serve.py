@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import errno
+import os
+import socket
+import sys
 from typing import Annotated
 
 import typer
@@ -19,20 +23,51 @@ from contextlens.cli.common import (
 from contextlens.errors import InputError
 
 LOCAL = "127.0.0.1"
+GRACE = 1  # seconds in-flight requests get after SIGTERM or the first Ctrl-C, then they are cancelled
 
 
 def parse_indexes(specs: list[str]) -> dict[str, str]:
-    """``NAME=FOLDER`` pairs; the folders are checked now, so the page never opens a path a user types."""
-    from contextlens.analyses.search.index import read_manifest
+    """``NAME=FOLDER`` pairs; each index is loaded and verified now (checksums included), so a damaged
+    one fails at start and the page never opens a path a user types."""
+    from contextlens.analyses.search.index import VectorIndex
 
     served: dict[str, str] = {}
     for spec in specs:
         name, sep, folder = spec.partition("=")
         if not sep or not name.strip() or not folder.strip():
             raise InputError(f"--index {spec!r} is not NAME=FOLDER (e.g. --index docs=./my-index)")
-        read_manifest(folder.strip())  # a missing or broken index fails here, with its own message
+        if name.strip() in served:
+            raise InputError(f"--index name {name.strip()!r} is given twice; give each served index its own name")
+        VectorIndex.load(folder.strip())  # a missing, broken or damaged index fails here, with its own message
         served[name.strip()] = folder.strip()
     return served
+
+
+def check_address(host: str, port: int) -> None:
+    """Fail now, in one line, where uvicorn would print its own ``ERROR:`` line: a host that does not
+    resolve or is not this machine's, or a port in use."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    except (socket.gaierror, UnicodeError, ValueError) as exc:
+        raise InputError(f"--host {host!r} is not an address to listen on ({exc}); use {LOCAL} or 0.0.0.0") from exc
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                message = f"port {port} on {host} is in use (another server?); pick another with --port"
+                raise InputError(message) from exc
+            raise InputError(f"cannot listen on {host}:{port} ({exc.strerror}); use --host {LOCAL}") from exc
+
+
+def exit_now(interrupted: bool) -> None:
+    """Leave at once: a worker thread still inside an analysis would otherwise hold the interpreter's exit."""
+    if interrupted:
+        sys.stderr.write("interrupted\n")
+    sys.stderr.flush()
+    sys.stdout.flush()
+    os._exit(130 if interrupted else 0)
 
 
 @app.command("serve")
@@ -54,6 +89,7 @@ def serve_cmd(
 
     from contextlens.web.app import create_app
 
+    check_address(host, port)
     served = parse_indexes(list(index or []))
     loaded = contextual_option(model, precision, threads, runtime)  # a bad model/precision/runtime fails here
     if host not in (LOCAL, "localhost", "::1"):
@@ -69,5 +105,9 @@ def serve_cmd(
         import webbrowser
 
         threading.Timer(1.0, webbrowser.open, args=(url,)).start()
-    web_app = create_app(model, served, workers=workers, precision=precision, runtime=runtime)
-    uvicorn.run(web_app, host=host, port=port, log_level="warning")
+    web_app = create_app(model, served, workers=workers, precision=precision, runtime=runtime, host=host)
+    try:
+        uvicorn.run(web_app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=GRACE)
+    finally:
+        if web_app.state.pool.pending:
+            exit_now(sys.exc_info()[0] is KeyboardInterrupt)

@@ -55,18 +55,22 @@ def trace_cmd(
     limit: Annotated[int, typer.Option("--limit", help="With --corpus: at most this many texts.")] = 200,
 ) -> None:
     """The pipeline for one target: tokens, ids, input row, positions, then every layer's hidden state."""
+    (occ,) = locate_all([sentence], word, occurrence)
+    texts = None
+    if corpus is not None:  # read before the weights load: an unknown corpus is refused at once
+        from contextlens.analyses.corpus.texts import corpus_texts
+
+        texts = corpus_texts(corpus, limit)
+    contextual = contextual_option(model, precision, threads)
     from contextlens.analyses.lesson.trace import trace
     from contextlens.reports import interactive, lesson_figures
 
-    (occ,) = locate_all([sentence], word, occurrence)
-    contextual = contextual_option(model, precision, threads)
     result = trace(occ, contextual, top_k=top, exclude_special=exclude_special)
     share = None
-    if corpus is not None:
-        from contextlens.analyses.corpus.texts import corpus_texts
+    if texts is not None:
         from contextlens.analyses.lesson.input_share import input_row_share
 
-        share = input_row_share(contextual, corpus_texts(corpus, limit), corpus)
+        share = input_row_share(contextual, texts, corpus)
 
     with figures_after(
         plot,

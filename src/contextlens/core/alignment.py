@@ -12,13 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
+from contextlens.core.backbone import Backbone
 from contextlens.core.occurrences import Occurrence
 from contextlens.errors import InputError
-
-if TYPE_CHECKING:
-    from contextlens.core.contextual_models import ContextualModel
 
 
 @dataclass(frozen=True)
@@ -39,7 +36,7 @@ class TokenizedOccurrence:
 
 
 def tokenize_many(
-    model: ContextualModel, occurrences: Sequence[Occurrence], max_length: int | None = None
+    model: Backbone, occurrences: Sequence[Occurrence], max_length: int | None = None
 ) -> list[TokenizedOccurrence]:
     """Map occurrences onto ``model``'s tokens in one tokenizer call; window the too long ones."""
     if not occurrences:

@@ -1,29 +1,153 @@
-"""Checks of plain number arguments, shared by every public entry point.
+"""Argument checks of the public API: what a wrong argument gets back.
 
-A count, a limit or a search knob must be a whole number in range; ``nan``, ``inf``, ``2.5``,
-``True`` or a string are refused, not rounded or clamped. The error names the Python parameter
-(a :class:`~contextlens.errors.ParameterError`); the faces map it to their flag or field.
+Every public entry point checks its arguments first, with these functions, so that a wrong one
+(a str where a list of layers goes, a float layer, one text where a list of texts goes, None)
+raises an :class:`~contextlens.errors.InputError` that names the Python parameter and says what
+was expected, instead of a TypeError from deep inside or, worse, a silent wrong answer (a str
+iterated as its characters, a float layer written into a provenance). None of them needs a
+model's weights, so they run before any load; the faces map parameters to their flags.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
-import numbers
+import operator
+from collections.abc import Iterable, Mapping
+from typing import Any
 
-from contextlens.errors import ParameterError
+from contextlens.core.occurrences import Occurrence, locate
+from contextlens.errors import EmptyTextError, InputError, ParameterError
+
+MARKED_EXAMPLE = "'The river [bank] flooded.'"
 
 
-def whole_number(value: object, parameter: str, minimum: int = 1, what: str = "", maximum: int | None = None) -> int:
-    """``value`` as an ``int`` when it is a whole number from ``minimum`` to ``maximum`` (a float
-    such as ``1e6`` counts); otherwise a ParameterError naming ``parameter``. ``what`` names the
-    unit in the message ("documents")."""
-    unit = f" of {what}" if what else ""
-    bounds = f"at least {minimum}" if maximum is None else f"from {minimum} to {maximum}"
-    wanted = f"must be a whole number{unit}, {bounds}"
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise ParameterError(parameter, f"{wanted}, got {value!r}")
-    if not math.isfinite(value) or value != int(value):
-        raise ParameterError(parameter, f"{wanted}, got {value!r}")
-    if int(value) < minimum or (maximum is not None and int(value) > maximum):
-        raise ParameterError(parameter, f"{wanted}, got {int(value)}")
-    return int(value)
+def given(value: Any) -> str:
+    """What was given, for a message: ``str 'all'``, ``float 2.0``, ``None``, ``list``."""
+    if value is None:
+        return "None"
+    if isinstance(value, str | int | float):
+        shown = repr(value)
+        return f"{type(value).__name__} {shown if len(shown) <= 40 else shown[:37] + '...'}"
+    return type(value).__name__
+
+
+def whole_number(
+    value: Any, name: str, minimum: int | None = None, maximum: int | None = None, floats: bool = False
+) -> int:
+    """``value`` as an int (numpy integers too; never a bool or a float, not even ``2.0``), from
+    ``minimum`` to ``maximum``. With ``floats`` a whole float counts too (a count typed as
+    ``1e6``), never nan, inf or 2.5. The error is a ParameterError naming ``name``."""
+    number = None
+    if floats and isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        number = int(value)
+    elif not isinstance(value, bool):
+        with contextlib.suppress(TypeError):
+            number = operator.index(value)
+    if number is None:
+        raise ParameterError(name, f"must be a whole number{'' if floats else ' (int)'}, got {given(value)}")
+    low = minimum is not None and number < minimum
+    if low or (maximum is not None and number > maximum):
+        bounds = f"at least {minimum}" if maximum is None else f"between {minimum} and {maximum}"
+        raise ParameterError(name, f"must be {bounds}, got {number}")
+    return number
+
+
+def layer_number(value: Any, name: str = "layer") -> int:
+    """One layer number (0 = the embedding output; negative counts from the top), not yet range-checked."""
+    try:
+        return whole_number(value, name)
+    except InputError:
+        raise InputError(
+            f"{name} must be a layer number (int; 0 is the embedding output, -1 the top layer), got {given(value)}"
+        ) from None
+
+
+def optional_layer(value: Any, name: str) -> int | None:
+    """A layer number, or None (the top layer)."""
+    return None if value is None else layer_number(value, name)
+
+
+def batch_size(value: Any) -> int:
+    """How many sequences one forward pass takes: a whole number of at least 1."""
+    return whole_number(value, "batch_size", minimum=1)
+
+
+def layer_numbers(layers: Any, name: str = "layers") -> list[int] | None:
+    """A list of layer numbers, or None for all layers; a single number or a str is refused."""
+    if layers is None:
+        return None
+    if _is_number(layers):
+        raise InputError(f"{name} must be a list of layer numbers, got {given(layers)}; write {name}=[{layers}]")
+    if not _is_collection(layers):
+        raise InputError(
+            f"{name} must be a list of layer numbers (ints; negative counts from the top) or None for all "
+            f"layers, got {given(layers)}; e.g. {name}=[0, 6]"
+        )
+    return [layer_number(v, f"{name}[{i}]") for i, v in enumerate(layers)]
+
+
+def occurrence(value: Any, name: str = "occurrence") -> Occurrence:
+    """An :class:`Occurrence`, or a marked sentence (located here, as ``compare`` does)."""
+    if isinstance(value, Occurrence):
+        return value
+    if isinstance(value, str):
+        return locate(value)
+    raise InputError(
+        f"{name}: expected an Occurrence or a marked sentence like {MARKED_EXAMPLE}, got {given(value)}; "
+        "make one with locate()"
+    )
+
+
+def occurrence_list(values: Any, name: str = "occurrences") -> list[Occurrence]:
+    """A list of occurrences (or marked sentences); one occurrence alone is refused, naming the fix."""
+    if isinstance(values, Occurrence | str) or not _is_collection(values):
+        raise InputError(
+            f"{name} must be a list of Occurrences (or marked sentences like {MARKED_EXAMPLE}), got "
+            f"{given(values)}; wrap a single one in a list"
+        )
+    return [occurrence(v, f"{name}[{i}]") for i, v in enumerate(values)]
+
+
+def text_list(values: Any, name: str = "texts") -> list[str]:
+    """A non-empty list of non-blank texts; one str alone is refused (it would be read as its characters)."""
+    if isinstance(values, str):
+        raise InputError(f"{name} must be a list of texts, got one str; wrap it in a list: {name}=[text]")
+    if not _is_collection(values):
+        raise InputError(f"{name} must be a list of texts (str), got {given(values)}")
+    out = list(values)
+    if not out:
+        raise InputError(f"{name} is empty; give at least one text")
+    for i, text in enumerate(out):
+        if not isinstance(text, str):
+            raise InputError(f"{name}[{i}] must be a text (str), got {given(text)}")
+        if not text.strip():
+            raise EmptyTextError(f"{name}[{i}] is empty; every text must contain something to encode")
+    return out
+
+
+def word_list(values: Any, name: str) -> list[str]:
+    """Words as a list: one str is one word (never its characters); None is no words."""
+    if values is None:
+        return []
+    if isinstance(values, str):
+        return [values]
+    if not _is_collection(values):
+        raise InputError(f"{name} must be a word (str) or a list of words, got {given(values)}")
+    out = list(values)
+    for i, word in enumerate(out):
+        if not isinstance(word, str):
+            raise InputError(f"{name}[{i}] must be a word (str), got {given(word)}")
+    return out
+
+
+def _is_number(value: Any) -> bool:
+    try:
+        operator.index(value)
+    except TypeError:
+        return isinstance(value, float)
+    return True
+
+
+def _is_collection(value: Any) -> bool:
+    return isinstance(value, Iterable) and not isinstance(value, str | bytes | Mapping)

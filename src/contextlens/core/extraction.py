@@ -12,25 +12,25 @@
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 import numpy as np
 import torch
 
-from contextlens.core import layer_forward
+from contextlens.core import arguments
 from contextlens.core.alignment import TokenizedOccurrence, tokenize_many
+from contextlens.core.backbone import Backbone
+from contextlens.core.choices import POOLINGS, check_pooling  # noqa: F401 (the names callers import from here)
 from contextlens.core.occurrences import Occurrence
+from contextlens.core.progress import Progress
 from contextlens.core.vectors import Provenance, Vector
 from contextlens.errors import InputError
 
-if TYPE_CHECKING:
-    from contextlens.core.contextual_models import ContextualModel
-
 Pooling = Literal["mean", "first", "last"]
-POOLINGS: tuple[str, ...] = ("mean", "first", "last")
-Progress = Callable[[int, int], None]  # (done, total)
 
 
 @dataclass(frozen=True)
@@ -65,6 +65,7 @@ class OccurrenceEncoding:
 
     def hidden_state(self, layer: int) -> Vector:
         """The pooled hidden state after ``layer`` (0 = embedding output)."""
+        layer = arguments.layer_number(layer)
         if layer < 0:
             layer = self.layers[-1] + 1 + layer
         if layer not in self.layers:
@@ -120,13 +121,8 @@ class TokenStates:
         return tuple(range(max(self.layers) + 1))
 
 
-def check_pooling(pooling: str) -> None:
-    if pooling not in POOLINGS:
-        raise InputError(f"unknown pooling {pooling!r}; use one of {', '.join(POOLINGS)}")
-
-
 def extract_targets(
-    model: ContextualModel,
+    model: Backbone,
     toks: Sequence[TokenizedOccurrence],
     layers: tuple[int, ...],
     pooling: str = "mean",
@@ -188,13 +184,44 @@ def extract_targets(
     return hidden, rows
 
 
+class OccurrenceCache:
+    """Occurrence encodings computed before, most recent last, at most ``size`` of them; keyed by
+    text, span, layers and pooling (one cache per model). Safe to share between threads."""
+
+    def __init__(self, size: int = 100_000):
+        self.size = size
+        self._entries: OrderedDict[tuple, OccurrenceEncoding] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple) -> OccurrenceEncoding | None:
+        with self._lock:
+            hit = self._entries.get(key)
+            if hit is not None:
+                self._entries.move_to_end(key)
+            return hit
+
+    def put(self, key: tuple, enc: OccurrenceEncoding) -> None:
+        with self._lock:
+            self._entries[key] = enc
+            while len(self._entries) > self.size:
+                self._entries.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
 def encode_occurrences(
-    model: ContextualModel,
+    model: Backbone,
     occurrences: Sequence[Occurrence],
     layers: Sequence[int] | None = None,
     pooling: Pooling = "mean",
     batch_size: int = 32,
     show_progress_bar: bool = False,
+    cache: OccurrenceCache | None = None,
 ) -> list[OccurrenceEncoding]:
     """Input rows and hidden states of each occurrence's target, pooled over its tokens.
 
@@ -207,7 +234,7 @@ def encode_occurrences(
     results: list[OccurrenceEncoding | None] = [None] * len(occurrences)
     todo: list[tuple[int, Occurrence]] = []
     for i, occ in enumerate(occurrences):
-        hit = model.cached((occ.text, occ.start, occ.end, wanted, pooling))
+        hit = None if cache is None else cache.get((occ.text, occ.start, occ.end, wanted, pooling))
         if hit is not None:
             results[i] = hit
         else:
@@ -220,12 +247,13 @@ def encode_occurrences(
                 model.name, tok, wanted, hidden[k].copy(), rows[k].copy(), pooling, model.precision, model.runtime
             )
             results[i] = enc
-            model.remember((occ.text, occ.start, occ.end, wanted, pooling), enc)
+            if cache is not None:
+                cache.put((occ.text, occ.start, occ.end, wanted, pooling), enc)
     return results  # type: ignore[return-value]
 
 
 def forward_one(
-    model: ContextualModel, occurrence: Occurrence, attentions: bool = False, through: int | None = None
+    model: Backbone, occurrence: Occurrence, attentions: bool = False, through: int | None = None
 ) -> ForwardPass:
     """Hidden states 0..``through`` (and optionally the attentions of blocks 1..``through``) of
     every token of one text; ``through=None`` is the top layer. Blocks above ``through`` are not
@@ -235,13 +263,10 @@ def forward_one(
     ids, mask = model.pad([tok.input_ids])
     att = None
     if attentions:
-        model.set_attention("eager")
         try:
-            states, weights = layer_forward.run_with_attentions(model, ids, mask, top)
+            states, weights = model.run_with_attentions(ids, mask, top)
         except LookupError:
             raise InputError(f"{model.name} does not return attention weights") from None
-        finally:
-            model.set_attention(model.default_attention)
         seq = len(tok.input_ids)
         att = torch.stack(weights)[:, 0].float().numpy().copy() if weights else np.zeros((0, model.num_heads, seq, seq))
     else:
@@ -253,7 +278,7 @@ def forward_one(
 
 
 def token_states(
-    model: ContextualModel,
+    model: Backbone,
     texts: Sequence[str],
     layers: Sequence[int] | None = None,
     batch_size: int = 32,
@@ -294,7 +319,7 @@ def token_states(
     return results  # type: ignore[return-value]
 
 
-def position_rows(model: ContextualModel, n: int) -> np.ndarray | None:
+def position_rows(model: Backbone, n: int) -> np.ndarray | None:
     """``(n, d)``: the learned absolute position embeddings of positions 0..n-1 of a text, where
     the model has them (else None); the texts of a right-padded batch share them."""
     emb = getattr(model.model, "embeddings", None)

@@ -125,13 +125,14 @@ def find_word(text: str, word: str, index: int = 0, *, case_sensitive: bool = Fa
     """The ``index``-th whole-word occurrence of ``word`` in ``text`` (case-insensitive by default)."""
     _require_text(text)
     if not isinstance(word, str):
-        raise InputError(f"expected the target word as a str, got {type(word).__name__}; e.g. word='bank'")
+        raise InputError(f"word: expected the target word as a str, got {type(word).__name__}; e.g. word='bank'")
+    given = index
     try:
         index = operator.index(index) if not isinstance(index, bool) else None
     except TypeError:
         index = None
     if index is None:
-        raise InputError("the occurrence index must be an int (0 for the first occurrence)")
+        raise InputError(f"index: the occurrence index must be an int (0 for the first occurrence), got {given!r}")
     if not word.strip():
         raise InputError("the target word is empty; name the word to look for")
     text = unicodedata.normalize("NFC", text)
@@ -198,7 +199,7 @@ def is_single_word(text: str) -> bool:
 
 def _require_text(text: str) -> None:
     if not isinstance(text, str):
-        raise InputError(f"expected a text (str), got {type(text).__name__}")
+        raise InputError(f"text: expected a text (str), got {type(text).__name__}")
     if not text.strip():
         raise EmptyTextError("the text is empty; give a sentence that contains the target word")
 

@@ -33,34 +33,45 @@ import json
 import logging
 import os
 import shutil
+import threading
 import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 import torch
 
+from contextlens.core.choices import RUNTIMES, check_runtime  # noqa: F401 (the names callers import from here)
 from contextlens.core.disk_cache import cache_key
+from contextlens.core.precision import compare_states, drift_batch, drift_sentences
 from contextlens.core.resources import atomic_write_text, cache_dir, clean_leftovers, temp_dir_for
 from contextlens.errors import InputError, ModelLoadError, ModelNotInstalledError
 
-if TYPE_CHECKING:
-    from contextlens.core.contextual_models import ContextualModel
 
-RUNTIMES: tuple[str, ...] = ("torch", "onnx")
+class TorchSource(Protocol):
+    """What an export is made from: plain pieces of a loaded torch model, no model class."""
+
+    name: str
+    source: str
+    precision: str
+    tokenizer: Any
+    model: torch.nn.Module  # the torch network, fp32
+    config: Any
+    num_layers: int
+    max_length: int
+    is_decoder: bool
+
+    def pad(self, sequences: Sequence[Sequence[int]]) -> tuple[torch.Tensor, torch.Tensor]: ...
+
+    def run_torch_layers(self, ids: torch.Tensor, mask: torch.Tensor, layers: Sequence[int]) -> list[torch.Tensor]: ...
+
 EXACT = 1e-4  # the largest difference from torch an fp32 graph may show on the drift set
 EXPORT_RULE = "torchscript-opset17-bert-fusion-prepared-mask-v1"  # part of the export folder's key
 ORT_QUANT_RULE = "ort-dynamic-qint8-matmul-except-ffn-down-v1"  # part of an onnx int8 model's identity
 SESSIONS_KEPT = 3  # pruned graphs' sessions held at once (one per highest layer in use)
 INSTALL_HINT = "pip install 'contextlens[runtimes]' (onnxruntime, onnx), or use --runtime torch"
-
-
-def check_runtime(runtime: str) -> str:
-    if runtime not in RUNTIMES:
-        raise InputError(f"unknown runtime {runtime!r}; use one of {', '.join(RUNTIMES)}")
-    return runtime
 
 
 def require_onnxruntime() -> None:
@@ -262,7 +273,7 @@ def _weights_fingerprint(source: str) -> list[tuple[str, int, int]]:
     )
 
 
-def export_folder(model: ContextualModel) -> Path:
+def export_folder(model: TorchSource) -> Path:
     """Where this model's graphs live (keyed on its weights and the tool versions)."""
     import onnxruntime
     import transformers
@@ -281,7 +292,7 @@ def export_folder(model: ContextualModel) -> Path:
 class OnnxForward:
     """A model's graphs at one precision and their sessions: ``run_layers`` as in torch."""
 
-    def __init__(self, model: ContextualModel):
+    def __init__(self, model: TorchSource):
         require_onnxruntime()
         if model.is_decoder:
             raise InputError(
@@ -293,6 +304,7 @@ class OnnxForward:
         self.folder = export_folder(model)
         self.threads = torch.get_num_threads()
         self._sessions: OrderedDict[int, Any] = OrderedDict()
+        self._sessions_lock = threading.Lock()  # sessions are made once; running one is thread-safe
         self.check = self._ensure_built()
 
     # --- building (once per machine) -------------------------------------------------------
@@ -310,8 +322,6 @@ class OnnxForward:
         return json.loads((self.folder / f"{self.precision}-check.json").read_text())
 
     def _export(self) -> None:
-        from contextlens.core.precision import drift_sentences
-
         model = self.model
         tmp = temp_dir_for(self.folder)
         try:
@@ -356,14 +366,11 @@ class OnnxForward:
     def _compare(self, graph: Path) -> dict:
         """Per layer: max |difference|, mean and minimum cosine against the torch fp32 states of
         every real token of the drift set."""
-        from contextlens.core.layer_forward import run_layers
-        from contextlens.core.precision import compare_states, drift_batch, drift_sentences
-
         model = self.model
         texts = drift_sentences()
         ids, mask = drift_batch(model, texts)
         layers = tuple(range(model.num_layers + 1))
-        reference = run_layers(model, ids, mask, layers)  # torch's, whatever the model's runtime
+        reference = model.run_torch_layers(ids, mask, layers)  # torch's, whatever the model's runtime
         session = self._session_for(graph)
         got = [torch.from_numpy(a) for a in session.run([f"hidden_{k}" for k in layers], _feeds(ids, mask))]
         return compare_states(reference, got, mask) | {"sentences": len(texts)}
@@ -384,24 +391,25 @@ class OnnxForward:
         """The session of the graph pruned to layers 0..``highest`` (the full graph at the top).
         Sessions follow torch's thread count (``--threads`` sets it once): a change since they
         were made makes them anew, so ONNX Runtime never runs on a count torch no longer has."""
-        if torch.get_num_threads() != self.threads:
-            self.threads = torch.get_num_threads()
-            self._sessions.clear()
-        found = self._sessions.get(highest)
-        if found is not None:
-            self._sessions.move_to_end(highest)
-            return found
-        if highest >= self.model.num_layers:
-            path = self.full_graph
-        else:
-            path = self.folder / f"{self.precision}-top{highest}.onnx"
-            if not path.exists():
-                prune_to(self.full_graph, [f"hidden_{k}" for k in range(highest + 1)], path)
-        made = self._session_for(path)
-        self._sessions[highest] = made
-        if len(self._sessions) > SESSIONS_KEPT:
-            self._sessions.popitem(last=False)
-        return made
+        with self._sessions_lock:
+            if torch.get_num_threads() != self.threads:
+                self.threads = torch.get_num_threads()
+                self._sessions.clear()
+            found = self._sessions.get(highest)
+            if found is not None:
+                self._sessions.move_to_end(highest)
+                return found
+            if highest >= self.model.num_layers:
+                path = self.full_graph
+            else:
+                path = self.folder / f"{self.precision}-top{highest}.onnx"
+                if not path.exists():
+                    prune_to(self.full_graph, [f"hidden_{k}" for k in range(highest + 1)], path)
+            made = self._session_for(path)
+            self._sessions[highest] = made
+            if len(self._sessions) > SESSIONS_KEPT:
+                self._sessions.popitem(last=False)
+            return made
 
     def run_layers(
         self,

@@ -14,7 +14,7 @@ a guard for the AVX2 kernel, whose 16-bit pairwise sums can saturate; with VNNI 
 the eighth bit lowers the drift (minilm's lowest per-layer mean cosine 0.979 -> 0.993) at the same
 speed. Without VNNI the 7-bit layer is kept. :data:`QUANT_RULE` says which one ran.
 
-The drift is not assumed small, it is measured: :func:`drift` runs a fixed set of sentences (64
+The drift is not assumed small, it is measured: :func:`contextlens.core.drift.drift` runs a fixed set of sentences (64
 WordNet usage examples, evenly spaced) through both precisions and reports, per layer, the mean
 and the minimum cosine between the two hidden states of every token. Every int8 result is
 printed with it.
@@ -23,20 +23,22 @@ printed with it.
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
-from functools import lru_cache
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import Any, Protocol
 
-import numpy as np
 import torch
 
-from contextlens.core.disk_cache import cache_key, cached_arrays
-from contextlens.errors import InputError
+from contextlens.core.choices import PRECISIONS, check_precision  # noqa: F401 (the names callers import from here)
 
-if TYPE_CHECKING:
-    from contextlens.core.contextual_models import ContextualModel
 
-PRECISIONS: tuple[str, ...] = ("fp32", "int8")
+class Batches(Protocol):
+    """What :func:`drift_batch` needs of a model: its tokenizer, its length limit and its padding."""
+
+    tokenizer: Any
+    max_length: int
+
+    def pad(self, sequences: Sequence[Sequence[int]]) -> tuple[torch.Tensor, torch.Tensor]: ...
+
 DRIFT_SENTENCES = 64
 
 
@@ -62,12 +64,6 @@ class FullRangeDynamicLinear(torch.ao.nn.quantized.dynamic.Linear):
         return torch.ops.quantized.linear_dynamic(x, packed, reduce_range=False).to(x.dtype)
 
 
-def check_precision(precision: str) -> str:
-    if precision not in PRECISIONS:
-        raise InputError(f"unknown precision {precision!r}; use one of {', '.join(PRECISIONS)}")
-    return precision
-
-
 def quantize(net: torch.nn.Module, down_projection: bool = False) -> torch.nn.Module:
     """The model with its linear layers dynamically quantized to int8 (in place); the
     feed-forward down projections stay fp32 unless ``down_projection``."""
@@ -86,54 +82,6 @@ def quantize(net: torch.nn.Module, down_projection: bool = False) -> torch.nn.Mo
         return quantize_dynamic(net, names, dtype=torch.qint8, mapping=mapping, inplace=True)
 
 
-@dataclass(frozen=True)
-class Drift:
-    """Per layer 0..L: mean and minimum cosine, and the largest absolute difference, between the
-    torch fp32 hidden states and another precision's or runtime's, over the tokens of a fixed
-    sentence set."""
-
-    model: str
-    sentences: int
-    tokens: int
-    mean_cosine: tuple[float, ...]
-    min_cosine: tuple[float, ...]
-    max_abs_diff: tuple[float, ...] = ()
-    precision: str = "int8"
-    runtime: str = "torch"
-
-    @property
-    def worst_mean(self) -> float:
-        """The lowest per-layer mean cosine: the benchmark's ``int8_min_cosine``."""
-        return min(self.mean_cosine)
-
-    def line(self) -> str:
-        """One line for stderr: ``layer mean/min`` pairs (and the largest difference for an fp32
-        runtime, whose claim is exactness)."""
-        pairs = " ".join(
-            f"{k}:{m:.4f}/{lo:.4f}" for k, (m, lo) in enumerate(zip(self.mean_cosine, self.min_cosine, strict=True))
-        )
-        what = f"{self.precision} ({self.runtime})" if self.runtime != "torch" else self.precision
-        if self.precision == "fp32":
-            largest = max(self.max_abs_diff) if self.max_abs_diff else float("nan")
-            return (
-                f"{what} vs torch fp32 ({self.model}, {self.tokens} tokens): largest |difference| {largest:.1e}; "
-                f"cosine per layer mean/min: {pairs}"
-            )
-        return f"{what} drift vs fp32 ({self.model}, cosine per layer mean/min over {self.tokens} tokens): {pairs}"
-
-    def to_dict(self) -> dict:
-        return {
-            "model": self.model,
-            "precision": self.precision,
-            "runtime": self.runtime,
-            "sentences": self.sentences,
-            "tokens": self.tokens,
-            "mean_cosine": list(self.mean_cosine),
-            "min_cosine": list(self.min_cosine),
-            "max_abs_diff": list(self.max_abs_diff),
-        }
-
-
 def drift_sentences(n: int = DRIFT_SENTENCES) -> list[str]:
     """The fixed set: ``n`` WordNet usage examples evenly spaced over all of them."""
     from contextlens.core.wordnet import usage_examples
@@ -141,51 +89,6 @@ def drift_sentences(n: int = DRIFT_SENTENCES) -> list[str]:
     examples = usage_examples()
     step = len(examples) / n
     return [examples[int(k * step)].text for k in range(n)]
-
-
-@lru_cache(maxsize=8)
-def drift(name: str, precision: str = "int8", runtime: str = "torch") -> Drift:
-    """``precision`` at ``runtime`` vs torch fp32 for a model name. torch int8: measured once per
-    model, torch version and quantization rule, then read from the disk cache (both precisions
-    are loaded only to measure it). ONNX Runtime: the check made when its graph was built."""
-    from contextlens.core.contextual_models import load_contextual
-
-    if runtime != "torch":
-        model = load_contextual(name, precision, runtime)
-        check = model.onnx_forward().check
-        return Drift(
-            model.name,
-            int(check["sentences"]),
-            int(check["tokens"]),
-            tuple(check["mean_cosine"]),
-            tuple(check["min_cosine"]),
-            tuple(check["max_abs_diff"]),
-            precision,
-            runtime,
-        )
-    fp32 = load_contextual(name, "fp32")
-    key = cache_key("int8-drift", QUANT_RULE, fp32.name, fp32.source, torch.__version__, DRIFT_SENTENCES)
-
-    def compute() -> dict[str, np.ndarray]:
-        d = measure_drift(fp32, load_contextual(name, "int8"), drift_sentences())
-        counts = np.array([d.sentences, d.tokens])
-        return {
-            "mean": np.array(d.mean_cosine),
-            "min": np.array(d.min_cosine),
-            "counts": counts,
-            "diff": np.array(d.max_abs_diff),
-        }
-
-    arrays = cached_arrays("int8-drift-v2", key, compute)
-    sentences, tokens = (int(v) for v in arrays["counts"])
-    return Drift(
-        fp32.name,
-        sentences,
-        tokens,
-        tuple(map(float, arrays["mean"])),
-        tuple(map(float, arrays["min"])),
-        tuple(map(float, arrays["diff"])),
-    )
 
 
 def compare_states(reference: list[torch.Tensor], other: list[torch.Tensor], mask: torch.Tensor) -> dict:
@@ -202,27 +105,10 @@ def compare_states(reference: list[torch.Tensor], other: list[torch.Tensor], mas
     return {"mean_cosine": means, "min_cosine": mins, "max_abs_diff": diffs, "tokens": int(real.sum())}
 
 
-def drift_batch(model: ContextualModel, texts: list[str]) -> tuple[torch.Tensor, torch.Tensor]:
+def drift_batch(model: Batches, texts: list[str]) -> tuple[torch.Tensor, torch.Tensor]:
     """``texts`` as one padded batch ``(ids, mask)``, each cut to what one forward pass reads."""
     encoded = model.tokenizer(texts, truncation=True, max_length=model.max_length, verbose=False)["input_ids"]
     return model.pad(encoded)
-
-
-def measure_drift(fp32: ContextualModel, int8: ContextualModel, texts: list[str]) -> Drift:
-    """Cosines between the two models' states of every real token of ``texts``, per layer."""
-    layers = tuple(range(fp32.num_layers + 1))
-    ids, mask = drift_batch(fp32, texts)
-    c = compare_states(fp32.run_layers(ids, mask, layers), int8.run_layers(ids, mask, layers), mask)
-    return Drift(
-        fp32.name,
-        len(texts),
-        c["tokens"],
-        tuple(c["mean_cosine"]),
-        tuple(c["min_cosine"]),
-        tuple(c["max_abs_diff"]),
-        int8.precision,
-        int8.runtime,
-    )
 
 
 def weight_bytes(net: torch.nn.Module) -> int:

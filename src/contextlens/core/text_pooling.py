@@ -16,15 +16,13 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 import numpy as np
 import torch
 
+from contextlens.core.backbone import Backbone
 from contextlens.errors import InputError
-
-if TYPE_CHECKING:
-    from contextlens.core.contextual_models import ContextualModel
 
 TextPooling = Literal["mean", "cls", "max"]
 
@@ -62,7 +60,7 @@ def sentence_config(source: str) -> SentenceConfig | None:
 
 
 def sentence_embeddings(
-    model: ContextualModel, texts: Sequence[str], batch_size: int = 32, show_progress_bar: bool = False
+    model: Backbone, texts: Sequence[str], batch_size: int = 32, show_progress_bar: bool = False
 ) -> np.ndarray:
     """``(n, d)`` sentence embeddings with the model's own sentence-transformers pooling config."""
     cfg = sentence_config(model.source)
@@ -84,7 +82,7 @@ def sentence_embeddings(
 
 
 def pool_texts(
-    model: ContextualModel,
+    model: Backbone,
     texts: Sequence[str],
     layers: tuple[int, ...],
     mode: str = "mean",
@@ -124,7 +122,7 @@ def pool_texts(
     return out
 
 
-def mean_input_rows(model: ContextualModel, texts: Sequence[str]) -> np.ndarray:
+def mean_input_rows(model: Backbone, texts: Sequence[str]) -> np.ndarray:
     """``(n, d)``: mean of the input rows of each text's tokens (specials excluded): the seed's
     "design mistake" kept as a retrieval baseline. No forward pass is needed."""
     weight = model.model.get_input_embeddings().weight

@@ -9,13 +9,18 @@ asked for, and its runtime, torch unless ONNX Runtime was), and
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass, field
 from typing import Literal
 
 import numpy as np
 
+from contextlens.core.choices import PRECISIONS, RUNTIMES
+from contextlens.errors import InputError
+
 Kind = Literal["static", "input-row", "hidden-state", "sentence"]
 KINDS: tuple[str, ...] = ("static", "input-row", "hidden-state", "sentence")
+# What a provenance may say a model ran at and on (core.precision and core.onnx_runtime run them).
 
 
 @dataclass(frozen=True)
@@ -35,8 +40,24 @@ class Provenance:
     runtime: str = "torch"
 
     def __post_init__(self) -> None:
-        if self.kind not in KINDS:
-            raise ValueError(f"unknown vector kind {self.kind!r}; expected one of {KINDS}")
+        """Refuse a provenance that would mislabel its vector (a float layer, an unknown precision)."""
+        if not isinstance(self.model, str) or not self.model.strip():
+            raise InputError(f"Provenance model must be the model's name (a non-empty str), got {self.model!r}")
+        for name, value, allowed in (
+            ("kind", self.kind, KINDS),
+            ("precision", self.precision, PRECISIONS),
+            ("runtime", self.runtime, RUNTIMES),
+        ):
+            if not isinstance(value, str) or value not in allowed:
+                raise InputError(f"unknown Provenance {name} {value!r}; expected one of {', '.join(allowed)}")
+        for name, minimum in (("layer", 0), ("dim", 1)):
+            value = getattr(self, name)
+            if value is not None:
+                object.__setattr__(self, name, _whole(value, f"Provenance {name}", minimum))
+        if self.pooling is not None and not isinstance(self.pooling, str):
+            raise InputError(
+                f"Provenance pooling must be a str (e.g. 'mean') or None, got {type(self.pooling).__name__}"
+            )
 
     def space(self) -> tuple[str, str]:
         """Vectors are comparable when they share this pair (model, kind). The precision and the
@@ -73,8 +94,28 @@ class Vector:
     provenance: Provenance
 
     def __post_init__(self) -> None:
-        if self.values.ndim != 1:
-            raise ValueError(f"a Vector is 1-D; got shape {self.values.shape}")
+        """A float array is kept as it is; a list (or an int array) of numbers becomes float32."""
+        if not isinstance(self.provenance, Provenance):
+            raise InputError(
+                f"Vector provenance must be a Provenance, got {type(self.provenance).__name__}; "
+                "e.g. Provenance('minilm', 'hidden-state', layer=6)"
+            )
+        values = self.values
+        if values is None:
+            raise InputError("Vector values must be a 1-D array or list of numbers, got None")
+        if not (isinstance(values, np.ndarray) and np.issubdtype(values.dtype, np.floating)):
+            try:
+                values = np.asarray(values)
+            except (TypeError, ValueError):  # ragged lists
+                raise InputError("Vector values must be a 1-D array or list of numbers") from None
+            if values.dtype == bool or not (
+                np.issubdtype(values.dtype, np.integer) or np.issubdtype(values.dtype, np.floating)
+            ):
+                raise InputError(f"Vector values must be numbers, got an array of {values.dtype}")
+            values = values.astype(np.float32)
+            object.__setattr__(self, "values", values)
+        if values.ndim != 1 or values.shape[0] == 0:
+            raise InputError(f"Vector values must be 1-D and non-empty; got shape {values.shape}")
 
     @property
     def dim(self) -> int:
@@ -89,3 +130,17 @@ class Vector:
 
     def __repr__(self) -> str:
         return f"Vector({self.provenance.describe()}, dim={self.dim})"
+
+
+def _whole(value: object, name: str, minimum: int) -> int:
+    """An int field (numpy integers too; never a bool or a float). Not core.arguments' check:
+    vectors sits below the occurrences that module knows."""
+    try:
+        number = None if isinstance(value, bool) else operator.index(value)  # type: ignore[arg-type]
+    except TypeError:
+        number = None
+    if number is None:
+        raise InputError(f"{name} must be a whole number (int), got {value!r}")
+    if number < minimum:
+        raise InputError(f"{name} must be at least {minimum}, got {number}")
+    return number

@@ -9,6 +9,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import plotly.graph_objects as go  # noqa: E402
 
 from contextlens.analyses.corpus.senses import SenseInduction  # noqa: E402
+from contextlens.reports.interactive import plain  # noqa: E402
 
 
 def _name(result: SenseInduction, c: int) -> str:
@@ -41,13 +42,13 @@ def senses_html_figures(result: SenseInduction) -> list[go.Figure]:
                 x=result.coords[idx, 0],
                 y=result.coords[idx, 1],
                 mode="markers",
-                name=_name(result, c),
-                text=[result.sentences[i] for i in idx],
+                name=plain(_name(result, c)),
+                text=[plain(result.sentences[i]) for i in idx],
                 hovertemplate="%{text}<extra></extra>",
             )
         )
     fig.update_layout(
-        title=f"'{result.word}' by induced sense ({result.model}, layer {result.layer})",
+        title=plain(f"'{result.word}' by induced sense ({result.model}, layer {result.layer})"),
         xaxis_title="PC 1",
         yaxis_title="PC 2",
     )

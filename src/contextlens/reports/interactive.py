@@ -144,7 +144,7 @@ def divergence_figures(result: Comparison) -> list[go.Figure]:
             y=result.static_cosine,
             line_dash="dash",
             line_color=COLOURS[1],
-            annotation_text=f"static ({result.static_model})",
+            annotation_text=plain(f"static ({result.static_model})"),
             annotation_position="bottom right",
         )
     fig.add_hline(
@@ -157,7 +157,7 @@ def divergence_figures(result: Comparison) -> list[go.Figure]:
     words = "/".join(sorted({o.word.lower() for o in result.occurrences}))
     fig.update_layout(
         **LAYOUT,
-        title=f"“{words}” across {result.n} sentences — {result.model}",
+        title=plain(f"“{words}” across {result.n} sentences — {result.model}"),
         height=450,
         xaxis_title="layer (0 = embedding output)",
         yaxis_title="cosine similarity",
@@ -193,7 +193,7 @@ def explore_figures(result: Exploration) -> list[go.Figure]:
 
 
 def _word_figure(w: WordExploration) -> go.Figure:
-    labels = [f"{i}. {s or ''}" for i, s in enumerate(w.senses, 1)]
+    labels = [plain(f"{i}. {s or ''}") for i, s in enumerate(w.senses, 1)]
     texts = [plain(textwrap.shorten(o.marked(), 70, placeholder="…")) for o in w.occurrences]
     fig = make_subplots(
         rows=1,
@@ -228,7 +228,7 @@ def _word_figure(w: WordExploration) -> go.Figure:
                 x=w.pca[idx, 0],
                 y=w.pca[idx, 1],
                 mode="markers+text",
-                name=sense or "unlabelled",
+                name=plain(sense or "unlabelled"),
                 text=[str(i + 1) for i in idx],
                 textposition="top right",
                 hovertext=[texts[i] for i in idx],
@@ -267,7 +267,7 @@ def slope_figures(result: Ranking) -> list[go.Figure]:
         height=max(500, 28 * len(result.pairs) + 150),
         showlegend=False,
         title=f"{len(result.pairs)} pairs: {result.inversions} inversions, Kendall τ = "
-        f"{result.kendall_tau:.3f} ({result.static_model} vs {result.model} layer {result.layer})",
+        f"{result.kendall_tau:.3f} ({plain(result.static_model)} vs {plain(result.model)} layer {result.layer})",
     )
     fig.update_xaxes(range=[-0.9, 1.9])
     return [fig]
@@ -344,7 +344,7 @@ def probe_figures(result: ProbeResult) -> list[go.Figure]:
         barmode="group",
         height=430,
         yaxis_title="cosine with the anchor",
-        title=f"Sense probe at layer {result.layer} — {result.model}",
+        title=f"Sense probe at layer {result.layer} — {plain(result.model)}",
     )
     lines = go.Figure()
     dashes = ["solid", "dash", "dot", "dashdot"]
@@ -354,9 +354,9 @@ def probe_figures(result: ProbeResult) -> list[go.Figure]:
                 x=result.layers,
                 y=s.scores[:, j],
                 mode="lines+markers",
-                name=f"{i + 1}. {anchor}",
+                name=plain(f"{i + 1}. {anchor}"),
                 line={"color": COLOURS[j % len(COLOURS)], "dash": dashes[i % len(dashes)]},
-                hovertemplate=f"{names[i]} · {anchor}<br>layer %{{x}}: %{{y:.3f}}<extra></extra>",
+                hovertemplate=f"{names[i]} · {plain(anchor)}<br>layer %{{x}}: %{{y:.3f}}<extra></extra>",
             )
     lines.update_layout(
         **LAYOUT,
@@ -420,7 +420,7 @@ def trace_figures(result: Trace) -> list[go.Figure]:
     fig.update_layout(
         **LAYOUT,
         height=500,
-        title=f"Trace of {plain(result.occurrence.marked())} — {result.model}",
+        title=f"Trace of {plain(result.occurrence.marked())} — {plain(result.model)}",
         legend={"orientation": "h", "x": 0, "y": -0.22},
     )
     return [fig]

@@ -50,9 +50,9 @@ def check_output_folder(path: Path | str) -> Path:
     Missing folders are created on write, so what must exist is the nearest existing ancestor,
     and it must be a writable folder.
     """
-    path = Path(path)
-    if str(path) == "":
+    if not str(path).strip():  # checked before Path(), which turns "" into "." (the current folder)
         raise OutputPathError("the output folder is empty; give a folder name")
+    path = Path(path)
     if path.exists():
         if not path.is_dir():
             raise OutputPathError(f"{path} is a file, not a folder; give a folder for the output")

@@ -1,10 +1,12 @@
 """The FastAPI app: one JSON endpoint and one page per analysis, the lesson, /health.
 
 ``create_app`` takes the served model's name, its precision and runtime and the served indexes;
-nothing a request carries can name a file. The model loads once (``load_contextual`` keeps one
-instance per name, precision and runtime) and is shared by the worker threads; every analysis runs
-on that instance (on ONNX Runtime, the pages that need attention weights answer with one error
-line: those come from the torch runtime only).
+nothing a request carries can name a file: a request names registered things only (the served
+indexes by their served names, static models by their registry names). ``guard.Guard`` checks
+Host, origin and size before any route runs; every error answer is ``{"error", "status"}``.
+The model loads once (``load_contextual`` keeps one instance per name, precision and runtime) and
+is shared by the worker threads; every analysis runs on that instance (on ONNX Runtime, the pages
+that need attention weights answer with one error line: those come from the torch runtime only).
 """
 
 import io
@@ -15,14 +17,14 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from pydantic import ValidationError
+from starlette.exceptions import HTTPException
 
 from contextlens.core.contextual_models import load_contextual
 from contextlens.web import html as pages
 from contextlens.web import lesson
+from contextlens.web.guard import Guard
 from contextlens.web.runs import PAGES, Page
-from contextlens.web.serving import Busy, WorkerPool, error_status, validation_message
-
-MAX_QUERY = 20_000  # characters of URL query a page accepts
+from contextlens.web.serving import Busy, WorkerPool, error_status, validation_message, without_paths
 
 
 @lru_cache(maxsize=1)
@@ -32,8 +34,8 @@ def plotly_js() -> str:
     return get_plotlyjs()
 
 
-def error_json(status: int, message: str) -> JSONResponse:
-    return JSONResponse({"error": message, "status": status}, status_code=status)
+def error_json(status: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
+    return JSONResponse({"error": message, "status": status}, status_code=status, headers=headers)
 
 
 def create_app(
@@ -43,11 +45,12 @@ def create_app(
     queue: int = 64,
     precision: str = "fp32",
     runtime: str = "torch",
+    host: str = "127.0.0.1",
 ):
     """The web face for ``model`` at ``precision`` on ``runtime``; ``indexes`` maps a served name to
-    an index folder."""
+    an index folder; ``host`` is the bound address (a request's ``Host`` must name it or loopback)."""
     loaded = load_contextual(model, precision, runtime)
-    layers = loaded.num_layers  # reads the config only; the weights load on first use (fp32)
+    layers = loaded.num_layers  # the weights loaded just above, once, before the server starts
     label = model if loaded.backend == "fp32" else f"{model} ({loaded.backend})"
     # no /docs: Swagger UI loads its script from a CDN; the schema itself is at /openapi.json
     app = FastAPI(title="contextlens", version="1", docs_url=None, redoc_url=None)
@@ -55,9 +58,15 @@ def create_app(
     served = dict(indexes or {})
     app.state.model, app.state.pool, app.state.indexes = model, pool, served
 
+    app.add_middleware(Guard, bound=host)
+
     @app.exception_handler(RequestValidationError)
     async def _invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
-        return error_json(422, validation_message(exc))
+        return error_json(422, without_paths(validation_message(exc)))
+
+    @app.exception_handler(HTTPException)
+    async def _http(_: Request, exc: HTTPException) -> JSONResponse:  # 404, 405, a body that does not parse
+        return error_json(exc.status_code, without_paths(str(exc.detail))[:300], exc.headers)
 
     @app.exception_handler(Exception)
     async def _bug(_: Request, exc: Exception) -> JSONResponse:
@@ -129,10 +138,7 @@ def _routes(app: FastAPI, page: Page, compute, model: str, served: dict[str, str
 
         app.get(f"/{page.name}.png", include_in_schema=False)(as_png)
 
-    async def html_page(request: Request) -> HTMLResponse:
-        if len(str(request.url.query)) > MAX_QUERY:
-            return HTMLResponse(pages.frame(page.title, f'<p class="error">error: the URL is longer than {MAX_QUERY} '
-                                            "characters; shorten the inputs</p>", model), status_code=413)  # fmt: skip
+    async def html_page(request: Request) -> HTMLResponse:  # a query longer than guard.MAX_QUERY is refused there
         query = request.query_params
         values = pages.query_to_request(page.request, query)
         extra = {"index": sorted(served)} if page.name == "search" else None

@@ -15,7 +15,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from contextlens.core.contextual_models import POOLINGS, ContextualModel, as_contextual
 from contextlens.core.occurrences import in_template, locate_all
-from contextlens.core.static_models import optional_static
+from contextlens.core.resources import REGISTRY
+from contextlens.core.static_models import NO_STATIC, StaticModel, optional_static
 from contextlens.errors import InputError
 
 MAX_TEXT = 1000  # characters per sentence or query
@@ -99,6 +100,21 @@ class SearchRequest(Request):
     k: int = Field(10, ge=1, le=MAX_TOP)
 
 
+def static_names() -> list[str]:
+    """The static models a request may name: the registry's (``none`` besides, where optional)."""
+    return [name for name, spec in REGISTRY.items() if spec.kind == "static"]
+
+
+def served_static(name: str, optional: bool) -> StaticModel | None:
+    """The static model a request names: a registered name only, never a path or a ``format:`` prefix,
+    so nothing a request carries makes the server open (or unpickle) a file."""
+    names = static_names()
+    if name.strip() not in names and name.strip().lower() != NO_STATIC:  # none: optional_static says where
+        valid = ", ".join([*names, *([NO_STATIC] if optional else [])])
+        raise InputError(f"static must name a registered static model: {valid} (the web API opens no files)")
+    return optional_static(name.strip(), optional)
+
+
 @dataclass(frozen=True)
 class Page:
     """One analysis as the web face serves it."""
@@ -122,7 +138,7 @@ def run_compare(req: CompareRequest, model: ContextualModel | str, _: dict[str, 
             "compare needs at least two sentences; give the same word in two or more contexts, "
             "e.g. 'The [bank] called.' 'The river [bank] flooded.'"
         )
-    return compare(occs, as_contextual(model), optional_static(req.static, True), pooling=req.pooling)
+    return compare(occs, as_contextual(model), served_static(req.static, True), pooling=req.pooling)
 
 
 def run_explore(req: ExploreRequest, model: ContextualModel | str, _: dict[str, str]):
@@ -147,7 +163,7 @@ def run_probe(req: ProbeRequest, model: ContextualModel | str, _: dict[str, str]
     words = [w for a in req.anchors for w in a.replace(",", " ").split()]
     return probe(
         occs, words, as_contextual(model), None, template=req.template, layer=req.layer,
-        static=optional_static(req.static, True),
+        static=served_static(req.static, True),
     )  # fmt: skip
 
 
@@ -163,7 +179,7 @@ def run_rank(req: RankRequest, model: ContextualModel | str, _: dict[str, str]):
 
     in_template("word", req.template)
     return rank_pairs(
-        load_pairs(None), as_contextual(model), optional_static(req.static, False), template=req.template,
+        load_pairs(None), as_contextual(model), served_static(req.static, False), template=req.template,
         layer=req.layer, top=req.top, source="built-in pairs",
     )  # fmt: skip
 
@@ -171,7 +187,7 @@ def run_rank(req: RankRequest, model: ContextualModel | str, _: dict[str, str]):
 def run_neighbors(req: NeighborsRequest, _model: ContextualModel | str, __: dict[str, str]):
     from contextlens.analyses.lesson.neighbors import neighbors
 
-    static = optional_static(req.static, False)
+    static = served_static(req.static, False)
     return neighbors(static, req.word or None, req.positive, req.negative, req.analogy or None, req.top)
 
 

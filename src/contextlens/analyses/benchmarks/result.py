@@ -11,10 +11,12 @@ benchmark can carry the columns it needs (retrieval adds ``kind``, ``dim``, ``dt
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from contextlens.core.contextual_models import ContextualModel
 from contextlens.core.jsonable import plain_json
+
+if TYPE_CHECKING:
+    from contextlens.core.contextual_models import ContextualModel
 
 
 @dataclass
@@ -69,6 +71,8 @@ def record_precision(result: BenchmarkResult, model: ContextualModel | str) -> B
     """Put the model's precision and runtime in ``meta``: an int8 or ONNX number is never read as a
     torch fp32 one. A name is loaded at fp32 on torch (what
     :func:`~contextlens.core.contextual_models.as_contextual` does)."""
+    from contextlens.core.contextual_models import ContextualModel  # torch: not for the command line's --help
+
     loaded = isinstance(model, ContextualModel)
     result.meta["precision"] = model.precision if loaded else "fp32"
     result.meta["runtime"] = model.runtime if loaded else "torch"

@@ -26,7 +26,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import cache
 
 import faiss
 import numpy as np
@@ -36,7 +35,8 @@ from contextlens.analyses.benchmarks.result import BenchmarkResult, record_preci
 from contextlens.analyses.search.encoders import TextEncoder, hidden_means_every_layer
 from contextlens.core.contextual_models import ContextualModel, as_contextual, sentence_config
 from contextlens.core.similarity import normalize_rows
-from contextlens.errors import DataFileError, InputError
+from contextlens.data.lee import load_lee
+from contextlens.errors import InputError
 
 DTYPES: tuple[str, ...] = ("float32", "float16", "int8", "binary")
 BYTES_PER_VALUE = {"float32": 4.0, "float16": 2.0, "int8": 1.0, "binary": 1 / 8}
@@ -45,32 +45,6 @@ WORDNET_METRICS = ("mrr", "recall@1", "recall@10")
 
 
 # --- data -------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class LeeCorpus:
-    documents: list[str]  # the 50 rated documents
-    ratings: np.ndarray  # (50, 50) symmetric mean human similarity, diagonal 1
-    background: list[str]  # 300 further documents from the same source (PCA / SQ fitting)
-
-
-@cache
-def load_lee() -> LeeCorpus:
-    """The Lee corpus from gensim's test data; the ratings matrix symmetrized from its upper triangle."""
-    from gensim.test.utils import datapath
-
-    docs = _latin1_lines(datapath("lee.cor"))
-    background = _latin1_lines(datapath("lee_background.cor"))
-    upper = np.loadtxt(datapath("similarities0-1.txt"))
-    if upper.shape != (len(docs), len(docs)) or np.any(np.tril(upper, -1)):
-        raise DataFileError(f"similarities0-1.txt is not the {len(docs)}x{len(docs)} upper-triangular rating matrix")
-    ratings = np.triu(upper) + np.triu(upper, 1).T
-    return LeeCorpus(docs, ratings, background)
-
-
-def _latin1_lines(path: str) -> list[str]:
-    with open(path, "rb") as f:  # the files are Latin-1 (a pound sign, byte 0xa3, appears in lee.cor)
-        return [line.strip() for line in f.read().decode("latin-1").splitlines() if line.strip()]
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,9 @@ import pyarrow as pa
 
 from contextlens.analyses.benchmarks import contextuality as ctx
 from contextlens.analyses.benchmarks.result import BenchmarkResult
-from contextlens.analyses.corpus.extract import ExtractStats, extract_corpus, layer_column, read_rows
+from contextlens.analyses.corpus.chunks import layer_column
+from contextlens.analyses.corpus.extract import ExtractStats, extract_corpus
+from contextlens.analyses.corpus.folder import read_rows
 from contextlens.analyses.corpus.manifest import Manifest, read_manifest, require_manifest
 from contextlens.analyses.corpus.readers import INSTALLED, check_readable, describe, read_corpus
 from contextlens.analyses.corpus.sentences import document_sentences
@@ -107,6 +109,7 @@ def corpus_contextuality(
     ``sentences``: a folder (same model and layers) holding every word of some sentences, used for
     intra-sentence similarity and the random-word baselines; without it, ``folder``'s own rows are.
     """
+    check_min_contexts(min_contexts)
     words_rows = _Rows.read(folder)
     manifest = words_rows.manifest
     by_word = words_rows.first_per_context()
@@ -180,13 +183,41 @@ def corpus_contextuality(
     return result
 
 
+def check_min_contexts(min_contexts: int) -> None:
+    if min_contexts < 2:
+        raise InputError(f"`min_contexts` {min_contexts}: give at least 2 (self-similarity needs two contexts)")
+
+
+def extraction_folder(source: str) -> Manifest | None:
+    """The manifest when ``source`` is an extraction folder (``corpus extract``), else None (a corpus)."""
+    return read_manifest(Path(source).expanduser()) if str(source).strip() else None
+
+
+def check_folder_backend(manifest: Manifest, source: str, model: str | None, precision: str, runtime: str) -> None:
+    """An extraction folder is measured with its own vectors: a request for another model or backend is
+    refused, never answered with the folder's numbers under the requested name."""
+    from contextlens.core.resources import REGISTRY
+
+    spec = REGISTRY.get(model) if model is not None else None
+    if model is not None and (spec.name if spec is not None else model) != manifest.model:
+        raise InputError(
+            f"{source} was extracted with {manifest.model}, not {model}; pass `model` {manifest.model} "
+            "(an extraction folder is measured with its own vectors)"
+        )
+    if (precision, runtime) != (manifest.precision, manifest.runtime):
+        raise InputError(
+            f"{source} was extracted at {manifest.backend}, not {precision} on {runtime}; pass `precision` "
+            f"{manifest.precision} and `runtime` {manifest.runtime} (an extraction folder is measured as it is)"
+        )
+
+
 def too_few_message(where: str, counts: dict[str, int], min_contexts: int) -> str:
     best = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:3]
     shown = ", ".join(f"{w!r} {n}" for w, n in best) or "none"
     lower = max(2, min(best[-1][1], min_contexts - 1)) if best else 2
     return (
         f"{where} has {min_contexts} contexts (sentences); the best: {shown}; "
-        f"try --min-contexts {lower} or a larger corpus"
+        f"try `min_contexts` {lower} or a larger corpus"
     )
 
 
@@ -263,7 +294,7 @@ def cache_folder(source: str, min_contexts: int, max_words: int, n_sentences: in
 
 def contextuality_of_corpus(
     source: str,
-    model: str,
+    model: str | None = None,
     min_contexts: int = 50,
     max_words: int = 100,
     n_sentences: int = 200,
@@ -276,7 +307,8 @@ def contextuality_of_corpus(
     """Choose the words of ``source``, extract them (and the sampled sentences) into the cache, measure.
 
     ``source`` may also be an extraction folder (``corpus extract``): it is measured as it is, with
-    its own model. Every step is reused when its output is in the cache: the counting pass
+    its own model (``model`` None, or the folder's; another is refused). ``model`` None on a corpus:
+    mpnet. Every step is reused when its output is in the cache: the counting pass
     (``choice.json``) and each extraction (a complete folder is not opened again, so nothing is
     re-encoded). The cache holds one extraction per model, precision and runtime.
     """
@@ -284,13 +316,15 @@ def contextuality_of_corpus(
     from contextlens.core.precision import check_precision
     from contextlens.core.resources import atomic_write_text
 
-    if read_manifest(Path(source).expanduser()) is not None:  # the same test the CLI makes
-        return corpus_contextuality(Path(source).expanduser(), min_contexts, seed)
     precision, runtime = check_precision(precision), check_runtime(runtime)
-    if min_contexts < 2:
-        raise InputError(f"--min-contexts {min_contexts}: give at least 2 (self-similarity needs two contexts)")
+    check_min_contexts(min_contexts)
+    extracted = extraction_folder(source)
+    if extracted is not None:  # the same test the CLI makes
+        check_folder_backend(extracted, source, model, precision, runtime)
+        return corpus_contextuality(Path(source).expanduser(), min_contexts, seed)
+    model = model or "mpnet"
     if max_words < 1 or n_sentences < 1:
-        raise InputError("--max-words and --sentences must be at least 1")
+        raise InputError("`max_words` and `n_sentences` must be at least 1")
     check_readable(source)  # a missing, unreadable or empty corpus: one line, before counting
     folder = cache_folder(source, min_contexts, max_words, n_sentences, seed)
     choice_file = folder / "choice.json"

@@ -1,31 +1,53 @@
 """Where chunks are encoded: ``local`` (this process) or ``ray`` (Ray Data, an actor pool).
 
-Both engines call :func:`.extract.encode_chunk` (split, find, encode) on the same chunks of
-documents and hand back the same tables; the caller writes the shards, so resumability does
-not depend on the engine.
+Both engines call :func:`.chunks.encode_chunk` (split, find, encode) on the same chunks of
+documents and hand back the same tables; the job (:mod:`.extract`) writes the shards, so
+resumability does not depend on the engine. :func:`check` refuses a wrong combination before
+anything starts (Ray included), :func:`prepare` starts what the engine needs.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 
 import pyarrow as pa
 
-from contextlens.analyses.corpus.extract import ExtractStats, JobSpec, encode_chunk
+from contextlens.analyses.corpus import ray_engine
+from contextlens.analyses.corpus.chunks import JobSpec, encode_chunk
 from contextlens.analyses.corpus.targets import Document
+from contextlens.errors import InputError
 
 ENGINES = ("local", "ray")
 Written = Callable[[int, pa.Table], None]
 
 
+def check(engine: str, address: str | None, actors: int, threads: int | None) -> None:
+    """Refuse an engine setting that cannot run, or one the engine would ignore, before any start."""
+    if engine not in ENGINES:
+        raise InputError(f"unknown `engine` {engine!r}; use {' or '.join(ENGINES)}")
+    if threads is not None and threads < 1:
+        raise InputError(f"`threads` must be at least 1, got {threads}")
+    if actors < 1:
+        raise InputError(f"`actors` must be at least 1, got {actors}")
+    if engine == "local":
+        if actors != 1:
+            raise InputError(f"`actors` {actors} is for `engine` ray; the local engine runs one model here")
+        if address is not None:
+            raise InputError(f"`address` {address!r} is a Ray cluster; pass `engine` ray with it, or drop it")
+        return
+    if address is None:  # a local Ray gets this machine's CPUs: check them before starting it
+        total = os.cpu_count() or 1
+        ray_engine.check_threads(actors, threads or max(1, total // actors), total)
+
+
 def prepare(engine: str, address: str | None, actors: int, threads: int | None) -> int | None:
-    """Check the engine can run before the job writes anything; returns the threads to use
-    (Ray: per actor, settled against the cluster's CPUs)."""
+    """Start what the engine needs; returns the threads to use (Ray: per actor, settled against
+    the cluster's CPUs)."""
+    check(engine, address, actors, threads)
     if engine == "local":
         return threads
-    from contextlens.analyses.corpus.ray_engine import actor_threads
-
-    return actor_threads(actors, threads, address)
+    return ray_engine.actor_threads(actors, threads, address)
 
 
 def run(
@@ -37,12 +59,11 @@ def run(
     address: str | None = None,
     actors: int = 1,
     threads: int | None = None,
-    stats: ExtractStats | None = None,
+    memory: ray_engine.Memory | None = None,
 ) -> None:
+    """Encode ``chunks`` and call ``written`` with each chunk's rows (``memory``: Ray actors' RSS)."""
     if engine == "local":
         for number, chunk in chunks:
             written(number, encode_chunk(loaded, spec, chunk))
         return
-    from contextlens.analyses.corpus.ray_engine import run_ray
-
-    run_ray(spec, chunks, written, address=address, actors=actors, threads=threads, stats=stats)
+    ray_engine.run_ray(spec, chunks, written, address=address, actors=actors, threads=threads, memory=memory)

@@ -72,13 +72,19 @@ class Manifest:
 
     def check_same_job(self, other: Manifest, folder: Path) -> None:
         """Refuse to continue ``other`` (the folder's) with different job settings."""
-        for key in JOB_KEYS:
-            mine, theirs = getattr(self, key), getattr(other, key)
-            if mine != theirs:
-                raise InputError(
-                    f"{folder} holds an extraction with {key}={theirs!r}, not {mine!r}; "
-                    "use another --out folder or the same settings"
-                )
+        check_settings(other, {key: getattr(self, key) for key in JOB_KEYS}, folder)
+
+
+def check_settings(existing: Manifest, settings: dict[str, object], folder: Path) -> None:
+    """Refuse a folder whose job differs in any of ``settings`` (checked before a model loads with
+    the settings known from the arguments, then again with all of them)."""
+    for key, mine in settings.items():
+        theirs = getattr(existing, key)
+        if mine != theirs:
+            raise InputError(
+                f"{folder} holds an extraction with {key}={theirs!r}, not {mine!r}; "
+                "use another `out` folder or the same settings"
+            )
 
 
 def read_manifest(folder: Path) -> Manifest | None:
@@ -88,13 +94,15 @@ def read_manifest(folder: Path) -> Manifest | None:
         return None
     try:
         data = json.loads(path.read_text())
+        if not isinstance(data, dict):
+            raise ValueError(f"a JSON {type(data).__name__ if data is not None else 'null'}, not an object")
         if data.get("format") in OLD_FORMATS:
             data["chunk_chars"] = data.pop("chunk_sentences", None)
         elif data.get("format") != FORMAT:
             raise ValueError(f"format {data.get('format')!r}")
         return Manifest(**data)
-    except (ValueError, TypeError, OSError) as exc:
-        raise InputError(f"{path} is not a contextlens corpus manifest ({exc}); use another --out folder") from None
+    except (ValueError, TypeError, OSError, RecursionError) as exc:
+        raise InputError(f"{path} is not a contextlens corpus manifest ({exc}); use another folder") from None
 
 
 def require_manifest(folder: Path) -> Manifest:

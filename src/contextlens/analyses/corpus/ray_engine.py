@@ -3,7 +3,7 @@
 The driver only reads the corpus (the readers are this package's own) and hands Ray windows of
 pending chunks of whole documents; each actor loads the model once (at the job's precision,
 ``torch`` threads set explicitly to its CPU share, so actors never oversubscribe a node) and
-runs :func:`.extract.encode_chunk`, the very function of the local engine: it splits the
+runs :func:`.chunks.encode_chunk`, the very function of the local engine: it splits the
 sentences, finds the targets and encodes them, returning each chunk's rows as an Arrow IPC
 buffer with the actor's memory (peak and current RSS). The driver writes the shards, so
 resuming works exactly as with the local engine.
@@ -17,17 +17,18 @@ import logging
 import os
 import resource
 import socket
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pyarrow as pa
 
-from contextlens.analyses.corpus.extract import ExtractStats, JobSpec, encode_chunk
+from contextlens.analyses.corpus.chunks import JobSpec, encode_chunk
 from contextlens.analyses.corpus.targets import Document
 from contextlens.errors import InputError
 
 # Chunks handed to Ray at a time, per actor: bounds the driver's memory (a chunk is ~32 kB of
 # text); the actor pool (and its model load) is started once per window.
 WINDOW_CHUNKS_PER_ACTOR = 64
+Memory = Callable[[int, int, int], None]  # (actor pid, peak RSS, RSS at its last chunk), bytes
 
 
 def _rss_bytes() -> tuple[int, int]:
@@ -75,14 +76,14 @@ def check_address(address: str) -> None:
     hostport = address.split("://", 1)[-1]
     host, _, port = hostport.rpartition(":")
     if not host or not port.isdigit():
-        raise InputError(f"--address {address!r}: give host:port, ray://host:port or auto")
+        raise InputError(f"`address` {address!r}: give host:port, ray://host:port or auto")
     try:
         with socket.create_connection((host, int(port)), timeout=3):
             pass
     except OSError as exc:
         raise InputError(
             f"Ray cluster at {address} does not answer ({exc.strerror or exc}); start it with "
-            "`ray start --head` there, or drop --address for a local Ray"
+            "`ray start --head` there, or drop `address` for a local Ray"
         ) from None
 
 
@@ -90,7 +91,7 @@ def start_ray(address: str | None, cpus: int | None = None):
     try:
         import ray
     except ImportError:
-        raise InputError("--engine ray needs Ray: pip install 'contextlens[corpus-ray]'") from None
+        raise InputError("`engine` ray needs Ray: pip install 'contextlens[corpus-ray]'") from None
     if ray.is_initialized():
         return ray
     kwargs = {"include_dashboard": False, "log_to_driver": False, "configure_logging": False}
@@ -112,16 +113,20 @@ def actor_threads(actors: int, threads: int | None, address: str | None = None, 
     shared among the actors. Called before anything is written, so a Ray address that does not
     answer or too many threads leaves no folder behind."""
     if actors < 1:
-        raise InputError(f"--actors must be at least 1, got {actors}")
+        raise InputError(f"`actors` must be at least 1, got {actors}")
     ray = start_ray(address, cpus)
     total = int(ray.cluster_resources().get("CPU", 1))
     threads = threads or max(1, total // actors)
+    check_threads(actors, threads, total)
+    return threads
+
+
+def check_threads(actors: int, threads: int, total: int) -> None:
     if threads * actors > total:
         raise InputError(
             f"{actors} actor(s) x {threads} thread(s) need {threads * actors} CPUs; the Ray cluster has {total}: "
-            "lower --actors or --threads"
+            "lower `actors` or `threads`"
         )
-    return threads
 
 
 def run_ray(
@@ -131,7 +136,7 @@ def run_ray(
     address: str | None = None,
     actors: int = 1,
     threads: int | None = None,
-    stats: ExtractStats | None = None,
+    memory: Memory | None = None,
     cpus: int | None = None,
 ) -> None:
     """Encode ``chunks`` on ``actors`` Ray actors of ``threads`` threads each (default: the
@@ -154,6 +159,6 @@ def run_ray(
         )
         for row in ds.iter_rows():
             table = pa.ipc.open_stream(pa.py_buffer(row["rows"])).read_all()
-            if stats is not None:
-                stats.actor_rss[int(row["pid"])] = (int(row["peak"]), int(row["rss"]))
+            if memory is not None:
+                memory(int(row["pid"]), int(row["peak"]), int(row["rss"]))
             written(int(row["chunk"]), table)

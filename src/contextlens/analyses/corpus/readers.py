@@ -48,8 +48,10 @@ def describe(source: str) -> str:
 def read_corpus(source: str, stats: ReadStats | None = None, on_error: str = "skip") -> Iterator[Document]:
     """Documents of ``source``: an installed corpus name, a file or a folder of .txt files."""
     if on_error not in ("skip", "stop"):
-        raise InputError(f"unknown on_error {on_error!r}; use skip or stop")
+        raise InputError(f"unknown `on_error` {on_error!r}; use skip or stop")
     stats = stats if stats is not None else ReadStats()
+    if not isinstance(source, str) or not source.strip():
+        raise InputError("the corpus (`source`) is empty; give a file, a folder or one of " + ", ".join(INSTALLED))
     if source == "enwiki":
         yield from _count(_enwiki(), stats)
         return
@@ -64,6 +66,8 @@ def read_corpus(source: str, stats: ReadStats | None = None, on_error: str = "sk
         raise DataFileError(
             f"corpus {source!r} is neither a file, a folder nor an installed corpus ({', '.join(INSTALLED)})"
         )
+    if not path.is_dir() and not path.is_file():  # a FIFO, socket or device would block or never end
+        raise DataFileError(f"corpus {source!r} is not a regular file or folder; give a file, a folder or a name")
     if path.is_dir():
         files = sorted(p for p in path.rglob("*") if p.is_file() and _base_suffix(p) in TEXT_SUFFIXES)
         if not files:
@@ -86,8 +90,19 @@ def check_readable(source: str, on_error: str = "skip") -> None:
     """Refuse a corpus that is missing, unreadable or empty before anything is written for it:
     reading it is lazy, so without this a job would leave a folder behind for a corpus that
     was never there."""
-    if next(read_corpus(source, ReadStats(), on_error), None) is None:
-        raise InputError(f"corpus {source!r} is empty: no sentence to read")
+    stats = ReadStats()
+    if next(read_corpus(source, stats, on_error), None) is None:
+        raise InputError(empty_message(source, stats))
+
+
+def empty_message(source: str, stats: ReadStats) -> str:
+    """Why a corpus gave no sentence: nothing in it, or every line skipped as not UTF-8."""
+    if stats.skipped:
+        return (
+            f"corpus {source!r} has no UTF-8 text: {stats.skipped:,} line(s) skipped as not UTF-8 "
+            f"(first at {', '.join(stats.skipped_where[:3])}); save it as UTF-8"
+        )
+    return f"corpus {source!r} is empty: no sentence to read"
 
 
 def _count(docs: Iterator[Document], stats: ReadStats) -> Iterator[Document]:
@@ -119,19 +134,30 @@ def _decoded_lines(path: Path, stats: ReadStats, on_error: str) -> Iterator[tupl
     """``(line number, text)`` of each UTF-8 line; bad lines skipped and counted, or an error."""
     try:
         with _open_binary(path) as fh:
+            _refuse_utf16(path, fh.peek(4)[:4])
             for n, raw in enumerate(fh, start=1):
+                if b"\x00" in raw:
+                    raise DataFileError(
+                        f"{path}:{n} holds NUL bytes: the file is UTF-16 or binary, not UTF-8 text; save it as UTF-8"
+                    )
                 try:
                     yield n, raw.decode("utf-8").rstrip("\r\n")
                 except UnicodeDecodeError as exc:
                     if on_error == "stop":
                         raise DataFileError(
-                            f"{path}:{n}: not UTF-8 (byte {exc.start}); fix the file or pass --on-error skip"
+                            f"{path}:{n}: not UTF-8 (byte {exc.start}); fix the file or pass `on_error` skip"
                         ) from None
                     stats.skipped += 1
                     if len(stats.skipped_where) < 5:
                         stats.skipped_where.append(f"{path}:{n}")
     except (OSError, EOFError) as exc:
         raise DataFileError(f"cannot read corpus file {path}: {exc}") from exc
+
+
+def _refuse_utf16(path: Path, head: bytes) -> None:
+    """A UTF-16 or UTF-32 file would read as NUL-interleaved text: say what it is."""
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise DataFileError(f"{path} is UTF-16 or UTF-32 (it starts with a byte order mark); save it as UTF-8")
 
 
 def _lines(path: Path, label: str, stats: ReadStats, on_error: str) -> Iterator[Document]:
@@ -149,6 +175,8 @@ def _jsonl(path: Path, stats: ReadStats, on_error: str) -> Iterator[Document]:
             record = json.loads(line)
         except ValueError as exc:
             raise DataFileError(f"{path}:{n}: not a JSON object ({exc.msg}); one JSON object per line") from None
+        except RecursionError:
+            raise DataFileError(f"{path}:{n}: JSON nested too deeply to read; one flat JSON object per line") from None
         if not isinstance(record, dict) or not isinstance(record.get("text"), str):
             raise DataFileError(f"{path}:{n}: no string field 'text'; each line needs {{\"text\": ...}}")
         doc_id = str(record.get("id", f"{path.name}:{n}"))
@@ -156,6 +184,7 @@ def _jsonl(path: Path, stats: ReadStats, on_error: str) -> Iterator[Document]:
 
 
 def _parquet(path: Path) -> Iterator[Document]:
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
     try:
@@ -165,6 +194,9 @@ def _parquet(path: Path) -> Iterator[Document]:
     names = pf.schema_arrow.names
     if "text" not in names:
         raise DataFileError(f"{path} has no 'text' column (columns: {', '.join(names)})")
+    kind = pf.schema_arrow.field("text").type
+    if not (pa.types.is_string(kind) or pa.types.is_large_string(kind)):
+        raise DataFileError(f"{path}: column 'text' holds {kind}, not strings; give the text as a string column")
     columns = ["text", "id"] if "id" in names else ["text"]
     row = 0
     for batch in pf.iter_batches(batch_size=1024, columns=columns):

@@ -32,7 +32,8 @@ from pathlib import Path
 
 import numpy as np
 
-from contextlens.analyses.corpus.extract import layer_column, read_rows
+from contextlens.analyses.corpus.chunks import layer_column
+from contextlens.analyses.corpus.folder import read_rows
 from contextlens.analyses.corpus.manifest import require_manifest
 from contextlens.core.occurrences import ALPHA_WORD_RE
 from contextlens.core.similarity import normalize_rows
@@ -70,10 +71,10 @@ def choose_pos(x: np.ndarray, senses: list[Sense], pos: str) -> tuple[str, dict[
     if pos == "auto":
         return max(scores, key=scores.get), scores
     if pos not in POS_NAMES:
-        raise InputError(f"--pos {pos!r}: give n, v, a, r or auto")
+        raise InputError(f"`pos` {pos!r}: give n, v, a, r or auto")
     if pos not in scores:
         has = ", ".join(f"{p} ({POS_NAMES[p]})" for p in scores) or "none"
-        raise InputError(f"--pos {pos}: the word has no WordNet {POS_NAMES[pos]} sense; its parts of speech: {has}")
+        raise InputError(f"`pos` {pos}: the word has no WordNet {POS_NAMES[pos]} sense; its parts of speech: {has}")
     return pos, scores
 
 
@@ -133,9 +134,9 @@ def induce_senses(
     from sklearn.decomposition import PCA
 
     if pos != "auto" and pos not in POS_NAMES:
-        raise InputError(f"--pos {pos!r}: give n, v, a, r or auto")
+        raise InputError(f"`pos` {pos!r}: give n, v, a, r or auto")
     if sense_vectors not in SENSE_VECTORS:
-        raise InputError(f"--sense-vectors {sense_vectors!r}: give {', '.join(SENSE_VECTORS)}")
+        raise InputError(f"`sense_vectors` {sense_vectors!r}: give {', '.join(SENSE_VECTORS)}")
     manifest = require_manifest(Path(folder))
     word = word.strip().lower()
     if word not in manifest.targets:
@@ -155,7 +156,7 @@ def induce_senses(
     senses = sense_vectors_of(manifest.model, word, layer, sense_vectors, manifest.precision, manifest.runtime)
     chosen_pos, pos_scores = choose_pos(x, senses, pos) if senses else (None, {})
     if pos != "auto" and not senses:
-        raise InputError(f"--pos {pos}: {word!r} has no WordNet senses (or WordNet is not installed)")
+        raise InputError(f"`pos` {pos}: {word!r} has no WordNet senses (or WordNet is not installed)")
     labels_from = [s for s in senses if s.pos == chosen_pos]
     words = _distinctive(rows, labels, chosen, word)
     clusters = []
@@ -224,7 +225,7 @@ def cluster_unit_vectors(
     else:
         chosen = int(k)
         if not 1 <= chosen <= min(MAX_K, n - 1):
-            raise InputError(f"--k {k}: give auto or a number between 1 and {min(MAX_K, n - 1)}")
+            raise InputError(f"`k` {k}: give auto or a number between 1 and {min(MAX_K, n - 1)}")
         if chosen > 1 and chosen not in fits:
             fits[chosen] = KMeans(n_clusters=chosen, n_init=4, random_state=seed).fit(x).labels_
     labels = np.zeros(n, dtype=int) if chosen == 1 else np.asarray(fits[chosen])

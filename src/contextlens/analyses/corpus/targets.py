@@ -34,7 +34,7 @@ def parse_targets(words: Sequence[str]) -> tuple[str, ...]:
         if w not in out:
             out.append(w)
     if not out:
-        raise InputError("no target words given; pass --words bank,spring or --words-file")
+        raise InputError("no target words given; pass `targets` such as bank,spring")
     return tuple(out)
 
 

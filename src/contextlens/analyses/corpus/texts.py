@@ -7,6 +7,9 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
+from contextlens.data import read_tsv
+from contextlens.data.lee import load_lee
+from contextlens.data.sense_sentences import load_sense_sentences
 from contextlens.errors import InputError
 
 CORPORA = ("wordnet", "lee", "builtin")
@@ -21,13 +24,9 @@ def corpus_texts(corpus: str, limit: int = 400, seed: int = 0) -> list[str]:
         texts = sorted({e.text for e in usage_examples()})
         return random.Random(seed).sample(texts, min(limit, len(texts)))
     if corpus == "lee":
-        from contextlens.analyses.benchmarks.retrieval import load_lee
-
         lee = load_lee()
         return (lee.documents + lee.background)[:limit]
     if corpus == "builtin":
-        from contextlens.analyses.lesson.polysemy import load_sense_sentences
-
         texts = list(dict.fromkeys(s.occurrence.text for s in load_sense_sentences()))
         return texts[:limit]
     raise InputError(f"unknown corpus {corpus!r}; use one of {', '.join(CORPORA)} or --sentences FILE")
@@ -35,6 +34,4 @@ def corpus_texts(corpus: str, limit: int = 400, seed: int = 0) -> list[str]:
 
 def read_texts(path: Path | str) -> list[str]:
     """One text per line of a UTF-8 file (blank lines and lines starting with # skipped)."""
-    from contextlens.data import read_tsv
-
     return [line.fields[0] for line in read_tsv(path, (1,), "one sentence per line, no tabs")]

@@ -12,10 +12,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from contextlens.core import arguments
 from contextlens.core.contextual_models import ContextualModel, as_contextual
 from contextlens.core.extraction import OccurrenceEncoding, Pooling
 from contextlens.core.jsonable import plain_json
-from contextlens.core.occurrences import Occurrence, locate
+from contextlens.core.occurrences import Occurrence
 from contextlens.core.resources import DEFAULT_CONTEXTUAL
 from contextlens.core.similarity import cosine_matrix_values
 from contextlens.core.static_models import StaticModel, as_static
@@ -116,7 +117,7 @@ def compare(
     than two sentences or wrong types and :class:`~contextlens.errors.OutOfVocabularyError` when a
     target has no static vector.
     """
-    occurrences, model, static = _check_inputs(occurrences, model, static)
+    occurrences, model, static = _check_inputs(occurrences, model, static, layers)
     static_matrix = None
     if static is not None:
         static_vectors = [static.vector(o.word) for o in occurrences]
@@ -143,21 +144,17 @@ def compare(
 
 
 def _check_inputs(
-    occurrences: object, model: object, static: object
+    occurrences: object, model: object, static: object, layers: object
 ) -> tuple[list[Occurrence], ContextualModel, StaticModel | None]:
-    """Accept the obvious forms (marked strings, model names); refuse the rest with one line."""
+    """Accept the obvious forms (marked strings, model names); refuse the rest with one line,
+    before any model loads."""
     if isinstance(occurrences, Occurrence | str) or not isinstance(occurrences, Sequence):
         raise InputError(
             "compare needs a list of two or more occurrences (or marked sentences like "
             f"'The river [bank] flooded.'), got {type(occurrences).__name__}"
         )
-    occs = []
-    for item in occurrences:
-        if isinstance(item, str):
-            item = locate(item)
-        if not isinstance(item, Occurrence):
-            raise InputError(f"expected an Occurrence or a marked sentence (str), got {type(item).__name__}")
-        occs.append(item)
+    occs = arguments.occurrence_list(occurrences)
+    arguments.layer_numbers(layers)  # the type here; the range once the model is known
     if len(occs) < 2:
         raise InputError(
             f"compare needs at least two sentences, got {len(occs)}; give the same word in two or more contexts"

@@ -15,47 +15,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from contextlens.core.contextual_models import ContextualModel, as_contextual
 from contextlens.core.jsonable import plain_json
-from contextlens.core.occurrences import Occurrence, parse_marked
+from contextlens.core.occurrences import Occurrence
 from contextlens.core.similarity import cosine_matrix_values
-from contextlens.data import POLYSEMY_FILE, builtin_path, read_tsv
-from contextlens.errors import ContextlensError, DataFileError, InputError
+from contextlens.data.sense_sentences import SenseSentence, load_sense_sentences
+from contextlens.errors import InputError
 
-TSV_COLUMNS = "word<TAB>sense<TAB>sentence with the target in [brackets]"
-
-
-@dataclass(frozen=True)
-class SenseSentence:
-    """One labelled occurrence from a data file (``sense`` is None when unlabelled)."""
-
-    word: str
-    sense: str | None
-    occurrence: Occurrence
-    source: str
-
-
-def load_sense_sentences(path: Path | str | None = None) -> list[SenseSentence]:
-    """Read ``word<TAB>sense<TAB>[marked] sentence`` (or ``word<TAB>sentence``) lines.
-
-    ``None`` reads the built-in set (bank, bat, light, lead, spring; three senses, four sentences each).
-    """
-    path = builtin_path(POLYSEMY_FILE) if path is None else Path(path)
-    out = []
-    for rec in read_tsv(path, (2, 3), TSV_COLUMNS):
-        word, sense, sentence = (rec.fields[0], None, rec.fields[1]) if len(rec.fields) == 2 else rec.fields
-        try:
-            occ = parse_marked(sentence)
-        except ContextlensError as exc:
-            raise DataFileError(f"{rec.where()}: {exc}") from exc
-        out.append(SenseSentence(word.lower(), sense, occ, rec.where()))
-    if not out:
-        raise DataFileError(f"{path} holds no sentences; write lines {TSV_COLUMNS}")
-    return out
+if TYPE_CHECKING:
+    from contextlens.core.contextual_models import ContextualModel
 
 
 def spread(matrix: np.ndarray) -> float:
@@ -219,6 +190,8 @@ def explore(
     """
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise InputError(f"--seed must be a whole number of at least 0, got {seed!r}")  # numpy refuses a negative one
+    from contextlens.core.contextual_models import as_contextual  # torch, once the input is read
+
     model = as_contextual(model)
     if sentences is None:
         sentences = load_sense_sentences()

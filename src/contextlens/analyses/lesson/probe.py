@@ -18,16 +18,19 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from contextlens.core.contextual_models import ContextualModel, as_contextual
 from contextlens.core.jsonable import plain_json
 from contextlens.core.occurrences import LONE_WORD_TEMPLATE, Occurrence, in_template, is_single_word, parse_marked
 from contextlens.core.similarity import cosine, cosine_values
 from contextlens.core.static_models import StaticModel, as_static
 from contextlens.data import read_tsv
 from contextlens.errors import ContextlensError, DataFileError, InputError, OutOfVocabularyError
+
+if TYPE_CHECKING:
+    from contextlens.core.contextual_models import ContextualModel
 
 ANCHOR_COLUMNS = "anchor<TAB>sentence with the anchor in [brackets]"
 
@@ -154,6 +157,8 @@ def probe(
     Anchors with sentences in ``anchor_sentences`` are the mean of their hidden states there; the
     rest stand in ``template``. Raises InputError / OutOfVocabularyError for unusable anchors.
     """
+    from contextlens.core.contextual_models import as_contextual  # torch, once the input is read
+
     model = as_contextual(model)
     static = None if static is None else as_static(static)
     if not occurrences:

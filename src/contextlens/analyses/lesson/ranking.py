@@ -11,17 +11,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-from scipy.stats import rankdata
 
-from contextlens.core.contextual_models import ContextualModel, as_contextual
 from contextlens.core.jsonable import plain_json
 from contextlens.core.occurrences import LONE_WORD_TEMPLATE, in_template
 from contextlens.core.similarity import cosine_values
 from contextlens.core.static_models import StaticModel, as_static
 from contextlens.data import PAIRS_FILE, builtin_path, read_tsv
 from contextlens.errors import ContextlensError, DataFileError, InputError
+
+if TYPE_CHECKING:
+    from contextlens.core.contextual_models import ContextualModel
 
 PAIR_COLUMNS = "word_a<TAB>word_b"
 
@@ -142,17 +144,15 @@ def rank_pairs(
     source: str = "built-in pairs",
 ) -> Ranking:
     """Rank the pairs by static and by contextual cosine and count where the rankings disagree."""
+    from scipy.stats import rankdata
+
+    from contextlens.core.contextual_models import as_contextual  # torch: the pairs are checked first
+
     model, static = as_contextual(model), as_static(static)
     if len(pairs) < 2:
         raise InputError(f"ranking needs at least two pairs, got {len(pairs)}")
     (chosen,) = model.check_layers([layer])
-    static_scores = []
-    for p in pairs:
-        try:
-            static_scores.append(cosine_values(static.vector(p.a).values, static.vector(p.b).values))
-        except ContextlensError as exc:
-            where = f" ({p.source})" if p.source else ""
-            raise type(exc)(f"pair {p.a}-{p.b}{where}: {exc}") from exc
+    static_scores = static_pair_cosines(pairs, static)
     words = sorted({w for p in pairs for w in (p.a, p.b)})
     encs = model.encode_occurrences([in_template(w, template) for w in words], layers=[chosen])
     hidden = {w: e.hidden[0] for w, e in zip(words, encs, strict=True)}
@@ -179,3 +179,16 @@ def rank_pairs(
         kendall_tau=tau,
         top_moves=moves,
     )
+
+
+def static_pair_cosines(pairs: Sequence[WordPair], static: StaticModel) -> list[float]:
+    """Each pair's static cosine; a word the static model lacks is named with its pair. Cheap, so
+    the command line runs it before any contextual weights load."""
+    scores = []
+    for p in pairs:
+        try:
+            scores.append(cosine_values(static.vector(p.a).values, static.vector(p.b).values))
+        except ContextlensError as exc:
+            where = f" ({p.source})" if p.source else ""
+            raise type(exc)(f"pair {p.a}-{p.b}{where}: {exc}") from exc
+    return scores

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from contextlens.analyses.corpus.texts import corpus_texts
+from contextlens.core import arguments
 from contextlens.core.arguments import whole_number
 from contextlens.core.contextual_models import ContextualModel, TokenStates, as_contextual
 from contextlens.core.jsonable import plain_json
@@ -155,8 +156,8 @@ def align(a: TokenStates, b: TokenStates) -> tuple[list[int], list[int]]:
 
 def check_cka_arguments(limit: int, batch_size: int = 32) -> None:
     """Refuse a negative ``limit`` or a ``batch_size`` below 1 (cheap: check before loading)."""
-    whole_number(limit, "limit", minimum=0, what="texts")
-    whole_number(batch_size, "batch_size", what="texts")
+    whole_number(limit, "limit", minimum=0)
+    arguments.batch_size(batch_size)
 
 
 def compare_layers(

@@ -187,7 +187,7 @@ def time_forward(model: ContextualModel, texts: Sequence[str], repeats: int) -> 
 def check_counts(count: float, repeats: int) -> tuple[int, int]:
     """``count`` and ``repeats`` as whole numbers of at least 1 (``1e6`` is a count; nan, inf
     and 2.5 are not); a ParameterError naming the one that is wrong. Cheap: check before loading."""
-    return whole_number(count, "count", what="documents"), whole_number(repeats, "repeats", what="timed runs")
+    return whole_number(count, "count", minimum=1, floats=True), whole_number(repeats, "repeats", minimum=1)
 
 
 def measure_cost(

@@ -32,13 +32,13 @@ from typing import Any
 
 import numpy as np
 
-from contextlens.core.arguments import whole_number
+from contextlens.core import arguments
 from contextlens.core.contextual_models import ContextualModel, as_contextual, sentence_config
 from contextlens.core.disk_cache import cache_key, cached_arrays
 from contextlens.core.onnx_runtime import check_runtime
 from contextlens.core.precision import check_precision
 from contextlens.core.vectors import Provenance
-from contextlens.errors import InputError, ParameterError
+from contextlens.errors import InputError
 
 # Encoder kind (``--kind``, the manifest's ``encoder.kind``) -> (provenance kind, pooling).
 ENCODER_KINDS: dict[str, tuple[str, str | None]] = {
@@ -181,9 +181,7 @@ class TextEncoder:
 
 def check_batch_size(batch_size: int) -> int:
     """Texts per forward pass: a whole number of at least 1 (a ParameterError naming ``batch_size``)."""
-    if not isinstance(batch_size, int):  # 2.0 texts per batch is a mistake, not a count
-        raise ParameterError("batch_size", f"must be a whole number of texts, at least 1, got {batch_size!r}")
-    return whole_number(batch_size, "batch_size", what="texts")
+    return arguments.batch_size(batch_size)
 
 
 def check_kind(kind: str) -> str:

@@ -226,7 +226,7 @@ class VectorIndex:
 
     def search_vectors(self, queries: np.ndarray, k: int = 10) -> tuple[np.ndarray, np.ndarray]:
         """Raw ``(scores, positions)`` for query vectors; positions index :attr:`documents`."""
-        k = whole_number(k, "k", what="documents")
+        k = whole_number(k, "k", minimum=1)
         queries = np.atleast_2d(np.asarray(queries, dtype=np.float32))
         if queries.shape[1] != self.provenance.dim:
             raise IndexMismatchError(

@@ -97,8 +97,8 @@ class IndexConfig:
 
     def resolved(self, count: int, dim: int) -> IndexConfig:
         """Defaults filled in for ``count`` vectors of ``dim`` dimensions, and checked to work."""
-        whole_number(count, "count", what="vectors")
-        whole_number(dim, "dim", what="dimensions")
+        whole_number(count, "count", minimum=1)
+        whole_number(dim, "dim", minimum=1)
         dtype = self.dtype or ALLOWED_DTYPES[self.type][0]
         params = {**DEFAULT_PARAMS[self.type], **{k: v for k, v in self.params.items() if v is not None}}
         if dtype == "binary" and dim % 8:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -12,7 +11,6 @@ from contextlens.analyses.benchmarks.result import BenchmarkResult
 from contextlens.cli.common import (
     DEFAULT_MODEL,
     JsonOpt,
-    ModelOpt,
     PlotOpt,
     PrecisionOpt,
     RuntimeOpt,
@@ -24,12 +22,32 @@ from contextlens.cli.common import (
     status_line,
 )
 from contextlens.cli.eval import QuickOpt, encoding_progress, eval_app, plot_after, size_name, timing_footer
+from contextlens.cli.params import as_flags
 from contextlens.errors import InputError
+
+CORPUS_FLAGS = {
+    "source": "--corpus",
+    "model": "--model",
+    "precision": "--precision",
+    "runtime": "--runtime",
+    "min_contexts": "--min-contexts",
+    "max_words": "--max-words",
+    "n_sentences": "--sentences",
+    "threads": "--threads",
+}
 
 
 @eval_app.command("contextuality")
 def contextuality_cmd(
-    model: ModelOpt = DEFAULT_MODEL,
+    model: Annotated[
+        str | None,
+        typer.Option(
+            "--model",
+            "-m",
+            help="Contextual model: mpnet (default), minilm, smollm2, a folder or HF id; "
+            "with an extraction folder as --corpus: the folder's own model.",
+        ),
+    ] = None,
     also: Annotated[
         list[str] | None, typer.Option("--also", help="Another model to measure and draw on the same figure.")
     ] = None,
@@ -43,8 +61,9 @@ def contextuality_cmd(
         ),
     ] = None,
     min_contexts: Annotated[
-        int, typer.Option("--min-contexts", help="With --corpus: sentences a word needs to be measured.")
-    ] = 50,
+        int | None,
+        typer.Option("--min-contexts", help="With --corpus: sentences a word needs to be measured (default 50)."),
+    ] = None,
     max_words: Annotated[
         int, typer.Option("--max-words", help="With --corpus NAME/PATH: at most this many words (seeded sample).")
     ] = 100,
@@ -61,11 +80,14 @@ def contextuality_cmd(
     from contextlens.analyses.benchmarks.suite import run_contextuality
     from contextlens.reports.benchmark_figures import contextuality_figure
 
+    if corpus is None and min_contexts is not None:
+        raise InputError("--min-contexts is for --corpus (the WordNet benchmark has its own contexts); drop it")
     if corpus is not None:
         if plot is not None:
             raise InputError("--plot is not drawn with --corpus yet (the figure assumes WordNet examples); drop it")
+        least = 50 if min_contexts is None else min_contexts
         corpus_results = [
-            _corpus_result(corpus, name, min_contexts, max_words, sentences, precision, threads, runtime)
+            _corpus_result(corpus, name, least, max_words, sentences, precision, threads, runtime)
             for name in [model, *(also or [])]
         ]
         if json_out:
@@ -77,7 +99,7 @@ def contextuality_cmd(
                 _corpus_table(result)
         return
     results = []
-    for name in [model, *(also or [])]:
+    for name in [model or DEFAULT_MODEL, *(also or [])]:
         with encoding_progress(name) as progress:
             loaded = contextual_option(name, precision, threads, runtime)
             results.append(run_contextuality(loaded, size_name(quick), progress))
@@ -114,7 +136,7 @@ def _contextuality_tables(results: list[BenchmarkResult]) -> None:
 
 def _corpus_result(
     corpus: str,
-    model: str,
+    model: str | None,
     min_contexts: int,
     max_words: int,
     sentences: int,
@@ -123,20 +145,21 @@ def _corpus_result(
     runtime: str = "torch",
 ) -> BenchmarkResult:
     """Contextuality on a corpus (words chosen and extracted, cached) or an extraction folder, with a spinner."""
-    from contextlens.analyses.corpus.contextuality import contextuality_of_corpus
-    from contextlens.analyses.corpus.manifest import read_manifest
+    from contextlens.analyses.corpus.contextuality import contextuality_of_corpus, extraction_folder
 
-    if read_manifest(Path(corpus).expanduser()) is None:  # a corpus, not a finished extraction: a model runs
-        contextual_option(model, precision, threads, runtime)  # threads set, drift shown; the same copy is used
+    with as_flags(**CORPUS_FLAGS):
+        if extraction_folder(corpus) is None:  # a corpus, not a finished extraction: a model runs
+            model = model or DEFAULT_MODEL
+            contextual_option(model, precision, threads, runtime)  # threads set, drift shown; the same copy is used
 
-    progress, show = status_line(f"{model}: {corpus}")
+    progress, show = status_line(f"{model or 'its model'}: {corpus}")
 
     def update(stage: str, s) -> None:
         rate = s.sentences / max(s.seconds, 1e-9)
         found = f", {s.occurrences:,} occurrences, {s.rows_written:,} rows written" if stage != "counting words" else ""
-        show(f"{model}: {stage}: {s.sentences:,} sentences{found}, {rate:,.0f} sentences/s")
+        show(f"{model or 'its model'}: {stage}: {s.sentences:,} sentences{found}, {rate:,.0f} sentences/s")
 
-    with progress:
+    with progress, as_flags(**CORPUS_FLAGS):
         return contextuality_of_corpus(
             corpus,
             model,

@@ -1,0 +1,142 @@
+"""The extraction folder: ``manifest.json`` (:mod:`.manifest`) and one Parquet shard per chunk.
+
+Chunk ``i`` becomes ``part-<i>.parquet``, written under a temporary name and renamed into place,
+so a shard is either absent or whole, whatever kills the job. A resumed job counts a shard as
+done only when its footer reads back with the job's own columns: a shard damaged or replaced
+afterwards (truncated, zero bytes, another program's file) is refused with its name, never
+counted as done nor read half-way. A folder without a manifest is a fresh one: it must be empty
+(or the caller says ``force``), and Parquet shards in it without a manifest are never ours.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from contextlens.analyses.corpus.chunks import table_sentences
+from contextlens.analyses.corpus.manifest import MANIFEST
+from contextlens.errors import DataFileError, InputError
+
+SHARD_GLOB = "part-*.parquet"
+TEMP_GLOB = ".part-*.parquet.tmp-*"
+
+
+def shard_path(folder: Path, chunk: int) -> Path:
+    return folder / f"part-{chunk:06d}.parquet"
+
+
+def shards(folder: Path) -> list[Path]:
+    """The folder's shards in chunk order."""
+    return sorted(Path(folder).glob(SHARD_GLOB))
+
+
+def write_shard(folder: Path, chunk: int, table: pa.Table) -> None:
+    """Write a shard whole or not at all (temporary name, then an atomic rename)."""
+    final = shard_path(folder, chunk)
+    tmp = folder / f".{final.name}.tmp-{os.getpid()}"
+    pq.write_table(table, tmp)
+    os.replace(tmp, final)
+
+
+def clean_temporaries(folder: Path) -> None:
+    """Remove the half-written shards a killed job left (never renamed into place)."""
+    for tmp in folder.glob(TEMP_GLOB):
+        tmp.unlink(missing_ok=True)
+
+
+def _damaged(path: Path, why: object) -> DataFileError:
+    return DataFileError(
+        f"shard {path} is damaged or not from this job ({why}); delete it and run the same "
+        "`corpus extract` again to re-extract its chunk"
+    )
+
+
+def shard_schema(path: Path) -> pa.Schema:
+    """A shard's schema, read from its footer; a file that is not a whole Parquet file is refused."""
+    try:
+        return pq.read_schema(path)
+    except (pa.ArrowException, OSError) as exc:
+        raise _damaged(path, str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
+
+
+def shard_sentences(path: Path) -> int:
+    return table_sentences(shard_schema(path))
+
+
+def done_shards(folder: Path, expected: pa.Schema) -> set[str]:
+    """Names of the shards already written, each checked to have the job's columns."""
+    done = set()
+    for path in shards(folder):
+        found = shard_schema(path)
+        if not found.remove_metadata().equals(expected.remove_metadata()):
+            raise _damaged(path, "its columns are not the job's")
+        done.add(path.name)
+    return done
+
+
+def check_fresh_folder(out: Path, force: bool = False) -> None:
+    """A folder without a manifest is used only when it is empty, or with ``force`` (its files are
+    left alone); Parquet shards there without a manifest are refused either way."""
+    if not out.is_dir() or (out / MANIFEST).exists():
+        return
+    # a kill while the first manifest was written leaves its temporary: still a fresh folder
+    entries = sorted(p.name for p in out.iterdir() if not p.name.startswith(f".{MANIFEST}.tmp-"))
+    if not entries:
+        return
+    foreign = [n for n in entries if Path(n).match(SHARD_GLOB)]
+    if foreign:
+        raise InputError(
+            f"`out` {out} holds {foreign[0]} but no {MANIFEST}: those shards are not from a contextlens job; "
+            "move them away or choose another `out` folder"
+        )
+    if not force:
+        shown = ", ".join(entries[:3]) + (f" and {len(entries) - 3} more" if len(entries) > 3 else "")
+        raise InputError(
+            f"`out` {out} is not empty ({shown}) and holds no extraction; choose a new or empty folder, "
+            "or pass `force` to write beside those files (they are left alone)"
+        )
+
+
+def read_table(path: Path, columns: Sequence[str] | None = None, filters=None) -> pa.Table:
+    """One shard's rows; a damaged shard (or one without the columns) is one line naming it."""
+    try:
+        return pq.read_table(path, columns=list(columns) if columns else None, filters=filters)
+    except (pa.ArrowException, OSError) as exc:
+        raise _damaged(path, str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
+
+
+def shard_counts(folder: Path, targets: Sequence[str]) -> dict[str, object]:
+    """Rows per target and per form, shards and sentences, read back from the shards themselves."""
+    per: dict[str, int] = dict.fromkeys(targets, 0)
+    per_form: dict[str, int] = {}
+    sentences = 0
+    found = shards(folder)
+    for path in found:
+        table = read_table(path, columns=["target", "form"])
+        sentences += table_sentences(table.schema)
+        for t, f in zip(table.column("target").to_pylist(), table.column("form").to_pylist(), strict=True):
+            per[t] = per.get(t, 0) + 1
+            per_form[f] = per_form.get(f, 0) + 1
+    return {
+        "rows": sum(per.values()),
+        "shards": len(found),
+        "sentences": sentences,
+        "per_target": per,
+        "per_form": dict(sorted(per_form.items(), key=lambda kv: (-kv[1], kv[0]))),
+    }
+
+
+def read_rows(folder: Path, target: str | None = None, columns: Sequence[str] | None = None) -> pa.Table:
+    """All rows of an extraction folder (optionally one target's), in chunk order."""
+    filters = [("target", "==", target)] if target is not None else None
+    tables = [read_table(path, columns, filters) for path in shards(folder)]
+    if not tables:
+        raise InputError(f"{folder} holds no shards; run `contextlens corpus extract` into it first")
+    try:
+        return pa.concat_tables(tables)
+    except pa.ArrowException as exc:
+        raise DataFileError(f"the shards of {folder} do not share their columns ({exc}); extract it again") from None

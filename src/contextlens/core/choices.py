@@ -1,0 +1,31 @@
+"""The closed sets a caller chooses from: precision, runtime, pooling, and their checks.
+
+They live apart from the code that runs them (core/precision.py, core/onnx_runtime.py,
+core/extraction.py all import torch) so that a face refuses ``--precision fp99`` before any of
+that loads.
+"""
+
+from __future__ import annotations
+
+from contextlens.errors import InputError
+
+PRECISIONS: tuple[str, ...] = ("fp32", "int8")
+RUNTIMES: tuple[str, ...] = ("torch", "onnx")
+POOLINGS: tuple[str, ...] = ("mean", "first", "last")
+
+
+def check_precision(precision: str) -> str:
+    if precision not in PRECISIONS:
+        raise InputError(f"unknown precision {precision!r}; use one of {', '.join(PRECISIONS)}")
+    return precision
+
+
+def check_runtime(runtime: str) -> str:
+    if runtime not in RUNTIMES:
+        raise InputError(f"unknown runtime {runtime!r}; use one of {', '.join(RUNTIMES)}")
+    return runtime
+
+
+def check_pooling(pooling: str) -> None:
+    if pooling not in POOLINGS:
+        raise InputError(f"unknown pooling {pooling!r}; use one of {', '.join(POOLINGS)}")

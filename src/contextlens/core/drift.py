@@ -1,0 +1,127 @@
+"""The drift of a precision or runtime against torch fp32, measured and cached.
+
+Loading both models to compare them sits here, above :mod:`contextlens.core.contextual_models`;
+what the comparison is made of (the fixed sentence set, the batch, the per-layer statistics) stays
+in :mod:`contextlens.core.precision`, below the backbone, so the ONNX export can check itself with
+it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+import torch
+
+from contextlens.core.contextual_models import ContextualModel, load_contextual
+from contextlens.core.disk_cache import cache_key, cached_arrays
+from contextlens.core.precision import DRIFT_SENTENCES, QUANT_RULE, compare_states, drift_batch, drift_sentences
+
+
+@dataclass(frozen=True)
+class Drift:
+    """Per layer 0..L: mean and minimum cosine, and the largest absolute difference, between the
+    torch fp32 hidden states and another precision's or runtime's, over the tokens of a fixed
+    sentence set."""
+
+    model: str
+    sentences: int
+    tokens: int
+    mean_cosine: tuple[float, ...]
+    min_cosine: tuple[float, ...]
+    max_abs_diff: tuple[float, ...] = ()
+    precision: str = "int8"
+    runtime: str = "torch"
+
+    @property
+    def worst_mean(self) -> float:
+        """The lowest per-layer mean cosine: the benchmark's ``int8_min_cosine``."""
+        return min(self.mean_cosine)
+
+    def line(self) -> str:
+        """One line for stderr: ``layer mean/min`` pairs (and the largest difference for an fp32
+        runtime, whose claim is exactness)."""
+        pairs = " ".join(
+            f"{k}:{m:.4f}/{lo:.4f}" for k, (m, lo) in enumerate(zip(self.mean_cosine, self.min_cosine, strict=True))
+        )
+        what = f"{self.precision} ({self.runtime})" if self.runtime != "torch" else self.precision
+        if self.precision == "fp32":
+            largest = max(self.max_abs_diff) if self.max_abs_diff else float("nan")
+            return (
+                f"{what} vs torch fp32 ({self.model}, {self.tokens} tokens): largest |difference| {largest:.1e}; "
+                f"cosine per layer mean/min: {pairs}"
+            )
+        return f"{what} drift vs fp32 ({self.model}, cosine per layer mean/min over {self.tokens} tokens): {pairs}"
+
+    def to_dict(self) -> dict:
+        return {
+            "model": self.model,
+            "precision": self.precision,
+            "runtime": self.runtime,
+            "sentences": self.sentences,
+            "tokens": self.tokens,
+            "mean_cosine": list(self.mean_cosine),
+            "min_cosine": list(self.min_cosine),
+            "max_abs_diff": list(self.max_abs_diff),
+        }
+
+
+@lru_cache(maxsize=8)
+def drift(name: str, precision: str = "int8", runtime: str = "torch") -> Drift:
+    """``precision`` at ``runtime`` vs torch fp32 for a model name. torch int8: measured once per
+    model, torch version and quantization rule, then read from the disk cache (both precisions
+    are loaded only to measure it). ONNX Runtime: the check made when its graph was built."""
+    if runtime != "torch":
+        model = load_contextual(name, precision, runtime)
+        check = model.onnx_forward().check
+        return Drift(
+            model.name,
+            int(check["sentences"]),
+            int(check["tokens"]),
+            tuple(check["mean_cosine"]),
+            tuple(check["min_cosine"]),
+            tuple(check["max_abs_diff"]),
+            precision,
+            runtime,
+        )
+    fp32 = load_contextual(name, "fp32")
+    key = cache_key("int8-drift", QUANT_RULE, fp32.name, fp32.source, torch.__version__, DRIFT_SENTENCES)
+
+    def compute() -> dict[str, np.ndarray]:
+        d = measure_drift(fp32, load_contextual(name, "int8"), drift_sentences())
+        counts = np.array([d.sentences, d.tokens])
+        return {
+            "mean": np.array(d.mean_cosine),
+            "min": np.array(d.min_cosine),
+            "counts": counts,
+            "diff": np.array(d.max_abs_diff),
+        }
+
+    arrays = cached_arrays("int8-drift-v2", key, compute)
+    sentences, tokens = (int(v) for v in arrays["counts"])
+    return Drift(
+        fp32.name,
+        sentences,
+        tokens,
+        tuple(map(float, arrays["mean"])),
+        tuple(map(float, arrays["min"])),
+        tuple(map(float, arrays["diff"])),
+    )
+
+
+def measure_drift(fp32: ContextualModel, int8: ContextualModel, texts: list[str]) -> Drift:
+    """Cosines between the two models' states of every real token of ``texts``, per layer."""
+    layers = tuple(range(fp32.num_layers + 1))
+    ids, mask = drift_batch(fp32, texts)
+    c = compare_states(fp32.run_layers(ids, mask, layers), int8.run_layers(ids, mask, layers), mask)
+    return Drift(
+        fp32.name,
+        len(texts),
+        c["tokens"],
+        tuple(c["mean_cosine"]),
+        tuple(c["min_cosine"]),
+        tuple(c["max_abs_diff"]),
+        int8.precision,
+        int8.runtime,
+    )

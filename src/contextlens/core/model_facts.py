@@ -1,0 +1,107 @@
+"""A contextual model's facts (layers, width, heads, kind, window) read from its config files.
+
+Knowing how many layers a model has should not cost its weights: a ``--layer 99`` is refused
+from ``config.json`` in milliseconds, before torch is even imported. This module reads the
+resolved model folder's ``config.json`` (and ``tokenizer_config.json`` for the window) as plain
+JSON; it imports neither torch nor transformers. A hub id that is not on disk has no facts here
+(``None``): the checks that need them wait for the loaded model.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from contextlens.core.resources import resolve_contextual
+from contextlens.errors import InputError, ModelLoadError
+
+DECODER_TYPES = frozenset({"llama", "gpt2", "mistral", "qwen2", "gemma", "phi", "gpt_neox", "smollm3"})
+NO_TOKENIZER_LIMIT = 100_000  # transformers' "no limit" is a huge integer; anything above this is one
+
+
+@dataclass(frozen=True)
+class ModelFacts:
+    """What a model's config says about it: enough to check a request before any weights load."""
+
+    name: str  # the display name (registry name or folder), as the loaded model reports it
+    num_layers: int  # transformer blocks L; hidden states run 0..L, attention layers 1..L
+    hidden_size: int
+    num_heads: int
+    model_type: str
+    is_decoder: bool  # decoders see left context only
+    max_length: int | None  # most tokens one forward accepts, when the config files say
+
+    def check_layer(self, layer: int) -> int:
+        """A hidden-state layer 0..L (negative counts from the top) as a non-negative index."""
+        real = self.num_layers + 1 + layer if layer < 0 else layer
+        if not 0 <= real <= self.num_layers:
+            raise InputError(f"layer {layer} is out of range for {self.name}: it has layers 0..{self.num_layers}")
+        return real
+
+    def check_attention(self, layer: int, head: int | None = None) -> None:
+        """Attention layers are blocks 1..L and heads 0..H-1 (the same words as the analysis says)."""
+        if not 1 <= layer <= self.num_layers:
+            raise InputError(
+                f"attention layer {layer} is out of range for {self.name}: it has attention layers 1..{self.num_layers}"
+            )
+        if head is not None and not 0 <= head < self.num_heads:
+            raise InputError(f"head {head} is out of range for {self.name}: it has heads 0..{self.num_heads - 1}")
+
+
+def model_facts(name_or_path: str) -> ModelFacts | None:
+    """The facts of a registered name, local folder or hub id; ``None`` when its config is not on
+    disk (a hub id not downloaded yet) or does not name the model's size. Raises the resolver's
+    typed errors for an unknown name, a model that is not installed or a folder without
+    ``config.json``."""
+    name, source, _revision = resolve_contextual(name_or_path)
+    folder = Path(source)
+    if not (folder / "config.json").is_file():
+        return None
+    return _read_facts(name, str(folder.resolve()))
+
+
+@lru_cache(maxsize=16)
+def _read_facts(name: str, folder: str) -> ModelFacts | None:
+    config = _read_json(Path(folder) / "config.json")
+    tokenizer_path = Path(folder) / "tokenizer_config.json"
+    tokenizer = _read_json(tokenizer_path) if tokenizer_path.is_file() else {}
+    try:
+        num_layers = int(_first(config, "num_hidden_layers", "n_layer", "num_layers"))
+        hidden_size = int(_first(config, "hidden_size", "n_embd", "d_model"))
+        num_heads = int(_first(config, "num_attention_heads", "n_head", "num_heads"))
+    except (KeyError, TypeError, ValueError):
+        return None  # an architecture that names its size otherwise: the loaded model will say
+    model_type = str(config.get("model_type", ""))
+    is_decoder = not config.get("is_encoder_decoder", False) and bool(
+        config.get("is_decoder", False) or model_type in DECODER_TYPES
+    )
+    return ModelFacts(name, num_layers, hidden_size, num_heads, model_type, is_decoder, _max_length(config, tokenizer))
+
+
+def _max_length(config: dict[str, Any], tokenizer: dict[str, Any]) -> int | None:
+    """The tokenizer's limit when it has one, else the position table's size (as the loaded model does)."""
+    tok_max = tokenizer.get("model_max_length")
+    if isinstance(tok_max, int | float) and tok_max < NO_TOKENIZER_LIMIT:
+        return int(tok_max)
+    positions = config.get("max_position_embeddings")
+    return int(positions) if isinstance(positions, int) and positions > 0 else None
+
+
+def _first(config: dict[str, Any], *keys: str) -> Any:
+    for key in keys:
+        if config.get(key) is not None:
+            return config[key]
+    raise KeyError(" / ".join(keys))
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise ModelLoadError(f"cannot read {path} ({exc}); copy or download the model again") from exc
+    if not isinstance(data, dict):
+        raise ModelLoadError(f"{path} is not a JSON object; copy or download the model again")
+    return data

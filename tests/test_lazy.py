@@ -1,0 +1,195 @@
+"""Lazy by construction: the package, ``--help`` and usage errors never import torch; Ctrl-C is one line.
+
+Every check here runs in a fresh interpreter, since one test that loaded a model would hide an
+eager import from the next.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import contextlens
+from contextlens.core.model_facts import model_facts
+from contextlens.errors import InputError, UnknownModelError
+
+HEAVY = ("torch", "transformers", "gensim")
+
+# Runs `contextlens ARGS` through the entry point and, at exit, writes which heavy packages it imported.
+REPORTER = """
+import atexit, json, sys
+def report():
+    with open(sys.argv[1], "w") as f:
+        json.dump(sorted(m for m in {heavy!r} if m in sys.modules), f)
+atexit.register(report)
+from contextlens.cli import main
+main(sys.argv[2:])
+"""
+
+# Sends this very process SIGINT when ``name`` is first imported: the signal lands at a chosen point.
+TRIPWIRE = """
+import os, signal, sys
+class Trip:
+    def find_spec(self, name, path=None, target=None):
+        if name == sys.argv[1]:
+            sys.meta_path.remove(self)
+            os.kill(os.getpid(), signal.SIGINT)
+        return None
+sys.meta_path.insert(0, Trip())
+from contextlens.cli import main
+main(sys.argv[2:])
+"""
+
+
+def _env() -> dict[str, str]:
+    src = str(Path(contextlens.__file__).resolve().parents[1])
+    return {**os.environ, "PYTHONPATH": src, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+
+
+def _fresh(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], list[str]]:
+    report = tmp_path / "imported.json"
+    code = REPORTER.format(heavy=HEAVY)
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(report), *args], capture_output=True, text=True, env=_env(), timeout=120
+    )
+    return done, json.loads(report.read_text())
+
+
+def test_import_contextlens_is_light_and_resolves_names_on_first_use():
+    code = (
+        "import sys, contextlens\n"
+        f"before = [m for m in {HEAVY!r} if m in sys.modules]\n"
+        "assert set(contextlens.__all__) <= set(dir(contextlens)), 'dir() lists the public names'\n"
+        "locate = contextlens.locate\n"
+        "assert locate('The [bank] flooded.').word == 'bank'\n"
+        "print(before, [m for m in ('torch', 'gensim') if m in sys.modules])\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=_env(), timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[] []"  # not at import, and not for an API name that needs neither
+    for name in contextlens.__all__:  # every public name resolves, to the object its module defines
+        assert getattr(contextlens, name) is not None
+    with pytest.raises(AttributeError):
+        contextlens.no_such_name  # noqa: B018
+
+
+def test_help_of_every_command_imports_no_torch(tmp_path: Path):
+    code = (
+        "import sys\nfrom contextlens.cli import app, main\nimport typer.main\n"
+        "group = typer.main.get_command(app)\n"
+        "paths = [[n] for n in group.commands] + [['eval', n] for n in group.commands['eval'].commands]\n"
+        "for path in [[]] + paths:\n"
+        "    try:\n        main([*path, '--help'])\n"
+        "    except SystemExit as stop:\n        assert stop.code == 0, path\n"
+        f"print(len(paths), [m for m in {HEAVY!r} if m in sys.modules])\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=_env(), timeout=120)
+    assert done.returncode == 0, done.stderr
+    count, imported = done.stdout.strip().splitlines()[-1].split(" ", 1)
+    assert int(count) > 20 and imported == "[]"
+
+
+@pytest.mark.parametrize(
+    ("args", "message", "allowed"),
+    [
+        (("--help",), None, ()),
+        (("compare", "The [bank is here.", "A [bank] was there.", "-m", "minilm"), "unbalanced markers", ()),
+        (("compare", "The [bank] is here.", "A [bank] was there.", "-m", "nosuchmodel"), "unknown model", ()),
+        # the static model is read (gensim), the contextual weights are not
+        (
+            ("compare", "The [qqzzxv] is here.", "A [qqzzxv] was there.", "-m", "minilm"),
+            "not in the vocabulary",
+            ("gensim",),
+        ),
+        (
+            ("attention", "The [bank] is here.", "-m", "minilm", "--layer", "99"),
+            "attention layer 99 is out of range",
+            (),
+        ),
+        (
+            ("probe", "The [bank] is here.", "-m", "minilm", "-a", "river", "--layer", "-9"),
+            "layer -9 is out of range",
+            (),
+        ),
+        (("rank", "/no/such/pairs.tsv", "-m", "minilm"), "/no/such/pairs.tsv", ()),
+    ],
+    ids=["help", "bad-marker", "unknown-model", "word-not-in-glove", "attention-layer", "layer", "missing-file"],
+)
+def test_usage_errors_answer_before_any_weights(tmp_path: Path, args, message, allowed):
+    started = time.perf_counter()
+    done, imported = _fresh(tmp_path, *args)
+    seconds = time.perf_counter() - started
+    assert [m for m in imported if m not in allowed] == [], f"{args} imported {imported}"
+    if message is None:
+        assert done.returncode == 0 and "Usage" in done.stdout
+        return
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.count("\n") == 1 and message in done.stderr, done.stderr
+    assert seconds < 30  # generous for a loaded CI machine; typically well under a second
+
+
+def test_model_facts_match_the_loaded_model(minilm):
+    facts = model_facts("minilm")
+    assert facts is not None
+    assert (facts.name, facts.num_layers, facts.hidden_size, facts.num_heads) == (
+        minilm.name,
+        minilm.num_layers,
+        minilm.hidden_size,
+        minilm.num_heads,
+    )
+    assert (facts.is_decoder, facts.max_length, facts.model_type) == (minilm.is_decoder, minilm.max_length, "bert")
+    assert facts.check_layer(-1) == minilm.num_layers
+    with pytest.raises(InputError, match="layer 7 is out of range for minilm: it has layers 0..6"):
+        facts.check_layer(7)
+    with pytest.raises(InputError, match="head 12 is out of range"):
+        facts.check_attention(1, 12)
+    with pytest.raises(UnknownModelError):
+        model_facts("nosuchmodel")
+
+
+def test_choices_are_the_sets_core_runs():
+    from contextlens.core import choices, extraction, onnx_runtime, precision
+
+    assert choices.POOLINGS == extraction.POOLINGS
+    assert choices.RUNTIMES == onnx_runtime.RUNTIMES
+    assert choices.PRECISIONS == precision.PRECISIONS
+
+
+def _tripped(at: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", TRIPWIRE, at, *args], capture_output=True, text=True, env=_env(), timeout=300
+    )
+
+
+@pytest.mark.parametrize(
+    "at",
+    ["rich.table", "contextlens.cli.trace", "contextlens.core.contextual_models"],
+    ids=["importing-rich", "importing-commands", "during-work"],
+)
+def test_ctrl_c_is_one_line_and_exit_130(at: str):
+    done = _tripped(
+        at, "compare", "The [bank] called.", "The river [bank] flooded.", "-m", "minilm", "--static", "none"
+    )
+    assert (done.returncode, done.stderr) == (130, "interrupted\n"), done.stderr
+
+
+def test_ctrl_c_from_outside_while_a_model_loads():
+    args = ["compare", "The [bank] called.", "The river [bank] flooded.", "-m", "minilm", "--static", "none"]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "contextlens", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_env(),
+    )
+    time.sleep(1.0)  # past the imports of the command line, inside torch's import or the weights' load
+    proc.send_signal(signal.SIGINT)
+    _out, err = proc.communicate(timeout=120)
+    assert (proc.returncode, err) == (130, "interrupted\n"), err

@@ -1,0 +1,130 @@
+"""Acceptance: a real `contextlens serve` answers overlapping requests exactly as it answers them one
+at a time, no request hangs, the busy count comes back to 0, and SIGTERM (or the first Ctrl-C) stops
+it within 5 s even with requests in flight."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+WORDS = ["old", "busy", "small", "quiet", "new", "large", "local", "far"]
+TIMEOUT = 180  # seconds one request may take before it counts as hung
+
+
+def _sentences(i: int) -> list[str]:
+    """Two different sentences per request, of lengths that differ from request to request."""
+    pad = " ".join(WORDS[: i % len(WORDS) + 1])
+    return [f"The {pad} [bank] approved the loan number {i}.", f"We walked {'far ' * (i % 5)}along the river [bank]."]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _call(base: str, path: str, body: dict | None = None) -> tuple[int, dict]:
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(base + path, data=data, headers={"content-type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=TIMEOUT) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read() or b"{}")
+
+
+class Served:
+    """A `contextlens serve -m minilm` process on a free local port."""
+
+    def __init__(self, log: Path, workers: int = 4) -> None:
+        self.port = _free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.log = log.open("w")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "contextlens", "serve", "-m", "minilm", "--port", str(self.port),
+             "--workers", str(workers)],
+            stdout=self.log, stderr=subprocess.STDOUT, env={**os.environ, "HF_HUB_OFFLINE": "1"},
+        )  # fmt: skip
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline:
+            assert self.proc.poll() is None, log.read_text()
+            try:
+                if _call(self.base, "/health")[0] == 200:
+                    return
+            except OSError:
+                time.sleep(0.3)
+        raise AssertionError(f"serve did not start: {log.read_text()}")
+
+    def stop_within(self, sig: int, seconds: float) -> float:
+        start = time.monotonic()
+        self.proc.send_signal(sig)
+        try:
+            self.proc.wait(seconds)
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+                self.proc.wait()
+            self.log.close()
+        return time.monotonic() - start
+
+    def keep_busy(self, n: int) -> None:
+        """``n`` long requests in flight (the explorer over every built-in word), answers unread."""
+        body = {"words": [], "permutations": 5000}
+        for _ in range(n):
+            threading.Thread(target=_try, args=(self.base, "/api/explore", body), daemon=True).start()
+        deadline = time.monotonic() + 30
+        while _call(self.base, "/health")[1]["busy"] < n and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _call(self.base, "/health")[1]["busy"] == n
+
+
+def _try(base: str, path: str, body: dict) -> None:
+    with contextlib.suppress(OSError):  # the server went away under it: that is the point
+        _call(base, path, body)
+
+
+@pytest.fixture()
+def served(tmp_path):
+    server = Served(tmp_path / "serve.log")
+    yield server
+    if server.proc.poll() is None:
+        server.proc.kill()
+        server.proc.wait()
+
+
+def test_overlapping_requests_get_the_sequential_answers_and_sigterm_stops_the_server(served):
+    requests = [("/api/attention", {"sentences": _sentences(i), "layer": 1 + i % 6, "head": i % 4}) for i in range(16)]
+    requests += [("/api/compare", {"sentences": _sentences(i + 16), "pooling": "mean"}) for i in range(16)]
+    sequential = [_call(served.base, path, body) for path, body in requests]
+    assert all(status == 200 for status, _ in sequential), [d for s, d in sequential if s != 200][:2]
+
+    with ThreadPoolExecutor(len(requests)) as pool:
+        futures = [pool.submit(_call, served.base, path, body) for path, body in requests]
+        concurrent = [f.result(timeout=TIMEOUT + 10) for f in futures]  # a hung request fails here
+    wrong = [(path, body["sentences"][0], got[0]) for (path, body), got, want in
+             zip(requests, concurrent, sequential, strict=True) if got != want]  # fmt: skip
+    assert wrong == [], f"{len(wrong)} of {len(requests)} concurrent answers differ from the sequential ones"
+
+    health = _call(served.base, "/health")[1]
+    assert health["busy"] == 0, health
+    served.keep_busy(1)
+    assert served.stop_within(signal.SIGTERM, 5) < 5
+
+
+def test_the_first_ctrl_c_stops_a_server_with_requests_in_flight(served):
+    served.keep_busy(1)
+    assert served.stop_within(signal.SIGINT, 5) < 5
+    assert served.proc.returncode == 0  # as uvicorn ends on Ctrl-C
