@@ -473,6 +473,7 @@ def main() -> None:
                 r"--port \d+", "--port PORT", " ".join("'" + a + "'" if " " in a or not a else a for a in args)
             ).replace(str(tmp), "TMP")
             message = err.replace(str(tmp), "TMP")
+            message = re.sub(r"v-\d{8}T\d{12}-\d+", "v-VERSION", message)  # an index version's time and pid
             if "--port" in args:  # ports are picked free per run; the document should not change with them
                 message = message.replace(args[args.index("--port") + 1], "PORT")
             if len(message) > LONGEST:
