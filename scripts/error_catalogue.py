@@ -2,21 +2,39 @@
 
     PYTHONPATH=src python scripts/error_catalogue.py > docs/errors.md
 
-Every row is one mistake a new user makes, run as a subprocess (real stderr, real exit code);
-nothing in the table is typed by hand. A row whose message is not one ``error:`` line, or whose
-exit code is not 2, is flagged ``NOT ONE LINE`` so that a regression shows in the document.
+Every row is one mistake a new user makes, run by the real CLI in a process of its own (real
+stderr, real exit code); nothing in the table is typed by hand. A row whose message is not one ``error:`` line, or whose
+exit code is not 2, is flagged ``NOT ONE LINE`` so that a regression shows in the document; one
+that runs past its time limit (a hang, a server that starts) is flagged ``TIMED OUT``, and a
+message longer than ``LONGEST`` characters ``TOO LONG``. The rows run ``CATALOGUE_JOBS`` at a
+time (default 4), each in a child forked from one process that imported the CLI once, so the
+catalogue takes a couple of minutes, not one interpreter start per row; ``CATALOGUE_FRESH=1``
+starts a fresh ``python -m contextlens`` per row instead. The table keeps the rows' order.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
+import shutil
+import signal
+import socket
 import subprocess
 import sys
 import tempfile
+import time
+import traceback
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+
+ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
 
 TWO = ["The [bank] approved the loan.", "We sat on the river [bank]."]
 M = ["-m", "minilm"]
+LONGEST = 600  # characters: a longer message is not one readable line
+TIMEOUT = 90  # seconds per row; a mistake that hangs or a server that starts is cut off here
+HANG = 20  # seconds for rows that hang or start a server when the mistake is not caught
 
 
 def catalogue(tmp: Path) -> list[tuple[str, list[str]]]:
@@ -116,15 +134,316 @@ def catalogue(tmp: Path) -> list[tuple[str, list[str]]]:
             ["eval", "contextuality", *M, "--corpus", str(tmp / "nowhere")],
         ),
         ("serve with a malformed --index", ["serve", *M, "--index", "no-equals-sign"]),
+        *newer_commands(tmp),
     ]
 
 
-def run(args: list[str]) -> tuple[int, str]:
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
-    done = subprocess.run(
-        [sys.executable, "-m", "contextlens", *args], capture_output=True, text=True, env=env, timeout=600
-    )
-    return done.returncode, done.stderr.strip()
+def extraction(tmp: Path, name: str, river: Path) -> Path:
+    """A fresh copy of one small, complete extraction folder (made once, by the real CLI), so that
+    rows that repair or resume a folder never see another row's changes."""
+    good = tmp / "extraction"
+    if not good.exists():
+        args = ["corpus", "extract", str(river), "--words", "bank", "--out", str(good), *M]
+        run(args, tmp)
+    copy = tmp / name
+    shutil.copytree(good, copy)
+    return copy
+
+
+def shard(folder: Path) -> Path:
+    return next(folder.glob("part-*.parquet"), folder / "part-000000.parquet")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def newer_commands(tmp: Path) -> list[tuple[str, list[str]] | tuple[str, list[str], int]]:
+    """The corpus, senses, eval --corpus, cost, cka, serve, index and capacity mistakes."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    river = tmp / "corpus.txt"
+    river.write_text("We sat on the river bank.\nThe bank approved the loan.\nThe bank was closed.\n")
+    x = ["--words", "bank", *M]
+    deep = tmp / "deep.jsonl"
+    deep.write_text('{"text": ' + "[" * 100_000 + "]" * 100_000 + "}\n")
+    fifo = tmp / "fifo.txt"
+    os.mkfifo(fifo)
+    binary = tmp / "binary.txt"
+    binary.write_bytes(bytes(range(256)) * 64)
+    latin1 = tmp / "latin1.txt"
+    latin1.write_bytes("Le caf\xe9 pr\xe8s de la bank.\n".encode("latin-1"))
+    utf16 = tmp / "utf16.txt"
+    utf16.write_text("We sat on the river bank.\n", encoding="utf-16")
+    numbers = tmp / "numbers.parquet"
+    pq.write_table(pa.table({"text": [1, 2, 3]}), numbers)
+    words = tmp / "absent-words.txt"
+    words.write_text("".join(f"zqx{i:04d}\n" for i in range(4999)))
+    malformed = tmp / "malformed-glove.txt"
+    malformed.write_text("bank 0.1 0.2\nriver 0.3\n")
+    mine = tmp / "my-notes"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("mine\n")
+    foreign = tmp / "foreign-out"
+    foreign.mkdir()
+    shutil.copy(numbers, foreign / "part-000000.parquet")
+    others = tmp / "other-files"
+    others.mkdir()
+    (others / "notes.txt").write_text("mine\n")
+    index = tmp / "index"
+    run(["index", "build", str(river), "--out", str(index), *M], tmp)  # a good index, made by the real CLI
+    damaged_index = tmp / "damaged-index"
+    shutil.copytree(index, damaged_index)
+    for faiss_file in damaged_index.glob("*/index.faiss"):
+        faiss_file.write_bytes(faiss_file.read_bytes()[:100])  # its checksum no longer matches the manifest
+
+    listed = {}
+    for kind, content in (("list", "[]"), ("null", "null")):
+        folder = tmp / f"manifest-{kind}"
+        folder.mkdir()
+        (folder / "manifest.json").write_text(content)
+        listed[kind] = folder
+    damaged = {}
+    for use in ("extract", "senses", "eval"):
+        for kind in ("zero-byte", "truncated", "foreign"):
+            folder = extraction(tmp, f"{use}-{kind}-shard", river)
+            part = shard(folder)
+            blob = part.read_bytes()
+            if kind == "zero-byte":
+                part.write_bytes(b"")
+            elif kind == "truncated":
+                part.write_bytes(blob[: len(blob) // 2])
+            else:
+                shutil.copy(numbers, part)
+            damaged[use, kind] = folder
+    good = extraction(tmp, "extraction-used", river)
+    fp32 = extraction(tmp, "extraction-fp32", river)
+    ctx = ["eval", "contextuality", *M, "--corpus"]
+    ce = ["corpus", "extract"]
+    si = ["senses", "induce"]
+    return [
+        ("corpus extract: a JSONL line nested 100,000 deep", [*ce, str(deep), "--out", str(tmp / "c1"), *x]),
+        ("corpus extract: --out whose manifest.json is a list", [*ce, str(river), "--out", str(listed["list"]), *x]),
+        ("corpus extract: --out whose manifest.json is null", [*ce, str(river), "--out", str(listed["null"]), *x]),
+        (
+            "corpus extract: resume over a zero-byte shard",
+            [*ce, str(river), "--out", str(damaged["extract", "zero-byte"]), *x],
+        ),
+        (
+            "corpus extract: resume over a truncated shard",
+            [*ce, str(river), "--out", str(damaged["extract", "truncated"]), *x],
+        ),
+        (
+            "corpus extract: resume over a foreign Parquet shard",
+            [*ce, str(river), "--out", str(damaged["extract", "foreign"]), *x],
+        ),
+        ("corpus extract: a FIFO as the corpus", [*ce, str(fifo), "--out", str(tmp / "c2"), *x], HANG),
+        ("corpus extract: --out an unrelated non-empty folder", [*ce, str(river), "--out", str(mine), *x]),
+        ("corpus extract: --out ''", [*ce, str(river), "--out", "", *x]),
+        (
+            "corpus extract: --actors with the local engine",
+            [*ce, str(river), "--out", str(tmp / "c3"), *x, "--actors", "4"],
+        ),
+        (
+            "corpus extract: --address without --engine ray",
+            [*ce, str(river), "--out", str(tmp / "c4"), *x, "--address", "127.0.0.1:1"],
+        ),
+        (
+            "corpus extract: --engine ray --threads 999",
+            [*ce, str(river), "--out", str(tmp / "c5"), *x, "--engine", "ray", "--threads", "999"],
+        ),
+        (
+            "corpus extract: an fp32 folder rerun at int8",
+            [*ce, str(river), "--out", str(fp32), *x, "--precision", "int8"],
+        ),
+        ("corpus extract: a binary file", [*ce, str(binary), "--out", str(tmp / "c6"), *x]),
+        ("corpus extract: a latin-1 file", [*ce, str(latin1), "--out", str(tmp / "c7"), *x]),
+        ("corpus extract: a UTF-16 file", [*ce, str(utf16), "--out", str(tmp / "c8"), *x]),
+        (
+            "corpus extract: a Parquet whose text column holds integers",
+            [*ce, str(numbers), "--out", str(tmp / "c9"), *x],
+        ),
+        ("corpus extract ''", [*ce, "", "--out", str(tmp / "c10"), *x]),
+        ("corpus extract: a foreign part-000000.parquet in --out", [*ce, str(river), "--out", str(foreign), *x]),
+        (
+            "corpus extract: --words-file with 4,999 absent words",
+            [*ce, str(river), "--out", str(tmp / "c11"), "--words-file", str(words), *M],
+        ),
+        ("senses induce: manifest.json is a list", [*si, str(listed["list"]), "--word", "bank"]),
+        ("senses induce: a zero-byte shard", [*si, str(damaged["senses", "zero-byte"]), "--word", "bank"]),
+        ("senses induce: a truncated shard", [*si, str(damaged["senses", "truncated"]), "--word", "bank"]),
+        ("senses induce: a foreign Parquet shard", [*si, str(damaged["senses", "foreign"]), "--word", "bank"]),
+        ("senses induce: a word that was not extracted", [*si, str(good), "--word", "river"]),
+        ("senses induce: a layer that was not extracted", [*si, str(good), "--word", "bank", "--layer", "99"]),
+        ("senses induce: --k 0", [*si, str(good), "--word", "bank", "--k", "0"]),
+        ("eval contextuality --corpus: manifest.json is a list", [*ctx, str(listed["list"])]),
+        ("eval contextuality --corpus: a zero-byte shard", [*ctx, str(damaged["eval", "zero-byte"])]),
+        ("eval contextuality --corpus: a truncated shard", [*ctx, str(damaged["eval", "truncated"])]),
+        ("eval contextuality --corpus: a foreign Parquet shard", [*ctx, str(damaged["eval", "foreign"])]),
+        ("eval contextuality --corpus DIR --min-contexts 0", [*ctx, str(good), "--min-contexts", "0"]),
+        ("eval contextuality --corpus DIR --min-contexts -5", [*ctx, str(good), "--min-contexts", "-5"]),
+        (
+            "eval contextuality --corpus DIR of minilm with -m mpnet",
+            [*ctx[:2], "-m", "mpnet", "--corpus", str(good), "--min-contexts", "3"],
+        ),
+        (
+            "eval contextuality --corpus DIR --precision int8",
+            [*ctx, str(good), "--min-contexts", "3", "--precision", "int8"],
+        ),
+        (
+            "eval contextuality --corpus DIR --runtime onnx",
+            [*ctx, str(good), "--min-contexts", "3", "--runtime", "onnx"],
+        ),
+        (
+            "eval contextuality --min-contexts without --corpus",
+            ["eval", "contextuality", *M, "--min-contexts", "1"],
+            HANG,
+        ),
+        ("compare with a malformed GloVe file", ["compare", *TWO, *M, "--static", str(malformed)]),
+        ("eval layers with a malformed GloVe file", ["eval", "layers", "--quick", *M, "--static", str(malformed)]),
+        ("eval wsi with a malformed GloVe file", ["eval", "wsi", "--quick", *M, "--static", str(malformed)]),
+        ("cost --count nan", ["cost", *M, "--count", "nan"]),
+        ("cost --count inf", ["cost", *M, "--count", "inf"]),
+        ("cost --limit -1", ["cost", *M, "--limit", "-1"]),
+        ("cost --repeats 0", ["cost", *M, "--repeats", "0"]),
+        ("cka --limit -1", ["cka", *M, "--limit", "-1"]),
+        ("cka --sentences file missing", ["cka", *M, "--sentences", str(tmp / "missing.txt")]),
+        (
+            "index build --nprobe 0",
+            ["index", "build", str(river), "--out", str(tmp / "i1"), *M, "--index", "ivfpq", "--nprobe", "0"],
+        ),
+        (
+            "index build --ef-search 0",
+            ["index", "build", str(river), "--out", str(tmp / "i2"), *M, "--index", "hnsw", "--ef-search", "0"],
+        ),
+        ("index build --out a folder with other files", ["index", "build", str(river), "--out", str(others), *M]),
+        ("index search -k 0", ["index", "search", str(index), "river bank", "-k", "0"]),
+        (
+            "index search with another model than the index's",
+            ["index", "search", str(index), "river bank", "-m", "mpnet"],
+        ),
+        ("capacity --dim 0", ["capacity", "--count", "1000", "--dim", "0"]),
+        (
+            "capacity --nlist above --count",
+            ["capacity", "--count", "100", "--dim", "64", "--index", "ivfpq", "--nlist", "500"],
+        ),
+        (
+            "serve with the same --index name twice",
+            ["serve", *M, "--port", str(free_port()), "--index", f"a={index}", "--index", f"a={index}"],
+            HANG,
+        ),
+        (
+            "serve with a damaged index",
+            ["serve", *M, "--port", str(free_port()), "--index", f"a={damaged_index}"],
+            HANG,
+        ),
+        ("serve on a port in use", ["serve", *M, "--port", "PORT_IN_USE"], HANG),
+        (
+            "serve with an unresolvable --host",
+            ["serve", *M, "--port", str(free_port()), "--host", "no-such-host.invalid"],
+            HANG,
+        ),
+        ("serve with a malformed --host", ["serve", *M, "--port", str(free_port()), "--host", "999.1.1.1"], HANG),
+    ]
+
+
+def run(args: list[str], tmp: Path, timeout: int = TIMEOUT) -> tuple[str, str]:
+    """``(exit code or TIMED OUT, stderr)`` of a fresh ``python -m contextlens ARGS``, run in a
+    folder of its own (a mistake that writes into the current folder writes there)."""
+    env = {**os.environ, **ENV}
+    cwd = workdir(tmp)
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "contextlens", *args],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=timeout,
+            cwd=cwd,
+        )
+    except subprocess.TimeoutExpired as stop:
+        err = stop.stderr.decode(errors="replace") if isinstance(stop.stderr, bytes) else stop.stderr or ""
+        return f"TIMED OUT after {timeout} s", err.strip()
+    return str(done.returncode), done.stderr.strip()
+
+
+def workdir(tmp: Path) -> Path:
+    cwd = tmp / "cwd"
+    cwd.mkdir(exist_ok=True)
+    return cwd
+
+
+def run_all(rows: list[tuple], tmp: Path, jobs: int) -> list[tuple[str, str]]:
+    """Every row's ``(exit code or TIMED OUT, stderr)``, ``jobs`` at a time, in the rows' order."""
+    if os.environ.get("CATALOGUE_FRESH") == "1":
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            return list(pool.map(lambda row: run(row[1], tmp, *row[2:]), rows))
+    os.environ.update(ENV)
+    import contextlens.cli  # noqa: F401 - imported once here; every forked row starts from it
+
+    results: list[tuple[str, str] | None] = [None] * len(rows)
+    pending = list(enumerate(rows))
+    running: dict[int, tuple[int, Path, float, int]] = {}  # pid -> (row, stderr file, deadline, limit)
+    while pending or running:
+        while pending and len(running) < jobs:
+            i, row = pending.pop(0)
+            limit = row[2] if len(row) > 2 else TIMEOUT
+            err = tmp / f".stderr-{i}"
+            pid = os.fork()
+            if pid == 0:
+                _row_child(row[1], err, workdir(tmp))
+            running[pid] = (i, err, time.monotonic() + limit, limit)
+        pid, status = os.waitpid(-1, os.WNOHANG)
+        if pid in running:
+            i, err, _, _ = running.pop(pid)
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pid, signal.SIGKILL)  # what the row started and left running (Ray agents)
+            results[i] = (str(os.waitstatus_to_exitcode(status)), err.read_text(errors="replace").strip())
+            continue
+        for pid, (i, err, deadline, limit) in list(running.items()):
+            if time.monotonic() > deadline:  # a hang, or a server that started: stop it and all it started
+                os.killpg(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+                running.pop(pid)
+                results[i] = (f"TIMED OUT after {limit} s", err.read_text(errors="replace").strip())
+        time.sleep(0.05)
+    return results  # type: ignore[return-value]
+
+
+def _row_child(args: list[str], err: Path, cwd: Path) -> None:
+    """In the forked child: ``contextlens ARGS`` through the entry point, stderr to ``err``."""
+    code = 1
+    try:
+        os.setsid()  # its own process group, so a timeout stops what it started too
+        os.chdir(cwd)
+        os.dup2(os.open(err, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), 2)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
+        from contextlens.cli import main
+
+        try:
+            main(list(args))
+            code = 0
+        except SystemExit as stop:
+            if isinstance(stop.code, str):
+                sys.stderr.write(stop.code + "\n")
+            code = stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 1)
+        except BaseException:  # what the interpreter would print for an uncaught exception
+            traceback.print_exc()
+            code = 1
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+
+
+def verdict(code: str, err: str) -> str:
+    if code.startswith("TIMED OUT"):
+        return code
+    flags = "" if code == "2" and len(err.splitlines()) == 1 and err.startswith("error: ") else " NOT ONE LINE"
+    return code + flags + (" TOO LONG" if len(err) > LONGEST else "")
 
 
 def cell(text: str) -> str:
@@ -135,19 +454,31 @@ def main() -> None:
     print("# What each user mistake prints\n")
     print(
         "Generated by `scripts/error_catalogue.py`, which runs every row through the real CLI. Every mistake "
-        "prints one line `error: ...` on stderr and exits with code 2; output paths are checked before any "
-        "model runs.\n"
+        "should print one line `error: ...` on stderr and exit with code 2; output paths are checked before any "
+        "model runs. A row that does not is flagged in the exit column: NOT ONE LINE (another exit code, or "
+        "more than one line), TOO LONG (over 600 characters, shown cut), TIMED OUT (a hang, or a server that "
+        "started).\n"
     )
     print("| mistake | command | message (stderr) | exit |")
     print("|---|---|---|---|")
-    with tempfile.TemporaryDirectory() as folder:
+    with tempfile.TemporaryDirectory() as folder, socket.socket() as busy:
         tmp = Path(folder)
-        for mistake, args in catalogue(tmp):
-            code, err = run(args)
-            flag = "" if code == 2 and len(err.splitlines()) == 1 and err.startswith("error: ") else " NOT ONE LINE"
-            shown = " ".join("'" + a + "'" if " " in a or not a else a for a in args).replace(str(tmp), "TMP")
+        busy.bind(("127.0.0.1", 0))  # a port in use, for the row that serves on it
+        busy.listen()
+        port = str(busy.getsockname()[1])
+        rows = [(row[0], [port if a == "PORT_IN_USE" else a for a in row[1]], *row[2:]) for row in catalogue(tmp)]
+        results = run_all(rows, tmp, int(os.environ.get("CATALOGUE_JOBS", "4")))
+        for (mistake, args, *_), (code, err) in zip(rows, results, strict=True):
+            shown = re.sub(
+                r"--port \d+", "--port PORT", " ".join("'" + a + "'" if " " in a or not a else a for a in args)
+            ).replace(str(tmp), "TMP")
             message = err.replace(str(tmp), "TMP")
-            print(f"| {mistake} | `contextlens {cell(shown)}` | {cell(message)} | {code}{flag} |")
+            message = re.sub(r"v-\d{8}T\d{12}-\d+", "v-VERSION", message)  # an index version's time and pid
+            if "--port" in args:  # ports are picked free per run; the document should not change with them
+                message = message.replace(args[args.index("--port") + 1], "PORT")
+            if len(message) > LONGEST:
+                message = message[:LONGEST] + f" ... ({len(err):,} characters)"
+            print(f"| {mistake} | `contextlens {cell(shown)}` | {cell(message)} | {verdict(code, err)} |")
 
 
 if __name__ == "__main__":

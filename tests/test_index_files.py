@@ -178,5 +178,6 @@ def test_cli_build_refuses_bad_out_and_batch_size_before_loading_a_model(tmp_pat
 
 
 def test_encode_refuses_a_batch_size_below_one(encoder):
-    with pytest.raises(InputError, match="--batch-size"):
+    # the API names its own parameter; the CLI says --batch-size (test above)
+    with pytest.raises(InputError, match="^batch_size must be"):
         encoder.encode(OLD, batch_size=0)

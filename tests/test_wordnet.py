@@ -88,3 +88,45 @@ def test_damaged_stats_cache_is_rebuilt_with_a_note(caplog, test_cache_warmed):
     assert rebuilt == good
     assert "damaged" in caplog.text
     assert json.loads(path.read_text()) == good
+
+
+READ_BANK = "from contextlens.core.wordnet import wordnet; print(wordnet().synset('bank.n.01').lexname())"
+
+
+def _nltk_copy(cache) -> list:
+    return sorted((cache / "nltk_data" / "corpora" / "wordnet").iterdir())
+
+
+def test_a_hard_linked_cache_copy_is_read_and_the_original_left_intact(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    first, second = tmp_path / "cache", tmp_path / "linked"
+    env = {**os.environ, "CONTEXTLENS_CACHE": str(first)}
+    made = subprocess.run([sys.executable, "-c", READ_BANK], capture_output=True, text=True, env=env, timeout=300)
+    assert made.returncode == 0 and made.stdout.strip() == "noun.object", made.stderr
+    subprocess.run(["cp", "-al", str(first), str(second)], check=True)  # as a user copies a cache
+    assert all(p.stat().st_nlink == 2 for p in _nltk_copy(second))
+    before = {p.name: p.read_bytes() for p in _nltk_copy(first)}
+    env["CONTEXTLENS_CACHE"] = str(second)
+    linked = subprocess.run([sys.executable, "-c", READ_BANK], capture_output=True, text=True, env=env, timeout=300)
+    # before: NLTK refused the multiply-linked lexnames with a 63-line PermissionError traceback
+    assert linked.returncode == 0 and linked.stdout.strip() == "noun.object", linked.stderr
+    assert all(p.stat().st_nlink == 1 for p in _nltk_copy(second))  # copied, not linked
+    assert {p.name: p.read_bytes() for p in _nltk_copy(first)} == before  # the original copy untouched
+
+
+def test_a_wordnet_copy_nltk_still_refuses_is_one_line(tmp_path, monkeypatch):
+    monkeypatch.setenv("CONTEXTLENS_CACHE", str(tmp_path / "cache"))
+    root = wn.nltk_root()
+    monkeypatch.setattr(wn, "nltk_root", lambda: root)  # as if the copy were not checked
+    (root / "lexnames").unlink()
+    (root / "lexnames").hardlink_to(root / "adv.exc")  # a multiply-linked file NLTK refuses
+    wn.wordnet.cache_clear()
+    try:
+        with pytest.raises(wn.WordNetNotInstalledError, match="NLTK refuses the WordNet copy") as caught:
+            wn.wordnet()
+    finally:
+        wn.wordnet.cache_clear()
+    assert "\n" not in str(caught.value) and "remove that folder" in str(caught.value)

@@ -69,3 +69,20 @@ class OutputPathError(InputError):
 
 class NoFigureError(ContextlensError, LookupError):
     """A result has no registered figure (a neighbours list, a search's hits): ask for its JSON."""
+
+
+class ParameterError(InputError):
+    """One argument is out of range. The message names the Python parameter (``nprobe``); each
+    face says it in its own words (the CLI's ``--nprobe``) with :meth:`named`."""
+
+    def __init__(self, parameter: str, problem: str) -> None:
+        super().__init__(parameter, problem)
+        self.parameter = parameter
+        self.problem = problem
+
+    def __str__(self) -> str:
+        return self.named(self.parameter)
+
+    def named(self, name: str) -> str:
+        """The message with the parameter called ``name`` (a flag, a form field)."""
+        return f"{name} {self.problem}"

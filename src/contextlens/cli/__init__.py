@@ -27,7 +27,7 @@ try:  # Ctrl-C while the command modules import is the same one line
     except ImportError:  # older typer runs on click itself
         from click.exceptions import ClickException, NoArgsIsHelpError, UsageError  # type: ignore[no-redef]
 
-    from contextlens.errors import ContextlensError
+    from contextlens.errors import ContextlensError, ParameterError
 
     app = typer.Typer(
         name="contextlens",
@@ -80,6 +80,9 @@ def _run(args: list[str] | None) -> None:
         code = app(args=args, prog_name="contextlens", standalone_mode=False)
         if code == INTERRUPTED:  # typer turns a KeyboardInterrupt inside a command into this code
             interrupted()
+    except ParameterError as exc:  # the API names its parameter; say the flag the user typed
+        sys.stderr.write(f"error: {exc.named(flag_of(exc.parameter, sys.argv[1:] if args is None else args))}\n")
+        sys.exit(2)
     except ContextlensError as exc:
         sys.stderr.write(f"error: {exc}\n")
         sys.exit(2)
@@ -96,3 +99,18 @@ def _run(args: list[str] | None) -> None:
     except (KeyboardInterrupt, typer.Abort):
         interrupted()
     sys.exit(code if isinstance(code, int) else 0)
+
+
+def flag_of(parameter: str, args: list[str]) -> str:
+    """The option of the command named in ``args`` that sets the Python parameter ``parameter``
+    (``nprobe`` -> ``--nprobe``); the parameter itself when no option of that command does."""
+    command = typer.main.get_command(app)
+    for arg in args:
+        sub = getattr(command, "commands", {}).get(arg)
+        if sub is None:
+            break
+        command = sub
+    for param in command.params:
+        if param.name == parameter and param.opts:
+            return max(param.opts, key=len) if param.param_type_name == "option" else param.human_readable_name
+    return parameter

@@ -42,20 +42,18 @@ def cost_cmd(
     plot: PlotOpt = None,
 ) -> None:
     """The seeds' comparison table made live: time and memory of a static lookup vs a forward pass."""
-    from contextlens.analyses.search.cost import measure_cost
+    from contextlens.analyses.search.cost import check_counts, measure_cost
+    from contextlens.core.arguments import whole_number
     from contextlens.core.static_models import optional_static
     from contextlens.data.text_sets import corpus_texts
-    from contextlens.errors import InputError
 
-    if count != int(count) or count < 1:
-        raise InputError(f"--count must be a whole positive number of documents, got {count:g}")
-    if repeats < 1:
-        raise InputError(f"--repeats must be at least 1, got {repeats}")
+    count, repeats = check_counts(count, repeats)  # before any model loads
+    limit = whole_number(limit, "limit", minimum=1)
     static_model = optional_static(static, optional=False)
     texts = corpus_texts(corpus, limit)
     loaded = contextual_option(model, precision, threads, runtime)
     with contextlib.nullcontext() if json_out else console.status("timing lookups and forward passes..."):
-        report = measure_cost(loaded, static_model, texts, count=int(count), repeats=repeats)
+        report = measure_cost(loaded, static_model, texts, count=count, repeats=repeats)
     with figures_after(plot, None, report, "cost"):
         if json_out:
             print_json(report.to_dict())

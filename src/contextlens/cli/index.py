@@ -20,7 +20,6 @@ from contextlens.cli.common import (
     fmt,
     print_json,
 )
-from contextlens.errors import InputError
 
 index_app = typer.Typer(
     help="Semantic search on a FAISS index: build one from documents, search it.", no_args_is_help=True
@@ -68,13 +67,12 @@ def index_build(
     json_out: JsonOpt = False,
 ) -> None:
     """Encode documents and save them in a FAISS index with a manifest (atomically)."""
-    from contextlens.analyses.search.encoders import check_kind, describe_encoder, make_encoder
+    from contextlens.analyses.search.encoders import check_batch_size, check_kind, describe_encoder, make_encoder
     from contextlens.analyses.search.index import IndexConfig, VectorIndex, load_documents, read_manifest
     from contextlens.analyses.search.index_files import check_index_folder, current_folder
     from contextlens.reports.output_paths import check_output_folder
 
-    if batch_size < 1:
-        raise InputError(f"--batch-size must be at least 1, got {batch_size}")
+    check_batch_size(batch_size)  # before the model loads
     given = {
         "m": m,
         "ef_construction": ef_construction,

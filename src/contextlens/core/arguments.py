@@ -10,12 +10,14 @@ model's weights, so they run before any load; the faces map parameters to their 
 
 from __future__ import annotations
 
+import contextlib
+import math
 import operator
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from contextlens.core.occurrences import Occurrence, locate
-from contextlens.errors import EmptyTextError, InputError
+from contextlens.errors import EmptyTextError, InputError, ParameterError
 
 MARKED_EXAMPLE = "'The river [bank] flooded.'"
 
@@ -30,16 +32,24 @@ def given(value: Any) -> str:
     return type(value).__name__
 
 
-def whole_number(value: Any, name: str, minimum: int | None = None) -> int:
-    """``value`` as an int (numpy integers too; never a bool or a float, not even ``2.0``)."""
-    try:
-        number = None if isinstance(value, bool) else operator.index(value)
-    except TypeError:
-        number = None
+def whole_number(
+    value: Any, name: str, minimum: int | None = None, maximum: int | None = None, floats: bool = False
+) -> int:
+    """``value`` as an int (numpy integers too; never a bool or a float, not even ``2.0``), from
+    ``minimum`` to ``maximum``. With ``floats`` a whole float counts too (a count typed as
+    ``1e6``), never nan, inf or 2.5. The error is a ParameterError naming ``name``."""
+    number = None
+    if floats and isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        number = int(value)
+    elif not isinstance(value, bool):
+        with contextlib.suppress(TypeError):
+            number = operator.index(value)
     if number is None:
-        raise InputError(f"{name} must be a whole number (int), got {given(value)}")
-    if minimum is not None and number < minimum:
-        raise InputError(f"{name} must be at least {minimum}, got {number}")
+        raise ParameterError(name, f"must be a whole number{'' if floats else ' (int)'}, got {given(value)}")
+    low = minimum is not None and number < minimum
+    if low or (maximum is not None and number > maximum):
+        bounds = f"at least {minimum}" if maximum is None else f"between {minimum} and {maximum}"
+        raise ParameterError(name, f"must be {bounds}, got {number}")
     return number
 
 

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from contextlens.core.atomic_files import atomic_path
 from contextlens.core.resources import cache_dir, clean_leftovers, note_rebuild
 
 
@@ -50,11 +51,6 @@ def cached_arrays(
             path.unlink(missing_ok=True)  # a damaged cache entry is recomputed, never trusted
     arrays = compute()
     clean_leftovers(path)  # temporaries of runs that were killed mid-write
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    try:
-        with tmp.open("wb") as f:
-            np.savez(f, **arrays)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)  # an interrupted write leaves no half-written entry behind
+    with atomic_path(path) as tmp, tmp.open("wb") as f:  # an interrupted write leaves no half-written entry
+        np.savez(f, **arrays)
     return arrays

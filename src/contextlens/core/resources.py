@@ -26,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from contextlens.core import atomic_files
 from contextlens.errors import (
     InputError,
     ModelLoadError,
@@ -48,20 +49,14 @@ def cache_dir() -> Path:
 
 
 # --- atomic cache writes ------------------------------------------------------------------
-# A cache entry is either absent or complete: files are written under a temporary name in the
-# same folder and renamed into place (os.replace is atomic), folders likewise. An interrupted
+# A cache entry is either absent or complete: files are written through core.atomic_files,
+# folders under a temporary name in the same folder and renamed into place (os.replace is atomic). An interrupted
 # run leaves at most a temporary, which the next run removes and rebuilds.
 
 
 def atomic_write_text(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` so that a reader sees the old file or the whole new one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    try:
-        tmp.write_text(text)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+    """Kept for its callers (onnx_runtime, corpus); new code calls core.atomic_files.write_text."""
+    atomic_files.write_text(path, text)
 
 
 def temp_dir_for(target: Path) -> Path:
@@ -310,7 +305,7 @@ def verify_weights(path: Path, expected: str, name: str) -> None:
             f"weights of {name!r} at {path} have sha256 {actual[:12]}..., expected "
             f"{expected[:12]}...; reinstall the model package"
         )
-    atomic_write_text(stamp, json.dumps({"path": str(path), "sha256": actual}))
+    atomic_files.write_text(stamp, json.dumps({"path": str(path), "sha256": actual}))
 
 
 def check_safetensors(path: Path) -> None:

@@ -22,8 +22,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from contextlens.core.atomic_files import atomic_path, write_text
 from contextlens.core.occurrences import ALPHA_WORD_RE, Occurrence
-from contextlens.core.resources import atomic_write_text, cache_dir, note_rebuild
+from contextlens.core.resources import cache_dir, note_rebuild
 from contextlens.errors import ContextlensError
 
 if TYPE_CHECKING:
@@ -121,7 +122,9 @@ def nltk_root() -> Path:
     """Build (once) ``<cache>/nltk_data/corpora/wordnet``: the dictionary files plus ``lexnames``.
 
     The files are copied (~35 MB, once; refreshed when size or mtime change): NLTK 3.10's path
-    sandbox refuses symlinks that resolve outside its corpus root and multiply-linked files.
+    sandbox refuses symlinks that resolve outside its corpus root and multiply-linked files. So a
+    file with a second hard link (a cache copied with ``cp -al``) is copied again, which leaves
+    the other link's file as it was.
     """
     folder = check_installed()
     root = cache_dir() / "nltk_data" / "corpora" / "wordnet"
@@ -130,22 +133,25 @@ def nltk_root() -> Path:
         _mirror(folder / name, root / name)
     lexnames = "".join(f"{i:02d}\t{name}\t{pos}\n" for i, (name, pos) in enumerate(LEXNAMES))
     lex_path = root / "lexnames"
-    if not lex_path.is_file() or lex_path.read_text() != lexnames:
-        atomic_write_text(lex_path, lexnames)
+    if not _sole_file(lex_path) or lex_path.read_text() != lexnames:
+        write_text(lex_path, lexnames)
     return root
 
 
 def _mirror(source: Path, dest: Path) -> None:
     """Put an up-to-date copy of ``source`` at ``dest``, atomically."""
     src_stat = source.stat()
-    if dest.is_file() and not dest.is_symlink():
+    if _sole_file(dest):
         dst_stat = dest.stat()
         if (dst_stat.st_size, dst_stat.st_mtime_ns) == (src_stat.st_size, src_stat.st_mtime_ns):
             return
-    tmp = dest.with_name(f".{dest.name}.{os.getpid()}.tmp")
-    tmp.unlink(missing_ok=True)
-    shutil.copy2(source, tmp)
-    os.replace(tmp, dest)
+    with atomic_path(dest) as tmp:
+        shutil.copy2(source, tmp)
+
+
+def _sole_file(path: Path) -> bool:
+    """A regular file, not a symlink, with no other hard link: what NLTK's sandbox opens."""
+    return path.is_file() and not path.is_symlink() and path.stat().st_nlink == 1
 
 
 @functools.cache
@@ -165,7 +171,13 @@ def wordnet() -> WordNetCorpusReader:
 
     with warnings.catch_warnings():  # no Open Multilingual Wordnet here; English needs none
         warnings.simplefilter("ignore")
-        return _DebianWordNet(str(root), None)
+        try:
+            return _DebianWordNet(str(root), None)
+        except PermissionError as exc:  # NLTK's path sandbox refused a file of the copy
+            raise WordNetNotInstalledError(
+                f"NLTK refuses the WordNet copy in {root} ({str(exc).splitlines()[0]}); remove that folder "
+                "and rerun: it is rebuilt from the dictionary files"
+            ) from exc
 
 
 # --- usage examples -----------------------------------------------------------------------
@@ -220,8 +232,8 @@ def usage_examples() -> list[UsageExample]:
     if isinstance(cached, dict) and isinstance(cached.get("examples"), list):
         return [UsageExample(**r) for r in cached["examples"]]
     examples, stats = _scan_usage_examples()
-    atomic_write_text(_examples_path(), json.dumps({"examples": [asdict(e) for e in examples], "stats": stats}))
-    atomic_write_text(_stats_path(), json.dumps(stats))
+    write_text(_examples_path(), json.dumps({"examples": [asdict(e) for e in examples], "stats": stats}))
+    write_text(_stats_path(), json.dumps(stats))
     return examples
 
 
@@ -236,7 +248,7 @@ def usage_example_stats() -> dict[str, int]:
         usage_examples()  # scans WordNet once and writes both files
         examples = _read_cached_json(_examples_path())
     stats = examples["stats"]  # type: ignore[index]
-    atomic_write_text(_stats_path(), json.dumps(stats))
+    write_text(_stats_path(), json.dumps(stats))
     return stats
 
 

@@ -11,6 +11,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from contextlens.analyses.lesson.divergence import Comparison  # noqa: E402
 from contextlens.analyses.lesson.sense_gap import same_and_cross  # noqa: E402
+from contextlens.core.atomic_files import atomic_path  # noqa: E402
 from contextlens.errors import OutputPathError  # noqa: E402
 
 
@@ -23,8 +24,8 @@ def save(fig: plt.Figure, path: Path | str) -> Path:
     if path.suffix == "":
         path = path.with_name(path.name + ".png")
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(path, dpi=130, bbox_inches="tight")
+        with atomic_path(path) as tmp:  # a kill mid-write leaves the old figure, not a 0-byte file
+            fig.savefig(tmp, dpi=130, bbox_inches="tight", format=path.suffix[1:].lower())
     except (OSError, ValueError) as exc:  # matplotlib: ValueError for an unknown format
         raise OutputPathError(f"cannot write {path}: {getattr(exc, 'strerror', None) or exc}") from exc
     finally:

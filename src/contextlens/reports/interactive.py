@@ -27,6 +27,7 @@ from contextlens.analyses.lesson.ranking import Ranking
 from contextlens.analyses.lesson.trace import Trace
 from contextlens.analyses.representations.cka import CkaResult
 from contextlens.analyses.search.cost import CostReport
+from contextlens.core import atomic_files
 
 COLOURS = ["#c2410c", "#1d4ed8", "#15803d", "#7c3aed", "#0e7490", "#be123c", "#a16207"]
 PLOT_CONFIG = {"displaylogo": False, "responsive": True}
@@ -106,10 +107,7 @@ def remote_resources(document: str) -> list[str]:
 
 def write_page(figures: Sequence[go.Figure], path: Path | str, title: str) -> Path:
     """Write figures as one self-contained interactive HTML file."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(page(title, "\n".join(figure_div(f) for f in figures)), encoding="utf-8")
-    return path
+    return atomic_files.write_text(path, page(title, "\n".join(figure_div(f) for f in figures)))
 
 
 def divergence_figures(result: Comparison) -> list[go.Figure]:

@@ -11,6 +11,7 @@ from pathlib import Path
 import plotly.graph_objects as go
 
 from contextlens.analyses.lesson.run import Lesson
+from contextlens.core import atomic_files
 from contextlens.reports import interactive as ix
 
 
@@ -219,13 +220,11 @@ def figure_count(sections: list[Section]) -> int:
 def write_report(lesson: Lesson, path: Path | str) -> tuple[Path, int]:
     """Write the lesson report; returns the path and the number of figures in it."""
     sections = lesson_sections(lesson)
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     subtitle = (
         f"Contextual model {lesson.model}, static model {lesson.static_model}. Every number below was computed "
         "when this report was written; the figures are interactive (hover, zoom) and work offline."
     )
-    path.write_text(render(sections, "contextlens: contextual vs static embeddings", subtitle), encoding="utf-8")
+    path = atomic_files.write_text(path, render(sections, "contextlens: contextual vs static embeddings", subtitle))
     return path, figure_count(sections)
 
 

@@ -26,6 +26,8 @@ from typing import Any
 
 import numpy as np
 
+from contextlens.core import arguments
+from contextlens.core.arguments import whole_number
 from contextlens.core.contextual_models import ContextualModel, TokenStates, as_contextual
 from contextlens.core.jsonable import plain_json
 from contextlens.data.text_sets import corpus_texts
@@ -152,6 +154,12 @@ def align(a: TokenStates, b: TokenStates) -> tuple[list[int], list[int]]:
 # --- the analysis -----------------------------------------------------------------------------
 
 
+def check_cka_arguments(limit: int, batch_size: int = 32) -> None:
+    """Refuse a negative ``limit`` or a ``batch_size`` below 1 (cheap: check before loading)."""
+    whole_number(limit, "limit", minimum=0)
+    arguments.batch_size(batch_size)
+
+
 def compare_layers(
     model_a: ContextualModel | str,
     model_b: ContextualModel | str | None = None,
@@ -161,9 +169,11 @@ def compare_layers(
     batch_size: int = 32,
     show_progress_bar: bool = False,
 ) -> CkaResult:
-    """Linear CKA between every layer of A and every layer of B (A itself when B is None)."""
+    """Linear CKA between every layer of A and every layer of B (A itself when B is None).
+    ``limit`` caps the texts used (0: all of ``texts``)."""
     import time
 
+    check_cka_arguments(limit, batch_size)
     started = time.perf_counter()
     a = as_contextual(model_a)
     b = a if model_b is None else as_contextual(model_b)

@@ -45,6 +45,7 @@ from contextlens.analyses.search.index_config import (
     serialized_bytes,
     sign_bits,
 )
+from contextlens.core.arguments import whole_number
 from contextlens.core.similarity import normalize_rows
 from contextlens.errors import InputError
 
@@ -82,9 +83,8 @@ class CapacityEstimate:
 
 
 def _check_count(count: int, dim: int) -> None:
-    for name, value in (("--count", count), ("--dim", dim)):
-        if isinstance(value, bool) or not isinstance(value, int | np.integer):
-            raise InputError(f"{name} must be a whole number, got {value!r}")
+    whole_number(count, "count")
+    whole_number(dim, "dim")
 
 
 def estimate(config: IndexConfig, count: int, dim: int) -> CapacityEstimate:
@@ -138,8 +138,7 @@ def measure(config: IndexConfig, count: int, dim: int, max_measure: int = 100_00
     sizes is extended to ``count`` (the stored arrays grow linearly in n). A measurement that
     would not fit in the available memory is refused before anything is allocated.
     """
-    if max_measure < 2:
-        raise InputError(f"--max-measure must be at least 2, got {max_measure}")
+    whole_number(max_measure, "max_measure", minimum=2)
     result = estimate(config, count, dim)
     n, d = result.count, result.dim
     largest = min(n, max_measure)

@@ -26,6 +26,7 @@ import numpy as np
 
 from contextlens.analyses.search.capacity import estimate
 from contextlens.analyses.search.index_config import IndexConfig
+from contextlens.core.arguments import whole_number
 from contextlens.core.backend import REFERENCE, Backend
 from contextlens.core.contextual_models import ContextualModel, as_contextual
 from contextlens.core.jsonable import plain_json
@@ -182,6 +183,12 @@ def time_forward(model: ContextualModel, texts: Sequence[str], repeats: int) -> 
     return runs, tokens
 
 
+def check_counts(count: float, repeats: int) -> tuple[int, int]:
+    """``count`` and ``repeats`` as whole numbers of at least 1 (``1e6`` is a count; nan, inf
+    and 2.5 are not); a ParameterError naming the one that is wrong. Cheap: check before loading."""
+    return whole_number(count, "count", minimum=1, floats=True), whole_number(repeats, "repeats", minimum=1)
+
+
 def measure_cost(
     model: ContextualModel | str,
     static: StaticModel | str,
@@ -190,8 +197,7 @@ def measure_cost(
     repeats: int = 5,
 ) -> CostReport:
     """Time a static lookup and a contextual forward pass per token on ``texts``; scale to ``count`` documents."""
-    if isinstance(count, bool) or int(count) < 1:
-        raise InputError(f"--count must be a positive number of documents, got {count!r}")
+    count, repeats = check_counts(count, repeats)
     texts = [t for t in texts if t.strip()]
     if len(texts) < MIN_SENTENCES:
         raise InputError(f"the cost needs at least {MIN_SENTENCES} sentences to time, got {len(texts)}")

@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from contextlens.core import arguments
 from contextlens.core.contextual_models import ContextualModel, as_contextual, sentence_config
 from contextlens.core.disk_cache import cache_key, cached_arrays
 from contextlens.core.onnx_runtime import check_runtime
@@ -159,8 +160,7 @@ class TextEncoder:
         """Encode texts into an ``(n, dim)`` float32 array, in input order (not normalized)."""
         if not texts:
             raise InputError("no texts to encode; give at least one non-empty text")
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-            raise InputError(f"--batch-size must be a whole number of at least 1, got {batch_size!r}")
+        check_batch_size(batch_size)
         if self.kind == "input-row":
             out = self.model.embed_input_rows(texts)
         elif self.kind == "hidden-mean":
@@ -177,6 +177,11 @@ class TextEncoder:
         encoder = {k: v for k, v in encoder_dict(self.provenance).items() if k not in ("precision", "runtime")}
         key = cache_key(encoder, self.model.identity, list(texts))
         return cached_arrays(namespace, key, lambda: {"x": self.encode(texts, **kwargs)})["x"]
+
+
+def check_batch_size(batch_size: int) -> int:
+    """Texts per forward pass: a whole number of at least 1 (a ParameterError naming ``batch_size``)."""
+    return arguments.batch_size(batch_size)
 
 
 def check_kind(kind: str) -> str:

@@ -56,6 +56,7 @@ from contextlens.analyses.search.index_config import (
     serialized_bytes,
 )
 from contextlens.analyses.search.index_files import DOCS_FILE, INDEX_FILE, MANIFEST, current_folder
+from contextlens.core.arguments import whole_number
 from contextlens.core.contextual_models import ContextualModel, load_contextual
 from contextlens.core.onnx_runtime import check_runtime
 from contextlens.core.vectors import Provenance
@@ -225,8 +226,7 @@ class VectorIndex:
 
     def search_vectors(self, queries: np.ndarray, k: int = 10) -> tuple[np.ndarray, np.ndarray]:
         """Raw ``(scores, positions)`` for query vectors; positions index :attr:`documents`."""
-        if k < 1:
-            raise InputError(f"-k must be at least 1, got {k}")
+        k = whole_number(k, "k", minimum=1)
         queries = np.atleast_2d(np.asarray(queries, dtype=np.float32))
         if queries.shape[1] != self.provenance.dim:
             raise IndexMismatchError(

@@ -21,8 +21,9 @@ from typing import Any
 import faiss
 import numpy as np
 
+from contextlens.core.arguments import whole_number
 from contextlens.core.similarity import normalize_rows
-from contextlens.errors import InputError
+from contextlens.errors import InputError, ParameterError
 
 INDEX_TYPES: tuple[str, ...] = ("flat", "hnsw", "ivfpq", "sq8", "binary")
 DTYPES: tuple[str, ...] = ("float32", "float16", "int8", "binary")
@@ -41,6 +42,18 @@ ALLOWED_DTYPES: dict[str, tuple[str, ...]] = {
     "sq8": ("int8",),
     "binary": ("binary",),
     "ivfpq": ("float32",),
+}
+
+# The range of each parameter on its own (minimum, maximum or None); what also depends on the
+# data (nlist <= n, pq_m divides d, 2**nbits <= n) is checked in IndexConfig.resolved.
+PARAM_RANGES: dict[str, tuple[int, int | None]] = {
+    "m": (2, None),
+    "ef_construction": (1, None),
+    "ef_search": (1, None),
+    "nlist": (1, None),
+    "pq_m": (1, None),
+    "nbits": (1, 16),
+    "nprobe": (1, None),
 }
 
 # Parameters each index type takes, with their defaults (None = chosen from the data).
@@ -68,6 +81,10 @@ class IndexConfig:
         if unknown:
             allowed = ", ".join(DEFAULT_PARAMS[self.type]) or "none"
             raise InputError(f"index {self.type!r} takes no {sorted(unknown)} parameter; it takes: {allowed}")
+        for name, value in self.params.items():
+            if value is not None:  # refused here, before any model loads or vectors are encoded
+                low, high = PARAM_RANGES[name]
+                whole_number(value, name, minimum=low, maximum=high)
         if self.dtype is not None:
             allowed_dtypes = ALLOWED_DTYPES[self.type]
             if self.dtype not in DTYPES:
@@ -80,38 +97,28 @@ class IndexConfig:
 
     def resolved(self, count: int, dim: int) -> IndexConfig:
         """Defaults filled in for ``count`` vectors of ``dim`` dimensions, and checked to work."""
-        if count < 1:
-            raise InputError(f"--count must be at least 1, got {count}")
-        if dim < 1:
-            raise InputError(f"--dim must be at least 1, got {dim}")
+        whole_number(count, "count", minimum=1)
+        whole_number(dim, "dim", minimum=1)
         dtype = self.dtype or ALLOWED_DTYPES[self.type][0]
         params = {**DEFAULT_PARAMS[self.type], **{k: v for k, v in self.params.items() if v is not None}}
         if dtype == "binary" and dim % 8:
             raise InputError(f"binary codes need a dimension divisible by 8, got {dim}")
-        if self.type == "hnsw":
-            if params["m"] < 2:
-                raise InputError(f"--m must be at least 2, got {params['m']}")
-            for name in ("ef_construction", "ef_search"):
-                if params[name] < 1:
-                    raise InputError(f"--{name.replace('_', '-')} must be at least 1, got {params[name]}")
         if self.type == "ivfpq":
             if params["nlist"] is None:  # ~4*sqrt(n), with at least 39 training points per list
                 params["nlist"] = max(1, min(math.isqrt(16 * count), count // 39 or 1))
             if params["pq_m"] is None:
                 params["pq_m"] = next(m for m in (dim // 8, dim // 4, dim // 2, dim) if m and dim % m == 0)
             nlist, pq_m, nbits = params["nlist"], params["pq_m"], params["nbits"]
-            if not 1 <= nlist <= count:
-                raise InputError(f"--nlist must be between 1 and the number of vectors ({count}), got {nlist}")
-            if pq_m < 1 or dim % pq_m:
-                raise InputError(f"--pq-m must divide the dimension {dim}, got {pq_m}")
-            if not 1 <= nbits <= 16:
-                raise InputError(f"--nbits must be between 1 and 16, got {nbits}")
+            if nlist > count:
+                raise ParameterError("nlist", f"must be between 1 and the number of vectors ({count}), got {nlist}")
+            if dim % pq_m:
+                raise ParameterError("pq_m", f"must divide the dimension {dim}, got {pq_m}")
             if count < 2**nbits:
                 raise InputError(
                     f"ivfpq with --nbits {nbits} trains {2**nbits} centroids per sub-vector and needs at least "
                     f"{2**nbits} vectors, but there are {count}; lower --nbits or use --index flat"
                 )
-            params["nprobe"] = max(1, min(params["nprobe"], nlist))
+            params["nprobe"] = min(params["nprobe"], nlist)  # more lists than there are: all of them
         return IndexConfig(self.type, params, dtype)
 
     @property

@@ -18,6 +18,7 @@ import shutil
 from collections.abc import Mapping
 from pathlib import Path
 
+from contextlens.core import atomic_files
 from contextlens.errors import DataFileError, InputError
 
 CURRENT = "CURRENT"
@@ -26,7 +27,7 @@ INDEX_FILE = "index.faiss"
 DOCS_FILE = "docs.jsonl"
 LEGACY_FILES = (MANIFEST, INDEX_FILE, DOCS_FILE)  # an index written before the pointer: files at the top
 VERSION_RE = re.compile(r"^v-\d{8}T\d{12}-(\d+)$")
-POINTER_TMP_RE = re.compile(rf"^{CURRENT}\.tmp-(\d+)$")
+POINTER_TMP_RE = re.compile(rf"^(?:{CURRENT}|\.{CURRENT}\.[0-9a-f]+)\.tmp-(\d+)$")  # older builds: CURRENT.tmp-PID
 
 
 class DamagedIndexError(DataFileError):
@@ -92,9 +93,7 @@ def write_version(folder: Path | str, files: Mapping[str, bytes]) -> Path:
 
 def switch_current(folder: Path, name: str) -> None:
     """Point ``CURRENT`` at version ``name``: write a temporary pointer, then one atomic rename."""
-    tmp = folder / f"{CURRENT}.tmp-{os.getpid()}"
-    _write_durably(tmp, (name + "\n").encode("utf-8"))
-    os.replace(tmp, folder / CURRENT)
+    atomic_files.write_text(folder / CURRENT, name + "\n", durable=True)
 
 
 def remove_replaced(folder: Path) -> None:
