@@ -107,7 +107,7 @@ def test_a_truncated_safetensors_in_a_model_folder_is_refused(tmp_path, minilm):
 def test_a_file_where_a_folder_is_expected_says_so(tmp_path, minilm):
     notes = tmp_path / "somefile.txt"
     notes.write_text("not a model")
-    with pytest.raises(UnknownModelError, match="is a file, but --model expects a model folder"):
+    with pytest.raises(UnknownModelError, match="is a file, but `model` expects a model folder"):
         load_contextual(str(notes))
     config = f"{minilm.source}/config.json"
     with pytest.raises(UnknownModelError, match=f"give its folder {minilm.source}"):

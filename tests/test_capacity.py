@@ -63,7 +63,7 @@ def test_impossible_requests_are_clear_errors():
         estimate(config("binary"), 100, 100)
     with pytest.raises(InputError, match="must divide"):
         estimate(config("ivfpq", pq_m=7), 100, 100)
-    with pytest.raises(InputError, match="unknown --index"):
+    with pytest.raises(InputError, match="unknown `index`"):
         estimate(config("lsh"), 100, 64)
 
 

@@ -158,9 +158,12 @@ def test_help_still_works(capsys):
 # --- attention --top, the cut window, --static none ----------------------------------------
 
 
-def test_attention_refuses_top_zero_in_the_analysis(minilm):
-    with pytest.raises(InputError, match="--top must be at least 1"):
+def test_attention_refuses_top_zero_in_the_analysis(minilm, capsys):
+    """The analysis names its parameter (top_k); the CLI says the option the user typed (--top)."""
+    with pytest.raises(InputError, match="`top_k` must be at least 1"):
         attend([parse_marked(PAIR[0])], minilm, top_k=0)
+    code, _, err = cli(capsys, "attention", PAIR[0], "-m", "minilm", "--top", "0")
+    assert code == 2 and "--top must be at least 1" in err and "`" not in err
 
 
 def test_attention_top_zero_on_the_command_line(capsys):

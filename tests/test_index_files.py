@@ -129,7 +129,7 @@ def test_a_folder_with_other_files_is_refused_unless_forced_and_they_are_kept(en
     folder = tmp_path / "mine"
     folder.mkdir()
     (folder / "notes.txt").write_text("my notes")
-    with pytest.raises(InputError, match=r"not a contextlens index's \(notes.txt\).*--force"):
+    with pytest.raises(InputError, match=r"not a contextlens index's \(notes.txt\).*`force`"):
         make(encoder, OLD).save(folder)
     make(encoder, OLD).save(folder, force=True)
     make(encoder, NEW).save(folder, force=True)

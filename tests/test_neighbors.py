@@ -34,7 +34,7 @@ def test_a_malformed_analogy_is_refused(text):
 
 
 def test_nothing_to_look_for_and_top_zero_are_refused(glove):
-    with pytest.raises(InputError, match="give a WORD"):
+    with pytest.raises(InputError, match="give a word"):
         neighbors(glove)
-    with pytest.raises(InputError, match="--top"):
+    with pytest.raises(InputError, match="`top` must be at least 1"):
         neighbors(glove, "bank", top=0)

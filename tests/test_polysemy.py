@@ -102,7 +102,7 @@ def test_explore_errors_name_the_problem(minilm, tmp_path):
         explore(["zebra"], minilm)
     with pytest.raises(InputError, match="out of range"):
         explore(["bank"], minilm, layer=99)
-    with pytest.raises(InputError, match="--seed must be a whole number of at least 0, got -1"):
+    with pytest.raises(InputError, match="`seed` must be a whole number of at least 0, got -1"):
         explore(["bank"], minilm, seed=-1)  # numpy's ValueError once reached the web API as a 500
     bad = tmp_path / "bad.tsv"
     bad.write_text("bank\tfinance\tThe [bank] called.\nbank\triver\tThe river bank flooded.\n")

@@ -115,7 +115,7 @@ def test_index_parameters_are_checked(lee_vectors):
         IndexConfig("ivfpq", {"nbits": 8}).resolved(50, 384)
     with pytest.raises(InputError, match="must divide"):
         IndexConfig("ivfpq", {"pq_m": 7, "nbits": 4}).resolved(50, 384)
-    with pytest.raises(InputError, match="unknown --index"):
+    with pytest.raises(InputError, match="unknown `index`"):
         IndexConfig("annoy")
 
 

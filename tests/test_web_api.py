@@ -67,10 +67,14 @@ def test_api_returns_the_cli_json(client, capsys, name, body, args):
     ],
 )
 def test_api_refuses_what_the_cli_refuses_with_its_message(client, capsys, name, body, args):
+    """The same message, the web naming the parameter (its field) where the CLI names its option."""
+    from contextlens.cli import flags_for_parameters
+
     response = client.post(f"/api/{name}", json=body)
     code, _, err = cli([*args, "-m", "minilm"] if name != "neighbors" else args, capsys)
     assert code == 2 and response.status_code == 400
-    assert err.strip() == f"error: {response.json()['error']}"
+    assert err.strip() == f"error: {flags_for_parameters(response.json()['error'], args)}"
+    assert "--" not in response.json()["error"]  # a web user typed no flag
 
 
 @pytest.mark.parametrize(

@@ -7,6 +7,7 @@ Nothing here or in the command modules imports torch, transformers or gensim at 
 from __future__ import annotations
 
 import os
+import re
 import sys
 from typing import NoReturn
 
@@ -84,7 +85,7 @@ def _run(args: list[str] | None) -> None:
         sys.stderr.write(f"error: {exc.named(flag_of(exc.parameter, sys.argv[1:] if args is None else args))}\n")
         sys.exit(2)
     except ContextlensError as exc:
-        sys.stderr.write(f"error: {exc}\n")
+        sys.stderr.write(f"error: {flags_for_parameters(str(exc), sys.argv[1:] if args is None else args)}\n")
         sys.exit(2)
     except UsageError as exc:  # bad option value, unknown option or command, missing argument
         if isinstance(exc, NoArgsIsHelpError):  # bare `contextlens` or `contextlens eval`
@@ -99,6 +100,17 @@ def _run(args: list[str] | None) -> None:
     except (KeyboardInterrupt, typer.Abort):
         interrupted()
     sys.exit(code if isinstance(code, int) else 0)
+
+
+def flags_for_parameters(message: str, args: list[str]) -> str:
+    """A message from the API names parameters in backticks (```top``); say each as the option of
+    the command in ``args`` that sets it (``--top``). A name no option of the command sets stays."""
+
+    def as_flag(match: re.Match[str]) -> str:
+        flag = flag_of(match.group(1), args)
+        return match.group(0) if flag == match.group(1) else flag
+
+    return re.sub(r"`([a-z][a-z0-9_]*)`", as_flag, message)
 
 
 def flag_of(parameter: str, args: list[str]) -> str:

@@ -27,6 +27,7 @@ from contextlens.cli.common import (
     print_json,
     window_note,
 )
+from contextlens.cli.params import as_flags
 from contextlens.core.occurrences import locate_all
 from contextlens.errors import InputError
 
@@ -54,7 +55,8 @@ def attention_cmd(
     contextual = contextual_option(model, precision, threads, attention=(layer, head))
     from contextlens.analyses.lesson.attention import attend
 
-    result = attend(occs, contextual, layer=layer, head=head, exclude_special=exclude_special, top_k=top)
+    with as_flags(top_k="--top"):
+        result = attend(occs, contextual, layer=layer, head=head, exclude_special=exclude_special, top_k=top)
     with figures_after(plot, html, result, "contextlens attention"):
         if json_out:
             print_json(result.to_dict())

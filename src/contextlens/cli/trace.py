@@ -28,6 +28,7 @@ from contextlens.cli.common import (
     print_json,
     window_note,
 )
+from contextlens.cli.params import as_flags
 from contextlens.core.occurrences import locate_all
 
 
@@ -64,7 +65,8 @@ def trace_cmd(
     contextual = contextual_option(model, precision, threads)
     from contextlens.analyses.lesson.trace import INPUT_ROW_COSINE_MEANS, trace
 
-    result = trace(occ, contextual, top_k=top, exclude_special=exclude_special)
+    with as_flags(top_k="--top"):
+        result = trace(occ, contextual, top_k=top, exclude_special=exclude_special)
     share = None
     if texts is not None:
         from contextlens.analyses.lesson.input_share import input_row_share

@@ -233,7 +233,7 @@ class Backbone:
     def require_torch(self, what: str) -> None:
         """Refuse, in one line, what only the torch runtime provides."""
         if self.runtime != "torch":
-            raise InputError(f"{what} come from the torch runtime; run this without --runtime {self.runtime}")
+            raise InputError(f"{what} come from the torch runtime; run this with `runtime` torch, not {self.runtime}")
 
     def weight_bytes(self) -> int:
         """Bytes of the weights as this model runs them (int8 packed where quantized)."""

@@ -105,7 +105,7 @@ def parse_marked(text: str) -> Occurrence:
     if opens == 0:
         raise MarkerError(
             f"no [marked] target in {text!r}; put the target in brackets, like "
-            "'The river [bank] flooded.', or name it with --word"
+            "'The river [bank] flooded.', or name it with `word`"
         )
     start = text.index(OPEN_MARKER)
     close = text.index(CLOSE_MARKER)

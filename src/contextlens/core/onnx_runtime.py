@@ -71,7 +71,7 @@ EXACT = 1e-4  # the largest difference from torch an fp32 graph may show on the 
 EXPORT_RULE = "torchscript-opset17-bert-fusion-prepared-mask-v1"  # part of the export folder's key
 ORT_QUANT_RULE = "ort-dynamic-qint8-matmul-except-ffn-down-v1"  # part of an onnx int8 model's identity
 SESSIONS_KEPT = 3  # pruned graphs' sessions held at once (one per highest layer in use)
-INSTALL_HINT = "pip install 'contextlens[runtimes]' (onnxruntime, onnx), or use --runtime torch"
+INSTALL_HINT = "pip install 'contextlens[runtimes]' (onnxruntime, onnx), or use `runtime` torch"
 
 
 def require_onnxruntime() -> None:
@@ -296,8 +296,8 @@ class OnnxForward:
         require_onnxruntime()
         if model.is_decoder:
             raise InputError(
-                f"--runtime onnx runs encoder models (minilm, mpnet), not the decoder {model.name!r}; "
-                "use --runtime torch"
+                f"`runtime` onnx runs encoder models (minilm, mpnet), not the decoder {model.name!r}; "
+                "use `runtime` torch"
             )
         self.model = model
         self.precision = model.precision
@@ -335,7 +335,7 @@ class OnnxForward:
             if max(check["max_abs_diff"]) > EXACT:
                 raise ModelLoadError(
                     f"the ONNX export of {model.name} differs from torch by {max(check['max_abs_diff']):.2g} "
-                    f"(more than {EXACT:g}) on the drift set; use --runtime torch"
+                    f"(more than {EXACT:g}) on the drift set; use `runtime` torch"
                 )
             (tmp / "fp32-check.json").write_text(json.dumps(check))
             if self.folder.exists():  # another process built it meanwhile: keep theirs

@@ -402,7 +402,7 @@ def resolve_contextual(name_or_path: str) -> tuple[str, str, str | None]:
     spec = REGISTRY.get(name_or_path)
     if spec is not None:
         if spec.kind != "contextual":
-            raise UnknownModelError(f"{name_or_path!r} is a static model; pass it with --static, not --model")
+            raise UnknownModelError(f"{name_or_path!r} is a static model; pass it as `static`, not `model`")
         path = spec.locate()
         if path is not None:
             return spec.name, str(spec.require()), None
@@ -412,14 +412,14 @@ def resolve_contextual(name_or_path: str) -> tuple[str, str, str | None]:
     local = Path(name_or_path).expanduser()
     if local.is_dir():
         if not (local / "config.json").exists():
-            raise UnknownModelError(f"folder {local} has no config.json; point --model at a Hugging Face model folder")
+            raise UnknownModelError(f"folder {local} has no config.json; point `model` at a Hugging Face model folder")
         if (local / "model.safetensors").is_file():
             check_safetensors(local / "model.safetensors")
         return str(local), str(local), None
     if local.is_file():
         hint = f"its folder {local.parent}" if (local.parent / "config.json").is_file() else "the folder that holds it"
         raise UnknownModelError(
-            f"{local} is a file, but --model expects a model folder (with config.json); give {hint}"
+            f"{local} is a file, but `model` expects a model folder (with config.json); give {hint}"
         )
     if "/" in name_or_path and not local.exists() and _hub_allowed():
         return name_or_path, name_or_path, None

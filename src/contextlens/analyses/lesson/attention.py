@@ -123,7 +123,7 @@ class AttentionResult:
 def check_top_k(top_k: int) -> None:
     """How many most-attended tokens to list: at least one."""
     if top_k < 1:
-        raise InputError(f"--top must be at least 1, got {top_k}")
+        raise InputError(f"`top_k` must be at least 1, got {top_k}")
 
 
 def check_layer_head(model: ContextualModel, layer: int, head: int) -> None:

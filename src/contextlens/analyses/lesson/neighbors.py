@@ -45,7 +45,7 @@ def parse_analogy(text: str) -> tuple[str, str, str]:
     """``a:b::c`` (or ``a:b:c``) into its three words."""
     parts = text.replace("::", ":").split(":")
     if len(parts) != 3 or not all(p.strip() for p in parts):
-        raise InputError(f"--analogy {text!r} is not of the form a:b::c (e.g. king:man::queen)")
+        raise InputError(f"`analogy` {text!r} is not of the form a:b::c (e.g. king:man::queen)")
     a, b, c = (p.strip() for p in parts)
     return a, b, c
 
@@ -60,7 +60,7 @@ def neighbors(
 ) -> Neighbors:
     """Nearest words to ``word`` (+ ``positive`` - ``negative``), or the answers to ``analogy`` (b - a + c)."""
     if top < 1:
-        raise InputError(f"--top must be at least 1, got {top}")
+        raise InputError(f"`top` must be at least 1, got {top}")
     model = as_static(static)
     if analogy is not None and analogy.strip():
         a, b, c = parse_analogy(analogy)
@@ -69,5 +69,5 @@ def neighbors(
     pos = ([word] if word else []) + list(positive)
     neg = list(negative)
     if not pos and not neg:
-        raise InputError("give a WORD, --analogy a:b::c, or --positive/--negative words")
+        raise InputError("give a word, an `analogy` a:b::c, or `positive`/`negative` words")
     return Neighbors(model.name, pos, neg, list(model.most_similar(pos, neg, topn=top)))

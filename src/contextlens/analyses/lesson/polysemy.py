@@ -189,7 +189,7 @@ def explore(
     (or only one) sentence and for a layer out of range.
     """
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise InputError(f"--seed must be a whole number of at least 0, got {seed!r}")  # numpy refuses a negative one
+        raise InputError(f"`seed` must be a whole number of at least 0, got {seed!r}")  # numpy refuses a negative one
     from contextlens.core.contextual_models import as_contextual  # torch, once the input is read
 
     model = as_contextual(model)
@@ -207,7 +207,7 @@ def explore(
         if w not in by_word:
             raise InputError(
                 f"no sentences for {w!r} in {source or 'the sentences'}; words there: {', '.join(sorted(by_word))}; "
-                "give your own with --sentences FILE"
+                "give your own in `sentences`"
             )
         if len(by_word[w]) < 2:
             raise InputError(f"{w!r} has only one sentence in {source or 'the sentences'}; give at least two")

@@ -53,7 +53,7 @@ def load_anchor_sentences(path: Path | str) -> dict[str, list[Occurrence]]:
 def check_anchor(word: str, model: ContextualModel) -> str:
     """An anchor must be one word that the model's tokenizer knows (no [UNK] token)."""
     if not isinstance(word, str) or not word.strip():
-        raise InputError("an anchor is empty; give anchor words such as --anchors shore deposit")
+        raise InputError("an anchor is empty; give `anchors` words such as shore deposit")
     word = word.strip()
     if not is_single_word(word):
         raise InputError(f"anchor {word!r} is not a single word; give words such as shore or deposit")
@@ -166,7 +166,7 @@ def probe(
     if not anchors:
         anchors = list(anchor_sentences)
     if not anchors:
-        raise InputError("no anchors given; name anchor words with --anchors, e.g. --anchors shore deposit")
+        raise InputError("no anchors given; name anchor words in `anchors`, e.g. shore deposit")
     anchors = [check_anchor(a, model) for a in anchors]
     if len({a.lower() for a in anchors}) != len(anchors):
         raise InputError("an anchor is named twice; give each anchor word once")

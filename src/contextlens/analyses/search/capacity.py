@@ -171,7 +171,7 @@ def check_fits_in_memory(full: CapacityEstimate, n: int) -> None:
     if available is not None and needed > available:
         raise InputError(
             f"measuring {n:,} vectors of {full.dim:,} dims needs about {needed:,} bytes of memory but only "
-            f"{available:,} bytes are available; lower --dim or --max-measure, or drop --measure for the formula"
+            f"{available:,} bytes are available; lower `dim` or `max_measure`, or drop `measure` for the formula"
         )
 
 
@@ -207,7 +207,7 @@ def serialized_size(config: IndexConfig, n: int, dim: int, seed: int = 0, count:
     resolved = config.resolved(count or n, dim)
     if resolved.type == "ivfpq" and n < 2 ** resolved.params["nbits"]:
         nbits = resolved.params["nbits"]
-        raise InputError(f"measuring ivfpq with --nbits {nbits} needs at least {2**nbits} vectors, got {n}")
+        raise InputError(f"measuring ivfpq with `nbits` {nbits} needs at least {2**nbits} vectors, got {n}")
     sample = _sample_config(resolved, n, dim)
     rng = np.random.default_rng(seed)
     x = rng.standard_normal((n, dim), dtype=np.float32)

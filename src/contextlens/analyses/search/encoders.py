@@ -115,7 +115,7 @@ def runtime_refusal(index: Provenance, runtime: str) -> str:
     return (
         f"this index holds {describe_encoder(index)} vectors (made on the {index.runtime} runtime) but the query "
         f"runs on {runtime}: torch int8 and ONNX Runtime int8 are different quantizers; "
-        f"query with --runtime {index.runtime} or rebuild the index"
+        f"query with `runtime` {index.runtime} or rebuild the index"
     )
 
 
@@ -143,11 +143,11 @@ class TextEncoder:
         if kind not in KINDS:
             raise InputError(f"unknown encoder kind {kind!r}; use one of {', '.join(KINDS)}")
         if kind != "hidden-mean" and layer is not None:
-            raise InputError(f"--layer applies to the hidden-mean kind only, not to {kind!r}; drop it")
+            raise InputError(f"`layer` applies to the hidden-mean kind only, not to {kind!r}; drop it")
         if kind == "sentence" and sentence_config(model.source) is None:
             raise InputError(
                 f"{model.name} has no sentence-transformers pooling config, so it has no 'sentence' kind; "
-                "use --kind hidden-mean"
+                "use `kind` hidden-mean"
             )
         if kind == "hidden-mean":
             (layer,) = model.check_layers([model.num_layers if layer is None else layer])

@@ -76,7 +76,7 @@ class IndexConfig:
 
     def __post_init__(self) -> None:
         if self.type not in INDEX_TYPES:
-            raise InputError(f"unknown --index {self.type!r}; use one of {', '.join(INDEX_TYPES)}")
+            raise InputError(f"unknown `index` {self.type!r}; use one of {', '.join(INDEX_TYPES)}")
         unknown = set(self.params) - set(DEFAULT_PARAMS[self.type])
         if unknown:
             allowed = ", ".join(DEFAULT_PARAMS[self.type]) or "none"
@@ -88,11 +88,11 @@ class IndexConfig:
         if self.dtype is not None:
             allowed_dtypes = ALLOWED_DTYPES[self.type]
             if self.dtype not in DTYPES:
-                raise InputError(f"unknown --dtype {self.dtype!r}; use one of {', '.join(DTYPES)}")
+                raise InputError(f"unknown `dtype` {self.dtype!r}; use one of {', '.join(DTYPES)}")
             if self.dtype not in allowed_dtypes:
                 raise InputError(
                     f"index {self.type!r} stores {' or '.join(allowed_dtypes)} codes, not {self.dtype}; "
-                    f"drop --dtype or pick another --index"
+                    f"drop `dtype` or pick another `index`"
                 )
 
     def resolved(self, count: int, dim: int) -> IndexConfig:
@@ -115,8 +115,8 @@ class IndexConfig:
                 raise ParameterError("pq_m", f"must divide the dimension {dim}, got {pq_m}")
             if count < 2**nbits:
                 raise InputError(
-                    f"ivfpq with --nbits {nbits} trains {2**nbits} centroids per sub-vector and needs at least "
-                    f"{2**nbits} vectors, but there are {count}; lower --nbits or use --index flat"
+                    f"ivfpq with `nbits` {nbits} trains {2**nbits} centroids per sub-vector and needs at least "
+                    f"{2**nbits} vectors, but there are {count}; lower `nbits` or use `index` flat"
                 )
             params["nprobe"] = min(params["nprobe"], nlist)  # more lists than there are: all of them
         return IndexConfig(self.type, params, dtype)

@@ -42,14 +42,14 @@ def check_index_folder(folder: Path | str, force: bool = False) -> Path:
     """
     folder = Path(folder)
     if folder.exists() and not folder.is_dir():
-        raise InputError(f"--out {folder} is a file, not a folder; give a folder for the index")
+        raise InputError(f"`out` {folder} is a file, not a folder; give a folder for the index")
     if folder.is_dir() and not force:
         foreign = sorted(p.name for p in folder.iterdir() if not _is_ours(p))
         if foreign:
             shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
             raise InputError(
-                f"--out {folder} holds files that are not a contextlens index's ({shown}); choose a new or "
-                "empty folder, or pass --force to build beside them (they are left alone)"
+                f"`out` {folder} holds files that are not a contextlens index's ({shown}); choose a new or "
+                "empty folder, or pass `force` to build beside them (they are left alone)"
             )
     return folder
 
