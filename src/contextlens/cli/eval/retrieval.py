@@ -15,6 +15,7 @@ from contextlens.cli.common import (
     PrecisionOpt,
     RuntimeOpt,
     ThreadsOpt,
+    check_model,
     console,
     contextual_option,
     fmt,
@@ -43,6 +44,7 @@ def eval_retrieval(
     plot: PlotOpt = None,
 ) -> None:
     """Retrieval quality of each encoder kind and layer, and quality against bytes per vector."""
+    check_model(model, precision, runtime)  # a wrong name or option costs no heavy import
     from contextlens.analyses.benchmarks.retrieval import evaluate_lee, evaluate_wordnet
     from contextlens.analyses.benchmarks.retrieval_table import retrieval_table
     from contextlens.reports.output_paths import FIGURE_SUFFIXES, check_output_path
