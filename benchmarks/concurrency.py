@@ -1,14 +1,14 @@
 """One loaded model, many threads: the same answers, and what the threads buy.
 
-Issue 17 asks that one loaded model serve any number of threads at once, every answer equal to
-the sequential one. This script runs the mixed calls of tests/test_reentrancy.py (compare,
-attention with weights, trace, probe, explore; eight sentences of different lengths) once
-sequentially on one thread (the baseline), then from 2, 4 and 8 threads at once (every thread
-runs every call, in its own shuffled order) and prints, per thread count: the wall time, calls per second, the ratio to the
-sequential calls per second, and how many answers differ from the sequential ones (the claim is
-0). The occurrence cache is off, so every call runs its forward pass. torch's intra-op threads are
-set to 1 (``--torch-threads``), so the Python threads are the only parallelism; on a machine with
-C cores no more than C-fold can be gained.
+Issue 17 asks that one loaded model serve any number of threads at once, every answer equal to the
+sequential one. This script runs the mixed calls of tests/test_reentrancy.py (compare, attention
+with weights, trace, probe, explore; eight sentences of different lengths) once sequentially on
+one thread (the baseline), then from 2, 4 and 8 threads at once (every thread runs every call, in
+its own shuffled order) and prints, per thread count: the wall time, calls per second, the ratio
+to the sequential calls per second, and how many answers differ from the sequential ones (the
+claim is 0). The occurrence cache is off, so every call runs its forward pass. torch's intra-op
+threads are set to 1 (``--torch-threads``), so the Python threads are the only parallelism; on a
+machine with C cores no more than C-fold can be gained.
 
     python benchmarks/concurrency.py [--model minilm] [--runtime torch|onnx] [--threads 2 4 8]
                                      [--torch-threads 1] [--json]
