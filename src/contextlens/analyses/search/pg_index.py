@@ -109,6 +109,11 @@ class PgIndexConfig:
             params.setdefault("rerank", RERANK)
         return PgIndexConfig(self.type, params, self.dtype)
 
+    @property
+    def code(self) -> str:
+        """How one vector is stored, in pgvector's words (``vector``, ``halfvec``, or ``bit`` index keys)."""
+        return {"float32": "vector", "float16": "halfvec", "binary": "vector, indexed as bit"}[self.dtype]
+
     def column(self, dim: int) -> str:
         return f"{COLUMN_TYPE[self.dtype]}({dim})"
 
