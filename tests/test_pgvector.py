@@ -312,3 +312,28 @@ def test_cli_capacity_pgvector(pg):
     assert json.loads(big.stdout)["index_pages"] == 500_001
     bad = run_cli("capacity", "--engine", "pgvector", "-n", "10", "-d", "3000", "--index", "hnsw")
     assert bad.returncode == 2 and "2,000 dimensions" in bad.stderr
+
+
+def test_own_database_by_dsn_is_recorded_without_its_password(pg, tmp_path):
+    """--dsn: the managed-service path (here the embedded server given as a DSN, as a user would give
+    theirs); the manifest keeps the DSN without a password, and a search without --dsn reuses it."""
+    from contextlens.analyses.search.pg_index import redacted
+
+    assert redacted("postgresql://app:s3cret@db.example:5432/vec") == "postgresql://app@db.example:5432/vec"
+    assert redacted("host=db user=app password=s3cret dbname=vec") == "host=db user=app dbname=vec"
+    docs = tmp_path / "docs.txt"
+    docs.write_text("The river flooded the village.\nThe central bank raised interest rates.\n")
+    out = tmp_path / "idx"
+    built = run_cli("index", "build", str(docs), "--out", str(out), "--model", "minilm", "--engine", "pgvector",
+                    "--dsn", pg, "--json")  # fmt: skip
+    assert built.returncode == 0, built.stderr
+    database = json.loads(built.stdout)["database"]
+    assert database["server"] == "dsn" and database["dsn"] == pg
+    for extra in ([], ["--dsn", pg]):
+        found = run_cli("index", "search", str(out), "interest rates", "-k", "1", "--json", *extra)
+        assert found.returncode == 0, found.stderr
+        assert json.loads(found.stdout)["hits"][0]["text"] == "The central bank raised interest rates."
+    faiss_out = tmp_path / "faiss"
+    assert run_cli("index", "build", str(docs), "--out", str(faiss_out), "--model", "minilm").returncode == 0
+    wrong = run_cli("index", "search", str(faiss_out), "q", "--dsn", pg)
+    assert wrong.returncode == 2 and "FAISS index" in wrong.stderr
