@@ -12,6 +12,7 @@ quarter of it (that build spills to disk, so it is slow).
 
     python benchmarks/pgvector.py                      # 10,000 vectors, d = 384, 768, 1024, 1536
     python benchmarks/pgvector.py --count 20000 --dims 384 768 --memory
+    python benchmarks/pgvector.py --vectors wordnet      # real minilm sentence vectors (encoded once, cached)
     python benchmarks/pgvector.py --json
 
 Random vectors are the hardest case for approximate search (no structure), so recall here is a
@@ -52,13 +53,22 @@ def faiss_hnsw_bytes(x: np.ndarray, dtype: str, m: int) -> int:
     return len(faiss.serialize_index(index))
 
 
-def run(count: int, dims: list[int], memory: bool, queries: int = 200) -> list[dict]:
+def random_sets(count: int, dims: list[int], queries: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    out = []
+    for d in dims:
+        rng = np.random.default_rng(d)
+        x = rng.standard_normal((count, d), dtype=np.float32)
+        out.append((x, rng.standard_normal((queries, d), dtype=np.float32)))
+    return out
+
+
+def run(sets: list[tuple[np.ndarray, np.ndarray]], memory: bool) -> list[dict]:
     rows = []
     with pg_server.embedded_server() as conninfo, pg_server.connect(conninfo) as conn:
-        for d in dims:
-            rng = np.random.default_rng(d)
-            x = normalize(rng.standard_normal((count, d), dtype=np.float32))
-            q = normalize(rng.standard_normal((queries, d), dtype=np.float32))
+        for corpus, query_vectors in sets:
+            x, q = normalize(corpus), normalize(query_vectors)
+            count, d = x.shape
+            queries = len(q)
             flat = faiss.IndexFlatIP(d)
             flat.add(x)
             _, exact = flat.search(q, 10)
@@ -118,11 +128,21 @@ def main() -> None:
     parser.add_argument("--count", type=int, default=10_000)
     parser.add_argument("--dims", type=int, nargs="+", default=[384, 768, 1024, 1536])
     parser.add_argument("--memory", action="store_true", help="also measure the HNSW build memory (slow)")
+    parser.add_argument("--vectors", choices=["random", "wordnet"], default="random",
+                        help="wordnet: minilm sentence vectors of WordNet definitions (384-d; benchmarks/search.py)")
+    parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    print(f"{args.count:,} random unit vectors; predicted (capacity --engine pgvector) vs measured "
-          "(pg_relation_size, pg_table_size); FAISS: serialized HNSW with the same m", file=sys.stderr)  # fmt: skip
-    rows = run(args.count, args.dims, args.memory)
+    if args.vectors == "wordnet":
+        from search import wordnet_vectors  # benchmarks/search.py, beside this script
+
+        corpus, queries, what = wordnet_vectors(args.count, args.queries)
+        sets = [(corpus, queries)]
+    else:
+        sets, what = random_sets(args.count, args.dims, args.queries), f"{args.count:,} random unit vectors"
+    print(f"{what}; predicted (capacity --engine pgvector) vs measured (pg_relation_size, pg_table_size); "
+          f"FAISS: serialized HNSW with the same m; recall@10 of {args.queries} queries vs FAISS flat", file=sys.stderr)
+    rows = run(sets, args.memory)
     if args.json:
         print(json.dumps(rows, indent=2))
 

@@ -10,6 +10,9 @@ PostgreSQL refuses to run as root. As root, contextlens runs the server as ``nob
 as ``/root``, mode 0700) are left as they are: the server reaches its folder through a directory
 descriptor that contextlens opens and passes down (``-D /proc/self/fd/N/data``), so no folder up the
 tree has to be opened to nobody. As any other user, the server simply runs as that user.
+(Considered and not used: ``unshare --user --map-user=1000`` also passes PostgreSQL's root check,
+but the server's kernel uid stays 0, so it could still write every root-owned file; and creating
+a system user with ``useradd`` changes the machine, not the project's folder.)
 
 It listens on a Unix socket in ``cluster/sock`` (mode 0700) and on no TCP port, with ``trust``
 authentication: only its owner (and root) can reach the socket.
@@ -65,7 +68,7 @@ class Cluster:
     """The database cluster under ``<cache>/pgvector``: its folders, and running its programs."""
 
     def __init__(self, root: Path | None = None):
-        self.root = Path(root) if root is not None else cache_dir() / "pgvector"
+        self.root = (Path(root) if root is not None else cache_dir() / "pgvector").resolve()
         self.folder = self.root / "cluster"  # the only folder handed to the server's user
         self.socket_dir = self.folder / "sock"
         self.as_root = os.geteuid() == 0
@@ -77,7 +80,12 @@ class Cluster:
 
     @property
     def conninfo(self) -> str:
-        return f"host={self.socket_dir} user={USER} dbname={DATABASE}"
+        return self.conninfo_for(DATABASE)
+
+    def conninfo_for(self, database: str) -> str:
+        """libpq's key=value string (the socket folder quoted: a cache path may hold spaces)."""
+        host = str(self.socket_dir).replace("\\", "\\\\").replace("'", "\\'")
+        return f"host='{host}' user={USER} dbname={database}"
 
     def prepare(self) -> None:
         """Create the cluster folder, owned by the server's user (nobody when we are root)."""
@@ -130,7 +138,7 @@ class Cluster:
         self.socket_dir.mkdir(mode=0o700, exist_ok=True)
         if self.as_root and self.socket_dir.stat().st_uid != NOBODY:
             os.chown(self.socket_dir, NOBODY, NOBODY)
-        options = "-c listen_addresses='' -k {dir}/sock -c unix_socket_permissions=0700"
+        options = "-c listen_addresses='' -k '{dir}/sock' -c unix_socket_permissions=0700"
         self.run("pg_ctl", "start", "-w", "-t", "60", "-D", "{dir}/data", "-l", "{dir}/server.log", "-o", options)
 
     def stop(self) -> None:
@@ -182,7 +190,7 @@ def _locked(path: Path, how: int) -> Iterator[None]:
 def _ensure_database(cluster: Cluster) -> None:
     import psycopg
 
-    with psycopg.connect(f"host={cluster.socket_dir} user={USER} dbname=postgres", autocommit=True) as conn:
+    with psycopg.connect(cluster.conninfo_for("postgres"), autocommit=True) as conn:
         if conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (DATABASE,)).fetchone() is None:
             conn.execute(f'CREATE DATABASE "{DATABASE}"')
     with psycopg.connect(cluster.conninfo, autocommit=True) as conn:
