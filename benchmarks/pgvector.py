@@ -99,6 +99,9 @@ def run(sets: list[tuple[np.ndarray, np.ndarray]], memory: bool) -> list[dict]:
                             probe = pg_measure(config, count, d)
                             row["memory_measured"] = probe.measured.get("build_memory_bytes")
                             row["memory_probe_notice"] = probe.measured.get("memory_probe_notices")
+                            # the same build with a quarter of the memory: 3/4 of it on disk
+                            row["spilled_build_s"] = probe.measured.get("memory_probe_seconds")
+                            row["in_memory_build_s"] = probe.measured.get("build_seconds")
                     rows.append(row)
                     print(_line(row), file=sys.stderr, flush=True)
     return rows
@@ -114,6 +117,7 @@ def _line(r: dict) -> str:
         if r.get("memory_measured"):
             got = r["memory_measured"]
             mem += f" vs {got / 2**20:7.1f} MiB ({r['memory_predicted'] / got - 1:+.1%})"
+            mem += f", build {r['in_memory_build_s']:.1f} s in memory vs {r['spilled_build_s']:.1f} s spilled"
     return (
         f"d={r['dim']:>4} {r['type']:<7} {r['index']:<7} pages {predicted:>6,} vs {measured:>6,} {pages:>6}"
         f"  B/vec {r['index_bytes_per_vector']:>7,.0f} (FAISS {faiss_b})"
