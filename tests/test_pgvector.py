@@ -337,3 +337,17 @@ def test_own_database_by_dsn_is_recorded_without_its_password(pg, tmp_path):
     assert run_cli("index", "build", str(docs), "--out", str(faiss_out), "--model", "minilm").returncode == 0
     wrong = run_cli("index", "search", str(faiss_out), "q", "--dsn", pg)
     assert wrong.returncode == 2 and "FAISS index" in wrong.stderr
+
+
+def test_a_moved_index_folder_still_drops_its_old_table_on_rebuild(pg, conn, tmp_path):
+    """The tables are named after the folder's path; after a move, the rebuild still drops the table
+    the old manifest named (it would otherwise stay in the database for good)."""
+    first = _build(tmp_path / "before", 20)
+    old_table = first.communicate(timeout=120)[0].split()[1]
+    moved = tmp_path / "after"
+    (tmp_path / "before").rename(moved)
+    assert _search_count(moved) == 20  # the manifest names the table: a moved folder still searches
+    again = _build(moved, 25, seed=3)
+    new_table = again.communicate(timeout=120)[0].split()[1]
+    names = {r[0] for r in conn.execute("SELECT tablename FROM pg_tables").fetchall()}
+    assert new_table in names and old_table not in names and _search_count(moved) == 25

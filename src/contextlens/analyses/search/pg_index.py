@@ -342,7 +342,10 @@ class PgVectorIndex:
                 ).encode("utf-8")
                 manifest = self.manifest(docs_bytes, model_source, server)
                 files = {DOCS_FILE: docs_bytes, MANIFEST: (json.dumps(manifest, indent=2) + "\n").encode("utf-8")}
+                previous = _current_table(folder)
                 index_files.write_version(folder, files)
+                if previous and previous != table and TABLE_RE.match(previous):  # also after the folder moved
+                    conn.execute(f"DROP TABLE IF EXISTS {previous}")
                 drop_unreferenced(conn, folder, table)
             finally:
                 lock.close()
