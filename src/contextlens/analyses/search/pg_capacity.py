@@ -13,7 +13,7 @@ ivfbuild.c) and PostgreSQL's page layout (8,192-byte page, 24-byte header, 8-byt
   ``8 + 2d`` (halfvec) or ``8 + ⌈d/8⌉`` (bit). The few elements on upper levels (1 in m) have
   bigger neighbour tuples; the slack left on each page holds them for vector and halfvec (exact,
   checked by ``--measure``), but not always for the small bit tuples (24 to a page at 384 dims),
-  whose count is then a few pages low: an estimate.
+  whose count is then a few pages low (1-5%): a lower bound, an estimate.
   When the two tuples cannot share a page, each element takes two.
 * **Build memory**: the graph is built in ``maintenance_work_mem`` at ``VARSIZE + 32·m + 196``
   bytes per element (the value, 2m neighbour candidates of 16 bytes, the element; fitted on the

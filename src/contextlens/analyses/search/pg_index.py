@@ -27,7 +27,7 @@ import struct
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -47,10 +47,12 @@ from contextlens.analyses.search.index import (
 from contextlens.analyses.search.index_config import normalize
 from contextlens.analyses.search.index_files import DOCS_FILE, MANIFEST, current_folder
 from contextlens.core.arguments import whole_number
-from contextlens.core.contextual_models import ContextualModel, load_contextual
 from contextlens.core.resources import cache_dir
 from contextlens.core.vectors import Provenance
 from contextlens.errors import InputError, ParameterError
+
+if TYPE_CHECKING:
+    from contextlens.core.contextual_models import ContextualModel
 
 ENGINES: tuple[str, ...] = ("faiss", "pgvector")
 PG_INDEX_TYPES: tuple[str, ...] = ("flat", "hnsw", "ivfflat")
@@ -481,6 +483,11 @@ def search_pg_index(
     dsn: str | None = None,
 ) -> PgSearchResult:
     """:func:`~contextlens.analyses.search.index.search_index` for an index in pgvector."""
+    from contextlens.core.contextual_models import (  # torch: once the arguments are checked
+        ContextualModel,
+        load_contextual,
+    )
+
     loaded_model = model if isinstance(model, ContextualModel) else None
     if loaded_model is not None:
         model, precision = loaded_model.name, precision or loaded_model.precision
