@@ -312,6 +312,10 @@ def test_cli_capacity_pgvector(pg):
     assert json.loads(big.stdout)["index_pages"] == 500_001
     bad = run_cli("capacity", "--engine", "pgvector", "-n", "10", "-d", "3000", "--index", "hnsw")
     assert bad.returncode == 2 and "2,000 dimensions" in bad.stderr
+    # a measurement that cannot fit is refused before anything is allocated (it was a MemoryError)
+    huge = run_cli("capacity", "--engine", "pgvector", "-n", str(10**12), "-d", "768", "--index", "hnsw", "--measure")
+    assert huge.returncode == 2 and "--count" in huge.stderr and "bytes of memory" in huge.stderr
+    assert len(huge.stderr.strip().splitlines()) == 1
 
 
 def test_own_database_by_dsn_is_recorded_without_its_password(pg, tmp_path):

@@ -45,6 +45,7 @@ from contextlens.analyses.search import pg_server
 from contextlens.analyses.search.pg_index import PgIndexConfig, create_table
 from contextlens.core.arguments import whole_number
 from contextlens.core.similarity import normalize_rows
+from contextlens.errors import InputError
 
 PAGE = 8192
 INDEX_USABLE = PAGE - 24 - 8  # page header, pgvector's special space
@@ -196,6 +197,31 @@ def pg_estimate(config: PgIndexConfig, count: int, dim: int) -> PgCapacity:
     )  # fmt: skip
 
 
+def check_measurable(result: PgCapacity, dsn: str | None) -> None:
+    """Refuse a measurement whose random vectors do not fit in memory, or whose table and index do
+    not fit on the embedded server's disk, before anything is allocated."""
+    import shutil
+
+    from contextlens.analyses.search.capacity import available_memory
+    from contextlens.core.resources import cache_dir
+
+    vectors = result.count * result.dim * 4 * 2  # float32, and the COPY payload built from it
+    available = available_memory()
+    if available is not None and vectors > available:
+        raise InputError(
+            f"measuring {result.count:,} vectors of {result.dim:,} dims needs about {vectors:,} bytes of memory but "
+            f"only {available:,} are available; lower `count`, or drop `measure` for the formula"
+        )
+    if dsn is None:
+        disk = result.table_bytes + result.index_bytes
+        free = shutil.disk_usage(cache_dir()).free
+        if disk > free:
+            raise InputError(
+                f"measuring needs about {disk:,} bytes in the embedded database but its disk has {free:,} free; "
+                "lower `count`, or drop `measure` for the formula"
+            )
+
+
 def pg_measure(
     config: PgIndexConfig, count: int, dim: int, dsn: str | None = None, seed: int = 0, memory_probe: bool = True
 ) -> PgCapacity:
@@ -203,6 +229,7 @@ def pg_measure(
     vectors, and (HNSW, ``memory_probe``) the NOTICE point of a build given a quarter of the memory."""
     result = pg_estimate(config, count, dim)
     resolved = config.resolved(dim)
+    check_measurable(result, dsn)
     x = normalize_rows(np.random.default_rng(seed).standard_normal((count, dim), dtype=np.float32))
     measured: dict[str, Any] = {}
     with pg_server.database(dsn) as conninfo, pg_server.connect(conninfo) as conn:
