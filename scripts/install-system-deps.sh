@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Debian packages the benchmarks and report tests need: WordNet 3.0 (with SemCor sense counts)
-# and headless Chromium. Installs only what is missing; needs root or sudo.
+# headless Chromium, and util-linux (setpriv: the embedded PostgreSQL runs as nobody when we are
+# root). Installs only what is missing; needs root or sudo.
 set -euo pipefail
-pkgs=(wordnet-base wordnet-sense-index chromium)
+pkgs=(wordnet-base wordnet-sense-index chromium util-linux)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -1,7 +1,8 @@
-"""`contextlens index build|search`: semantic search on a FAISS index."""
+"""`contextlens index build|search`: semantic search on a FAISS index, or in PostgreSQL with pgvector."""
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import Annotated
 
@@ -20,9 +21,11 @@ from contextlens.cli.common import (
     fmt,
     print_json,
 )
+from contextlens.errors import InputError
 
 index_app = typer.Typer(
-    help="Semantic search on a FAISS index: build one from documents, search it.", no_args_is_help=True
+    help="Semantic search on a FAISS index or in PostgreSQL with pgvector: build one from documents, search it.",
+    no_args_is_help=True,
 )
 app.add_typer(index_app, name="index")
 
@@ -31,8 +34,21 @@ KindOpt = Annotated[
     typer.Option("--kind", help="Encoder kind: sentence (default), hidden-mean, or input-row (the baseline)."),
 ]
 LayerOpt = Annotated[int | None, typer.Option("--layer", help="Layer for --kind hidden-mean (default: last).")]
-IndexTypeOpt = Annotated[str, typer.Option("--index", help="Index type: flat (exact), hnsw, ivfpq, sq8, binary.")]
-MOpt = Annotated[int | None, typer.Option("--m", help="HNSW: neighbors per node (default 32).")]
+IndexTypeOpt = Annotated[
+    str,
+    typer.Option("--index", help="Index type: flat (exact), hnsw, ivfpq, sq8, binary; pgvector: flat, hnsw, ivfflat."),
+]
+MOpt = Annotated[int | None, typer.Option("--m", help="HNSW: neighbors per node (default 32; pgvector 16).")]
+EngineOpt = Annotated[
+    str,
+    typer.Option("--engine", help="faiss (a file) or pgvector (a PostgreSQL table; the embedded server unless --dsn)."),
+]
+DsnOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--dsn", help="pgvector: your PostgreSQL with pgvector (libpq URL or key=value); default: the embedded one."
+    ),
+]
 NlistOpt = Annotated[int | None, typer.Option("--nlist", help="IVF-PQ: inverted lists (default ~4*sqrt(n)).")]
 PqMOpt = Annotated[
     int | None, typer.Option("--pq-m", help="IVF-PQ: sub-quantizers, must divide the dim (default d/8).")
@@ -50,13 +66,26 @@ def index_build(
     kind: KindOpt = None,
     layer: LayerOpt = None,
     index: IndexTypeOpt = "flat",
+    engine: EngineOpt = "faiss",
+    dsn: DsnOpt = None,
+    dtype: Annotated[
+        str | None,
+        typer.Option("--dtype", help="Stored type: float32 (default), float16, int8, binary; pgvector: float32 "
+                     "(vector), float16 (halfvec), binary (bit, re-ranked by cosine)."),
+    ] = None,
     m: MOpt = None,
-    ef_construction: Annotated[int | None, typer.Option(help="HNSW: build-time beam width (default 80).")] = None,
-    ef_search: Annotated[int | None, typer.Option(help="HNSW: query-time beam width (default 64).")] = None,
+    ef_construction: Annotated[
+        int | None, typer.Option(help="HNSW: build-time beam width (default 80; pgvector 64).")
+    ] = None,
+    ef_search: Annotated[
+        int | None, typer.Option(help="HNSW: query-time beam width (default 64; pgvector 40).")
+    ] = None,
     nlist: NlistOpt = None,
     pq_m: PqMOpt = None,
     nbits: NbitsOpt = None,
     nprobe: Annotated[int | None, typer.Option(help="IVF-PQ: lists visited per query (default 16).")] = None,
+    lists: Annotated[int | None, typer.Option(help="pgvector IVFFlat: inverted lists (default 100).")] = None,
+    probes: Annotated[int | None, typer.Option(help="pgvector IVFFlat: lists visited per query (default 1).")] = None,
     batch_size: Annotated[int, typer.Option(help="Texts per forward pass.")] = 32,
     precision: PrecisionOpt = "fp32",
     runtime: RuntimeOpt = "torch",
@@ -66,10 +95,11 @@ def index_build(
     ] = False,
     json_out: JsonOpt = False,
 ) -> None:
-    """Encode documents and save them in a FAISS index with a manifest (atomically)."""
+    """Encode documents and save them in a FAISS index (or a pgvector table) with a manifest (atomically)."""
     from contextlens.analyses.search.encoders import check_batch_size, check_kind, describe_encoder, make_encoder
     from contextlens.analyses.search.index import IndexConfig, VectorIndex, load_documents, read_manifest
     from contextlens.analyses.search.index_files import check_index_folder, current_folder
+    from contextlens.analyses.search.pg_index import PgIndexConfig, PgVectorIndex, check_engine
     from contextlens.reports.output_paths import check_output_folder
 
     check_batch_size(batch_size)  # before the model loads
@@ -81,16 +111,34 @@ def index_build(
         "pq_m": pq_m,
         "nbits": nbits,
         "nprobe": nprobe,
+        "lists": lists,
+        "probes": probes,
     }
     params = {k: v for k, v in given.items() if v is not None}
-    config = IndexConfig(index, params)  # checks the options fit the index type before the model loads
+    # the options are checked to fit the engine and index type before the model loads
+    if check_engine(engine) == "pgvector":
+        config = PgIndexConfig(index, params, dtype or "float32")
+    else:
+        if dsn is not None:
+            raise InputError("--dsn is for --engine pgvector; a FAISS index is a file in --out")
+        config = IndexConfig(index, params, dtype)
     check_index_folder(check_output_folder(out), force)  # and that --out can take an index
     documents = load_documents(docs)
     kind = check_kind(kind or "sentence")  # before the model loads
     layers = [layer] if kind == "hidden-mean" and layer is not None else []
     encoder = make_encoder(contextual_option(model, precision, threads, runtime, layers=layers), kind, layer)
-    built = VectorIndex.build(documents, encoder, config, batch_size=batch_size, show_progress_bar=console.is_terminal)
-    folder = built.save(out, model_source=encoder.model.source, force=force)
+    if engine == "pgvector":
+        with contextlib.nullcontext() if json_out else console.status("loading the vectors into PostgreSQL..."):
+            built = PgVectorIndex.build(
+                documents, encoder, out, config, dsn=dsn, batch_size=batch_size,
+                show_progress_bar=console.is_terminal, model_source=encoder.model.source, force=force,
+            )  # fmt: skip
+        folder = out
+    else:
+        built = VectorIndex.build(
+            documents, encoder, config, batch_size=batch_size, show_progress_bar=console.is_terminal
+        )
+        folder = built.save(out, model_source=encoder.model.source, force=force)
     if json_out:
         print_json(read_manifest(folder))
         return
@@ -102,6 +150,17 @@ def index_build(
         f"({params_text}; stored as {built.config.code})"
     )
     version = current_folder(folder).name
+    if engine == "pgvector":
+        r = built.report
+        where = "your PostgreSQL (--dsn)" if dsn else "the embedded PostgreSQL"
+        console.print(
+            f"vectors in table [bold]{built.table}[/bold] of {where}: table {r.table_bytes:,} bytes "
+            f"(pg_table_size, with TOAST), index {r.index_bytes:,} bytes (pg_relation_size), built in {r.seconds:.2f} s"
+        )
+        for notice in r.notices:
+            console.print(f"[yellow]PostgreSQL: {escape(notice)}[/yellow]")
+        console.print(f"written to {escape(str(folder))} ({version}/: manifest.json, docs.jsonl)")
+        return
     console.print(f"written to {escape(str(folder))} ({version}/: manifest.json, index.faiss, docs.jsonl)")
 
 
@@ -131,23 +190,32 @@ def index_search(
             " is accepted at fp32, where ONNX Runtime is checked within 1e-4 of torch, and refused at int8).",
         ),
     ] = None,
+    dsn: DsnOpt = None,
     threads: ThreadsOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Rank the indexed documents for a query; refuses a query encoder that differs from the index's."""
     from contextlens.analyses.search.index import index_encoder, search_index
+    from contextlens.analyses.search.pg_index import engine_of, search_pg_index
     from contextlens.core.choices import check_precision
 
     if precision is not None:
         check_precision(precision)
     # a mismatch is refused before any model loads
     stored = index_encoder(folder, model, kind, layer, precision, runtime)
+    engine = engine_of(folder)
+    if dsn is not None and engine != "pgvector":
+        raise InputError(f"--dsn is for an index in pgvector; {folder} is a FAISS index")
     loaded = contextual_option(stored.model, stored.precision, threads, runtime or stored.runtime)
-    result = search_index(folder, query, k, model=loaded, kind=kind, layer=layer)
+    if engine == "pgvector":
+        result = search_pg_index(folder, query, k, model=loaded, kind=kind, layer=layer, dsn=dsn)
+    else:
+        result = search_index(folder, query, k, model=loaded, kind=kind, layer=layer)
     if json_out:
         print_json(result.to_dict())
         return
-    table = Table(title=f"{escape(query)} — {escape(result.describe_encoder())}, {result.index_type} index")
+    where = " in pgvector" if engine == "pgvector" else ""
+    table = Table(title=f"{escape(query)} — {escape(result.describe_encoder())}, {result.index_type} index{where}")
     table.add_column("rank", justify="right")
     table.add_column("score", justify="right")
     table.add_column("id")
@@ -156,3 +224,8 @@ def index_search(
         text = hit.text if len(hit.text) <= 160 else hit.text[:157] + "..."
         table.add_row(str(hit.rank), fmt(hit.score), escape(hit.id), escape(text))
     console.print(table)
+    if engine == "pgvector":
+        console.print(
+            f"recall@{k} against an exact scan of the same table: {result.recall:.2f} "
+            f"(exact = 1.00; {result.index_type} is {'that scan' if result.index_type == 'flat' else 'approximate'})"
+        )

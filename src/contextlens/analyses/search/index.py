@@ -297,6 +297,8 @@ class VectorIndex:
     def load(cls, folder: Path | str) -> VectorIndex:
         """Read and verify a saved index: manifest present, checksums and counts consistent."""
         manifest = read_manifest(folder)
+        if manifest.get("engine") == "pgvector":
+            raise InputError(f"{folder} is a pgvector index; search it with `engine` pgvector (PgVectorIndex)")
         folder = current_folder(folder)
         blobs = {}
         for name in (INDEX_FILE, DOCS_FILE):
@@ -349,7 +351,8 @@ def read_manifest(folder: Path | str) -> dict[str, Any]:
         for key in ("encoder", "index", "files", "count"):
             manifest[key]  # noqa: B018 - presence check
         manifest_provenance(manifest)
-        for name in (INDEX_FILE, DOCS_FILE):
+        # a pgvector index keeps its vectors in a database table (manifest["database"]), not a file
+        for name in (DOCS_FILE,) if manifest.get("engine") == "pgvector" else (INDEX_FILE, DOCS_FILE):
             manifest["files"][name]["sha256"]  # noqa: B018
     except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError, AttributeError, ValueError) as exc:
         raise DamagedIndexError(f"{path} is not a valid contextlens manifest; rebuild the index") from exc

@@ -1,0 +1,155 @@
+"""pgvector sizes on the real server, predicted vs measured, beside FAISS for the same vectors.
+
+For each dimension and stored type (vector = float32, halfvec = float16, bit = binary_quantize with
+re-ranking) and each pgvector index (HNSW m=16 ef_construction=64; IVFFlat lists=100, pgvector's
+defaults): N random unit vectors are loaded into the embedded PostgreSQL 18 + pgvector 0.8.5 with
+COPY and indexed; the script prints the page formula of `contextlens capacity --engine pgvector`
+beside `pg_relation_size(index)`, the table formula beside `pg_table_size` (heap + TOAST), the
+bytes per vector beside FAISS's serialized HNSWFlat / IndexHNSWSQ(fp16) / IndexBinaryHNSW for the
+same vectors and m, the build time, and recall@10 of 200 queries against FAISS flat (exact).
+With --memory, also the HNSW build memory formula beside the NOTICE point of a build given a
+quarter of it (that build spills to disk, so it is slow).
+
+    python benchmarks/pgvector.py                      # 10,000 vectors, d = 384, 768, 1024, 1536
+    python benchmarks/pgvector.py --count 20000 --dims 384 768 --memory
+    python benchmarks/pgvector.py --vectors wordnet      # real minilm sentence vectors (encoded once, cached)
+    python benchmarks/pgvector.py --json
+
+Random vectors are the hardest case for approximate search (no structure), so recall here is a
+lower bound; tests/test_pgvector.py measures it on real minilm sentence vectors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+import faiss
+import numpy as np
+
+from contextlens.analyses.search import pg_server
+from contextlens.analyses.search.index_config import normalize
+from contextlens.analyses.search.pg_capacity import pg_estimate, pg_measure
+from contextlens.analyses.search.pg_index import PgIndexConfig, create_table, recall_at_k, search_table
+
+NAMES = {"float32": "vector", "float16": "halfvec", "binary": "bit"}
+
+
+def faiss_hnsw_bytes(x: np.ndarray, dtype: str, m: int) -> int:
+    d = x.shape[1]
+    if dtype == "binary":
+        index = faiss.IndexBinaryHNSW(d, m)
+        index.add(np.packbits(x > 0, axis=1))
+        return len(faiss.serialize_index_binary(index))
+    if dtype == "float16":
+        index = faiss.IndexHNSWSQ(d, faiss.ScalarQuantizer.QT_fp16, m, faiss.METRIC_INNER_PRODUCT)
+        index.train(x)
+    else:
+        index = faiss.IndexHNSWFlat(d, m, faiss.METRIC_INNER_PRODUCT)
+    index.hnsw.efConstruction = 64
+    index.add(x)
+    return len(faiss.serialize_index(index))
+
+
+def random_sets(count: int, dims: list[int], queries: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    out = []
+    for d in dims:
+        rng = np.random.default_rng(d)
+        x = rng.standard_normal((count, d), dtype=np.float32)
+        out.append((x, rng.standard_normal((queries, d), dtype=np.float32)))
+    return out
+
+
+def run(sets: list[tuple[np.ndarray, np.ndarray]], memory: bool) -> list[dict]:
+    rows = []
+    with pg_server.embedded_server() as conninfo, pg_server.connect(conninfo) as conn:
+        for corpus, query_vectors in sets:
+            x, q = normalize(corpus), normalize(query_vectors)
+            count, d = x.shape
+            queries = len(q)
+            flat = faiss.IndexFlatIP(d)
+            flat.add(x)
+            _, exact = flat.search(q, 10)
+            for kind in ("hnsw", "ivfflat"):
+                for dtype in ("float32", "float16", "binary"):
+                    config = PgIndexConfig(kind, {}, dtype).resolved(d)
+                    predicted = pg_estimate(config, count, d)
+                    table = f"bench_{kind}_{dtype}_{d}"
+                    conn.execute(f"DROP TABLE IF EXISTS {table}")
+                    report = create_table(conn, table, x, config, maintenance_work_mem="2GB")
+                    start = time.perf_counter()
+                    _, ids = search_table(conn, table, config, q, 10)
+                    query_s = (time.perf_counter() - start) / queries
+                    conn.execute(f"DROP TABLE {table}")
+                    row = {
+                        "dim": d, "type": NAMES[dtype], "index": kind, "count": count,
+                        "pages_predicted": predicted.index_pages, "pages_measured": report.index_bytes // 8192,
+                        "exact_formula": predicted.exact, "index_bytes": report.index_bytes,
+                        "index_bytes_per_vector": report.index_bytes / count,
+                        "table_predicted": predicted.table_bytes, "table_measured": report.table_bytes,
+                        "total_measured": report.total_bytes, "build_s": report.seconds, "query_ms": 1e3 * query_s,
+                        "recall_at_10_vs_faiss_flat": recall_at_k(ids, exact), "notices": report.notices,
+                    }  # fmt: skip
+                    if kind == "hnsw":
+                        row["faiss_hnsw_bytes_per_vector"] = faiss_hnsw_bytes(x, dtype, 16) / count
+                        row["memory_predicted"] = predicted.build_memory_bytes
+                        if memory:
+                            probe = pg_measure(config, count, d)
+                            row["memory_measured"] = probe.measured.get("build_memory_bytes")
+                            row["memory_probe_notice"] = probe.measured.get("memory_probe_notices")
+                            # the same build with a quarter of the memory: 3/4 of it on disk
+                            row["spilled_build_s"] = probe.measured.get("memory_probe_seconds")
+                            row["in_memory_build_s"] = probe.measured.get("build_seconds")
+                    rows.append(row)
+                    print(_line(row), file=sys.stderr, flush=True)
+    return rows
+
+
+def _line(r: dict) -> str:
+    faiss_b = f"{r['faiss_hnsw_bytes_per_vector']:>7,.0f}" if "faiss_hnsw_bytes_per_vector" in r else "      -"
+    predicted, measured = r["pages_predicted"], r["pages_measured"]
+    pages = "exact" if predicted == measured else f"{predicted / measured - 1:+.1%}"
+    mem = ""
+    if r.get("memory_predicted"):
+        mem = f"  mem {r['memory_predicted'] / 2**20:7.1f} MiB"
+        if r.get("memory_measured"):
+            got = r["memory_measured"]
+            mem += f" vs {got / 2**20:7.1f} MiB ({r['memory_predicted'] / got - 1:+.1%})"
+            mem += f", build {r['in_memory_build_s']:.1f} s in memory vs {r['spilled_build_s']:.1f} s spilled"
+    return (
+        f"d={r['dim']:>4} {r['type']:<7} {r['index']:<7} pages {predicted:>6,} vs {measured:>6,} {pages:>6}"
+        f"  B/vec {r['index_bytes_per_vector']:>7,.0f} (FAISS {faiss_b})"
+        f"  table {r['table_predicted'] / 2**20:6.1f} vs {r['table_measured'] / 2**20:6.1f} MiB"
+        f"  build {r['build_s']:6.2f} s  query {r['query_ms']:5.2f} ms"
+        f"  recall@10 {r['recall_at_10_vs_faiss_flat']:.3f}{mem}"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--count", type=int, default=10_000)
+    parser.add_argument("--dims", type=int, nargs="+", default=[384, 768, 1024, 1536])
+    parser.add_argument("--memory", action="store_true", help="also measure the HNSW build memory (slow)")
+    parser.add_argument("--vectors", choices=["random", "wordnet"], default="random",
+                        help="wordnet: minilm sentence vectors of WordNet definitions (384-d; benchmarks/search.py)")
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    if args.vectors == "wordnet":
+        from search import wordnet_vectors  # benchmarks/search.py, beside this script
+
+        corpus, queries, what = wordnet_vectors(args.count, args.queries)
+        sets = [(corpus, queries)]
+    else:
+        sets, what = random_sets(args.count, args.dims, args.queries), f"{args.count:,} random unit vectors"
+    print(f"{what}; predicted (capacity --engine pgvector) vs measured (pg_relation_size, pg_table_size); "
+          f"FAISS: serialized HNSW with the same m; recall@10 of {args.queries} queries vs FAISS flat", file=sys.stderr)
+    rows = run(sets, args.memory)
+    if args.json:
+        print(json.dumps(rows, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,261 @@
+"""What N vectors of D dimensions cost in PostgreSQL with pgvector: page formulas, and the real server.
+
+pgvector's indexes are **page-quantised**: tuples are kept whole on 8 KiB pages, so the size grows
+in steps of whole vectors per page, not along a line. From pgvector 0.8's source (hnswbuild.c,
+ivfbuild.c) and PostgreSQL's page layout (8,192-byte page, 24-byte header, 8-byte special space:
+8,160 usable bytes; a 4-byte line pointer per tuple; MAXALIGN = 8):
+
+* **HNSW**: an element tuple ``MAXALIGN(72 + VARSIZE(value))`` and its level-0 neighbour tuple
+  ``MAXALIGN(4 + 2·m·6)`` share one page when they fit, so ``k = ⌊8160 / (elem + neigh + 8)⌋``
+  elements per page and ``pages = ⌈N / k⌉ + 1`` (the metapage), N counting *distinct* vectors:
+  rows with identical vectors share one element (up to 10 heap TIDs each; 10,000 WordNet
+  definitions hold 9,881 distinct ones, and the index had exactly ⌈9881/4⌉ + 1 pages). VARSIZE is ``8 + 4d`` (vector),
+  ``8 + 2d`` (halfvec) or ``8 + ⌈d/8⌉`` (bit). The few elements on upper levels (1 in m) have
+  bigger neighbour tuples; the slack left on each page holds them for vector and halfvec (exact,
+  checked by ``--measure``), but not always for the small bit tuples (24 to a page at 384 dims),
+  whose count is then a few pages low (1-5%): a lower bound, an estimate.
+  When the two tuples cannot share a page, each element takes two.
+* **Build memory**: the graph is built in ``maintenance_work_mem`` at ``VARSIZE + 32·m + 196``
+  bytes per element (the value, 2m neighbour candidates of 16 bytes, the element; fitted on the
+  NOTICE point at d = 384..1536, m = 8..32); past it pgvector says "hnsw graph no longer fits into
+  maintenance_work_mem after N tuples" and builds on disk, several times slower.
+* **IVFFlat**: a metapage, the list pages (``MAXALIGN(8 + VARSIZE)`` per centroid) and each list's
+  own pages of ``MAXALIGN(8 + VARSIZE) + 4``-byte entries; lists are uneven, so the expected
+  half-empty last page per list makes this an estimate, not an exact count.
+* **Table**: heap tuples ``MAXALIGN(28 + VARSIZE) + 4`` bytes on 8,168-byte pages; past 2,032
+  bytes (a ``vector`` over ~500 dims) the value moves to the TOAST table (pgvector's storage is
+  EXTERNAL: never compressed) in chunks of 1,996 bytes, leaving an 18-byte pointer in the heap.
+  COPY extends the heap in bulk, so the measured table can hold some empty pages more.
+
+:func:`pg_estimate` evaluates these; :func:`pg_measure` builds the table and index on the real
+server and reads ``pg_relation_size`` / ``pg_table_size`` / ``pg_total_relation_size`` beside them.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from contextlens.analyses.search import pg_server
+from contextlens.analyses.search.pg_index import PgIndexConfig, create_table
+from contextlens.core.arguments import whole_number
+from contextlens.core.similarity import normalize_rows
+from contextlens.errors import InputError
+
+PAGE = 8192
+INDEX_USABLE = PAGE - 24 - 8  # page header, pgvector's special space
+HEAP_USABLE = PAGE - 24
+LINE_POINTER = 4
+TOAST_THRESHOLD = 2032  # TOAST_TUPLE_THRESHOLD for 8 KiB pages
+TOAST_CHUNK = 1996  # TOAST_MAX_CHUNK_SIZE
+TOAST_POINTER = 18  # a varatt_external with its 2-byte header
+BTREE_LEAF_ENTRIES = 367  # toast index entries per leaf page (16-byte tuples, rightmost splits at 90%)
+NOTICE_RE = re.compile(r"after (\d+) tuples")
+
+
+def maxalign(x: int) -> int:
+    return (x + 7) // 8 * 8
+
+
+def value_size(dim: int, dtype: str) -> int:
+    """VARSIZE of one value in the index: vector, halfvec or bit."""
+    return 8 + {"float32": 4 * dim, "float16": 2 * dim, "binary": math.ceil(dim / 8)}[dtype]
+
+
+def column_size(dim: int, dtype: str) -> int:
+    """VARSIZE of one value in the table (a binary index keeps the full vector in the table)."""
+    return value_size(dim, "float32" if dtype == "binary" else dtype)
+
+
+def hnsw_pages(count: int, dim: int, dtype: str, m: int) -> tuple[int, str]:
+    """Pages of an HNSW index, and how they were counted."""
+    element = maxalign(72 + value_size(dim, dtype))
+    neighbours = maxalign(4 + 2 * m * 6)
+    combined = element + neighbours + 2 * LINE_POINTER
+    if combined > INDEX_USABLE:
+        return 2 * count + 1, f"element {element} B + neighbours {neighbours} B do not share a page: 2 pages each"
+    per_page = INDEX_USABLE // combined
+    return math.ceil(count / per_page) + 1, (
+        f"k = floor(8160 / (MAXALIGN(72+VARSIZE) {element} + MAXALIGN(4+12m) {neighbours} + 8)) = {per_page} "
+        f"elements per page; pages = ceil(n/k) + 1"
+    )
+
+
+def ivfflat_pages(count: int, dim: int, dtype: str, lists: int) -> tuple[int, str]:
+    """Pages of an IVFFlat index (an estimate: lists are uneven, and each has its own last page)."""
+    centroid = maxalign(8 + value_size(dim, dtype)) + LINE_POINTER  # startPage, insertPage, the center
+    entry = maxalign(8 + value_size(dim, dtype)) + LINE_POINTER  # IndexTupleData + the value
+    per_page = INDEX_USABLE // entry
+    list_pages = math.ceil(lists / max(1, INDEX_USABLE // centroid))
+    used = min(lists, count)
+    per_list = count / used
+    # a list of n_i entries takes ceil(n_i / k) pages: n_i/k + (k-1)/(2k) on average when n_i > k, else 1
+    pages_per_list = per_list / per_page + (per_page - 1) / (2 * per_page) if per_list > per_page else 1
+    entries = math.ceil(used * pages_per_list)
+    return 1 + list_pages + entries, (
+        f"{per_page} entries of {entry} B per page; 1 + {list_pages} list pages + lists x ~ceil(n/lists/{per_page})"
+    )
+
+
+def table_parts(count: int, dim: int, dtype: str) -> dict[str, int]:
+    """Bytes of the heap, the TOAST table and its index for ``count`` rows ``(pos, embedding)``."""
+    value = column_size(dim, dtype)
+    toasted = 28 + value > TOAST_THRESHOLD
+    row = maxalign(28 + (TOAST_POINTER if toasted else value)) + LINE_POINTER
+    parts = {"heap": math.ceil(count / min(291, HEAP_USABLE // row)) * PAGE}
+    if toasted:
+        data = value - 4  # the value without its varlena header, cut into chunks
+        chunks = [TOAST_CHUNK] * (data // TOAST_CHUNK) + ([data % TOAST_CHUNK] if data % TOAST_CHUNK else [])
+        sizes = [maxalign(36 + c) + LINE_POINTER for c in chunks]
+        parts["toast"] = _sequential_pages(sizes, count) * PAGE
+        total_chunks = count * len(chunks)
+        leaves = math.ceil(total_chunks / BTREE_LEAF_ENTRIES)
+        parts["toast index"] = (1 + leaves + (1 if leaves > 1 else 0)) * PAGE
+    else:
+        parts["toast index"] = PAGE  # the empty TOAST table's index: its metapage
+    return parts
+
+
+def _sequential_pages(sizes: list[int], count: int) -> int:
+    """Pages used when ``count`` values of tuples ``sizes`` are appended in order (a new page when
+    the next tuple does not fit); the pattern repeats, so at most one cycle is simulated."""
+    pages, free, seen, value = 1, HEAP_USABLE, {}, 0
+    while value < count:
+        if free in seen:  # the same state again: the rest repeats this cycle
+            first_value, first_pages = seen[free]
+            cycle_values, cycle_pages = value - first_value, pages - first_pages
+            cycles = (count - value) // cycle_values
+            value, pages = value + cycles * cycle_values, pages + cycles * cycle_pages
+            seen = {}
+            if value >= count:
+                break
+        seen[free] = (value, pages)
+        for size in sizes:
+            if size > free:
+                pages, free = pages + 1, HEAP_USABLE
+            free -= size
+        value += 1
+    return pages
+
+
+@dataclass
+class PgCapacity:
+    """Bytes of a pgvector table and index for ``count`` vectors, and the build memory."""
+
+    count: int
+    dim: int
+    dtype: str
+    index: str
+    params: dict[str, Any]
+    index_pages: int
+    index_bytes: int
+    index_formula: str
+    table: dict[str, int]
+    table_bytes: int
+    build_memory_bytes: int | None  # maintenance_work_mem for an in-memory HNSW build
+    build_memory_formula: str | None
+    exact: bool  # whether the index page count is exact (HNSW vector/halfvec) or an estimate (bit, IVFFlat)
+    measured: dict[str, Any] | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def pg_estimate(config: PgIndexConfig, count: int, dim: int) -> PgCapacity:
+    """The formulas for ``config`` over ``count`` x ``dim``."""
+    whole_number(count, "count", minimum=1)
+    whole_number(dim, "dim", minimum=1)
+    r = config.resolved(dim)
+    p = r.params
+    memory = memory_formula = None
+    if r.type == "hnsw":
+        pages, formula = hnsw_pages(count, dim, r.dtype, p["m"])
+        per_element = value_size(dim, r.dtype) + 32 * p["m"] + 196
+        memory, memory_formula = count * per_element, f"n*(VARSIZE {value_size(dim, r.dtype)} + 32*m + 196)"
+    elif r.type == "ivfflat":
+        pages, formula = ivfflat_pages(count, dim, r.dtype, p["lists"])
+    else:
+        pages, formula = 0, "no index: an exact scan of the table"
+    table = table_parts(count, dim, r.dtype)
+    notes = []
+    if memory is not None:
+        notes.append(
+            f"past maintenance_work_mem ({memory:,} bytes needed) pgvector builds the graph on disk, several "
+            "times slower (NOTICE: hnsw graph no longer fits into maintenance_work_mem after N tuples)"
+        )
+    return PgCapacity(
+        count=count, dim=dim, dtype=r.dtype, index=r.type, params=p, index_pages=pages, index_bytes=pages * PAGE,
+        index_formula=formula, table=table, table_bytes=sum(table.values()), build_memory_bytes=memory,
+        build_memory_formula=memory_formula, exact=r.type == "flat" or (r.type == "hnsw" and r.dtype != "binary"),
+        notes=notes,
+    )  # fmt: skip
+
+
+def check_measurable(result: PgCapacity, dsn: str | None) -> None:
+    """Refuse a measurement whose random vectors do not fit in memory, or whose table and index do
+    not fit on the embedded server's disk, before anything is allocated."""
+    import shutil
+
+    from contextlens.analyses.search.capacity import available_memory
+    from contextlens.core.resources import cache_dir
+
+    vectors = result.count * result.dim * 4 * 2  # float32, and the COPY payload built from it
+    available = available_memory()
+    if available is not None and vectors > available:
+        raise InputError(
+            f"measuring {result.count:,} vectors of {result.dim:,} dims needs about {vectors:,} bytes of memory but "
+            f"only {available:,} are available; lower `count`, or drop `measure` for the formula"
+        )
+    if dsn is None:
+        disk = result.table_bytes + result.index_bytes
+        free = shutil.disk_usage(cache_dir()).free
+        if disk > free:
+            raise InputError(
+                f"measuring needs about {disk:,} bytes in the embedded database but its disk has {free:,} free; "
+                "lower `count`, or drop `measure` for the formula"
+            )
+
+
+def pg_measure(
+    config: PgIndexConfig, count: int, dim: int, dsn: str | None = None, seed: int = 0, memory_probe: bool = True
+) -> PgCapacity:
+    """:func:`pg_estimate`, plus the sizes of the real table and index built on ``count`` random unit
+    vectors, and (HNSW, ``memory_probe``) the NOTICE point of a build given a quarter of the memory."""
+    result = pg_estimate(config, count, dim)
+    resolved = config.resolved(dim)
+    check_measurable(result, dsn)
+    x = normalize_rows(np.random.default_rng(seed).standard_normal((count, dim), dtype=np.float32))
+    measured: dict[str, Any] = {}
+    with pg_server.database(dsn) as conninfo, pg_server.connect(conninfo) as conn:
+        table = f"cl_capacity_{int(time.time() * 1e6)}"
+        try:
+            report = create_table(conn, table, x, resolved, maintenance_work_mem="1GB")
+            measured.update(
+                index_bytes=report.index_bytes, index_pages=report.index_bytes // PAGE,
+                table_bytes=report.table_bytes, total_bytes=report.total_bytes, build_seconds=report.seconds,
+                notices=report.notices,
+            )  # fmt: skip
+        finally:
+            conn.execute(f"DROP TABLE IF EXISTS {table}")
+        if memory_probe and resolved.type == "hnsw" and result.build_memory_bytes:
+            # a quarter of the predicted need, in whole MiB: pgvector's graph memory grows in 1 MiB blocks,
+            # so the NOTICE point of a whole-MiB budget is that budget filled, within one element
+            budget_kb = max(1, result.build_memory_bytes // 4 // 2**20) * 1024
+            try:
+                report = create_table(conn, table, x, resolved, maintenance_work_mem=f"{budget_kb}kB")
+            finally:
+                conn.execute(f"DROP TABLE IF EXISTS {table}")
+            points = [int(m.group(1)) for m in map(NOTICE_RE.search, report.notices) if m]
+            measured.update(memory_probe_kb=budget_kb, memory_probe_notices=report.notices,
+                            memory_probe_seconds=report.seconds)  # fmt: skip
+            if points:
+                measured["bytes_per_element"] = budget_kb * 1024 / points[0]
+                measured["build_memory_bytes"] = round(count * budget_kb * 1024 / points[0])
+    result.measured = measured
+    return result

