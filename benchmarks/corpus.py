@@ -13,6 +13,13 @@ local Ray with ``--threads`` CPUs; each actor gets ``threads // actors`` torch t
 
 On a quiet 2-core machine the defaults take about 4 minutes (the 10x run is most of it);
 ``--scale 1`` skips the 10x run.
+
+``--scan`` measures the step before the model instead, side by side on the same documents (read
+once, in memory): reading the corpus; the scan before issue 21 (every paragraph split with
+pysbd, then each sentence searched); and the scan now (each raw paragraph searched, only those
+with a match split). Both scans must find the same occurrences (the script checks it).
+
+    python benchmarks/corpus.py --scan --corpus enwiki --words bank,spring,state
 """
 
 from __future__ import annotations
@@ -110,6 +117,66 @@ def repeated(corpus: str, times: int) -> str:
     return str(path)
 
 
+def scan_benchmark(corpus: str, words: list[str], forms: bool, as_json: bool) -> None:
+    """Reading, then the old scan (split everything) beside the new one (find, then split)."""
+    from contextlens.analyses.corpus.readers import read_corpus
+    from contextlens.analyses.corpus.sentences import split_sentences
+    from contextlens.analyses.corpus.targets import Matcher, form_table, scan_documents
+    from contextlens.core.occurrences import find_all
+
+    matcher = Matcher(form_table(words, forms))
+    load_before = os.getloadavg()
+    start = time.perf_counter()
+    docs = [(d.doc_id, d.pieces) for d in read_corpus(corpus)]
+    read_s = time.perf_counter() - start
+    chars = sum(len(p) for _, pieces in docs for p in pieces)
+
+    start = time.perf_counter()
+    before_sentences, before = 0, []
+    for doc_id, pieces in docs:  # the scan before: every paragraph split, every sentence searched
+        for p, piece in enumerate(pieces):
+            split = split_sentences(piece)
+            before_sentences += len(split)
+            for k, sentence in enumerate(split):
+                before += [(doc_id, p, k, o.start, o.end) for o in find_all(sentence, matcher.pattern)]
+    before_s = time.perf_counter() - start
+
+    start = time.perf_counter()
+    counts, found = scan_documents(docs, matcher)
+    after_s = time.perf_counter() - start
+    after = [(f.doc_id, f.paragraph_index, f.sentence_index, f.occurrence.start, f.occurrence.end) for f in found]
+    same = after == before
+    rows = [
+        {"scan": "read only", "seconds": read_s, "paragraphs": counts.paragraphs, "split": 0, "sentences": 0},
+        {"scan": "before: split all", "seconds": before_s, "paragraphs": counts.paragraphs,
+         "split": counts.paragraphs, "sentences": before_sentences},
+        {"scan": "now: find, split", "seconds": after_s, "paragraphs": counts.paragraphs,
+         "split": counts.paragraphs_split, "sentences": counts.sentences},
+    ]  # fmt: skip
+    for r in rows:
+        r["occurrences"] = len(found) if r["split"] else 0
+        r["seconds"] = round(r["seconds"], 2)
+        # "sentences read per second": the corpus's sentences (as splitting all of them counts) per second
+        r["corpus_sentences_per_s"] = round(before_sentences / max(r["seconds"], 1e-9), 1)
+    if as_json:
+        json.dump({"corpus": corpus, "words": words, "same_occurrences": same, "rows": rows}, sys.stdout, indent=2)
+        return
+    print(f"{corpus}: {len(docs):,} documents, {counts.paragraphs:,} paragraphs, {chars:,} characters; "
+          f"targets {','.join(words)}{' + inflected forms' if forms else ''}")  # fmt: skip
+    print(f"{'scan':20} {'s':>8} {'paragraphs split':>17} {'sentences split':>16} {'occ':>6} {'corpus sent/s':>14}")
+    for r in rows:
+        print(f"{r['scan']:20} {r['seconds']:8} {r['split']:17,} {r['sentences']:16,} {r['occurrences']:6,} "
+              f"{r['corpus_sentences_per_s']:14,}")  # fmt: skip
+    print(
+        f"# speed-up of the scan {before_s / max(after_s, 1e-9):.1f}x; with reading "
+        f"{(read_s + before_s) / max(read_s + after_s, 1e-9):.1f}x; same occurrences: {same}"
+    )
+    print(f"# load average (1/5/15 min) before {'/'.join(f'{x:.1f}' for x in load_before)}, after "
+          f"{'/'.join(f'{x:.1f}' for x in os.getloadavg())}; {os.cpu_count()} CPUs")  # fmt: skip
+    if not same:
+        raise SystemExit("the two scans found different occurrences")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--corpus", default="lee")
@@ -121,8 +188,12 @@ def main() -> None:
     ap.add_argument("--forms", action="store_true", help="also match inflected forms (WordNet)")
     ap.add_argument("--precision", default="fp32", choices=["fp32", "int8"])
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--scan", action="store_true", help="time reading and the scan before vs now (no model)")
     args = ap.parse_args()
     words = args.words.split(",")
+    if args.scan:
+        scan_benchmark(args.corpus, words, args.forms, args.json)
+        return
     opts = {"forms": args.forms, "precision": args.precision}
     started, load_before = time.perf_counter(), os.getloadavg()
     rows = [run(e, args.corpus, words, args.model, args.threads, opts) for e in args.engines]

@@ -156,10 +156,11 @@ def extract_cmd(
     progress, show = status_line("checking the job...")
 
     def update(s) -> None:
-        rate = s.sentences / max(s.seconds, 1e-9)
+        rate = s.paragraphs / max(s.seconds, 1e-9)
         show(
-            f"{s.sentences:,} sentences scanned, {s.occurrences:,} occurrences, {s.rows_written:,} rows written, "
-            f"{s.chunks_skipped} shards already done, {rate:,.0f} sentences/s"
+            f"{s.paragraphs:,} paragraphs scanned ({s.paragraphs_skipped:,} without a target, not split), "
+            f"{s.occurrences:,} occurrences, {s.rows_written:,} rows written, "
+            f"{s.chunks_skipped} shards already done, {rate:,.0f} paragraphs/s"
         )
 
     def load(name: str, precision: str, runtime: str):  # the job's one model, its drift on stderr
@@ -207,7 +208,8 @@ def extract_cmd(
         return
     per = ", ".join(f"{w} {n:,}" for w, n in m.counts["per_target"].items())  # type: ignore[union-attr]
     console.print(
-        f"{m.counts['rows']:,} rows ({per}) from {s.sentences:,} sentences into {result.folder} "
+        f"{m.counts['rows']:,} rows ({per}) from {s.sentences:,} sentences of {s.paragraphs_split:,} paragraphs "
+        f"(of {s.paragraphs:,} read; the rest held no target) into {result.folder} "
         f"({m.counts['shards']} shards, {s.chunks_skipped} were already there) in {s.seconds:.1f} s"
     )
     if m.forms:

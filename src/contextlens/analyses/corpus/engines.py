@@ -1,6 +1,6 @@
 """Where chunks are encoded: ``local`` (this process) or ``ray`` (Ray Data, an actor pool).
 
-Both engines call :func:`.chunks.encode_chunk` (split, find, encode) on the same chunks of
+Both engines call :func:`.chunks.encode_chunk` (find, split where found, encode) on the same chunks of
 documents and hand back the same tables; the job (:mod:`.extract`) writes the shards, so
 resumability does not depend on the engine. :func:`check` refuses a wrong combination before
 anything starts (Ray included), :func:`prepare` starts what the engine needs.

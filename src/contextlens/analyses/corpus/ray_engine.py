@@ -3,8 +3,8 @@
 The driver only reads the corpus (the readers are this package's own) and hands Ray windows of
 pending chunks of whole documents; each actor loads the model once (at the job's precision,
 ``torch`` threads set explicitly to its CPU share, so actors never oversubscribe a node) and
-runs :func:`.chunks.encode_chunk`, the very function of the local engine: it splits the
-sentences, finds the targets and encodes them, returning each chunk's rows as an Arrow IPC
+runs :func:`.chunks.encode_chunk`, the very function of the local engine: it finds the
+targets, splits the paragraphs that hold one and encodes them, returning each chunk's rows as an Arrow IPC
 buffer with the actor's memory (peak and current RSS). The driver writes the shards, so
 resuming works exactly as with the local engine.
 """
