@@ -1,4 +1,5 @@
-"""`contextlens corpus list|extract`: real corpora, every occurrence of target words as Parquet."""
+"""`contextlens corpus list|extract|search`: real corpora, every occurrence of target words as Parquet,
+and the occurrences most like an example."""
 
 from __future__ import annotations
 
@@ -221,3 +222,52 @@ def extract_cmd(
     )
     if s.read.skipped:
         note(f"skipped {s.read.skipped} non-UTF-8 line(s), first at {', '.join(s.read.skipped_where)}")
+
+
+@corpus_app.command("search")
+def search_cmd(
+    folder: Annotated[Path, typer.Argument(help="A folder written by `contextlens corpus extract`.")],
+    like: Annotated[
+        str, typer.Option("--like", help='An example occurrence, the word in brackets: "The river [bank] flooded."')
+    ],
+    layer: Annotated[int | None, typer.Option("--layer", "-l", help="An extracted layer (default: the top).")] = None,
+    top: Annotated[int, typer.Option("--top", "-k", help="How many occurrences to show.")] = 20,
+    model: Annotated[
+        str | None, typer.Option("--model", "-m", help="Must be the folder's own model (default: it is).")
+    ] = None,
+    threads: ThreadsOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """The occurrences in FOLDER most like an example occurrence (cosine at the folder's layer)."""
+    from contextlens.analyses.corpus.manifest import require_manifest
+
+    manifest = require_manifest(folder)
+    if model is not None and model != manifest.model:
+        raise InputError(
+            f"--model {model} is not the model of {folder} ({manifest.model}); vectors of two models are not "
+            "comparable: drop --model or search a folder extracted with it"
+        )
+    from contextlens.analyses.corpus.occurrence_search import search_occurrences
+
+    def load(name: str, precision: str, runtime: str):  # the folder's model, its drift on stderr
+        return contextual_option(name, precision, threads, runtime)
+
+    with as_flags(top="--top", layer="--layer", like="--like"):
+        result = search_occurrences(folder, like, layer, top, loader=load)
+    if json_out:
+        print_json(result.to_dict())
+        return
+    built = f"index built in {result.index_seconds:.1f} s" if result.index_built else "index read from the folder"
+    console.print(
+        f"[bold]{like}[/bold]: the {len(result.hits)} nearest of {result.searched:,} occurrences, "
+        f"{result.model} ({result.backend_label}) layer {result.layer}, cosine; {built}, "
+        f"search {result.search_seconds * 1000:.0f} ms",
+        soft_wrap=True,
+        markup=False,
+    )
+    table = Table(show_edge=False, pad_edge=False)
+    for col, justify in (("#", "right"), ("cosine", "right"), ("occurrence", "left"), ("document", "left")):
+        table.add_column(col, justify=justify)
+    for h in result.hits:
+        table.add_row(str(h.rank), f"{h.cosine:.3f}", h.marked, h.doc_id)
+    console.print(table)

@@ -121,3 +121,12 @@ def require_manifest(folder: Path) -> Manifest:
             f"the extraction in {folder} is not finished; run the same `corpus extract` again to finish it"
         )
     return manifest
+
+
+def pick_layer(manifest: Manifest, layer: int | None, folder: Path) -> int:
+    """An extracted layer of the folder: ``layer`` (negative counts from the top), default the top."""
+    top = manifest.layers[-1]
+    layer = top if layer is None else (top + 1 + layer if layer < 0 else layer)
+    if layer not in manifest.layers:
+        raise InputError(f"layer {layer} is not in {folder}; extracted layers: {manifest.layers}")
+    return layer
