@@ -94,3 +94,26 @@ def test_cli_search_text_json_and_another_model(folder, capsys):
     assert code == 2 and err.count("\n") == 1 and "--model mpnet is not the model" in err
     code, _, err = cli("--like", "The river [bank] flooded.", "--top", "0")
     assert code == 2 and "--top" in err, err
+
+
+def test_projector_export_pairs_vectors_and_metadata(folder, capsys):
+    from contextlens.analyses.corpus.projector import export_projector
+
+    done = export_projector(folder, layer=3)
+    vectors = done.vectors.read_text().splitlines()
+    meta = done.metadata.read_text().splitlines()
+    assert meta[0] == "occurrence\ttarget\tform\tdocument" and len(meta) == len(vectors) + 1 == 10
+    table = read_rows(folder)
+    stored = np.array(table.column("layer_3").to_pylist(), dtype=np.float32)
+    np.testing.assert_allclose(np.array([[float(v) for v in line.split("\t")] for line in vectors]), stored, rtol=1e-5)
+    first = meta[1].split("\t")
+    assert len(first) == 4 and first[0].count("[") == 1 and first[1] in ("bank", "spring")
+    assert done.vectors.parent == folder / "projector-layer_3"
+    with pytest.raises(SystemExit) as stop:
+        main(["corpus", "export", str(folder), "--format", "csv"])
+    assert stop.value.code == 2 and "--format 'csv'" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as stop:
+        main(["corpus", "export", str(folder), "--out", str(folder / "p"), "--json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert stop.value.code in (0, None) and doc["rows"] == 9 and doc["layer"] == 6
+    assert (folder / "p" / "metadata.tsv").is_file()

@@ -271,3 +271,33 @@ def search_cmd(
     for h in result.hits:
         table.add_row(str(h.rank), f"{h.cosine:.3f}", h.marked, h.doc_id)
     console.print(table)
+
+
+@corpus_app.command("export")
+def export_cmd(
+    folder: Annotated[Path, typer.Argument(help="A folder written by `contextlens corpus extract`.")],
+    format: Annotated[
+        str, typer.Option("--format", help="projector: the Embedding Projector's vectors.tsv + metadata.tsv.")
+    ] = "projector",
+    layer: Annotated[int | None, typer.Option("--layer", "-l", help="An extracted layer (default: the top).")] = None,
+    out: Annotated[
+        Path | None, typer.Option("--out", "-o", help="Folder for the files (default: FOLDER/projector-layer_L).")
+    ] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """The folder's vectors at one layer as files other tools load (Parquet stays the native format)."""
+    from contextlens.analyses.corpus.projector import FORMATS, export_projector
+
+    if format not in FORMATS:
+        raise InputError(f"--format {format!r}: use {' or '.join(FORMATS)}")
+    with as_flags(layer="--layer", out="--out"):
+        result = export_projector(folder, out, layer)
+    if json_out:
+        print_json(result.to_dict())
+        return
+    console.print(
+        f"{result.rows:,} occurrences of {result.model} layer {result.layer} ({result.dim} dimensions): "
+        f"{result.vectors} and {result.metadata}; load both at https://projector.tensorflow.org (Load)",
+        soft_wrap=True,
+        markup=False,
+    )

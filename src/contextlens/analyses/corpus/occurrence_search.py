@@ -6,16 +6,18 @@ precision, runtime and pooling, at one of its layers: vectors of another model (
 ONNX Runtime against torch fp32) live in another space, so a model that is not the folder's is
 refused. The folder's vectors of that layer go once into an exact FAISS index (inner product of
 unit vectors = cosine, :mod:`contextlens.analyses.search.index_config`) kept beside the shards as
-``search-layer_<L>.faiss`` with ``search-layer_<L>.json`` (the shards it was built from, and the
-index's sha256); both are written atomically, the description last, so a kill leaves the old
-index or none, and an index whose shards changed (or whose bytes do not match) is rebuilt.
+``search-layer_<L>.faiss`` with ``search-layer_<L>.json`` (the shards it was built from, the
+index's size and sha256); both are written atomically, the description last, so a kill leaves
+the old index or none, and an index whose shards changed (or that does not read back whole, with
+its size, count and dimension) is rebuilt. A process keeps the index it opened while the files
+stay the same.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -59,30 +61,56 @@ class OccurrenceIndex:
         return int(self.index.ntotal)
 
 
+# (folder, layer) -> the index last opened there, kept while its shards stay the same (a server
+# answering many searches reads the index once)
+_CACHE: dict[tuple[Path, int], tuple[list[list[Any]], OccurrenceIndex]] = {}
+
+
+def clear_cache() -> None:
+    _CACHE.clear()
+
+
 def open_index(folder: Path | str, layer: int | None = None, rebuild: bool = False) -> OccurrenceIndex:
     """The folder's index at ``layer`` (default: its top extracted layer), built once and kept."""
+    folder = Path(folder)
+    layer = pick_layer(require_manifest(folder), layer, folder)
+    key = (folder.resolve(), layer)
+    kept = _CACHE.get(key)
+    if not rebuild and kept is not None and kept[0] == _state(folder, layer):
+        return replace(kept[1], built=False, seconds=0.0)
+    found = _open_index(folder, layer, rebuild)
+    _CACHE[key] = (_state(folder, layer), found)
+    return found
+
+
+def _state(folder: Path, layer: int) -> list[list[Any]]:
+    """The shards and the index files as they are now: a change to any of them reopens the index."""
+    files = [p for p in index_paths(folder, layer) if p.is_file()]
+    return _fingerprint(folder) + [[p.name, p.stat().st_size, p.stat().st_mtime_ns] for p in files]
+
+
+def _open_index(folder: Path, layer: int, rebuild: bool) -> OccurrenceIndex:
     import time
 
-    from contextlens.analyses.search.index_config import IndexConfig, build_faiss_index, deserialize, serialized_bytes
+    import faiss
 
-    folder = Path(folder)
+    from contextlens.analyses.search.index_config import IndexConfig, build_faiss_index, serialized_bytes
+
     manifest = require_manifest(folder)
-    layer = pick_layer(manifest, layer, folder)
     faiss_path, meta_path = index_paths(folder, layer)
     fingerprint = _fingerprint(folder)
     started = time.perf_counter()
     if not rebuild and meta_path.is_file() and faiss_path.is_file():
         try:
             meta = json.loads(meta_path.read_text())
-            blob = faiss_path.read_bytes()
             if (
                 isinstance(meta, dict)
                 and meta.get("format") == INDEX_FORMAT
                 and meta.get("shards") == fingerprint
-                and meta.get("sha256") == hashlib.sha256(blob).hexdigest()
+                and meta.get("bytes") == faiss_path.stat().st_size
             ):
-                index = deserialize(blob, IndexConfig())
-                if index.ntotal == sum(meta["rows"]):
+                index = faiss.read_index(str(faiss_path))  # read in place (no copy of the bytes)
+                if index.ntotal == sum(meta["rows"]) and index.d == manifest.hidden_size:
                     names = [s[0] for s in fingerprint]
                     return OccurrenceIndex(folder, layer, index, names, list(meta["rows"]), False)
         except (OSError, ValueError, KeyError, TypeError, RuntimeError):
@@ -106,6 +134,7 @@ def open_index(folder: Path | str, layer: int | None = None, rebuild: bool = Fal
         "model": manifest.model,
         "shards": fingerprint,
         "rows": rows,
+        "bytes": len(blob),
         "sha256": hashlib.sha256(blob).hexdigest(),
     }
     atomic_files.write_text(meta_path, json.dumps(meta, indent=1) + "\n")  # last: it vouches for the index
