@@ -2,8 +2,9 @@
 
 Each run is a fresh process, so ``ru_maxrss`` is its own (the driver's); each Ray actor reports
 its own peak RSS (``ru_maxrss``, or /proc's current RSS if higher) with every chunk it returns.
-The clock includes reading, sentence splitting, locating, encoding and writing the shards (with
-Ray, splitting and locating run in the actors), not the model load of the local engine (Ray's
+The clock includes reading, locating, sentence splitting (of the paragraphs that hold a target
+only, since issue 21), encoding and writing the shards (with Ray, locating and splitting run in
+the actors), not the model load of the local engine (Ray's
 actor start-up and model loads are inside the clock: that is what a job pays). Ray runs on a
 local Ray with ``--threads`` CPUs; each actor gets ``threads // actors`` torch threads.
 
@@ -80,7 +81,9 @@ def _one(engine: str, corpus: str, words: list[str], model: str, threads: int, o
             "engine": engine,
             "corpus": corpus,
             "seconds": round(seconds, 2),
-            "sentences": result.stats.sentences,
+            "sentences": result.stats.sentences,  # split (now: only the paragraphs holding a target)
+            "paragraphs": getattr(result.stats, "paragraphs", None),  # read (None before issue 21)
+            "paragraphs_skipped": getattr(result.stats, "paragraphs_skipped", None),  # never split
             "occurrences": result.manifest.counts["rows"],
             "sentences_per_s": round(result.stats.sentences / seconds, 1),
             "occurrences_per_s": round(result.manifest.counts["rows"] / seconds, 1),
