@@ -89,7 +89,8 @@ def test_cli_search_text_json_and_another_model(folder, capsys):
     assert {h["sentence"] for h in doc["hits"]} <= set(MONEY) and len(doc["hits"]) == 3
     assert doc["model"] == "minilm" and doc["layer"] == 6
     code, out, err = cli("--like", "The river [bank] flooded.", "--layer", "3", "--top", "2")
-    assert code == 0 and "layer 3" in out and "[bank]" in out
+    assert code == 0 and "layer 3" in out and "[bold]" not in out
+    assert "The river [bank] was muddy" in out  # the hit itself, its brackets not read as markup
     code, _, err = cli("--like", "The river [bank] flooded.", "--model", "mpnet")
     assert code == 2 and err.count("\n") == 1 and "--model mpnet is not the model" in err
     code, _, err = cli("--like", "The river [bank] flooded.", "--top", "0")

@@ -258,18 +258,19 @@ def search_cmd(
         print_json(result.to_dict())
         return
     built = f"index built in {result.index_seconds:.1f} s" if result.index_built else "index read from the folder"
+    from rich.markup import escape
+
     console.print(
-        f"[bold]{like}[/bold]: the {len(result.hits)} nearest of {result.searched:,} occurrences, "
-        f"{result.model} ({result.backend_label}) layer {result.layer}, cosine; {built}, "
+        f"[bold]{escape(like)}[/bold]: the {len(result.hits)} nearest of {result.searched:,} occurrences, "
+        f"{escape(result.model)} ({result.backend_label}) layer {result.layer}, cosine; {built}, "
         f"search {result.search_seconds * 1000:.0f} ms",
         soft_wrap=True,
-        markup=False,
     )
     table = Table(show_edge=False, pad_edge=False)
     for col, justify in (("#", "right"), ("cosine", "right"), ("occurrence", "left"), ("document", "left")):
         table.add_column(col, justify=justify)
     for h in result.hits:
-        table.add_row(str(h.rank), f"{h.cosine:.3f}", h.marked, h.doc_id)
+        table.add_row(str(h.rank), f"{h.cosine:.3f}", escape(h.marked), escape(h.doc_id))
     console.print(table)
 
 
