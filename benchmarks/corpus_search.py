@@ -40,7 +40,7 @@ def main() -> None:
     from contextlens.analyses.corpus import occurrence_search as osearch
     from contextlens.analyses.corpus.chunks import layer_column
     from contextlens.analyses.corpus.extract import extract_corpus
-    from contextlens.analyses.corpus.folder import read_rows, shard_path, shards
+    from contextlens.analyses.corpus.folder import layer_matrix, read_rows, shard_path, shards
     from contextlens.analyses.corpus.manifest import read_manifest
     from contextlens.core.contextual_models import load_contextual
     from contextlens.core.occurrences import parse_marked
@@ -83,9 +83,7 @@ def main() -> None:
         cached.append(time.perf_counter() - started)
     # baseline: no kept index, the vectors read from the shards and scored by numpy
     started = time.perf_counter()
-    col = read_rows(folder, columns=[layer_column(6)]).column(layer_column(6)).combine_chunks()
-    flat = np.asarray(col.flatten().to_numpy(zero_copy_only=False), dtype=np.float32)
-    x = normalize_rows(flat.reshape(len(col), -1))
+    x = normalize_rows(layer_matrix(read_rows(folder, columns=[layer_column(6)]), layer_column(6)))
     q = normalize_rows(model.encode_occurrences([parse_marked(like)], layers=[6])[0].hidden[:1])[0]
     np.argsort(-(x @ q))[:20]
     baseline_s = time.perf_counter() - started

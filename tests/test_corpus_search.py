@@ -29,7 +29,8 @@ MONEY = ["The bank raised its interest rates.", "She opened an account at the ba
 def folder(tmp_path_factory, minilm):
     tmp = tmp_path_factory.mktemp("search")
     corpus = tmp / "c.txt"
-    corpus.write_text("\n".join(RIVER + MONEY + ["Spring came early. Nothing else."]) + "\n")
+    quiet = [f"Line {i} holds no target at all, only words." for i in range(6)]  # shards of no row
+    corpus.write_text("\n".join(RIVER + quiet + MONEY + ["Spring came early. Nothing else."]) + "\n")
     extract_corpus(str(corpus), ["bank", "spring"], tmp / "x", model="minilm", layers=[3, 6], chunk_chars=120)
     return tmp / "x"
 
@@ -58,6 +59,7 @@ def test_index_is_built_once_kept_beside_the_shards_and_rebuilt_when_damaged(fol
     first = open_index(folder, 3, rebuild=True)
     faiss_path, meta_path = index_paths(folder, 3)
     assert first.built and faiss_path.is_file() and json.loads(meta_path.read_text())["rows"] == first.rows
+    assert 0 in first.rows  # a shard without an occurrence is indexed as none
     again = open_index(folder, 3)
     assert not again.built and again.total == first.total == 9
     faiss_path.write_bytes(faiss_path.read_bytes()[:100])  # damaged: not trusted, rebuilt

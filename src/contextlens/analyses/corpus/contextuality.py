@@ -34,7 +34,7 @@ from contextlens.analyses.benchmarks import contextuality as ctx
 from contextlens.analyses.benchmarks.result import BenchmarkResult
 from contextlens.analyses.corpus.chunks import SENTENCE_KEY, layer_column
 from contextlens.analyses.corpus.extract import ExtractStats, extract_corpus
-from contextlens.analyses.corpus.folder import read_rows
+from contextlens.analyses.corpus.folder import layer_matrix, read_rows
 from contextlens.analyses.corpus.manifest import OLD_FORMATS, Manifest, read_manifest, require_manifest
 from contextlens.analyses.corpus.readers import INSTALLED, check_readable, describe, read_corpus
 from contextlens.analyses.corpus.sentences import document_sentences
@@ -82,8 +82,7 @@ class _Rows:
         return cls(manifest, table, contexts, table.column("target").to_pylist())
 
     def vectors(self, layer: int) -> np.ndarray:
-        col = self.table.column(layer_column(layer)).combine_chunks()
-        return np.asarray(col.flatten().to_numpy(zero_copy_only=False), dtype=np.float32).reshape(len(col), -1)
+        return layer_matrix(self.table, layer_column(layer))
 
     def first_per_context(self) -> dict[str, list[int]]:
         """Target -> row of its first occurrence in each sentence (one context per sentence)."""

@@ -14,6 +14,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -145,3 +146,10 @@ def read_rows(folder: Path, target: str | None = None, columns: Sequence[str] | 
         return pa.concat_tables(tables)
     except pa.ArrowException as exc:
         raise DataFileError(f"the shards of {folder} do not share their columns ({exc}); extract it again") from None
+
+
+def layer_matrix(table: pa.Table, column: str) -> np.ndarray:
+    """A vector column of rows as one float32 matrix (rows x hidden size), without Python lists."""
+    col = table.column(column).combine_chunks()
+    width = col.type.list_size if pa.types.is_fixed_size_list(col.type) else -1  # a shard may hold no row
+    return np.asarray(col.flatten().to_numpy(zero_copy_only=False), dtype=np.float32).reshape(len(col), width)

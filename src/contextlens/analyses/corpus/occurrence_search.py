@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from contextlens.analyses.corpus.chunks import layer_column
-from contextlens.analyses.corpus.folder import read_table, shard_schema, shards
+from contextlens.analyses.corpus.folder import layer_matrix, read_table, shard_schema, shards
 from contextlens.analyses.corpus.manifest import Manifest, pick_layer, require_manifest
 from contextlens.core import atomic_files
 from contextlens.core.arguments import whole_number
@@ -117,11 +117,8 @@ def _open_index(folder: Path, layer: int, rebuild: bool) -> OccurrenceIndex:
             pass  # an unreadable or foreign index is rebuilt, never trusted
     vectors, rows = [], []
     for path in shards(folder):
-        table = read_table(path, [layer_column(layer)])
-        col = table.column(layer_column(layer)).combine_chunks()
-        flat = np.asarray(col.flatten().to_numpy(zero_copy_only=False), dtype=np.float32)
-        vectors.append(flat.reshape(len(col), manifest.hidden_size))
-        rows.append(len(col))
+        vectors.append(layer_matrix(read_table(path, [layer_column(layer)]), layer_column(layer)))
+        rows.append(len(vectors[-1]))
     if not sum(rows):
         raise InputError(f"{folder} holds no occurrences to search")
     index = build_faiss_index(np.concatenate(vectors), IndexConfig())

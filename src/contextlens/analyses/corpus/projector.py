@@ -12,10 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-
 from contextlens.analyses.corpus.chunks import layer_column
-from contextlens.analyses.corpus.folder import read_rows
+from contextlens.analyses.corpus.folder import layer_matrix, read_rows
 from contextlens.analyses.corpus.manifest import pick_layer, require_manifest
 from contextlens.core import atomic_files
 
@@ -58,8 +56,7 @@ def export_projector(folder: Path | str, out: Path | str | None = None, layer: i
     table = read_rows(folder, columns=names + (["form"] if manifest.format != "contextlens-corpus/1" else []))
     if table.num_rows == 0:
         raise InputError(f"{folder} holds no occurrences to export")
-    col = table.column(layer_column(layer)).combine_chunks()
-    x = np.asarray(col.flatten().to_numpy(zero_copy_only=False), dtype=np.float32).reshape(len(col), -1)
+    x = layer_matrix(table, layer_column(layer))
     lines = ["\t".join(f"{v:.6g}" for v in row) for row in x]
     rows = table.drop_columns([layer_column(layer)]).to_pylist()
     meta = ["\t".join(METADATA_COLUMNS)]
