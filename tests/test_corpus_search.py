@@ -120,3 +120,5 @@ def test_projector_export_pairs_vectors_and_metadata(folder, capsys):
     doc = json.loads(capsys.readouterr().out)
     assert stop.value.code in (0, None) and doc["rows"] == 9 and doc["layer"] == 6
     assert (folder / "p" / "metadata.tsv").is_file()
+    with pytest.raises(InputError, match="`out` .* is a file"):
+        export_projector(folder, folder / "manifest.json")

@@ -291,6 +291,8 @@ def export_cmd(
 
     if format not in FORMATS:
         raise InputError(f"--format {format!r}: use {' or '.join(FORMATS)}")
+    if out is not None:
+        check_output_folder(out)  # a file, or a place that cannot be written, is refused here
     with as_flags(layer="--layer", out="--out"):
         result = export_projector(folder, out, layer)
     if json_out:

@@ -46,12 +46,15 @@ def export_projector(folder: Path | str, out: Path | str | None = None, layer: i
     """Write ``vectors.tsv`` and ``metadata.tsv`` of ``folder``'s occurrences at ``layer`` (default:
     the top extracted layer) into ``out`` (default: ``<folder>/projector-layer_<L>``)."""
     from contextlens.errors import InputError
-    from contextlens.reports.output_paths import check_output_folder
 
     folder = Path(folder)
     manifest = require_manifest(folder)
     layer = pick_layer(manifest, layer, folder)
-    out = check_output_folder(folder / f"projector-{layer_column(layer)}" if out is None else out)
+    if out is not None and not str(out).strip():
+        raise InputError("`out` is empty; give a folder for vectors.tsv and metadata.tsv")
+    out = Path(folder / f"projector-{layer_column(layer)}" if out is None else out)
+    if out.exists() and not out.is_dir():
+        raise InputError(f"`out` {out} is a file; give a folder for vectors.tsv and metadata.tsv")
     names = ["doc_id", "sentence", "start", "end", "target", layer_column(layer)]
     table = read_rows(folder, columns=names + (["form"] if manifest.format != "contextlens-corpus/1" else []))
     if table.num_rows == 0:
