@@ -21,6 +21,10 @@ pysbd, then each sentence searched); and the scan now (each raw paragraph search
 with a match split). Both scans must find the same occurrences (the script checks it).
 
     python benchmarks/corpus.py --scan --corpus enwiki --words bank,spring,state
+
+``--limit`` puts the local engine beside its limit, measured in the same run: reading the corpus
++ the regex scan + splitting only the matched paragraphs + the bare forward pass on exactly the
+matched occurrences at the job's layers, as a ratio limit / ours.
 """
 
 from __future__ import annotations
@@ -180,6 +184,49 @@ def scan_benchmark(corpus: str, words: list[str], forms: bool, as_json: bool) ->
         raise SystemExit("the two scans found different occurrences")
 
 
+def limit_benchmark(corpus: str, words: list[str], model_name: str, threads: int, opts: dict) -> None:
+    """The local engine beside its limit, in one process: reading + the regex scan + splitting the
+    matched paragraphs + the bare forward on exactly the matched occurrences at the job's layers
+    (no Parquet, no shards, no manifest), then the whole job (model load excluded from both)."""
+    import torch
+
+    from contextlens.analyses.corpus.extract import extract_corpus
+    from contextlens.analyses.corpus.readers import read_corpus
+    from contextlens.analyses.corpus.targets import Matcher, form_table, scan_documents
+    from contextlens.core.alignment import tokenize_many
+    from contextlens.core.contextual_models import load_contextual
+    from contextlens.core.extraction import extract_targets
+    from contextlens.core.occurrences import in_template
+
+    torch.set_num_threads(threads)
+    model = load_contextual(model_name, opts["precision"])
+    layers = model.check_layers(None)
+    matcher = Matcher(form_table(words, opts["forms"]))
+    model.encode_occurrences([in_template("bank")])  # one forward before the clocks: both start warm
+    start = time.perf_counter()
+    docs = [(d.doc_id, d.pieces) for d in read_corpus(corpus)]
+    read_s = time.perf_counter() - start
+    start = time.perf_counter()
+    counts, found = scan_documents(docs, matcher)
+    scan_s = time.perf_counter() - start
+    start = time.perf_counter()
+    toks = tokenize_many(model, [f.occurrence for f in found])
+    extract_targets(model, toks, layers, "mean", 32)
+    forward_s = time.perf_counter() - start
+    limit_s = read_s + scan_s + forward_s
+    out = Path(tempfile.mkdtemp(prefix="cl-limit-"))
+    start = time.perf_counter()
+    result = extract_corpus(corpus, words, out / "x", model=model_name, loader=lambda *_: model, **opts)
+    ours_s = time.perf_counter() - start
+    shutil.rmtree(out, ignore_errors=True)
+    print(f"{corpus}: {counts.paragraphs:,} paragraphs, {counts.paragraphs_split:,} split, {len(found):,} "
+          f"occurrences; {model_name} {opts['precision']}, layers 0-{layers[-1]}, {threads} thread(s)")  # fmt: skip
+    print(f"limit: read {read_s:.2f} s + scan {scan_s:.2f} s + bare forward {forward_s:.2f} s = {limit_s:.2f} s")
+    print(f"ours (extract_corpus, local, shards written): {ours_s:.2f} s, {result.manifest.counts['rows']:,} rows")
+    print(f"limit / ours = {limit_s / ours_s:.2f} (1.0 = nothing spent beyond the limit); "
+          f"load average {'/'.join(f'{x:.1f}' for x in os.getloadavg())}, {os.cpu_count()} CPUs")  # fmt: skip
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--corpus", default="lee")
@@ -192,10 +239,16 @@ def main() -> None:
     ap.add_argument("--precision", default="fp32", choices=["fp32", "int8"])
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--scan", action="store_true", help="time reading and the scan before vs now (no model)")
+    ap.add_argument("--limit", action="store_true", help="the local engine beside its limit (read+scan+bare forward)")
     args = ap.parse_args()
     words = args.words.split(",")
     if args.scan:
         scan_benchmark(args.corpus, words, args.forms, args.json)
+        return
+    if args.limit:
+        limit_benchmark(
+            args.corpus, words, args.model, args.threads, {"forms": args.forms, "precision": args.precision}
+        )
         return
     opts = {"forms": args.forms, "precision": args.precision}
     started, load_before = time.perf_counter(), os.getloadavg()

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from contextlens.analyses.corpus.targets import Document, Matcher, ScanCounts, scan_documents
+from contextlens.analyses.corpus.targets import Document, Found, Matcher, ScanCounts, scan_documents
 
 # The row key (format 3): a row's sentence is the ``sentence_index``-th sentence (from 0) of the
 # ``paragraph_index``-th piece (from 0) of document ``doc_id``; with ``start`` it is its occurrence.
@@ -64,14 +64,51 @@ def schema(layers: Sequence[int], hidden_size: int, dtype: str) -> pa.Schema:
     )
 
 
+@dataclass(frozen=True)
+class ScannedChunk:
+    """A chunk after its scan: what it read and the occurrences found (the documents dropped)."""
+
+    number: int
+    counts: ScanCounts
+    found: list[Found]
+
+
+def scan_chunk(spec: JobSpec, number: int, docs: Sequence[Document]) -> ScannedChunk:
+    counts, found = scan_documents(docs, spec.matcher)
+    return ScannedChunk(number, counts, found)
+
+
 def encode_chunk(model, spec: JobSpec, docs: Sequence[Document]) -> pa.Table:
     """The rows of one chunk: locate the targets (splitting only the paragraphs that hold one),
     run the core's extraction, one row each. The table's metadata says what the scan read (see
     :func:`table_counts`)."""
+    return encode_scanned(model, spec, [scan_chunk(spec, 0, docs)])[0][1]
+
+
+def encode_scanned(model, spec: JobSpec, scanned: Sequence[ScannedChunk]) -> list[tuple[int, pa.Table]]:
+    """The tables of several scanned chunks from ONE extraction call: the core sorts the
+    occurrences by length into batches, so chunks with few occurrences each do not pay a
+    padded, part-empty batch apiece (the local engine groups chunks this way)."""
     from contextlens.core.alignment import tokenize_many  # torch: loaded where a chunk is encoded
     from contextlens.core.extraction import extract_targets
 
-    counts, found = scan_documents(docs, spec.matcher)
+    found = [f for chunk in scanned for f in chunk.found]
+    if found:
+        toks = tokenize_many(model, [f.occurrence for f in found])
+        hidden, _ = extract_targets(model, toks, spec.layers, spec.pooling, spec.batch_size)
+        hidden = hidden.astype(DTYPES[spec.dtype])
+    else:
+        hidden = np.zeros((0, len(spec.layers), model.hidden_size), dtype=DTYPES[spec.dtype])
+    out, at = [], 0
+    for chunk in scanned:
+        n = len(chunk.found)
+        out.append((chunk.number, _table(model, spec, chunk, hidden[at : at + n])))
+        at += n
+    return out
+
+
+def _table(model, spec: JobSpec, chunk: ScannedChunk, hidden: np.ndarray) -> pa.Table:
+    found, counts = chunk.found, chunk.counts
     sch = schema(spec.layers, model.hidden_size, spec.dtype)
     cols = {
         "doc_id": [f.doc_id for f in found],
@@ -84,12 +121,6 @@ def encode_chunk(model, spec: JobSpec, docs: Sequence[Document]) -> pa.Table:
         "form": [f.form for f in found],
     }
     arrays = [pa.array(cols[name], type=sch.field(name).type) for name in cols]
-    if found:
-        toks = tokenize_many(model, [f.occurrence for f in found])
-        hidden, _ = extract_targets(model, toks, spec.layers, spec.pooling, spec.batch_size)
-        hidden = hidden.astype(DTYPES[spec.dtype])
-    else:
-        hidden = np.zeros((0, len(spec.layers), model.hidden_size), dtype=DTYPES[spec.dtype])
     for k in range(len(spec.layers)):
         flat = pa.array(np.ascontiguousarray(hidden[:, k, :]).reshape(-1))
         arrays.append(pa.FixedSizeListArray.from_arrays(flat, model.hidden_size))
