@@ -2,8 +2,8 @@
 
 Both engines run the same :mod:`.chunks` functions (find, split where found, encode) on the same
 chunks of documents and hand back the same tables (the local engine encodes the occurrences of a
-few consecutive chunks in one call, a Ray actor those of its chunk); the job (:mod:`.extract`) writes the shards, so
-resumability does not depend on the engine. :func:`check` refuses a wrong combination before
+few consecutive chunks in one call, a Ray actor those of its chunk); the job (:mod:`.extract`)
+writes the shards, so resumability does not depend on the engine. :func:`check` refuses a wrong combination before
 anything starts (Ray included), :func:`prepare` starts what the engine needs.
 """
 
