@@ -1,7 +1,8 @@
 """What an executor runs on one chunk: find the targets, split where they are, encode, one row each.
 
-The local engine and every Ray actor call :func:`encode_chunk` with the same :class:`JobSpec`
-(picklable: names and the form table, not a loaded model), so their rows are the same. A chunk's
+The local engine and every Ray actor call :func:`scan_chunk` then :func:`encode_scanned` (on a few
+chunks at once) with the same :class:`JobSpec` (picklable: names and the form table, not a
+loaded model), so their rows are the same. A chunk's
 table records what the chunk's scan read (schema metadata: paragraphs, paragraphs split,
 sentences of those), so a resumed job can count the shards it skips.
 """
@@ -76,13 +77,6 @@ class ScannedChunk:
 def scan_chunk(spec: JobSpec, number: int, docs: Sequence[Document]) -> ScannedChunk:
     counts, found = scan_documents(docs, spec.matcher)
     return ScannedChunk(number, counts, found)
-
-
-def encode_chunk(model, spec: JobSpec, docs: Sequence[Document]) -> pa.Table:
-    """The rows of one chunk: locate the targets (splitting only the paragraphs that hold one),
-    run the core's extraction, one row each. The table's metadata says what the scan read (see
-    :func:`table_counts`)."""
-    return encode_scanned(model, spec, [scan_chunk(spec, 0, docs)])[0][1]
 
 
 def encode_scanned(model, spec: JobSpec, scanned: Sequence[ScannedChunk]) -> list[tuple[int, pa.Table]]:

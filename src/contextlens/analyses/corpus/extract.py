@@ -5,9 +5,10 @@ least ``chunk_chars`` characters, numbered in reading order (readers are determi
 checks everything it can before any model loads (the arguments, the engine, the output folder
 against its manifest, the corpus), loads ONE model (``loader``: the face's, which also reports
 its drift), then hands the pending chunks to an engine (:mod:`.engines`: this process or Ray
-actors, both running :func:`.chunks.encode_chunk`) and writes each chunk's rows as a shard of the
-extraction folder (:mod:`.folder`). A re-run skips the chunks whose shard exists: a job killed at
-any point (even ``kill -9``) finishes with no duplicated and no missing row. The manifest
+actors, both running :func:`.chunks.scan_chunk` and :func:`.chunks.encode_scanned`) and writes
+each chunk's rows as a shard of the extraction folder (:mod:`.folder`). A re-run skips the
+chunks whose shard exists: a job killed at any point (even ``kill -9``) finishes with no
+duplicated and no missing row. The manifest
 (:mod:`.manifest`) is marked complete last; a complete job re-run does nothing.
 """
 
