@@ -91,3 +91,21 @@ def test_counts_are_recorded_and_survive_a_resume(tmp_path, minilm):
         assert "format='contextlens-corpus/2'" in str(exc)
     else:
         raise AssertionError("a format-2 folder was continued")
+
+
+def test_vector_values_are_arrow_arrays_over_the_same_bytes():
+    """The shard's vector columns are built over the matrix's bytes, equal to pa.array's values."""
+    import time
+
+    import numpy as np
+    import pyarrow as pa
+
+    from contextlens.analyses.corpus.chunks import _values
+
+    for dtype in (np.float16, np.float32):
+        m = np.random.default_rng(0).standard_normal((300, 7, 384)).astype(dtype)[:, 3, :]  # a strided slice
+        start = time.perf_counter()
+        got = _values(m)
+        assert time.perf_counter() - start < 0.05  # pa.array on float16 took 0.76 s here
+        assert got.equals(pa.array(np.ascontiguousarray(m).reshape(-1)))
+    assert len(_values(np.zeros((0, 384), dtype=np.float16))) == 0

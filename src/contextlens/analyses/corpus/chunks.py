@@ -116,14 +116,20 @@ def _table(model, spec: JobSpec, chunk: ScannedChunk, hidden: np.ndarray) -> pa.
     }
     arrays = [pa.array(cols[name], type=sch.field(name).type) for name in cols]
     for k in range(len(spec.layers)):
-        flat = pa.array(np.ascontiguousarray(hidden[:, k, :]).reshape(-1))
-        arrays.append(pa.FixedSizeListArray.from_arrays(flat, model.hidden_size))
+        arrays.append(pa.FixedSizeListArray.from_arrays(_values(hidden[:, k, :]), model.hidden_size))
     meta = {
         SENTENCES_KEY: str(counts.sentences).encode(),
         PARAGRAPHS_KEY: str(counts.paragraphs).encode(),
         SPLIT_KEY: str(counts.paragraphs_split).encode(),
     }
     return pa.Table.from_arrays(arrays, schema=sch.with_metadata(meta))
+
+
+def _values(matrix: np.ndarray) -> pa.Array:
+    """A matrix's values as one Arrow array over the same bytes: ``pa.array`` on a float16 array
+    goes value by value through Python (0.76 s for 300 x 384 values, against 60 us)."""
+    flat = np.ascontiguousarray(matrix).reshape(-1)
+    return pa.Array.from_buffers(pa.from_numpy_dtype(flat.dtype), flat.size, [None, pa.py_buffer(flat)])
 
 
 def table_counts(table_schema: pa.Schema) -> ScanCounts:
