@@ -122,3 +122,24 @@ def test_projector_export_pairs_vectors_and_metadata(folder, capsys):
     assert (folder / "p" / "metadata.tsv").is_file()
     with pytest.raises(InputError, match="`out` .* is a file"):
         export_projector(folder, folder / "manifest.json")
+
+
+def test_a_format_2_folder_is_still_searched_and_read(folder, tmp_path, minilm):
+    """Folders written before format 3 (no paragraph_index, sentence_index within the document)."""
+    import shutil
+
+    import pyarrow.parquet as pq
+
+    from contextlens.analyses.corpus.contextuality import _Rows
+
+    old = tmp_path / "old"
+    shutil.copytree(folder, old, ignore=shutil.ignore_patterns("search-*", "projector-*", "p"))
+    for path in old.glob("part-*.parquet"):
+        table = pq.read_table(path)
+        pq.write_table(table.drop_columns(["paragraph_index"]), path)
+    manifest = json.loads((old / "manifest.json").read_text())
+    (old / "manifest.json").write_text(json.dumps(manifest | {"format": "contextlens-corpus/2"}))
+    result = search_occurrences(old, "She paid the [bank] a visit about her loan.", top=4, model=minilm)
+    assert {h.sentence for h in result.hits} == set(MONEY) and result.hits[0].paragraph_index is None
+    rows = _Rows.read(old)
+    assert len(rows.contexts) == 9 and all(len(k) == 2 for k in rows.contexts)
