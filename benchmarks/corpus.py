@@ -2,8 +2,9 @@
 
 Each run is a fresh process, so ``ru_maxrss`` is its own (the driver's); each Ray actor reports
 its own peak RSS (``ru_maxrss``, or /proc's current RSS if higher) with every chunk it returns.
-The clock includes reading, sentence splitting, locating, encoding and writing the shards (with
-Ray, splitting and locating run in the actors), not the model load of the local engine (Ray's
+The clock includes reading, locating, sentence splitting (of the paragraphs that hold a target
+only, since issue 21), encoding and writing the shards (with Ray, locating and splitting run in
+the actors), not the model load of the local engine (Ray's
 actor start-up and model loads are inside the clock: that is what a job pays). Ray runs on a
 local Ray with ``--threads`` CPUs; each actor gets ``threads // actors`` torch threads.
 
@@ -13,6 +14,17 @@ local Ray with ``--threads`` CPUs; each actor gets ``threads // actors`` torch t
 
 On a quiet 2-core machine the defaults take about 4 minutes (the 10x run is most of it);
 ``--scale 1`` skips the 10x run.
+
+``--scan`` measures the step before the model instead, side by side on the same documents (read
+once, in memory): reading the corpus; the scan before issue 21 (every paragraph split with
+pysbd, then each sentence searched); and the scan now (each raw paragraph searched, only those
+with a match split). Both scans must find the same occurrences (the script checks it).
+
+    python benchmarks/corpus.py --scan --corpus enwiki --words bank,spring,state
+
+``--limit`` puts the local engine beside its limit, measured in the same run: reading the corpus
++ the regex scan + splitting only the matched paragraphs + the bare forward pass on exactly the
+matched occurrences at the job's layers, as a ratio limit / ours.
 """
 
 from __future__ import annotations
@@ -73,7 +85,9 @@ def _one(engine: str, corpus: str, words: list[str], model: str, threads: int, o
             "engine": engine,
             "corpus": corpus,
             "seconds": round(seconds, 2),
-            "sentences": result.stats.sentences,
+            "sentences": result.stats.sentences,  # split (now: only the paragraphs holding a target)
+            "paragraphs": getattr(result.stats, "paragraphs", None),  # read (None before issue 21)
+            "paragraphs_skipped": getattr(result.stats, "paragraphs_skipped", None),  # never split
             "occurrences": result.manifest.counts["rows"],
             "sentences_per_s": round(result.stats.sentences / seconds, 1),
             "occurrences_per_s": round(result.manifest.counts["rows"] / seconds, 1),
@@ -110,6 +124,115 @@ def repeated(corpus: str, times: int) -> str:
     return str(path)
 
 
+def scan_benchmark(corpus: str, words: list[str], forms: bool, as_json: bool) -> None:
+    """Reading, then the old scan (split everything) beside the new one (find, then split)."""
+    from contextlens.analyses.corpus.readers import read_corpus
+    from contextlens.analyses.corpus.sentences import split_sentences
+    from contextlens.analyses.corpus.targets import Matcher, form_table, scan_documents
+    from contextlens.core.occurrences import find_all
+
+    matcher = Matcher(form_table(words, forms))
+    load_before = os.getloadavg()
+    start = time.perf_counter()
+    docs = [(d.doc_id, d.pieces) for d in read_corpus(corpus)]
+    read_s = time.perf_counter() - start
+    chars = sum(len(p) for _, pieces in docs for p in pieces)
+
+    start = time.perf_counter()
+    before_sentences, before = 0, []
+    for doc_id, pieces in docs:  # the scan before: every paragraph split, every sentence searched
+        for p, piece in enumerate(pieces):
+            split = split_sentences(piece)
+            before_sentences += len(split)
+            for k, sentence in enumerate(split):
+                before += [(doc_id, p, k, o.start, o.end) for o in find_all(sentence, matcher.pattern)]
+    before_s = time.perf_counter() - start
+
+    start = time.perf_counter()
+    counts, found = scan_documents(docs, matcher)
+    after_s = time.perf_counter() - start
+    after = [(f.doc_id, f.paragraph_index, f.sentence_index, f.occurrence.start, f.occurrence.end) for f in found]
+    same = after == before
+    rows = [
+        {"scan": "read only", "seconds": read_s, "paragraphs": counts.paragraphs, "split": 0, "sentences": 0},
+        {"scan": "before: split all", "seconds": before_s, "paragraphs": counts.paragraphs,
+         "split": counts.paragraphs, "sentences": before_sentences},
+        {"scan": "now: find, split", "seconds": after_s, "paragraphs": counts.paragraphs,
+         "split": counts.paragraphs_split, "sentences": counts.sentences},
+    ]  # fmt: skip
+    for r in rows:
+        r["occurrences"] = len(found) if r["split"] else 0
+        r["seconds"] = round(r["seconds"], 2)
+        # "sentences read per second": the corpus's sentences (as splitting all of them counts) per second
+        r["corpus_sentences_per_s"] = round(before_sentences / max(r["seconds"], 1e-9), 1)
+    if as_json:
+        json.dump({"corpus": corpus, "words": words, "same_occurrences": same, "rows": rows}, sys.stdout, indent=2)
+        return
+    print(f"{corpus}: {len(docs):,} documents, {counts.paragraphs:,} paragraphs, {chars:,} characters; "
+          f"targets {','.join(words)}{' + inflected forms' if forms else ''}")  # fmt: skip
+    print(f"{'scan':20} {'s':>8} {'paragraphs split':>17} {'sentences split':>16} {'occ':>6} {'corpus sent/s':>14}")
+    for r in rows:
+        print(f"{r['scan']:20} {r['seconds']:8} {r['split']:17,} {r['sentences']:16,} {r['occurrences']:6,} "
+              f"{r['corpus_sentences_per_s']:14,}")  # fmt: skip
+    print(
+        f"# speed-up of the scan {before_s / max(after_s, 1e-9):.1f}x; with reading "
+        f"{(read_s + before_s) / max(read_s + after_s, 1e-9):.1f}x; same occurrences: {same}"
+    )
+    print(f"# load average (1/5/15 min) before {'/'.join(f'{x:.1f}' for x in load_before)}, after "
+          f"{'/'.join(f'{x:.1f}' for x in os.getloadavg())}; {os.cpu_count()} CPUs")  # fmt: skip
+    if not same:
+        raise SystemExit("the two scans found different occurrences")
+
+
+def limit_benchmark(corpus: str, words: list[str], model_name: str, threads: int, opts: dict, repeats: int) -> None:
+    """The local engine beside its limit, in one process: reading + the regex scan + splitting the
+    matched paragraphs + the bare forward on exactly the matched occurrences at the job's layers
+    (no Parquet, no shards, no manifest), then the whole job (model load excluded from both)."""
+    import torch
+
+    from contextlens.analyses.corpus.extract import extract_corpus
+    from contextlens.analyses.corpus.readers import read_corpus
+    from contextlens.analyses.corpus.targets import Matcher, form_table, scan_documents
+    from contextlens.core.alignment import tokenize_many
+    from contextlens.core.contextual_models import load_contextual
+    from contextlens.core.extraction import extract_targets
+    from contextlens.core.occurrences import in_template
+
+    torch.set_num_threads(threads)
+    model = load_contextual(model_name, opts["precision"])
+    layers = model.check_layers(None)
+    matcher = Matcher(form_table(words, opts["forms"]))
+    model.encode_occurrences([in_template("bank")])  # one forward before the clocks: both start warm
+    limits, ours = [], []
+    for _ in range(repeats):  # alternated, best of each: the machine's load moves between runs
+        start = time.perf_counter()
+        docs = [(d.doc_id, d.pieces) for d in read_corpus(corpus)]
+        read_s = time.perf_counter() - start
+        start = time.perf_counter()
+        counts, found = scan_documents(docs, matcher)
+        scan_s = time.perf_counter() - start
+        start = time.perf_counter()
+        toks = tokenize_many(model, [f.occurrence for f in found])
+        extract_targets(model, toks, layers, "mean", 32)
+        forward_s = time.perf_counter() - start
+        limits.append((read_s + scan_s + forward_s, read_s, scan_s, forward_s))
+        out = Path(tempfile.mkdtemp(prefix="cl-limit-"))
+        start = time.perf_counter()
+        result = extract_corpus(corpus, words, out / "x", model=model_name, loader=lambda *_: model, **opts)
+        ours.append(time.perf_counter() - start)
+        shutil.rmtree(out, ignore_errors=True)
+    limit_s, read_s, scan_s, forward_s = min(limits)
+    ours_s = min(ours)
+    print(f"{corpus}: {counts.paragraphs:,} paragraphs, {counts.paragraphs_split:,} split, {len(found):,} "
+          f"occurrences; {model_name} {opts['precision']}, layers 0-{layers[-1]}, {threads} thread(s)")  # fmt: skip
+    print(f"best of {repeats}, alternated; all runs: limit {', '.join(f'{x[0]:.1f}' for x in limits)} s, "
+          f"ours {', '.join(f'{x:.1f}' for x in ours)} s")  # fmt: skip
+    print(f"limit: read {read_s:.2f} s + scan {scan_s:.2f} s + bare forward {forward_s:.2f} s = {limit_s:.2f} s")
+    print(f"ours (extract_corpus, local, shards written): {ours_s:.2f} s, {result.manifest.counts['rows']:,} rows")
+    print(f"limit / ours = {limit_s / ours_s:.2f} (1.0 = nothing spent beyond the limit); "
+          f"load average {'/'.join(f'{x:.1f}' for x in os.getloadavg())}, {os.cpu_count()} CPUs")  # fmt: skip
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--corpus", default="lee")
@@ -121,8 +244,24 @@ def main() -> None:
     ap.add_argument("--forms", action="store_true", help="also match inflected forms (WordNet)")
     ap.add_argument("--precision", default="fp32", choices=["fp32", "int8"])
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--scan", action="store_true", help="time reading and the scan before vs now (no model)")
+    ap.add_argument("--limit", action="store_true", help="the local engine beside its limit (read+scan+bare forward)")
+    ap.add_argument("--repeats", type=int, default=3, help="--limit: runs of each, alternated (best kept)")
     args = ap.parse_args()
     words = args.words.split(",")
+    if args.scan:
+        scan_benchmark(args.corpus, words, args.forms, args.json)
+        return
+    if args.limit:
+        limit_benchmark(
+            args.corpus,
+            words,
+            args.model,
+            args.threads,
+            {"forms": args.forms, "precision": args.precision},
+            args.repeats,
+        )
+        return
     opts = {"forms": args.forms, "precision": args.precision}
     started, load_before = time.perf_counter(), os.getloadavg()
     rows = [run(e, args.corpus, words, args.model, args.threads, opts) for e in args.engines]

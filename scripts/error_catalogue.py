@@ -224,7 +224,14 @@ def newer_commands(tmp: Path) -> list[tuple[str, list[str]] | tuple[str, list[st
     ctx = ["eval", "contextuality", *M, "--corpus"]
     ce = ["corpus", "extract"]
     si = ["senses", "induce"]
+    cs = ["corpus", "search", str(good)]
     return [
+        ("corpus search: an example without [brackets]", [*cs, "--like", "The river bank flooded."]),
+        ("corpus search: --model other than the folder's", [*cs, "--like", "The river [bank].", "-m", "mpnet"]),
+        ("corpus search: a layer not extracted", [*cs, "--like", "The river [bank].", "--layer", "99"]),
+        ("corpus search: --top 0", [*cs, "--like", "The river [bank].", "--top", "0"]),
+        ("corpus search: not an extraction folder", ["corpus", "search", str(tmp), "--like", "The [bank]."]),
+        ("corpus export: an unknown --format", ["corpus", "export", str(good), "--format", "csv"]),
         ("corpus extract: a JSONL line nested 100,000 deep", [*ce, str(deep), "--out", str(tmp / "c1"), *x]),
         ("corpus extract: --out whose manifest.json is a list", [*ce, str(river), "--out", str(listed["list"]), *x]),
         ("corpus extract: --out whose manifest.json is null", [*ce, str(river), "--out", str(listed["null"]), *x]),

@@ -25,7 +25,7 @@ from contextlens.cli import main
 from contextlens.errors import DataFileError
 from tests.helpers import run_cli
 
-KEY = ["doc_id", "sentence_index", "start"]
+KEY = ["doc_id", "paragraph_index", "sentence_index", "start"]
 
 
 def cli(capsys, *args: str) -> tuple[int, str, str]:
@@ -244,8 +244,8 @@ def test_kill_9_then_rerun_gives_every_row_once(tmp_path, minilm):
     # what the rows must be, found independently: line i has 'bank' in sentence 0 and 'Spring' in sentence 1
     lines = corpus.read_text().splitlines()
     expected = sorted(
-        [(f"big.txt:{i + 1}", 0, line.index("bank")) for i, line in enumerate(lines)]
-        + [(f"big.txt:{i + 1}", 1, 0) for i in range(40)]
+        [(f"big.txt:{i + 1}", 0, 0, line.index("bank")) for i, line in enumerate(lines)]
+        + [(f"big.txt:{i + 1}", 0, 1, 0) for i in range(40)]
     )
     assert sorted(keys(table)) == expected and table.num_rows == 80
     from contextlens.core.occurrences import Occurrence

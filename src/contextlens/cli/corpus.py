@@ -1,4 +1,5 @@
-"""`contextlens corpus list|extract`: real corpora, every occurrence of target words as Parquet."""
+"""`contextlens corpus list|extract|search`: real corpora, every occurrence of target words as Parquet,
+and the occurrences most like an example."""
 
 from __future__ import annotations
 
@@ -156,10 +157,11 @@ def extract_cmd(
     progress, show = status_line("checking the job...")
 
     def update(s) -> None:
-        rate = s.sentences / max(s.seconds, 1e-9)
+        rate = s.paragraphs / max(s.seconds, 1e-9)
         show(
-            f"{s.sentences:,} sentences scanned, {s.occurrences:,} occurrences, {s.rows_written:,} rows written, "
-            f"{s.chunks_skipped} shards already done, {rate:,.0f} sentences/s"
+            f"{s.paragraphs:,} paragraphs scanned ({s.paragraphs_skipped:,} without a target, not split), "
+            f"{s.occurrences:,} occurrences, {s.rows_written:,} rows written, "
+            f"{s.chunks_skipped} shards already done, {rate:,.0f} paragraphs/s"
         )
 
     def load(name: str, precision: str, runtime: str):  # the job's one model, its drift on stderr
@@ -207,7 +209,8 @@ def extract_cmd(
         return
     per = ", ".join(f"{w} {n:,}" for w, n in m.counts["per_target"].items())  # type: ignore[union-attr]
     console.print(
-        f"{m.counts['rows']:,} rows ({per}) from {s.sentences:,} sentences into {result.folder} "
+        f"{m.counts['rows']:,} rows ({per}) from {s.sentences:,} sentences of {s.paragraphs_split:,} paragraphs "
+        f"(of {s.paragraphs:,} read; the rest held no target) into {result.folder} "
         f"({m.counts['shards']} shards, {s.chunks_skipped} were already there) in {s.seconds:.1f} s"
     )
     if m.forms:
@@ -219,3 +222,85 @@ def extract_cmd(
     )
     if s.read.skipped:
         note(f"skipped {s.read.skipped} non-UTF-8 line(s), first at {', '.join(s.read.skipped_where)}")
+
+
+@corpus_app.command("search")
+def search_cmd(
+    folder: Annotated[Path, typer.Argument(help="A folder written by `contextlens corpus extract`.")],
+    like: Annotated[
+        str, typer.Option("--like", help='An example occurrence, the word in brackets: "The river [bank] flooded."')
+    ],
+    layer: Annotated[int | None, typer.Option("--layer", "-l", help="An extracted layer (default: the top).")] = None,
+    top: Annotated[int, typer.Option("--top", "-k", help="How many occurrences to show.")] = 20,
+    model: Annotated[
+        str | None, typer.Option("--model", "-m", help="Must be the folder's own model (default: it is).")
+    ] = None,
+    threads: ThreadsOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """The occurrences in FOLDER most like an example occurrence (cosine at the folder's layer)."""
+    from contextlens.analyses.corpus.manifest import require_manifest
+
+    manifest = require_manifest(folder)
+    if model is not None and model != manifest.model:
+        raise InputError(
+            f"--model {model} is not the model of {folder} ({manifest.model}); vectors of two models are not "
+            "comparable: drop --model or search a folder extracted with it"
+        )
+    from contextlens.analyses.corpus.occurrence_search import search_occurrences
+
+    def load(name: str, precision: str, runtime: str):  # the folder's model, its drift on stderr
+        return contextual_option(name, precision, threads, runtime)
+
+    with as_flags(top="--top", layer="--layer", like="--like"):
+        result = search_occurrences(folder, like, layer, top, loader=load)
+    if json_out:
+        print_json(result.to_dict())
+        return
+    built = f"index built in {result.index_seconds:.1f} s" if result.index_built else "index read from the folder"
+    from rich.markup import escape
+
+    console.print(
+        f"[bold]{escape(like)}[/bold]: the {len(result.hits)} nearest of {result.searched:,} occurrences, "
+        f"{escape(result.model)} ({result.backend_label}) layer {result.layer}, cosine; {built}, "
+        f"search {result.search_seconds * 1000:.0f} ms",
+        soft_wrap=True,
+    )
+    table = Table(show_edge=False, pad_edge=False)
+    for col, justify in (("#", "right"), ("cosine", "right"), ("occurrence", "left"), ("document", "left")):
+        table.add_column(col, justify=justify)
+    for h in result.hits:
+        table.add_row(str(h.rank), f"{h.cosine:.3f}", escape(h.marked), escape(h.doc_id))
+    console.print(table)
+
+
+@corpus_app.command("export")
+def export_cmd(
+    folder: Annotated[Path, typer.Argument(help="A folder written by `contextlens corpus extract`.")],
+    format: Annotated[
+        str, typer.Option("--format", help="projector: the Embedding Projector's vectors.tsv + metadata.tsv.")
+    ] = "projector",
+    layer: Annotated[int | None, typer.Option("--layer", "-l", help="An extracted layer (default: the top).")] = None,
+    out: Annotated[
+        Path | None, typer.Option("--out", "-o", help="Folder for the files (default: FOLDER/projector-layer_L).")
+    ] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """The folder's vectors at one layer as files other tools load (Parquet stays the native format)."""
+    from contextlens.analyses.corpus.projector import FORMATS, export_projector
+
+    if format not in FORMATS:
+        raise InputError(f"--format {format!r}: use {' or '.join(FORMATS)}")
+    if out is not None:
+        check_output_folder(out)  # a file, or a place that cannot be written, is refused here
+    with as_flags(layer="--layer", out="--out"):
+        result = export_projector(folder, out, layer)
+    if json_out:
+        print_json(result.to_dict())
+        return
+    console.print(
+        f"{result.rows:,} occurrences of {result.model} layer {result.layer} ({result.dim} dimensions): "
+        f"{result.vectors} and {result.metadata}; load both at https://projector.tensorflow.org (Load)",
+        soft_wrap=True,
+        markup=False,
+    )

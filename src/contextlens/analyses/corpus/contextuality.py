@@ -32,10 +32,10 @@ import pyarrow as pa
 
 from contextlens.analyses.benchmarks import contextuality as ctx
 from contextlens.analyses.benchmarks.result import BenchmarkResult
-from contextlens.analyses.corpus.chunks import layer_column
+from contextlens.analyses.corpus.chunks import SENTENCE_KEY, layer_column
 from contextlens.analyses.corpus.extract import ExtractStats, extract_corpus
-from contextlens.analyses.corpus.folder import read_rows
-from contextlens.analyses.corpus.manifest import Manifest, read_manifest, require_manifest
+from contextlens.analyses.corpus.folder import layer_matrix, read_rows
+from contextlens.analyses.corpus.manifest import OLD_FORMATS, Manifest, read_manifest, require_manifest
 from contextlens.analyses.corpus.readers import INSTALLED, check_readable, describe, read_corpus
 from contextlens.analyses.corpus.sentences import document_sentences
 from contextlens.core.backend import Backend
@@ -73,16 +73,16 @@ class _Rows:
     @classmethod
     def read(cls, folder: Path) -> _Rows:
         manifest = require_manifest(Path(folder))
-        cols = ["doc_id", "sentence_index", "target", *(layer_column(lay) for lay in manifest.layers)]
+        # a sentence is (doc_id, paragraph_index, sentence_index) from format 3 on; before, the
+        # sentence index was counted within the document (no paragraph_index column)
+        key = ["doc_id", "sentence_index"] if manifest.format in OLD_FORMATS else list(SENTENCE_KEY)
+        cols = [*key, "target", *(layer_column(lay) for lay in manifest.layers)]
         table = read_rows(Path(folder), columns=cols)
-        contexts = list(
-            zip(table.column("doc_id").to_pylist(), table.column("sentence_index").to_pylist(), strict=True)
-        )
+        contexts = list(zip(*(table.column(k).to_pylist() for k in key), strict=True))
         return cls(manifest, table, contexts, table.column("target").to_pylist())
 
     def vectors(self, layer: int) -> np.ndarray:
-        col = self.table.column(layer_column(layer)).combine_chunks()
-        return np.asarray(col.flatten().to_numpy(zero_copy_only=False), dtype=np.float32).reshape(len(col), -1)
+        return layer_matrix(self.table, layer_column(layer))
 
     def first_per_context(self) -> dict[str, list[int]]:
         """Target -> row of its first occurrence in each sentence (one context per sentence)."""

@@ -1,8 +1,9 @@
 """Where chunks are encoded: ``local`` (this process) or ``ray`` (Ray Data, an actor pool).
 
-Both engines call :func:`.chunks.encode_chunk` (split, find, encode) on the same chunks of
-documents and hand back the same tables; the job (:mod:`.extract`) writes the shards, so
-resumability does not depend on the engine. :func:`check` refuses a wrong combination before
+Both engines run the same :mod:`.chunks` functions (find, split where found, encode) on the same
+chunks of documents and hand back the same tables (the local engine encodes the occurrences of a
+few consecutive chunks in one call, a Ray actor those of its chunk); the job (:mod:`.extract`)
+writes the shards, so resumability does not depend on the engine. :func:`check` refuses a wrong combination before
 anything starts (Ray included), :func:`prepare` starts what the engine needs.
 """
 
@@ -14,11 +15,16 @@ from collections.abc import Callable, Iterator
 import pyarrow as pa
 
 from contextlens.analyses.corpus import ray_engine
-from contextlens.analyses.corpus.chunks import JobSpec, encode_chunk
+from contextlens.analyses.corpus.chunks import JobSpec, ScannedChunk, encode_scanned, scan_chunk
 from contextlens.analyses.corpus.targets import Document
 from contextlens.errors import InputError
 
 ENGINES = ("local", "ray")
+# The local engine encodes the occurrences of consecutive chunks together, up to this many
+# batches' worth or this many chunks: rare targets give a few occurrences a chunk, and a batch
+# per chunk would be mostly padding and overhead. A kill loses at most one group's shards.
+GROUP_BATCHES = 8
+GROUP_CHUNKS = 64
 Written = Callable[[int, pa.Table], None]
 
 
@@ -50,6 +56,20 @@ def prepare(engine: str, address: str | None, actors: int, threads: int | None) 
     return ray_engine.actor_threads(actors, threads, address)
 
 
+def grouped(spec: JobSpec, chunks: Iterator[tuple[int, list[Document]]]) -> Iterator[list[ScannedChunk]]:
+    """Consecutive chunks, scanned, in groups of about ``GROUP_BATCHES`` batches of occurrences."""
+    group: list[ScannedChunk] = []
+    found = 0
+    for number, docs in chunks:
+        group.append(scan_chunk(spec, number, docs))
+        found += len(group[-1].found)
+        if found >= GROUP_BATCHES * spec.batch_size or len(group) >= GROUP_CHUNKS:
+            yield group
+            group, found = [], 0
+    if group:
+        yield group
+
+
 def run(
     engine: str,
     spec: JobSpec,
@@ -63,7 +83,8 @@ def run(
 ) -> None:
     """Encode ``chunks`` and call ``written`` with each chunk's rows (``memory``: Ray actors' RSS)."""
     if engine == "local":
-        for number, chunk in chunks:
-            written(number, encode_chunk(loaded, spec, chunk))
+        for group in grouped(spec, chunks):
+            for number, table in encode_scanned(loaded, spec, group):
+                written(number, table)
         return
     ray_engine.run_ray(spec, chunks, written, address=address, actors=actors, threads=threads, memory=memory)

@@ -5,9 +5,10 @@ least ``chunk_chars`` characters, numbered in reading order (readers are determi
 checks everything it can before any model loads (the arguments, the engine, the output folder
 against its manifest, the corpus), loads ONE model (``loader``: the face's, which also reports
 its drift), then hands the pending chunks to an engine (:mod:`.engines`: this process or Ray
-actors, both running :func:`.chunks.encode_chunk`) and writes each chunk's rows as a shard of the
-extraction folder (:mod:`.folder`). A re-run skips the chunks whose shard exists: a job killed at
-any point (even ``kill -9``) finishes with no duplicated and no missing row. The manifest
+actors, both running :func:`.chunks.scan_chunk` and :func:`.chunks.encode_scanned`) and writes
+each chunk's rows as a shard of the extraction folder (:mod:`.folder`). A re-run skips the
+chunks whose shard exists: a job killed at any point (even ``kill -9``) finishes with no
+duplicated and no missing row. The manifest
 (:mod:`.manifest`) is marked complete last; a complete job re-run does nothing.
 """
 
@@ -21,19 +22,19 @@ from pathlib import Path
 import pyarrow as pa
 
 from contextlens.analyses.corpus import engines
-from contextlens.analyses.corpus.chunks import DTYPES, JobSpec, schema, table_sentences
+from contextlens.analyses.corpus.chunks import DTYPES, JobSpec, schema, table_counts
 from contextlens.analyses.corpus.folder import (
     check_fresh_folder,
     clean_temporaries,
     done_shards,
     shard_counts,
     shard_path,
-    shard_sentences,
+    shard_scan_counts,
     write_shard,
 )
 from contextlens.analyses.corpus.manifest import DEFAULT_CHUNK_CHARS, FORMAT, Manifest, check_settings, read_manifest
 from contextlens.analyses.corpus.readers import ReadStats, check_readable, describe, empty_message, read_corpus
-from contextlens.analyses.corpus.targets import Document, Matcher, form_table, parse_targets
+from contextlens.analyses.corpus.targets import Document, Matcher, ScanCounts, form_table, parse_targets
 from contextlens.errors import InputError, TargetNotFoundError
 
 MAX_LISTED = 10  # absent targets named in an error; the rest are counted
@@ -43,7 +44,9 @@ MAX_LISTED = 10  # absent targets named in an error; the rest are counted
 class ExtractStats:
     """Live counters for the progress bar and the final summary."""
 
-    sentences: int = 0
+    sentences: int = 0  # of the paragraphs split (they held a match)
+    paragraphs: int = 0  # every non-empty paragraph read
+    paragraphs_split: int = 0
     occurrences: int = 0
     rows_written: int = 0
     chunks_written: int = 0
@@ -52,6 +55,15 @@ class ExtractStats:
     read: ReadStats = field(default_factory=ReadStats)
     # Ray actors' memory, by process id: (peak RSS, RSS at its last chunk), bytes
     actor_rss: dict[int, tuple[int, int]] = field(default_factory=dict)
+
+    def add(self, counts: ScanCounts) -> None:
+        self.sentences += counts.sentences
+        self.paragraphs += counts.paragraphs
+        self.paragraphs_split += counts.paragraphs_split
+
+    @property
+    def paragraphs_skipped(self) -> int:
+        return self.paragraphs - self.paragraphs_split
 
     @property
     def seconds(self) -> float:
@@ -274,7 +286,7 @@ def _encode(source, folder, config, spec, loaded, threads, done, stats, progress
             path = shard_path(folder, number)
             if path.name in done:
                 stats.chunks_skipped += 1
-                stats.sentences += shard_sentences(path)
+                stats.add(shard_scan_counts(path))
                 if progress:
                     progress(stats)
                 continue
@@ -282,7 +294,7 @@ def _encode(source, folder, config, spec, loaded, threads, done, stats, progress
 
     def written(number: int, table: pa.Table) -> None:
         write_shard(folder, number, table)
-        stats.sentences += table_sentences(table.schema)
+        stats.add(table_counts(table.schema))
         stats.chunks_written += 1
         stats.occurrences += table.num_rows
         stats.rows_written += table.num_rows
@@ -304,7 +316,7 @@ def _encode(source, folder, config, spec, loaded, threads, done, stats, progress
 
 def _finish(source, folder, words, config, manifest: Manifest, stats: ExtractStats) -> ExtractResult:
     """Count the rows back from the shards; mark the job complete unless a target never occurs."""
-    if stats.sentences == 0:
+    if stats.paragraphs == 0:
         raise InputError(empty_message(source, stats.read))
     manifest.counts = shard_counts(folder, words)
     manifest.counts.update(skipped_lines=stats.read.skipped)
@@ -315,7 +327,7 @@ def _finish(source, folder, words, config, manifest: Manifest, stats: ExtractSta
             shown += f" and {len(missing) - MAX_LISTED:,} more"
         raise TargetNotFoundError(
             f"{shown} {'never occurs' if len(missing) == 1 else 'never occur'} "
-            f"in {source!r} ({stats.sentences} sentences"
+            f"in {source!r} ({stats.paragraphs:,} paragraphs"
             f"{'' if config.forms else '; `forms` also matches inflected forms'}); "
             "drop it from `targets` (the folder is left unfinished)"
         )

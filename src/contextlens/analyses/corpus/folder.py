@@ -13,11 +13,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from contextlens.analyses.corpus.chunks import table_sentences
+from contextlens.analyses.corpus.chunks import table_counts
 from contextlens.analyses.corpus.manifest import MANIFEST
+from contextlens.analyses.corpus.targets import ScanCounts
 from contextlens.core.atomic_files import atomic_path
 from contextlens.errors import DataFileError, InputError
 
@@ -61,8 +63,8 @@ def shard_schema(path: Path) -> pa.Schema:
         raise _damaged(path, str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
 
 
-def shard_sentences(path: Path) -> int:
-    return table_sentences(shard_schema(path))
+def shard_scan_counts(path: Path) -> ScanCounts:
+    return table_counts(shard_schema(path))
 
 
 def done_shards(folder: Path, expected: pa.Schema) -> set[str]:
@@ -108,21 +110,25 @@ def read_table(path: Path, columns: Sequence[str] | None = None, filters=None) -
 
 
 def shard_counts(folder: Path, targets: Sequence[str]) -> dict[str, object]:
-    """Rows per target and per form, shards and sentences, read back from the shards themselves."""
+    """Rows per target and per form, shards, paragraphs and sentences, read back from the shards
+    themselves: ``paragraphs`` read, ``paragraphs_skipped`` (no match: never split), ``sentences``
+    (of the paragraphs split)."""
     per: dict[str, int] = dict.fromkeys(targets, 0)
     per_form: dict[str, int] = {}
-    sentences = 0
+    scanned = ScanCounts()
     found = shards(folder)
     for path in found:
         table = read_table(path, columns=["target", "form"])
-        sentences += table_sentences(table.schema)
+        scanned.add(table_counts(table.schema))
         for t, f in zip(table.column("target").to_pylist(), table.column("form").to_pylist(), strict=True):
             per[t] = per.get(t, 0) + 1
             per_form[f] = per_form.get(f, 0) + 1
     return {
         "rows": sum(per.values()),
         "shards": len(found),
-        "sentences": sentences,
+        "paragraphs": scanned.paragraphs,
+        "paragraphs_skipped": scanned.paragraphs_skipped,
+        "sentences": scanned.sentences,
         "per_target": per,
         "per_form": dict(sorted(per_form.items(), key=lambda kv: (-kv[1], kv[0]))),
     }
@@ -138,3 +144,10 @@ def read_rows(folder: Path, target: str | None = None, columns: Sequence[str] | 
         return pa.concat_tables(tables)
     except pa.ArrowException as exc:
         raise DataFileError(f"the shards of {folder} do not share their columns ({exc}); extract it again") from None
+
+
+def layer_matrix(table: pa.Table, column: str) -> np.ndarray:
+    """A vector column of rows as one float32 matrix (rows x hidden size), without Python lists."""
+    col = table.column(column).combine_chunks()
+    width = col.type.list_size if pa.types.is_fixed_size_list(col.type) else -1  # a shard may hold no row
+    return np.asarray(col.flatten().to_numpy(zero_copy_only=False), dtype=np.float32).reshape(len(col), width)

@@ -4,9 +4,10 @@
 complete. A job may only continue in a folder whose manifest has the same job settings; any
 difference (another model, revision, precision, runtime, layer set, pooling, dtype, targets,
 inflected forms or not, corpus, chunking) is refused, so one folder never mixes vectors of two
-models. Format 2 (chunks of whole documents, the ``form`` column) reads format-1 folders for the
-analyses but does not continue them. ``runtime`` came later within format 2: a manifest without
-it was written on torch, reads as torch, and is continued on torch only.
+models. Format 3 (rows keyed by paragraph and sentence within it, only paragraphs holding a
+target split) reads format-1 and format-2 folders for the analyses but does not continue them.
+``runtime`` came later within format 2: a manifest without it was written on torch and reads as
+torch.
 """
 
 from __future__ import annotations
@@ -20,9 +21,11 @@ from contextlens.core.backend import Backend
 from contextlens.errors import InputError
 
 MANIFEST = "manifest.json"
-FORMAT = "contextlens-corpus/2"
+FORMAT = "contextlens-corpus/3"
 DEFAULT_CHUNK_CHARS = 32_000  # characters of text per shard: about 250 sentences of news text
-OLD_FORMATS = ("contextlens-corpus/1",)  # readable (rows without `form`), not continued
+# readable, not continued: 1 (rows without `form`), 2 (sentence_index within the document, every
+# paragraph split, no `paragraph_index`)
+OLD_FORMATS = ("contextlens-corpus/1", "contextlens-corpus/2")
 # The settings that define a job: a different value in an existing folder is refused.
 JOB_KEYS = (
     "format",
@@ -97,9 +100,9 @@ def read_manifest(folder: Path) -> Manifest | None:
         data = json.loads(path.read_text())
         if not isinstance(data, dict):
             raise ValueError(f"a JSON {type(data).__name__ if data is not None else 'null'}, not an object")
-        if data.get("format") in OLD_FORMATS:
+        if data.get("format") == OLD_FORMATS[0]:
             data["chunk_chars"] = data.pop("chunk_sentences", None)
-        elif data.get("format") != FORMAT:
+        elif data.get("format") not in (FORMAT, *OLD_FORMATS):
             raise ValueError(f"format {data.get('format')!r}")
         return Manifest(**data)
     except (ValueError, TypeError, OSError, RecursionError) as exc:
@@ -118,3 +121,12 @@ def require_manifest(folder: Path) -> Manifest:
             f"the extraction in {folder} is not finished; run the same `corpus extract` again to finish it"
         )
     return manifest
+
+
+def pick_layer(manifest: Manifest, layer: int | None, folder: Path) -> int:
+    """An extracted layer of the folder: ``layer`` (negative counts from the top), default the top."""
+    top = manifest.layers[-1]
+    layer = top if layer is None else (top + 1 + layer if layer < 0 else layer)
+    if layer not in manifest.layers:
+        raise InputError(f"layer {layer} is not in {folder}; extracted layers: {manifest.layers}")
+    return layer

@@ -3,8 +3,9 @@
 The driver only reads the corpus (the readers are this package's own) and hands Ray windows of
 pending chunks of whole documents; each actor loads the model once (at the job's precision,
 ``torch`` threads set explicitly to its CPU share, so actors never oversubscribe a node) and
-runs :func:`.chunks.encode_chunk`, the very function of the local engine: it splits the
-sentences, finds the targets and encodes them, returning each chunk's rows as an Arrow IPC
+runs the local engine's functions (:func:`.chunks.scan_chunk`, :func:`.chunks.encode_scanned`,
+on up to ``BATCH_CHUNKS`` chunks a call): it finds the targets, splits the paragraphs that hold
+one and encodes them, returning each chunk's rows as an Arrow IPC
 buffer with the actor's memory (peak and current RSS). The driver writes the shards, so
 resuming works exactly as with the local engine.
 """
@@ -21,13 +22,16 @@ from collections.abc import Callable, Iterator
 
 import pyarrow as pa
 
-from contextlens.analyses.corpus.chunks import JobSpec, encode_chunk
+from contextlens.analyses.corpus.chunks import JobSpec, encode_scanned, scan_chunk
 from contextlens.analyses.corpus.targets import Document
 from contextlens.errors import InputError
 
 # Chunks handed to Ray at a time, per actor: bounds the driver's memory (a chunk is ~32 kB of
 # text); the actor pool (and its model load) is started once per window.
 WINDOW_CHUNKS_PER_ACTOR = 64
+# Chunks an actor encodes in one extraction call (their occurrences sorted into batches together,
+# as the local engine groups chunks): few occurrences a chunk would otherwise be a padded batch each.
+BATCH_CHUNKS = 8
 Memory = Callable[[int, int, int], None]  # (actor pid, peak RSS, RSS at its last chunk), bytes
 
 
@@ -57,12 +61,15 @@ class ChunkEncoder:
 
     def __call__(self, batch: dict) -> dict:
         chunks, payloads = [], []
-        for number, docs in zip(batch["chunk"], batch["docs"], strict=True):
-            table = encode_chunk(self.model, self.spec, [(d, tuple(p)) for d, p in json.loads(docs)])
+        scanned = [
+            scan_chunk(self.spec, int(number), [(d, tuple(p)) for d, p in json.loads(docs)])
+            for number, docs in zip(batch["chunk"], batch["docs"], strict=True)
+        ]
+        for number, table in encode_scanned(self.model, self.spec, scanned):  # one forward call per batch
             sink = pa.BufferOutputStream()
             with pa.ipc.new_stream(sink, table.schema) as writer:
                 writer.write_table(table)
-            chunks.append(int(number))
+            chunks.append(number)
             payloads.append(sink.getvalue().to_pybytes())
         peak, now = _rss_bytes()
         n = len(chunks)
@@ -152,7 +159,7 @@ def run_ray(
         ds = ray.data.from_items(items, override_num_blocks=min(len(items), 4 * actors)).map_batches(
             ChunkEncoder,
             fn_constructor_kwargs={"spec": spec, "threads": threads},
-            batch_size=1,
+            batch_size=BATCH_CHUNKS,
             compute=ray.data.ActorPoolStrategy(size=actors),
             num_cpus=threads,
             batch_format="numpy",

@@ -34,7 +34,7 @@ import numpy as np
 
 from contextlens.analyses.corpus.chunks import layer_column
 from contextlens.analyses.corpus.folder import read_rows
-from contextlens.analyses.corpus.manifest import require_manifest
+from contextlens.analyses.corpus.manifest import pick_layer, require_manifest
 from contextlens.analyses.representations.clustering import CRITERION, cluster_unit_vectors
 from contextlens.core.occurrences import ALPHA_WORD_RE
 from contextlens.core.similarity import normalize_rows
@@ -139,9 +139,7 @@ def induce_senses(
     word = word.strip().lower()
     if word not in manifest.targets:
         raise TargetNotFoundError(f"{word!r} was not extracted in {folder}; its targets: {', '.join(manifest.targets)}")
-    layer = manifest.layers[-1] if layer is None else (manifest.layers[-1] + 1 + layer if layer < 0 else layer)
-    if layer not in manifest.layers:
-        raise InputError(f"layer {layer} is not in {folder}; extracted layers: {manifest.layers}")
+    layer = pick_layer(manifest, layer, folder)
     table = read_rows(folder, word, ["sentence", "start", "end", "doc_id", layer_column(layer)])
     n = table.num_rows
     if n < 3:

@@ -3,8 +3,13 @@
 A target is a lower-case word; with ``forms`` each target also matches its inflected forms
 (WordNet 3.0, :func:`contextlens.core.wordnet.inflected_forms`). The form table is computed
 once, where the job starts, and shipped with the job, so Ray workers need no WordNet files.
-:func:`scan_documents` splits a chunk's documents into sentences and finds every whole-word
-occurrence; the local engine and the Ray actors both call it, so their rows are the same.
+:func:`scan_documents` finds every whole-word occurrence of a chunk's documents: it searches each
+raw paragraph with the forms' pattern first and splits into sentences only the paragraphs that
+hold a match, so the cost of splitting follows what is found, not the corpus (pysbd is the slow
+step: ~170 sentences/s here). The local engine and the Ray actors both call it, so their rows are
+the same. A row's key is ``(doc_id, paragraph_index, sentence_index)``: the paragraph (reader's
+piece) within its document and the sentence within that paragraph, both from 0; it does not
+depend on the paragraphs without a match, which are never split.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
-from contextlens.analyses.corpus.sentences import document_sentences
+from contextlens.analyses.corpus.sentences import split_sentences
 from contextlens.core.occurrences import Occurrence, find_all, word_pattern
 from contextlens.errors import InputError
 
@@ -80,22 +85,52 @@ class Matcher:
 @dataclass(frozen=True)
 class Found:
     doc_id: str
-    sentence_index: int
+    paragraph_index: int
+    sentence_index: int  # within its paragraph
     occurrence: Occurrence
     target: str
     form: str
 
 
-def scan_documents(docs: Sequence[Document], matcher: Matcher) -> tuple[int, list[Found]]:
-    """(sentences read, every occurrence) of a chunk: each document's pieces split into
-    sentences numbered within the document, each sentence searched for the forms."""
-    sentences = 0
+@dataclass
+class ScanCounts:
+    """What a scan read: every paragraph, the ones split (they held a match), their sentences."""
+
+    paragraphs: int = 0
+    paragraphs_split: int = 0
+    sentences: int = 0
+
+    @property
+    def paragraphs_skipped(self) -> int:
+        return self.paragraphs - self.paragraphs_split
+
+    def add(self, other: ScanCounts) -> None:
+        self.paragraphs += other.paragraphs
+        self.paragraphs_split += other.paragraphs_split
+        self.sentences += other.sentences
+
+
+def scan_documents(docs: Sequence[Document], matcher: Matcher) -> tuple[ScanCounts, list[Found]]:
+    """(what was read, every occurrence) of a chunk: each paragraph searched raw (NFC) for the
+    forms, and only a paragraph with a match split into sentences and searched sentence by
+    sentence. Whole-word matches never straddle a sentence boundary pysbd draws (it cuts between
+    words), so a paragraph without a match holds no sentence with one
+    (tests/test_corpus_scan.py checks this against splitting everything)."""
+    counts = ScanCounts()
     found: list[Found] = []
+    pattern = matcher.pattern
     for doc_id, pieces in docs:
-        count = 0
-        for index, sentence in enumerate(document_sentences(pieces)):
-            count = index + 1
-            for occ in find_all(sentence, matcher.pattern):
-                found.append(Found(doc_id, index, occ, *matcher.target_of(occ.word)))
-        sentences += count
-    return sentences, found
+        for p, piece in enumerate(pieces):
+            if not piece.strip():
+                continue
+            counts.paragraphs += 1
+            text = unicodedata.normalize("NFC", piece)
+            if pattern.search(text) is None:
+                continue
+            counts.paragraphs_split += 1
+            sentences = split_sentences(text)
+            counts.sentences += len(sentences)
+            for index, sentence in enumerate(sentences):
+                for occ in find_all(sentence, pattern):
+                    found.append(Found(doc_id, p, index, occ, *matcher.target_of(occ.word)))
+    return counts, found

@@ -1,0 +1,278 @@
+"""Which occurrences in an extraction folder are most like this one? Search by an example occurrence.
+
+Contextual vectors have no vocabulary, so a word has no neighbours; an *occurrence* does. The
+example (``"The river [bank] flooded."``) is encoded by the folder's own model at the folder's
+precision, runtime and pooling, at one of its layers: vectors of another model (or of int8 or
+ONNX Runtime against torch fp32) live in another space, so a model that is not the folder's is
+refused. The folder's vectors of that layer go once into an exact FAISS index (inner product of
+unit vectors = cosine, :mod:`contextlens.analyses.search.index_config`) kept beside the shards as
+``search-layer_<L>.faiss`` with ``search-layer_<L>.json`` (the shards it was built from, the
+index's size and sha256); both are written atomically, the description last, so a kill leaves
+the old index or none, and an index whose shards changed (or that does not read back whole, with
+its size, count and dimension) is rebuilt. A process keeps the index it opened while the files
+stay the same.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from contextlens.analyses.corpus.chunks import layer_column
+from contextlens.analyses.corpus.folder import layer_matrix, read_table, shard_schema, shards
+from contextlens.analyses.corpus.manifest import Manifest, pick_layer, require_manifest
+from contextlens.core import atomic_files
+from contextlens.core.arguments import whole_number
+from contextlens.errors import InputError, ProvenanceMismatchError
+
+INDEX_FORMAT = "contextlens-occurrence-index/1"
+HIT_COLUMNS = ("doc_id", "paragraph_index", "sentence_index", "sentence", "start", "end", "target", "form")
+
+
+def index_paths(folder: Path, layer: int) -> tuple[Path, Path]:
+    """(FAISS index, its description) of one layer, beside the shards."""
+    return folder / f"search-{layer_column(layer)}.faiss", folder / f"search-{layer_column(layer)}.json"
+
+
+def _fingerprint(folder: Path) -> list[list[Any]]:
+    """The shards an index was built from: name, bytes, modification time, in chunk order."""
+    return [[p.name, p.stat().st_size, p.stat().st_mtime_ns] for p in shards(folder)]
+
+
+@dataclass
+class OccurrenceIndex:
+    """One layer's vectors of a folder in a FAISS index; ``rows[k]``: rows of the k-th shard."""
+
+    folder: Path
+    layer: int
+    index: Any
+    shard_names: list[str]
+    rows: list[int]
+    built: bool  # built by this call (False: read from beside the shards)
+    seconds: float = 0.0
+
+    @property
+    def total(self) -> int:
+        return int(self.index.ntotal)
+
+
+# (folder, layer) -> the index last opened there, kept while its shards stay the same (a server
+# answering many searches reads the index once)
+_CACHE: dict[tuple[Path, int], tuple[list[list[Any]], OccurrenceIndex]] = {}
+
+
+def clear_cache() -> None:
+    _CACHE.clear()
+
+
+def open_index(folder: Path | str, layer: int | None = None, rebuild: bool = False) -> OccurrenceIndex:
+    """The folder's index at ``layer`` (default: its top extracted layer), built once and kept."""
+    folder = Path(folder)
+    layer = pick_layer(require_manifest(folder), layer, folder)
+    key = (folder.resolve(), layer)
+    kept = _CACHE.get(key)
+    if not rebuild and kept is not None and kept[0] == _state(folder, layer):
+        return replace(kept[1], built=False, seconds=0.0)
+    found = _open_index(folder, layer, rebuild)
+    _CACHE[key] = (_state(folder, layer), found)
+    return found
+
+
+def _state(folder: Path, layer: int) -> list[list[Any]]:
+    """The shards and the index files as they are now: a change to any of them reopens the index."""
+    files = [p for p in index_paths(folder, layer) if p.is_file()]
+    return _fingerprint(folder) + [[p.name, p.stat().st_size, p.stat().st_mtime_ns] for p in files]
+
+
+def _open_index(folder: Path, layer: int, rebuild: bool) -> OccurrenceIndex:
+    import time
+
+    import faiss
+
+    from contextlens.analyses.search.index_config import IndexConfig, build_faiss_index, serialized_bytes
+
+    manifest = require_manifest(folder)
+    faiss_path, meta_path = index_paths(folder, layer)
+    fingerprint = _fingerprint(folder)
+    started = time.perf_counter()
+    if not rebuild and meta_path.is_file() and faiss_path.is_file():
+        try:
+            meta = json.loads(meta_path.read_text())
+            if (
+                isinstance(meta, dict)
+                and meta.get("format") == INDEX_FORMAT
+                and meta.get("shards") == fingerprint
+                and meta.get("bytes") == faiss_path.stat().st_size
+            ):
+                index = faiss.read_index(str(faiss_path))  # read in place (no copy of the bytes)
+                if index.ntotal == sum(meta["rows"]) and index.d == manifest.hidden_size:
+                    names = [s[0] for s in fingerprint]
+                    return OccurrenceIndex(folder, layer, index, names, list(meta["rows"]), False)
+        except (OSError, ValueError, KeyError, TypeError, RuntimeError):
+            pass  # an unreadable or foreign index is rebuilt, never trusted
+    vectors, rows = [], []
+    for path in shards(folder):
+        vectors.append(layer_matrix(read_table(path, [layer_column(layer)]), layer_column(layer)))
+        rows.append(len(vectors[-1]))
+    if not sum(rows):
+        raise InputError(f"{folder} holds no occurrences to search")
+    index = build_faiss_index(np.concatenate(vectors), IndexConfig())
+    blob = serialized_bytes(index)
+    atomic_files.write_bytes(faiss_path, blob)
+    meta = {
+        "format": INDEX_FORMAT,
+        "layer": layer,
+        "index": "flat (exact inner product of unit vectors = cosine)",
+        "model": manifest.model,
+        "shards": fingerprint,
+        "rows": rows,
+        "bytes": len(blob),
+        "sha256": hashlib.sha256(blob).hexdigest(),
+    }
+    atomic_files.write_text(meta_path, json.dumps(meta, indent=1) + "\n")  # last: it vouches for the index
+    names = [s[0] for s in fingerprint]
+    return OccurrenceIndex(folder, layer, index, names, rows, True, time.perf_counter() - started)
+
+
+@dataclass(frozen=True)
+class OccurrenceHit:
+    rank: int
+    cosine: float
+    doc_id: str
+    paragraph_index: int | None
+    sentence_index: int
+    sentence: str
+    start: int
+    end: int
+    target: str
+    form: str | None
+
+    @property
+    def marked(self) -> str:
+        return f"{self.sentence[: self.start]}[{self.sentence[self.start : self.end]}]{self.sentence[self.end :]}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "rank": self.rank,
+            "cosine": round(self.cosine, 6),
+            "doc_id": self.doc_id,
+            "paragraph_index": self.paragraph_index,
+            "sentence_index": self.sentence_index,
+            "sentence": self.sentence,
+            "start": self.start,
+            "end": self.end,
+            "marked": self.marked,
+            "target": self.target,
+            "form": self.form,
+        }
+
+
+@dataclass(frozen=True)
+class OccurrenceSearch:
+    """The nearest occurrences of a folder to an example occurrence, at one layer."""
+
+    folder: Path
+    like: str
+    model: str
+    backend_label: str
+    layer: int
+    searched: int  # occurrences in the index
+    hits: list[OccurrenceHit] = field(repr=False)
+    index_built: bool = False
+    index_seconds: float = 0.0
+    search_seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "folder": str(self.folder),
+            "like": self.like,
+            "model": self.model,
+            "backend": self.backend_label,
+            "layer": self.layer,
+            "similarity": "cosine of the example's vector and each occurrence's, at the folder's layer",
+            "searched": self.searched,
+            "index": {"built": self.index_built, "seconds": round(self.index_seconds, 3), "type": "flat (exact)"},
+            "search_seconds": round(self.search_seconds, 4),
+            "hits": [h.to_dict() for h in self.hits],
+        }
+
+
+def check_model_is_the_folders(manifest: Manifest, model, folder: Path) -> None:
+    """Refuse a loaded model whose vectors are not the folder's (name, precision, runtime)."""
+    mine = (manifest.model, manifest.precision, manifest.runtime)
+    theirs = (model.name, model.precision, model.runtime)
+    if mine != theirs:
+        raise ProvenanceMismatchError(
+            f"{folder} holds vectors of {manifest.model} ({manifest.backend.label}); the `model` given is "
+            f"{model.name} ({model.backend.label}): vectors of two models (or backends) are not comparable; "
+            "search with the folder's own model"
+        )
+
+
+def search_occurrences(
+    folder: Path | str, like: str, layer: int | None = None, top: int = 20, model=None, loader=None
+) -> OccurrenceSearch:
+    """The ``top`` occurrences of ``folder`` nearest (cosine) to the example ``like`` (marker syntax:
+    ``"The river [bank] flooded."``), encoded by the folder's model (``model``: an already loaded
+    one, refused unless it is the folder's; ``loader``: how to load it, default the core's)."""
+    import time
+
+    from contextlens.core.occurrences import parse_marked
+
+    folder = Path(folder)
+    manifest = require_manifest(folder)
+    top = whole_number(top, "top", minimum=1)
+    layer = pick_layer(manifest, layer, folder)
+    example = parse_marked(like)  # checked before a model loads
+    if model is None:
+        if loader is None:
+            from contextlens.core.contextual_models import load_contextual as loader
+        model = loader(manifest.model, manifest.precision, manifest.runtime)
+    check_model_is_the_folders(manifest, model, folder)
+    found = open_index(folder, layer)
+    started = time.perf_counter()
+    enc = model.encode_occurrences([example], layers=[layer], pooling=manifest.pooling)[0]
+    from contextlens.analyses.search.index_config import IndexConfig, search_faiss
+
+    scores, ids = search_faiss(found.index, IndexConfig("flat", {}, "float32"), enc.hidden[:1], top)
+    hits = _hits(found, [int(i) for i in ids[0] if i >= 0], [float(s) for s in scores[0]])
+    return OccurrenceSearch(
+        folder, like, manifest.model, manifest.backend.label, layer, found.total, hits,
+        found.built, found.seconds, time.perf_counter() - started,
+    )  # fmt: skip
+
+
+def _hits(found: OccurrenceIndex, ids: list[int], scores: list[float]) -> list[OccurrenceHit]:
+    """Each hit's row, read from its own shard only (positions are rows in chunk order)."""
+    bounds = np.cumsum([0, *found.rows])
+    wanted: dict[int, list[tuple[int, int]]] = {}
+    for rank, i in enumerate(ids):
+        shard = int(np.searchsorted(bounds, i, side="right") - 1)
+        wanted.setdefault(shard, []).append((rank, i - int(bounds[shard])))
+    rows: dict[int, dict[str, Any]] = {}
+    for shard, picks in wanted.items():
+        path = found.folder / found.shard_names[shard]
+        names = [c for c in HIT_COLUMNS if c in shard_schema(path).names]  # format 1 and 2: fewer
+        part = read_table(path, names).take([local for _, local in picks]).to_pylist()
+        for (rank, _), row in zip(picks, part, strict=True):
+            rows[rank] = row
+    return [
+        OccurrenceHit(
+            rank + 1,
+            scores[rank],
+            r["doc_id"],
+            r.get("paragraph_index"),
+            r["sentence_index"],
+            r["sentence"],
+            r["start"],
+            r["end"],
+            r["target"],
+            r.get("form"),
+        )  # fmt: skip
+        for rank, r in sorted(rows.items())
+    ]

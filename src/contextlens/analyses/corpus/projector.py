@@ -1,0 +1,72 @@
+"""An extraction folder's vectors for the TensorFlow Embedding Projector (projector.tensorflow.org).
+
+The Projector loads two tab-separated files: ``vectors.tsv`` (one row of numbers per point, no
+header) and ``metadata.tsv`` (a header, then one row of labels per point, in the same order).
+Here a point is one occurrence at one layer; its labels are the sentence with the occurrence in
+brackets, the target, the form matched and the document. Parquet stays the native format: this
+is a copy for looking at, written atomically (core/atomic_files.py), metadata last.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from contextlens.analyses.corpus.chunks import layer_column
+from contextlens.analyses.corpus.folder import layer_matrix, read_rows
+from contextlens.analyses.corpus.manifest import pick_layer, require_manifest
+from contextlens.core import atomic_files
+
+FORMATS = ("projector",)
+METADATA_COLUMNS = ("occurrence", "target", "form", "document")
+
+
+@dataclass(frozen=True)
+class ProjectorExport:
+    vectors: Path
+    metadata: Path
+    rows: int
+    dim: int
+    layer: int
+    model: str
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "vectors": str(self.vectors), "metadata": str(self.metadata), "rows": self.rows,
+            "dim": self.dim, "layer": self.layer, "model": self.model, "format": "projector",
+        }  # fmt: skip
+
+
+def _cell(text: str) -> str:
+    """A TSV cell: tabs and line breaks would shift the Projector's columns and rows."""
+    return " ".join(str(text).split())
+
+
+def export_projector(folder: Path | str, out: Path | str | None = None, layer: int | None = None) -> ProjectorExport:
+    """Write ``vectors.tsv`` and ``metadata.tsv`` of ``folder``'s occurrences at ``layer`` (default:
+    the top extracted layer) into ``out`` (default: ``<folder>/projector-layer_<L>``)."""
+    from contextlens.errors import InputError
+
+    folder = Path(folder)
+    manifest = require_manifest(folder)
+    layer = pick_layer(manifest, layer, folder)
+    if out is not None and not str(out).strip():
+        raise InputError("`out` is empty; give a folder for vectors.tsv and metadata.tsv")
+    out = Path(folder / f"projector-{layer_column(layer)}" if out is None else out)
+    if out.exists() and not out.is_dir():
+        raise InputError(f"`out` {out} is a file; give a folder for vectors.tsv and metadata.tsv")
+    names = ["doc_id", "sentence", "start", "end", "target", layer_column(layer)]
+    table = read_rows(folder, columns=names + (["form"] if manifest.format != "contextlens-corpus/1" else []))
+    if table.num_rows == 0:
+        raise InputError(f"{folder} holds no occurrences to export")
+    x = layer_matrix(table, layer_column(layer))
+    lines = ["\t".join(f"{v:.6g}" for v in row) for row in x]
+    rows = table.drop_columns([layer_column(layer)]).to_pylist()
+    meta = ["\t".join(METADATA_COLUMNS)]
+    for r in rows:
+        s, a, b = r["sentence"], r["start"], r["end"]
+        marked = f"{s[:a]}[{s[a:b]}]{s[b:]}"
+        meta.append("\t".join(_cell(v) for v in (marked, r["target"], r.get("form") or r["target"], r["doc_id"])))
+    vectors = atomic_files.write_text(Path(out) / "vectors.tsv", "\n".join(lines) + "\n")
+    metadata = atomic_files.write_text(Path(out) / "metadata.tsv", "\n".join(meta) + "\n")
+    return ProjectorExport(vectors, metadata, len(rows), x.shape[1], layer, manifest.model)

@@ -1,0 +1,111 @@
+"""Find before splitting: the scan splits only paragraphs that hold a target, and finds exactly
+what splitting every paragraph finds (the rows of format 2, re-keyed by paragraph)."""
+
+from __future__ import annotations
+
+import itertools
+
+from contextlens.analyses.corpus.readers import read_corpus
+from contextlens.analyses.corpus.sentences import split_sentences
+from contextlens.analyses.corpus.targets import Matcher, form_table, scan_documents
+from contextlens.core.occurrences import find_all
+
+
+def split_everything(docs, matcher):
+    """The scan before issue 21: every paragraph split, then each sentence searched."""
+    sentences, found = 0, []
+    for doc_id, pieces in docs:
+        for p, piece in enumerate(pieces):
+            split = split_sentences(piece)
+            sentences += len(split)
+            for s, sentence in enumerate(split):
+                for occ in find_all(sentence, matcher.pattern):
+                    found.append((doc_id, p, s, occ.text, occ.start, occ.end, *matcher.target_of(occ.word)))
+    return sentences, found
+
+
+def rows(found):
+    return [(f.doc_id, f.paragraph_index, f.sentence_index, f.occurrence.text, f.occurrence.start,
+             f.occurrence.end, f.target, f.form) for f in found]  # fmt: skip
+
+
+def test_tricky_paragraphs_give_what_splitting_everything_gives():
+    matcher = Matcher(form_table(("bank", "spring", "state"), forms=False))
+    docs = [
+        ("a", ("The river bank flooded. Mr. Bank (sic) said so.", "Nothing to see here. At all.",
+               "   ", "Banking is not a bank; BANK! e.g. bank.Then bank", "Café bank. Ünited States.")),
+        ("b", ("state-of-the-art springs spring's Spring.", "It was the U.S. state dept. Next.",
+               "bank", "", "no match at all")),
+    ]  # fmt: skip
+    counts, found = scan_documents(docs, matcher)
+    everything, expected = split_everything(docs, matcher)
+    assert rows(found) == expected
+    assert counts.paragraphs == 8 and counts.paragraphs_split == 6 and counts.paragraphs_skipped == 2
+    assert counts.sentences < everything
+
+
+def test_lee_with_forms_is_found_the_same_without_splitting_most_paragraphs():
+    """Real text (the first 120 Lee documents), inflected forms on: the same rows, fewer splits."""
+    matcher = Matcher(form_table(("fire", "government", "police"), forms=True))
+    docs = [(d.doc_id, d.pieces) for d in itertools.islice(read_corpus("lee"), 120)]
+    counts, found = scan_documents(docs, matcher)
+    everything, expected = split_everything(docs, matcher)
+    assert rows(found) == expected and len(expected) > 50
+    assert counts.paragraphs == 120 and 0 < counts.paragraphs_split < counts.paragraphs
+    assert counts.sentences < everything
+
+
+def test_counts_are_recorded_and_survive_a_resume(tmp_path, minilm):
+    """The manifest records paragraphs read and skipped; a resumed job counts the shards it skips."""
+    import json
+
+    from contextlens.analyses.corpus.extract import extract_corpus
+    from contextlens.analyses.corpus.folder import read_rows, shards
+    from contextlens.errors import InputError
+
+    lines = [f"Line {i}: the bank opened. It rained." if i % 3 == 0 else f"Line {i} has nothing." for i in range(30)]
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("\n".join(lines) + "\n")
+    out = tmp_path / "out"
+    first = extract_corpus(str(corpus), ["bank"], out, model="minilm", layers=[6], chunk_chars=100)
+    counts = first.manifest.counts
+    assert counts["paragraphs"] == 30 and counts["paragraphs_skipped"] == 20 and counts["sentences"] == 20
+    assert (first.stats.paragraphs, first.stats.paragraphs_skipped, first.stats.sentences) == (30, 20, 20)
+    table = read_rows(out)
+    assert table.column("paragraph_index").to_pylist() == [0] * 10
+    assert table.column("sentence_index").to_pylist() == [0] * 10
+    # a job killed after some shards: the re-run skips them and still counts what they read
+    written = shards(out)
+    for path in written[len(written) // 2 :]:
+        path.unlink()
+    manifest = json.loads((out / "manifest.json").read_text())
+    (out / "manifest.json").write_text(json.dumps(manifest | {"complete": False, "counts": {}}))
+    again = extract_corpus(str(corpus), ["bank"], out, model="minilm", layers=[6], chunk_chars=100)
+    assert again.stats.chunks_skipped == len(written) // 2 and again.manifest.counts == counts
+    assert (again.stats.paragraphs, again.stats.sentences) == (30, 20)
+    # a format-2 folder (sentence_index within the document) is never continued with format-3 rows
+    (out / "manifest.json").write_text(json.dumps(manifest | {"format": "contextlens-corpus/2", "complete": False}))
+    try:
+        extract_corpus(str(corpus), ["bank"], out, model="minilm", layers=[6], chunk_chars=100)
+    except InputError as exc:
+        assert "format='contextlens-corpus/2'" in str(exc)
+    else:
+        raise AssertionError("a format-2 folder was continued")
+
+
+def test_vector_values_are_arrow_arrays_over_the_same_bytes():
+    """The shard's vector columns are built over the matrix's bytes, equal to pa.array's values."""
+    import time
+
+    import numpy as np
+    import pyarrow as pa
+
+    from contextlens.analyses.corpus.chunks import _values
+
+    for dtype in (np.float16, np.float32):
+        m = np.random.default_rng(0).standard_normal((300, 7, 384)).astype(dtype)[:, 3, :]  # a strided slice
+        start = time.perf_counter()
+        got = _values(m)
+        assert time.perf_counter() - start < 0.05  # pa.array on float16 took 0.76 s here
+        assert got.equals(pa.array(np.ascontiguousarray(m).reshape(-1)))
+    assert len(_values(np.zeros((0, 384), dtype=np.float16))) == 0

@@ -1,0 +1,145 @@
+"""`corpus search`: the occurrences of a folder nearest an example, by the folder's own model."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from contextlens.analyses.corpus.extract import extract_corpus
+from contextlens.analyses.corpus.folder import read_rows
+from contextlens.analyses.corpus.occurrence_search import index_paths, open_index, search_occurrences
+from contextlens.cli import main
+from contextlens.core.occurrences import parse_marked
+from contextlens.core.similarity import normalize_rows
+from contextlens.errors import InputError, MarkerError, ProvenanceMismatchError
+
+RIVER = [
+    "The river bank was muddy after the rain.",
+    "We walked along the grassy bank of the stream.",
+    "Fish hid under the bank where the water was deep.",
+    "The canoe drifted toward the far bank.",
+]
+MONEY = ["The bank raised its interest rates.", "She opened an account at the bank.",
+         "The bank approved the loan on Monday.", "He robbed a bank in the city centre."]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory, minilm):
+    tmp = tmp_path_factory.mktemp("search")
+    corpus = tmp / "c.txt"
+    quiet = [f"Line {i} holds no target at all, only words." for i in range(6)]  # shards of no row
+    corpus.write_text("\n".join(RIVER + quiet + MONEY + ["Spring came early. Nothing else."]) + "\n")
+    extract_corpus(str(corpus), ["bank", "spring"], tmp / "x", model="minilm", layers=[3, 6], chunk_chars=120)
+    return tmp / "x"
+
+
+def test_nearest_occurrences_are_the_same_sense_with_exact_cosines(folder, minilm):
+    money = search_occurrences(folder, "She paid the [bank] a visit about her loan.", top=4, model=minilm)
+    assert {h.sentence for h in money.hits} == set(MONEY)  # minilm layer 6: the four money banks first
+    result = search_occurrences(folder, "The river [bank] flooded.", top=9, model=minilm)
+    assert result.layer == 6 and result.searched == 9 and not result.index_built  # built by the first search
+    assert result.hits[0].sentence == RIVER[0] and result.hits[-1].target == "spring"
+    assert [h.rank for h in result.hits] == list(range(1, 10))
+    assert all(a.cosine >= b.cosine for a, b in zip(result.hits, result.hits[1:], strict=False))
+    # the cosine is the one of the stored vector and the example's own encoding
+    query = minilm.encode_occurrences([parse_marked("The river [bank] flooded.")], layers=[6])[0].hidden[0]
+    table = read_rows(folder)
+    rows = table.select(["sentence", "start"]).to_pylist()
+    stored = normalize_rows(np.array(table.column("layer_6").to_pylist(), dtype=np.float32))
+    for h in result.hits:
+        k = rows.index({"sentence": h.sentence, "start": h.start})
+        assert h.cosine == pytest.approx(float(stored[k] @ normalize_rows(query[None])[0]), abs=1e-5)
+        assert h.sentence[h.start : h.end].lower() == h.target and h.marked.count("[") == 1
+    assert result.to_dict()["hits"][0]["doc_id"].startswith("c.txt:")
+
+
+def test_index_is_built_once_kept_beside_the_shards_and_rebuilt_when_damaged(folder, minilm):
+    first = open_index(folder, 3, rebuild=True)
+    faiss_path, meta_path = index_paths(folder, 3)
+    assert first.built and faiss_path.is_file() and json.loads(meta_path.read_text())["rows"] == first.rows
+    assert 0 in first.rows  # a shard without an occurrence is indexed as none
+    again = open_index(folder, 3)
+    assert not again.built and again.total == first.total == 9
+    faiss_path.write_bytes(faiss_path.read_bytes()[:100])  # damaged: not trusted, rebuilt
+    assert open_index(folder, 3).built
+    assert not list(folder.glob(".*tmp*"))  # written atomically, no temporary left
+    with pytest.raises(InputError, match=r"layer 5 is not in"):
+        open_index(folder, 5)
+
+
+def test_refusals(folder, minilm, minilm_onnx):
+    with pytest.raises(ProvenanceMismatchError, match="search with the folder's own model"):
+        search_occurrences(folder, "The river [bank] flooded.", model=minilm_onnx)
+    with pytest.raises(MarkerError):
+        search_occurrences(folder, "no marker here", model=minilm)
+    with pytest.raises(InputError, match="top must be at least 1"):
+        search_occurrences(folder, "The [bank].", top=0, model=minilm)
+
+
+def test_cli_search_text_json_and_another_model(folder, capsys):
+    def cli(*args):
+        with pytest.raises(SystemExit) as stop:
+            main(["corpus", "search", str(folder), *args])
+        out, err = capsys.readouterr()
+        return int(stop.value.code or 0), out, err
+
+    code, out, err = cli("--like", "She paid the [bank] a visit about her loan.", "--top", "3", "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert {h["sentence"] for h in doc["hits"]} <= set(MONEY) and len(doc["hits"]) == 3
+    assert doc["model"] == "minilm" and doc["layer"] == 6
+    code, out, err = cli("--like", "The river [bank] flooded.", "--layer", "3", "--top", "2")
+    assert code == 0 and "layer 3" in out and "[bold]" not in out
+    assert "The river [bank] was muddy" in out  # the hit itself, its brackets not read as markup
+    code, _, err = cli("--like", "The river [bank] flooded.", "--model", "mpnet")
+    assert code == 2 and err.count("\n") == 1 and "--model mpnet is not the model" in err
+    code, _, err = cli("--like", "The river [bank] flooded.", "--top", "0")
+    assert code == 2 and "--top" in err, err
+
+
+def test_projector_export_pairs_vectors_and_metadata(folder, capsys):
+    from contextlens.analyses.corpus.projector import export_projector
+
+    done = export_projector(folder, layer=3)
+    vectors = done.vectors.read_text().splitlines()
+    meta = done.metadata.read_text().splitlines()
+    assert meta[0] == "occurrence\ttarget\tform\tdocument" and len(meta) == len(vectors) + 1 == 10
+    table = read_rows(folder)
+    stored = np.array(table.column("layer_3").to_pylist(), dtype=np.float32)
+    np.testing.assert_allclose(np.array([[float(v) for v in line.split("\t")] for line in vectors]), stored, rtol=1e-5)
+    first = meta[1].split("\t")
+    assert len(first) == 4 and first[0].count("[") == 1 and first[1] in ("bank", "spring")
+    assert done.vectors.parent == folder / "projector-layer_3"
+    with pytest.raises(SystemExit) as stop:
+        main(["corpus", "export", str(folder), "--format", "csv"])
+    assert stop.value.code == 2 and "--format 'csv'" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as stop:
+        main(["corpus", "export", str(folder), "--out", str(folder / "p"), "--json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert stop.value.code in (0, None) and doc["rows"] == 9 and doc["layer"] == 6
+    assert (folder / "p" / "metadata.tsv").is_file()
+    with pytest.raises(InputError, match="`out` .* is a file"):
+        export_projector(folder, folder / "manifest.json")
+
+
+def test_a_format_2_folder_is_still_searched_and_read(folder, tmp_path, minilm):
+    """Folders written before format 3 (no paragraph_index, sentence_index within the document)."""
+    import shutil
+
+    import pyarrow.parquet as pq
+
+    from contextlens.analyses.corpus.contextuality import _Rows
+
+    old = tmp_path / "old"
+    shutil.copytree(folder, old, ignore=shutil.ignore_patterns("search-*", "projector-*", "p"))
+    for path in old.glob("part-*.parquet"):
+        table = pq.read_table(path)
+        pq.write_table(table.drop_columns(["paragraph_index"]), path)
+    manifest = json.loads((old / "manifest.json").read_text())
+    (old / "manifest.json").write_text(json.dumps(manifest | {"format": "contextlens-corpus/2"}))
+    result = search_occurrences(old, "She paid the [bank] a visit about her loan.", top=4, model=minilm)
+    assert {h.sentence for h in result.hits} == set(MONEY) and result.hits[0].paragraph_index is None
+    rows = _Rows.read(old)
+    assert len(rows.contexts) == 9 and all(len(k) == 2 for k in rows.contexts)
