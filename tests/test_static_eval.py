@@ -55,12 +55,16 @@ def test_a_static_model_named_twice_is_refused(made):
         evaluate_static(["w2v", "w2v"], [], "quick")
 
 
-def test_cli_eval_static_json_and_table(made):
+def test_cli_eval_static_json_and_table(made, tmp_path):
     done = run_cli("eval", "static", "-s", "w2v", "-s", "m2v", "-m", "minilm", "--quick", "--no-wic-teacher", "--json")
     assert done.returncode == 0, done.stderr
     doc = json.loads(done.stdout)
     assert doc["benchmark"] == "static" and {r["system"] for r in doc["rows"]} >= {"w2v", "m2v", "minilm", "chance"}
-    table = run_cli("eval", "static", "-s", "w2v", "-s", "m2v", "-m", "minilm", "--quick", "--no-wic-teacher")
+    png = tmp_path / "static.png"
+    table = run_cli(
+        "eval", "static", "-s", "w2v", "-s", "m2v", "-m", "minilm", "--quick", "--no-wic-teacher", "--plot", str(png)
+    )
     assert table.returncode == 0 and "m2v keeps of minilm" in table.stderr
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     twice = run_cli("eval", "static", "-s", "w2v", "-s", "w2v", "--quick")
     assert twice.returncode == 2 and "--static names a model twice" in twice.stderr

@@ -9,8 +9,8 @@ import typer
 from rich.table import Table
 
 from contextlens.analyses.benchmarks.result import BenchmarkResult
-from contextlens.cli.common import JsonOpt, ThreadsOpt, console, contextual_option, fmt, note, print_json
-from contextlens.cli.eval import QuickOpt, eval_app, size_name
+from contextlens.cli.common import JsonOpt, PlotOpt, ThreadsOpt, console, contextual_option, fmt, note, print_json
+from contextlens.cli.eval import QuickOpt, eval_app, plot_after, size_name
 
 
 def _with_coverage(result: BenchmarkResult, system: str, task: str) -> str:
@@ -36,6 +36,7 @@ def static_cmd(
     quick: QuickOpt = False,
     threads: ThreadsOpt = None,
     json_out: JsonOpt = False,
+    plot: PlotOpt = None,
 ) -> None:
     """Static models vs their teachers: what a static model loses (word in context) and keeps."""
     from contextlens.core.static_models import load_static
@@ -47,10 +48,15 @@ def static_cmd(
 
     with as_flags(statics="--static", teachers="--model"), console.status("encoding..."):
         result = evaluate_static(statics, teachers, size_name(quick), wic_teachers=not no_wic_teacher)
+    from contextlens.reports.static_figures import static_figure
+
+    with plot_after(result, plot, static_figure):
+        if json_out:
+            print_json(result.to_dict())
+        else:
+            _table(result)
     if json_out:
-        print_json(result.to_dict())
         return
-    _table(result)
     for s in statics:
         teacher = s.provenance.get("teacher")
         if teacher in [t.name for t in teachers]:
