@@ -158,3 +158,21 @@ def test_distilled_rows_follow_model2vec_recipe(minilm):
     assert scores.shape == (200, 3) and list(variances) == sorted(variances, reverse=True) and 0 < kept < 1
     w = sif_weights(1000, 1e-4)
     assert w[0] < w[-1] < 1 and np.all(np.diff(w) > 0)
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (("static", "train", "lee", "--name", "glove-50d"), "registered model's name"),
+        (("static", "train", "nowhere.txt", "--name", "x"), "corpus 'nowhere.txt'"),
+        (("static", "distill", "nosuchmodel", "--name", "x"), "unknown model"),
+        (("eval", "static", "-m", "nosuchmodel"), "unknown model"),
+    ],
+    ids=["train-name", "train-corpus", "distill-model", "eval-teacher"],
+)
+def test_static_usage_errors_answer_without_torch(tmp_path, args, says):
+    from test_lazy import _fresh
+
+    done, imported = _fresh(tmp_path, *args)
+    assert imported == [], f"{args} imported {imported}"
+    assert done.returncode == 2 and says in done.stderr and done.stderr.count("\n") == 1, done.stderr

@@ -39,8 +39,11 @@ def static_cmd(
     plot: PlotOpt = None,
 ) -> None:
     """Static models vs their teachers: what a static model loses (word in context) and keeps."""
+    from contextlens.cli.common import check_model
     from contextlens.core.static_models import load_static
 
+    for name in model or ["minilm"]:
+        check_model(name)  # a wrong teacher fails without torch
     statics = [load_static(s) for s in (static or ["glove-50d"])]  # a wrong name fails before any weights
     teachers = [contextual_option(m, threads=threads) for m in (model or ["minilm"])]
     from contextlens.analyses.static.evaluate import evaluate_static, kept_share
