@@ -332,7 +332,8 @@ class DistilledStaticModel(StaticModel):
         """One unit vector per text: the mean of its tokens' vectors (model2vec's encode)."""
         texts = arguments.text_list(texts)
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        for i, enc in enumerate(self.tokenizer.encode_batch(texts, add_special_tokens=False)):
+        # encode_batch_fast: the same ids without character offsets (model2vec uses it too)
+        for i, enc in enumerate(self.tokenizer.encode_batch_fast(texts, add_special_tokens=False)):
             ids = np.asarray(enc.ids, dtype=np.int64)
             rows = self._row[ids[ids < len(self._row)]]
             rows = rows[rows >= 0]
