@@ -166,9 +166,11 @@ def test_distilled_rows_follow_model2vec_recipe(minilm):
         (("static", "train", "lee", "--name", "glove-50d"), "registered model's name"),
         (("static", "train", "nowhere.txt", "--name", "x"), "corpus 'nowhere.txt'"),
         (("static", "distill", "nosuchmodel", "--name", "x"), "unknown model"),
+        (("static", "distill", "minilm", "--name", "x", "--pca-dims", "1"), "--pca-dims must be between"),
+        (("static", "distill", "minilm", "--name", "x", "--sif", "2"), "--sif must be between"),
         (("eval", "static", "-m", "nosuchmodel"), "unknown model"),
     ],
-    ids=["train-name", "train-corpus", "distill-model", "eval-teacher"],
+    ids=["train-name", "train-corpus", "distill-model", "distill-pca", "distill-sif", "eval-teacher"],
 )
 def test_static_usage_errors_answer_without_torch(tmp_path, args, says):
     from test_lazy import _fresh

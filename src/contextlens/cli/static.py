@@ -8,7 +8,7 @@ import typer
 from rich.table import Table
 
 from contextlens.cli import app
-from contextlens.cli.common import JsonOpt, console, default_threads, note, print_json
+from contextlens.cli.common import JsonOpt, ThreadsOpt, console, contextual_option, default_threads, note, print_json
 
 static_app = typer.Typer(
     help="Static models made here: word2vec / fastText trained on a corpus, a model distilled from a transformer.",
@@ -89,19 +89,22 @@ def distill_cmd(
     pca_dims: Annotated[int, typer.Option("--pca-dims", help="Dimensions kept by PCA (model2vec: 256).")] = 256,
     sif_coefficient: Annotated[float, typer.Option("--sif", help="SIF weighting (model2vec: 1e-4).")] = 1e-4,
     batch_size: Annotated[int, typer.Option("--batch-size", help="Tokens per forward pass.")] = 256,
+    threads: ThreadsOpt = None,
     force: ForceOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Distill a static model from a contextual model by model2vec's recipe (one vector per token)."""
+    from contextlens.analyses.static.distill import check_arguments, distill_static
     from contextlens.cli.common import check_model
     from contextlens.core.static_store import check_new
 
     check_new(name, force)
+    check_arguments(pca_dims, sif_coefficient, batch_size)
     check_model(model)
-    from contextlens.analyses.static.distill import distill_static
+    teacher = contextual_option(model, threads=threads)
 
     result = distill_static(
-        model, name=name, pca_dims=pca_dims, sif_coefficient=sif_coefficient, batch_size=batch_size,
+        teacher, name=name, pca_dims=pca_dims, sif_coefficient=sif_coefficient, batch_size=batch_size,
         force=force, show_progress_bar=True,
     )  # fmt: skip
     if json_out:

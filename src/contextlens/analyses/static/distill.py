@@ -109,6 +109,15 @@ def sif_weights(n: int, sif_coefficient: float) -> np.ndarray:
     return sif_coefficient / (sif_coefficient + proba)
 
 
+def check_arguments(pca_dims: Any, sif_coefficient: Any, batch_size: Any) -> tuple[int, float, int]:
+    """The distillation's numbers, checked before any weights load."""
+    pca_dims = arguments.whole_number(pca_dims, "pca_dims", minimum=2, maximum=4096)
+    batch_size = arguments.batch_size(batch_size)
+    if isinstance(sif_coefficient, bool) or not isinstance(sif_coefficient, float | int) or not 0 < sif_coefficient < 1:
+        raise ParameterError("sif_coefficient", f"must be between 0 and 1 (model2vec: 1e-4), got {sif_coefficient!r}")
+    return pca_dims, float(sif_coefficient), batch_size
+
+
 def distill_static(
     model: Any = "minilm",
     *,
@@ -122,10 +131,7 @@ def distill_static(
 ) -> DistilledModel:
     """Distill ``model`` (a registered name or a model folder, read offline) into the static model ``name``."""
     check_new(name, force)
-    pca_dims = arguments.whole_number(pca_dims, "pca_dims", minimum=2, maximum=4096)
-    batch_size = arguments.batch_size(batch_size)
-    if not isinstance(sif_coefficient, float | int) or not 0 < sif_coefficient < 1:
-        raise ParameterError("sif_coefficient", f"must be between 0 and 1 (model2vec: 1e-4), got {sif_coefficient!r}")
+    pca_dims, sif_coefficient, batch_size = check_arguments(pca_dims, sif_coefficient, batch_size)
     from contextlens.core.contextual_models import as_contextual
 
     teacher = as_contextual(model)
