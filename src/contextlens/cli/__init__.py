@@ -56,6 +56,7 @@ try:  # Ctrl-C while the command modules import is the same one line
         rank,
         senses,
         serve,
+        static,
         trace,
     )
 except KeyboardInterrupt:

@@ -57,7 +57,8 @@ StaticOpt = Annotated[
     typer.Option(
         "--static",
         "-s",
-        help="Static model: glove-50d (default) or a GloVe/word2vec/fastText/.kv file"
+        help="Static model: glove-50d (default), a model made with `contextlens static train|distill`,"
+        " or a GloVe/word2vec/fastText/.kv file"
         " ('none' skips the static baseline where it is optional: compare, probe).",
     ),
 ]

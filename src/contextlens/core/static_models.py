@@ -20,6 +20,7 @@ import numpy as np
 
 from contextlens.core import arguments
 from contextlens.core.resources import REGISTRY, cache_dir, clean_leftovers, note_rebuild, replace_dir, temp_dir_for
+from contextlens.core.static_store import TOKENIZER, VECTORS, made_dir, read_provenance
 from contextlens.core.vector_text import read_text_vectors
 from contextlens.core.vectors import Provenance, Vector
 from contextlens.errors import (
@@ -41,10 +42,18 @@ FASTTEXT_MAGIC = (793712314).to_bytes(4, "little")
 class StaticModel:
     """A static embedding model: ``vector``, ``similarity``, ``most_similar``, ``analogy``."""
 
-    def __init__(self, name: str, keyed_vectors: KeyedVectors, *, lowercase: bool = False):
+    def __init__(
+        self,
+        name: str,
+        keyed_vectors: KeyedVectors,
+        *,
+        lowercase: bool = False,
+        provenance: dict[str, object] | None = None,
+    ):
         self.name = name
         self.kv = keyed_vectors
         self.lowercase = lowercase
+        self.provenance = provenance or {}  # how a model made here was made (static_store)
 
     @property
     def dim(self) -> int:
@@ -83,10 +92,29 @@ class StaticModel:
     def vector(self, word: str) -> Vector:
         """The word's static vector (composed from n-grams for fastText, never a zero vector)."""
         key = self.key_for(word)
-        values = np.asarray(self.kv.get_vector(key), dtype=np.float32)
+        values = np.asarray(self._raw(key), dtype=np.float32)
         if not np.any(values):
             raise OutOfVocabularyError(f"{word!r} has no n-grams known to {self.name}; try another spelling")
         return Vector(values, Provenance(self.name, "static"))
+
+    def _raw(self, key: str) -> np.ndarray:
+        """The vector of a vocabulary key (composed from n-grams for fastText)."""
+        return self.kv.get_vector(key)
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        """One unit vector per text: the mean of its words' vectors (words the model cannot give a
+        vector are left out; a text with none is a zero row). No forward pass: a table look-up."""
+        from gensim.utils import tokenize
+
+        texts = arguments.text_list(texts)
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        known = self.kv.key_to_index
+        for i, text in enumerate(texts):
+            keys = [self._key(w) for w in tokenize(text)]
+            keys = [k for k in keys if k in known or self.has_subwords]
+            if keys:
+                out[i] = np.mean([self._raw(k) for k in keys], axis=0)
+        return _unit_rows(out)
 
     def similarity(self, a: str, b: str) -> float:
         from contextlens.core.similarity import cosine
@@ -108,8 +136,8 @@ class StaticModel:
         pos = [self.key_for(w) for w in positive]
         neg = [self.key_for(w) for w in negative]
         if self.has_subwords:
-            pos_vecs = [self.kv.get_vector(k) for k in pos]
-            neg_vecs = [self.kv.get_vector(k) for k in neg]
+            pos_vecs = [self._raw(k) for k in pos]
+            neg_vecs = [self._raw(k) for k in neg]
             results = self.kv.most_similar(positive=pos_vecs, negative=neg_vecs, topn=topn + len(pos) + len(neg))
             results = [(w, s) for w, s in results if w not in set(pos) | set(neg)][:topn]
         else:
@@ -133,7 +161,8 @@ class StaticModel:
 
 
 def load_static(name_or_path: str = "glove-50d", fmt: str | None = None) -> StaticModel:
-    """Load a static model by registry name or path; cached per process.
+    """Load a static model by registry name, the name of a model made here (``static train``,
+    ``static distill``) or path; cached per process.
 
     ``fmt`` is one of ``glove``, ``word2vec``, ``word2vec-bin``, ``fasttext``, ``gensim``; it may
     also be given as a prefix (``"fasttext:/data/cc.en.300.bin"``). Without it the format is
@@ -151,6 +180,9 @@ def load_static(name_or_path: str = "glove-50d", fmt: str | None = None) -> Stat
         raise InputError(f"unknown static format fmt={fmt!r}; expected one of {', '.join(FORMATS)}")
     if not name_or_path.strip():
         raise StaticModelError("the static model name is empty; give glove-50d or the path of a vectors file")
+    made = made_dir(name_or_path) if fmt is None else None
+    if made is not None:  # a model made here; re-made under the same name, it is loaded anew
+        return _load_made_cached(made, (made / "provenance.json").stat().st_mtime_ns)
     return _load_static_cached(name_or_path, fmt)
 
 
@@ -170,8 +202,9 @@ def _load_static_cached(name_or_path: str, fmt: str | None) -> StaticModel:
     if not path.exists():
         known = ", ".join(n for n, s in REGISTRY.items() if s.kind == "static")
         raise UnknownModelError(
-            f"unknown static model {name_or_path!r}; use {known} or the path of a GloVe, "
-            "word2vec, fastText or gensim .kv file"
+            f"unknown static model {name_or_path!r}; use {known}, a model made with `contextlens static "
+            "train` or `static distill` (`contextlens static list`), or the path of a GloVe, word2vec, "
+            "fastText or gensim .kv file"
         )
     if path.stat().st_size == 0:
         raise StaticModelError(f"{path} is empty; give a file of word vectors")
@@ -194,6 +227,124 @@ def _load_static_cached(name_or_path: str, fmt: str | None) -> StaticModel:
     if len(kv.index_to_key) == 0:
         raise StaticModelError(f"{path} holds no word vectors; give a file of word vectors")
     return StaticModel(path.name, kv, lowercase=False)
+
+
+@lru_cache(maxsize=4)
+def _load_made_cached(folder: Path, _stamp: int) -> StaticModel:
+    """A model made by ``static train`` or ``static distill`` (core.static_store's folder)."""
+    from gensim.models import KeyedVectors
+
+    provenance = read_provenance(folder)
+    try:
+        kv = KeyedVectors.load(str(folder / VECTORS), mmap="r")
+    except Exception as exc:  # noqa: BLE001 - a damaged folder is reported, never half-trusted
+        raise StaticModelError(
+            f"cannot read the made model {folder.name!r} at {folder} ({type(exc).__name__}); make it again"
+        ) from exc
+    if provenance.get("method") == "distilled":
+        return DistilledStaticModel(folder.name, kv, folder / TOKENIZER, provenance)
+    return StaticModel(folder.name, kv, lowercase=bool(provenance.get("lowercase")), provenance=provenance)
+
+
+class DistilledStaticModel(StaticModel):
+    """A static model distilled from a transformer (model2vec's recipe): one vector per token of the
+    teacher's vocabulary; a word or a text is cut by the teacher's own tokenizer and its tokens'
+    vectors are averaged, so every word that tokenizes gets a vector."""
+
+    def __init__(self, name: str, kv: KeyedVectors, tokenizer_file: Path, provenance: dict[str, object]):
+        from tokenizers import Tokenizer
+
+        super().__init__(name, kv, lowercase=False, provenance=provenance)
+        try:
+            self.tokenizer = Tokenizer.from_file(str(tokenizer_file))
+        except Exception as exc:  # noqa: BLE001 - a damaged tokenizer file is the model's fault
+            raise StaticModelError(f"cannot read {tokenizer_file} ({exc}); distill the model again") from exc
+        self.tokenizer.no_truncation()
+        self.tokenizer.no_padding()
+        vocab = self.tokenizer.get_vocab()
+        # tokenizer id -> row of the token's vector; -1 for tokens left out (special, unused)
+        self._row = np.full(max(vocab.values(), default=-1) + 1, -1, dtype=np.int64)
+        for token, row in kv.key_to_index.items():
+            if token in vocab:
+                self._row[vocab[token]] = row
+
+    @property
+    def has_subwords(self) -> bool:
+        return True
+
+    def _rows(self, text: str) -> np.ndarray:
+        ids = np.asarray(self.tokenizer.encode(text, add_special_tokens=False).ids, dtype=np.int64)
+        rows = self._row[ids[ids < len(self._row)]]
+        return rows[rows >= 0]
+
+    def key_for(self, word: str) -> str:
+        if not isinstance(word, str):
+            raise InputError(f"word must be a str, got {arguments.given(word)}; e.g. vector('bank')")
+        key = self._key(word.strip())
+        if not key:
+            raise InputError("the word is empty; give a word to look up")
+        if key not in self.kv.key_to_index and not len(self._rows(key)):
+            raise OutOfVocabularyError(f"{word!r} has no token known to {self.name}; try another spelling")
+        return key
+
+    def _raw(self, key: str) -> np.ndarray:
+        if key in self.kv.key_to_index:
+            return self.kv.get_vector(key)
+        return np.asarray(self.kv.vectors[self._rows(key)], dtype=np.float32).mean(axis=0)
+
+    def _key(self, word: str) -> str:
+        """The word as the teacher's tokenizer normalizes it (lowercased for an uncased teacher)."""
+        word = super()._key(word)
+        normalizer = self.tokenizer.normalizer
+        return normalizer.normalize_str(word) if normalizer is not None else word
+
+    def most_similar(
+        self,
+        positive: list[str] | str,
+        negative: list[str] | None = None,
+        topn: int = 10,
+    ) -> list[tuple[str, float]]:
+        """Nearest whole-word tokens to the sum of ``positive`` minus ``negative`` (word pieces such
+        as ``##ing`` and punctuation left out; the words asked about too)."""
+        positive = arguments.word_list(positive, "positive")
+        negative = arguments.word_list(negative, "negative")
+        if not positive and not negative:
+            raise InputError("give at least one word to search around (positive=['bank'])")
+        topn = arguments.whole_number(topn, "topn", minimum=1)
+        pos = [self.key_for(w) for w in positive]
+        neg = [self.key_for(w) for w in negative]
+        unit = _unit_rows(np.asarray(self.kv.vectors, dtype=np.float32))
+        query = sum(_unit_rows(self._raw(k)[None])[0] for k in pos) - sum(
+            (_unit_rows(self._raw(k)[None])[0] for k in neg), np.zeros(self.dim, dtype=np.float32)
+        )
+        scores = unit @ _unit_rows(np.asarray(query, dtype=np.float32)[None])[0]
+        asked = set(pos) | set(neg)
+        out: list[tuple[str, float]] = []
+        for row in np.argsort(-scores):
+            word = self.kv.index_to_key[row]
+            if word.isalpha() and len(word) > 1 and word not in asked:
+                out.append((word, float(scores[row])))
+                if len(out) == topn:
+                    break
+        return out
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        """One unit vector per text: the mean of its tokens' vectors (model2vec's encode)."""
+        texts = arguments.text_list(texts)
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        # encode_batch_fast: the same ids without character offsets (model2vec uses it too)
+        for i, enc in enumerate(self.tokenizer.encode_batch_fast(texts, add_special_tokens=False)):
+            ids = np.asarray(enc.ids, dtype=np.int64)
+            rows = self._row[ids[ids < len(self._row)]]
+            rows = rows[rows >= 0]
+            if len(rows):
+                out[i] = self.kv.vectors[rows].mean(axis=0)
+        return _unit_rows(out)
+
+
+def _unit_rows(matrix: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    return matrix / np.where(norms > 0, norms, 1.0)
 
 
 def _read(path: Path, fmt: str) -> KeyedVectors:

@@ -15,7 +15,8 @@ from contextlens.cli import app
 from contextlens.cli.common import console, err_console, note
 
 eval_app = typer.Typer(
-    help="Benchmarks on real data: wic, wsd, wsi, similarity, contextuality, layers, retrieval.", no_args_is_help=True
+    help="Benchmarks on real data: wic, wsd, wsi, similarity, contextuality, layers, retrieval, static.",
+    no_args_is_help=True,
 )
 app.add_typer(eval_app, name="eval")
 
@@ -83,4 +84,4 @@ def timing_footer(result: BenchmarkResult) -> None:
 
 
 # Each module registers its subcommand on `eval_app` when imported.
-from contextlens.cli.eval import contextuality, layers, retrieval, similarity, wic, wsd, wsi  # noqa: E402,F401
+from contextlens.cli.eval import contextuality, layers, retrieval, similarity, static, wic, wsd, wsi  # noqa: E402,F401
