@@ -113,6 +113,25 @@ def write_page(figures: Sequence[go.Figure], path: Path | str, title: str) -> Pa
 def divergence_figures(result: Comparison) -> list[go.Figure]:
     """Interactive version of the divergence figure: cosine of the target against layer."""
     fig = go.Figure()
+    bands = result.layer_baselines()
+    if bands and bands[0] is not None:
+        fig.add_scatter(x=result.layers, y=[b["p95"] for b in bands], mode="lines", line={"width": 0}, showlegend=False)
+        fig.add_scatter(
+            x=result.layers,
+            y=[b["p5"] for b in bands],
+            mode="lines",
+            line={"width": 0},
+            fill="tonexty",
+            fillcolor="rgba(156,163,175,0.3)",
+            name="random words, 5-95th pct",
+        )
+        fig.add_scatter(
+            x=result.layers,
+            y=[b["mean"] for b in bands],
+            mode="lines",
+            line={"color": "#6b7280", "dash": "dash", "width": 1},
+            name="random words, mean",
+        )
     if result.n == 2:
         fig.add_scatter(
             x=result.layers,
