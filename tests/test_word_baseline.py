@@ -97,3 +97,19 @@ def test_layer_zero_below_one_is_explained(minilm):
     note = next(n for n in result.notes() if n.startswith("layer 0"))
     assert f"{cos0:.4f}" in note and "position embedding" in note
     assert len({p[0] for p in result.target_positions}) == 2
+
+
+@pytest.mark.parametrize(("model_name", "special"), [("minilm", "[CLS]"), ("mpnet", "<s>")])
+def test_report_sets_the_worked_example_beside_its_baseline_and_names_the_model(model_name, special, request, glove):
+    """Report section 1 gives the random-word baseline and what minilm is; section 4 names the
+    model's own special token, not BERT's [CLS] (regression: the mpnet report said "[CLS]" where
+    its tokens are <s>/</s>)."""
+    from contextlens.analyses.lesson.run import run_lesson
+    from contextlens.reports.report import lesson_sections
+
+    sections = lesson_sections(run_lesson(request.getfixturevalue(model_name), glove, permutations=20))
+    assert "random-word baseline" in sections[0].numbers
+    assert "fine-tuned by sentence-transformers for sentence similarity" in sections[0].numbers
+    assert f"special token {special}" in sections[3].explanation
+    if special != "[CLS]":
+        assert "[CLS]" not in sections[3].explanation
