@@ -28,6 +28,7 @@ from contextlens.cli.common import (
     figures_after,
     fmt,
     print_json,
+    print_model_kind,
     static_option,
 )
 from contextlens.core import arguments
@@ -77,8 +78,7 @@ def render_comparison(result: Comparison) -> None:
     for i, (o, toks) in enumerate(zip(result.occurrences, result.target_tokens, strict=True), 1):
         cut = "  [yellow](cut to a window around the target)[/yellow]" if result.truncated[i - 1] else ""
         console.print(f"[bold]{i}.[/bold] {escape(o.marked())}  [dim]tokens: {escape(' '.join(toks))}[/dim]{cut}")
-    if result.model_kind is not None:
-        console.print(f"[dim]{escape(result.model_kind.summary)}[/dim]")
+    print_model_kind(result.model)
     many = result.n > 2
     table = Table(title=f"{result.model}: cosine of the target's hidden states", title_justify="left")
     table.add_column("layer", justify="right")
