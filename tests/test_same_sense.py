@@ -77,3 +77,11 @@ def test_cli_prints_answer_accuracy_and_chance():
 def test_api_refuses_bad_size(minilm):
     with pytest.raises(InputError, match="size"):
         same_sense_rule(minilm, "auto", "huge")
+
+
+def test_cli_plot_draws_the_reliability_diagram(tmp_path):
+    png = tmp_path / "rel.png"
+    out = run_cli("same-sense", RIVER, MONEY, "--model", "minilm", "--quick", "--json", "--plot", str(png))
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["rule"]["reliability"]
+    assert png.read_bytes()[:4] == b"\x89PNG" and png.stat().st_size > 10_000

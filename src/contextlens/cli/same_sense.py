@@ -13,6 +13,7 @@ from contextlens.cli.common import (
     JsonOpt,
     ModelOpt,
     OccurrenceOpt,
+    PlotOpt,
     PrecisionOpt,
     RuntimeOpt,
     ThreadsOpt,
@@ -20,6 +21,7 @@ from contextlens.cli.common import (
     check_model,
     console,
     contextual_option,
+    figures_after,
     print_json,
 )
 from contextlens.core.occurrences import locate_all
@@ -45,6 +47,7 @@ def same_sense_cmd(
     word: WordOpt = None,
     occurrence: OccurrenceOpt = 0,
     json_out: JsonOpt = False,
+    plot: PlotOpt = None,
 ) -> None:
     """Same sense or not: the dev-tuned cosine threshold of eval wic, a probability, and the rule's accuracy."""
     occs = locate_all(sentences, word, occurrence)
@@ -61,10 +64,11 @@ def same_sense_cmd(
     from contextlens.analyses.lesson.same_sense import same_sense
 
     answer = same_sense(occs[0], occs[1], contextual, wanted, "quick" if quick else "full")
-    if json_out:
-        print_json(answer.to_dict())
-    else:
-        render_answer(answer)
+    with figures_after(plot, None, answer, "contextlens same-sense"):
+        if json_out:
+            print_json(answer.to_dict())
+        else:
+            render_answer(answer)
 
 
 def render_answer(answer: SameSenseAnswer) -> None:

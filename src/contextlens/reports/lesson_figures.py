@@ -18,6 +18,7 @@ from contextlens.analyses.lesson.attention import AttentionResult  # noqa: E402
 from contextlens.analyses.lesson.polysemy import Exploration, WordExploration  # noqa: E402
 from contextlens.analyses.lesson.probe import ProbeResult  # noqa: E402
 from contextlens.analyses.lesson.ranking import Ranking  # noqa: E402
+from contextlens.analyses.lesson.same_sense import SameSenseAnswer  # noqa: E402
 from contextlens.analyses.lesson.trace import Trace  # noqa: E402
 
 SENSE_COLOURS = ["#c2410c", "#1d4ed8", "#15803d", "#7c3aed", "#0e7490", "#be123c", "#a16207"]
@@ -295,4 +296,38 @@ def trace_figure(result: Trace) -> plt.Figure:
     plt.colorbar(im, ax=right, fraction=0.04, pad=0.02)
     fig.suptitle(f"Trace of {result.occurrence.marked()!r} — {result.model}", fontsize=12)
     fig.tight_layout()
+    return fig
+
+
+def same_sense_figure(answer: SameSenseAnswer) -> plt.Figure:
+    """The rule's reliability diagram on the held-out test pairs (share that really is the same
+    sense against P(same), per bin; the diagonal is perfect calibration), with this pair's P(same)."""
+    rule = answer.rule
+    fig, ax = plt.subplots(figsize=(6.5, 5))
+    bins = rule.reliability
+    ax.plot([0, 1], [0, 1], color="#9ca3af", ls=":", lw=1.2, label="perfect calibration")
+    ax.bar(
+        [(b["low"] + b["high"]) / 2 for b in bins],
+        [b["share_same"] for b in bins],
+        width=[0.9 * (b["high"] - b["low"]) for b in bins],
+        color="#c7d2fe",
+        edgecolor="#4338ca",
+        label="share same sense (test pairs)",
+    )
+    ax.plot([b["mean_probability"] for b in bins], [b["share_same"] for b in bins], "o-", color="#4338ca", lw=1.4)
+    for b in bins:
+        ax.annotate(str(b["pairs"]), ((b["low"] + b["high"]) / 2, b["share_same"]), textcoords="offset points",
+                    xytext=(0, 4), ha="center", fontsize=7)  # fmt: skip
+    ax.axvline(answer.probability, color="#c2410c", lw=2, label=f"this pair: P(same) = {answer.probability:.2f}")
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1.05)
+    ax.set_xlabel("P(same sense), logistic fit on dev pairs")
+    ax.set_ylabel("share of test pairs that are the same sense")
+    ax.set_title(
+        f"same-sense rule — {rule.model}, layer {rule.layer}: test accuracy {rule.test_accuracy:.3f} "
+        f"(chance {rule.chance:.3f}), ECE {rule.test_ece:.3f}",
+        fontsize=9,
+    )
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, loc="upper left")
     return fig
