@@ -24,6 +24,7 @@ from contextlens.analyses.lesson.divergence import Comparison
 from contextlens.analyses.lesson.polysemy import Exploration, WordExploration
 from contextlens.analyses.lesson.probe import ProbeResult
 from contextlens.analyses.lesson.ranking import Ranking
+from contextlens.analyses.lesson.same_sense import SameSenseAnswer
 from contextlens.analyses.lesson.trace import Trace
 from contextlens.analyses.representations.cka import CkaResult
 from contextlens.analyses.search.cost import CostReport
@@ -180,6 +181,33 @@ def divergence_figures(result: Comparison) -> list[go.Figure]:
         height=450,
         xaxis_title="layer (0 = embedding output)",
         yaxis_title="cosine similarity",
+    )
+    return [fig]
+
+
+def same_sense_figures(answer: SameSenseAnswer) -> list[go.Figure]:
+    """Interactive reliability diagram of the same-sense rule on the test pairs, with this pair's P(same)."""
+    rule, bins = answer.rule, answer.rule.reliability
+    fig = go.Figure()
+    fig.add_bar(
+        x=[(b["low"] + b["high"]) / 2 for b in bins],
+        y=[b["share_same"] for b in bins],
+        width=[0.9 * (b["high"] - b["low"]) for b in bins],
+        text=[str(b["pairs"]) for b in bins],
+        name="share same sense (test pairs; count on the bar)",
+        marker_color="#c7d2fe",
+    )
+    fig.add_scatter(x=[0, 1], y=[0, 1], mode="lines", line={"dash": "dot", "color": "#9ca3af"}, name="calibrated")
+    fig.add_vline(x=answer.probability, line_color=COLOURS[0], annotation_text=f"this pair {answer.probability:.2f}")
+    fig.update_layout(
+        **LAYOUT,
+        title=plain(
+            f"same-sense rule — {rule.model}, layer {rule.layer}: test accuracy {rule.test_accuracy:.3f} "
+            f"(chance {rule.chance:.3f}), ECE {rule.test_ece:.3f}"
+        ),
+        height=420,
+        xaxis={"title": "P(same sense), logistic fit on dev pairs", "range": [0, 1]},
+        yaxis={"title": "share of test pairs that are the same sense", "range": [0, 1.05]},
     )
     return [fig]
 

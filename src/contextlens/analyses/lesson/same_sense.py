@@ -206,8 +206,19 @@ def same_sense_rule(
     if size not in ("full", "quick"):
         raise InputError(f"`size` must be 'full' or 'quick', got {size!r}")
     model = as_contextual(model)
-    wanted = None if layer == "auto" else model.check_layers([arguments.layer_number(layer)])[0]
+    layer = layer.strip().lower() if isinstance(layer, str) else layer
+    wanted = None if layer == "auto" else model.check_layers([_layer_request(layer)])[0]
     return _rule(model, wanted, size)
+
+
+def _layer_request(layer: object) -> int:
+    """``"auto"`` is handled by the caller; a number, or a str holding one (a CLI or web field)."""
+    if isinstance(layer, str):
+        try:
+            return int(layer.strip())
+        except ValueError:
+            raise InputError(f"`layer` must be auto or a layer number, got {layer!r}") from None
+    return arguments.layer_number(layer)
 
 
 def same_sense(
