@@ -119,7 +119,9 @@ def _gap_lines(ax: plt.Axes, result: Exploration) -> None:
     ax.set_xlabel("layer (0 = embedding output)")
     ax.set_ylabel("same-sense − cross-sense cosine")
     title = "Separation gap per layer (open circle: permutation p < 0.05"
-    ax.set_title(f"{title}, {result.permutations} shuffles)" if drawn else "No labelled senses: no separation gap")
+    reasons = sorted({w.no_gap_reason for w in result.words if w.no_gap_reason})
+    missing = "No separation gap: " + "; ".join(reasons) if reasons else "No separation gap"
+    ax.set_title(f"{title}, {result.permutations} shuffles)" if drawn else textwrap.fill(missing, 70), fontsize=10)
     if drawn:
         ax.legend(fontsize=8, ncol=min(5, len(result.words)))
         ax.set_xticks(result.words[0].layers)

@@ -87,6 +87,18 @@ class WordExploration:
         return self.gaps is not None
 
     @property
+    def no_gap_reason(self) -> str | None:
+        """Why there is no separation gap (None when there is one): said as it is, since
+        sentences labelled one per sense are labelled, yet give no same-sense pair."""
+        if self.gaps is not None:
+            return None
+        if any(s is None for s in self.senses):
+            return "not every sentence has a sense label"
+        if len(set(self.senses)) == len(self.senses):
+            return "one sentence per sense: no same-sense pair to compare (give two or more sentences of a sense)"
+        return "one sense only: no cross-sense pair to compare"
+
+    @property
     def matrix(self) -> np.ndarray:
         return self.matrices[self.layers.index(self.layer)]
 
@@ -125,6 +137,7 @@ class WordExploration:
             "spread": self.spread,
             "gap": self.gap,
             "p_value": self.p_value,
+            "no_gap_reason": self.no_gap_reason,
             "sentences": [
                 {**o.to_dict(), "sense": s, "tokens": t}
                 for o, s, t in zip(self.occurrences, self.senses, self.target_tokens, strict=True)

@@ -1,0 +1,29 @@
+"""explore says why a word has no separation gap, instead of calling labelled sentences unlabelled (issue 19)."""
+
+import json
+
+from tests.helpers import run_cli
+
+
+def test_explore_one_sentence_per_sense_says_why_there_is_no_gap(tmp_path):
+    """Regression: the seed's design (3 sentences per word, one per sense) printed "No labelled
+    senses: no separation gap" over empty axes although every sentence is labelled."""
+    tsv = tmp_path / "three.tsv"
+    tsv.write_text(
+        "bank\tfinance\tThe [bank] approved the loan.\n"
+        "bank\triver\tWe sat on the river [bank].\n"
+        "bank\ttilt\tThe plane began to [bank] left.\n"
+    )
+    png = tmp_path / "x.png"
+    out = run_cli("explore", "bank", "--sentences", str(tsv), "-m", "minilm", "--plot", str(png))
+    assert out.returncode == 0, out.stderr
+    assert "bank: no gap: one sentence per sense: no same-sense pair" in " ".join(out.stdout.split())
+    data = json.loads(run_cli("explore", "bank", "--sentences", str(tsv), "-m", "minilm", "--json").stdout)
+    assert data["words"][0]["no_gap_reason"].startswith("one sentence per sense")
+    from contextlens.analyses.lesson.polysemy import explore
+    from contextlens.data.sense_sentences import load_sense_sentences
+    from contextlens.reports.lesson_figures import explore_figure
+
+    fig = explore_figure(explore(["bank"], "minilm", load_sense_sentences(tsv), permutations=10))
+    titles = " ".join(ax.get_title() for ax in fig.axes)
+    assert "No labelled senses" not in titles and "one sentence per sense" in titles
