@@ -27,3 +27,17 @@ def test_explore_one_sentence_per_sense_says_why_there_is_no_gap(tmp_path):
     fig = explore_figure(explore(["bank"], "minilm", load_sense_sentences(tsv), permutations=10))
     titles = " ".join(ax.get_title() for ax in fig.axes)
     assert "No labelled senses" not in titles and "one sentence per sense" in titles
+
+
+def test_every_words_heatmap_shares_one_colour_scale(minilm):
+    """Regression: each word's heatmap had its own colour floor, so different spreads looked alike."""
+    from contextlens.analyses.lesson.polysemy import explore
+    from contextlens.reports.interactive import explore_figures
+    from contextlens.reports.lesson_figures import explore_figure
+
+    result = explore(["bank", "spring"], minilm, permutations=10)
+    fig = explore_figure(result)
+    floors = {im.get_clim() for ax in fig.axes for im in ax.get_images()}
+    assert floors == {(result.colour_floor, 1.0)}
+    heatmaps = [t for f in explore_figures(result) for t in f.data if t.type == "heatmap"]
+    assert len(heatmaps) == 2 and {(h.zmin, h.zmax) for h in heatmaps} == {(result.colour_floor, 1.0)}

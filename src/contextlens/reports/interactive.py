@@ -214,7 +214,8 @@ def same_sense_figures(answer: SameSenseAnswer) -> list[go.Figure]:
 
 def explore_figures(result: Exploration) -> list[go.Figure]:
     """Per word a heatmap and a PCA scatter; then the separation gap per layer for all words."""
-    figs = [_word_figure(w) for w in result.words]
+    low = result.colour_floor  # one colour scale for every word
+    figs = [_word_figure(w, low) for w in result.words]
     gap = go.Figure()
     for i, w in enumerate(result.words):
         if w.gaps is None:
@@ -239,7 +240,7 @@ def explore_figures(result: Exploration) -> list[go.Figure]:
     return figs + [gap]
 
 
-def _word_figure(w: WordExploration) -> go.Figure:
+def _word_figure(w: WordExploration, low: float) -> go.Figure:
     labels = [plain(f"{i}. {s or ''}") for i, s in enumerate(w.senses, 1)]
     texts = [plain(textwrap.shorten(o.marked(), 70, placeholder="…")) for o in w.occurrences]
     fig = make_subplots(
@@ -259,6 +260,7 @@ def _word_figure(w: WordExploration) -> go.Figure:
             x=labels,
             y=labels,
             colorscale="Viridis",
+            zmin=low,
             zmax=1.0,
             text=hover,
             hoverinfo="text",

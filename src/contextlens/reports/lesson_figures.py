@@ -43,8 +43,9 @@ def explore_figure(result: Exploration) -> plt.Figure:
     words = result.words
     fig = plt.figure(figsize=(14, 5.2 * len(words) + 4.5))
     grid = fig.add_gridspec(len(words) + 1, 2, width_ratios=[1.35, 1], height_ratios=[5.2] * len(words) + [4.2])
+    low = result.colour_floor  # one colour scale for every word, so spreads compare by eye
     for row, w in enumerate(words):
-        _heatmap(fig.add_subplot(grid[row, 0]), w)
+        _heatmap(fig.add_subplot(grid[row, 0]), w, low)
         _pca(fig.add_subplot(grid[row, 1]), w)
     _gap_lines(fig.add_subplot(grid[len(words), :]), result)
     fig.suptitle(
@@ -54,10 +55,9 @@ def explore_figure(result: Exploration) -> plt.Figure:
     return fig
 
 
-def _heatmap(ax: plt.Axes, w: WordExploration) -> None:
+def _heatmap(ax: plt.Axes, w: WordExploration, low: float) -> None:
     m = w.matrix
-    low = float(m[~np.eye(len(m), dtype=bool)].min())
-    im = ax.imshow(m, cmap="viridis", vmin=np.floor(low * 10) / 10, vmax=1.0)
+    im = ax.imshow(m, cmap="viridis", vmin=low, vmax=1.0)
     labels = sentence_labels(w)
     ax.set_yticks(range(len(labels)), labels, fontsize=7)
     ax.set_xticks(range(len(labels)), [str(i) for i in range(1, len(labels) + 1)], fontsize=7)

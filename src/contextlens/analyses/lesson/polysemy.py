@@ -171,6 +171,14 @@ class Exploration:
     words: list[WordExploration]
     backend: Backend = REFERENCE  # the model's precision and runtime (core/backend.py)
 
+    @property
+    def colour_floor(self) -> float:
+        """The lowest cosine between two different sentences of any word, floored to 0.1: the
+        heatmaps' one colour scale, so that spreads compare by eye across words (a scale per word
+        made spring's 0.49 and bank's 0.24 look alike)."""
+        lows = [float(w.matrix[~np.eye(len(w.matrix), dtype=bool)].min()) for w in self.words]
+        return float(np.floor(min(lows) * 10) / 10)
+
     @plain_json
     def to_dict(self) -> dict[str, object]:
         return {
