@@ -113,3 +113,6 @@ def test_report_sets_the_worked_example_beside_its_baseline_and_names_the_model(
     assert f"special token {special}" in sections[3].explanation
     if special != "[CLS]":
         assert "[CLS]" not in sections[3].explanation
+    cka = next(s for s in sections if "CKA" in s.title)
+    other = "minilm" if model_name == "mpnet" else "mpnet"
+    assert f"cka --model {model_name} --other {other}`" in cka.explanation  # regression: mpnet vs mpnet

@@ -25,6 +25,12 @@ class Section:
     table: list[list[str]] | None = None  # first row is the header
 
 
+def _other_model(name: str) -> str:
+    """A shipped encoder other than ``name``, for the report's cross-model example (the mpnet
+    report used to suggest comparing mpnet with itself)."""
+    return "minilm" if name == "mpnet" else "mpnet"
+
+
 def _baseline_numbers(w: Comparison) -> str:
     """The last layer's cosine beside the model's random-word baseline, and what the model is."""
     bases = w.layer_baselines()
@@ -186,7 +192,8 @@ def _cka_section(lesson: Lesson) -> Section:
         f"1 for the same geometry up to rotation and scale. Here every layer of {k.model_a} against every other "
         "layer of itself, so the diagonal is 1 and the blocks show which layers change the picture. Across two models "
         "a raw cosine means nothing (their hidden states live in different spaces, so contextlens refuses it), but "
-        f"CKA still compares them: `contextlens cka --model mpnet --other {k.model_a}` gives the cross-model view.",
+        f"CKA still compares them: `contextlens cka --model {k.model_a} --other {_other_model(k.model_a)}` gives the "
+        "cross-model view.",
         f"{k.tokens:,} tokens of {k.aligned_texts} built-in sentences; CKA of layer {first} with layer {last} "
         f"{k.matrix[0, -1]:.3f}, of adjacent layers at least {adjacent:.3f}.",
         ix.cka_figures(k),
