@@ -2,6 +2,8 @@
 
 import json
 
+import pytest
+
 from tests.helpers import run_cli
 
 
@@ -41,3 +43,12 @@ def test_every_words_heatmap_shares_one_colour_scale(minilm):
     assert floors == {(result.colour_floor, 1.0)}
     heatmaps = [t for f in explore_figures(result) for t in f.data if t.type == "heatmap"]
     assert len(heatmaps) == 2 and {(h.zmin, h.zmax) for h in heatmaps} == {(result.colour_floor, 1.0)}
+
+
+def test_the_p_value_floor_is_said_beside_the_shuffles():
+    """Regression: the web's 200 shuffles and the CLI's 1,000 gave p 0.005 vs 0.001 for the same gap,
+    and nothing said that is the floor of each."""
+    out = run_cli("explore", "bank", "-m", "minilm", "--permutations", "200")
+    assert "the smallest possible p is 1/201 = 0.0050" in " ".join(out.stdout.split())
+    data = json.loads(run_cli("explore", "bank", "-m", "minilm", "--permutations", "200", "--json").stdout)
+    assert data["permutation_test"]["smallest_possible_p"] == pytest.approx(1 / 201)

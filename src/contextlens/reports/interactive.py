@@ -233,7 +233,8 @@ def explore_figures(result: Exploration) -> list[go.Figure]:
     gap.update_layout(
         **LAYOUT,
         height=420,
-        title=f"Separation gap per layer (permutation test, {result.permutations} shuffles; p in the hover)",
+        title=f"Separation gap per layer (permutation test, {result.permutations} shuffles, smallest possible p "
+        f"{result.p_floor:.4f}; p in the hover)",
         xaxis_title="layer (0 = embedding output)",
         yaxis_title="same-sense − cross-sense cosine",
     )

@@ -121,7 +121,8 @@ def _gap_lines(ax: plt.Axes, result: Exploration) -> None:
     title = "Separation gap per layer (open circle: permutation p < 0.05"
     reasons = sorted({w.no_gap_reason for w in result.words if w.no_gap_reason})
     missing = "No separation gap: " + "; ".join(reasons) if reasons else "No separation gap"
-    ax.set_title(f"{title}, {result.permutations} shuffles)" if drawn else textwrap.fill(missing, 70), fontsize=10)
+    shuffles = f"{result.permutations} shuffles, smallest possible p {result.p_floor:.4f})"
+    ax.set_title(f"{title}, {shuffles}" if drawn else textwrap.fill(missing, 70), fontsize=10)
     if drawn:
         ax.legend(fontsize=8, ncol=min(5, len(result.words)))
         ax.set_xticks(result.words[0].layers)

@@ -172,6 +172,12 @@ class Exploration:
     backend: Backend = REFERENCE  # the model's precision and runtime (core/backend.py)
 
     @property
+    def p_floor(self) -> float:
+        """The smallest p-value the permutation test can give: 1 / (permutations + 1) (0.005 with
+        the web's 200 shuffles, 0.001 with the CLI's 1,000), said beside every p."""
+        return 1.0 / (self.permutations + 1)
+
+    @property
     def colour_floor(self) -> float:
         """The lowest cosine between two different sentences of any word, floored to 0.1: the
         heatmaps' one colour scale, so that spreads compare by eye across words (a scale per word
@@ -188,7 +194,12 @@ class Exploration:
             "source": self.source,
             "spread_definition": "1 - mean off-diagonal cosine",
             "gap_definition": "mean same-sense cosine - mean cross-sense cosine",
-            "permutation_test": {"permutations": self.permutations, "seed": self.seed, "alternative": "greater"},
+            "permutation_test": {
+                "permutations": self.permutations,
+                "seed": self.seed,
+                "alternative": "greater",
+                "smallest_possible_p": self.p_floor,
+            },
             "ranking": [w.word for w in self.words],
             "words": [w.to_dict() for w in self.words],
         }
