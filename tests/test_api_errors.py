@@ -188,7 +188,7 @@ WRONG_CALLS = [
     ("compare", "an unknown word for GloVe", lambda c: compare(["A [qqzzxv].", "The [qqzzxv]."], c.m, c.g), "qqzzxv"),
     ("same_sense", "None", lambda c: same_sense(FIN, None, c.m, size="quick"), "occurrences[1]"),
     ("same_sense", "layer=99", lambda c: same_sense(FIN, RIVER, c.m, layer=99, size="quick"), "out of range"),
-    ("same_sense", "layer='x'", lambda c: same_sense(FIN, RIVER, c.m, layer="x", size="quick"), "layer must be"),
+    ("same_sense", "layer='x'", lambda c: same_sense(FIN, RIVER, c.m, layer="x", size="quick"), "`layer` must be auto"),
     ("same_sense", "size='huge'", lambda c: same_sense(FIN, RIVER, c.m, size="huge"), "`size`"),
     # the locator
     ("locate", "None", lambda c: locate(None), "text: expected a text"),

@@ -52,3 +52,17 @@ def test_the_p_value_floor_is_said_beside_the_shuffles():
     assert "the smallest possible p is 1/201 = 0.0050" in " ".join(out.stdout.split())
     data = json.loads(run_cli("explore", "bank", "-m", "minilm", "--permutations", "200", "--json").stdout)
     assert data["permutation_test"]["smallest_possible_p"] == pytest.approx(1 / 201)
+
+
+def test_attention_takes_negative_layers_as_compare_does(minilm):
+    """Regression: `attention --layer -1` was refused where `compare` accepts negative layers."""
+    from contextlens.analyses.lesson.attention import attend
+    from contextlens.core.occurrences import parse_marked
+
+    occ = [parse_marked("The river [bank] flooded.")]
+    assert attend(occ, minilm, layer=-1, head=0).layer == minilm.num_layers == attend(occ, minilm, 6, 0).layer
+    out = run_cli("attention", "The river [bank] flooded.", "-m", "minilm", "--layer", "-1", "--head", "0", "--json")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["layer"] == 6
+    bad = run_cli("attention", "The river [bank] flooded.", "-m", "minilm", "--layer", "-7")
+    assert bad.returncode == 2 and "-1..-6 from the top" in bad.stderr
