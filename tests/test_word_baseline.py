@@ -116,3 +116,15 @@ def test_report_sets_the_worked_example_beside_its_baseline_and_names_the_model(
     cka = next(s for s in sections if "CKA" in s.title)
     other = "minilm" if model_name == "mpnet" else "mpnet"
     assert f"cka --model {model_name} --other {other}`" in cka.explanation  # regression: mpnet vs mpnet
+
+
+def test_a_decoders_comparison_says_which_context_each_target_saw(minilm):
+    """A decoder's "bank" in "The [bank] called about my account." sees only "The"; the notes say
+    so (smollm2 is optional and not installed in the test environment: the flag is set by hand)."""
+    import dataclasses
+
+    result = compare(["The [bank] called about my account.", "The river [bank] flooded."], minilm, baseline=False)
+    assert not result.left_context_only  # minilm is an encoder
+    as_decoder = dataclasses.replace(result, left_context_only=True)
+    note = next(n for n in as_decoder.notes() if "decoder" in n)
+    assert "1: 'The'" in note and "2: 'The river'" in note and "invisible" in note

@@ -51,6 +51,7 @@ class Comparison:
     target_positions: list[list[int]] | None = None  # token positions of each target
     baseline: CosineBaseline | None = field(default=None, repr=False)  # random-word cosines
     baseline_missing: str | None = None  # why there is no baseline (WordNet not installed)
+    left_context_only: bool = False  # a decoder: each target sees only the words to its left
 
     @property
     def model_kind(self) -> ModelKind | None:
@@ -165,6 +166,15 @@ class Comparison:
                     f"layer 0 is {cos0:.4f}, not 1.0: it is the embedding layer's output, the input row plus a "
                     f"position embedding{where}, layer-normalised, before any attention"
                 )
+        if self.left_context_only:
+            seen = "; ".join(
+                f"{i}: {o.text[: o.start].strip()!r}" if o.text[: o.start].strip() else f"{i}: nothing"
+                for i, o in enumerate(self.occurrences, 1)
+            )
+            out.append(
+                f"{self.model} is a decoder: each target sees only the words to its left ({seen}); "
+                "words after it that decide the sense are invisible to it"
+            )
         if self.n > 2:
             out.append("lowest pair: the least alike pair of sentences at that layer, numbered as above")
         if self.baseline is not None:
@@ -273,6 +283,7 @@ def compare(
         target_positions=[list(e.tokenized.target_positions) for e in encodings],
         baseline=base,
         baseline_missing=missing,
+        left_context_only=bool(getattr(model, "is_decoder", False)),
     )
 
 
