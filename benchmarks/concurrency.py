@@ -1,14 +1,14 @@
 """One loaded model, many threads: the same answers, and what the threads buy.
 
-Issue 17 asks that one loaded model serve any number of threads at once, every answer equal to
-the sequential one. This script runs a fixed set of mixed calls (compare, attention with
-weights, trace, probe; eight sentences of different lengths) once sequentially on one thread (the
-baseline), then from 2, 4 and 8 threads at once (every thread runs every call, in its own
-shuffled order) and prints, per thread count: the wall time, calls per second, the ratio to the
-sequential calls per second, and how many answers differ from the sequential ones (the claim is
-0). The occurrence cache is off, so every call runs its forward pass. torch's intra-op threads are
-set to 1 (``--torch-threads``), so the Python threads are the only parallelism; on a machine with
-C cores no more than C-fold can be gained.
+Issue 17 asks that one loaded model serve any number of threads at once, every answer equal to the
+sequential one. This script runs the mixed calls of tests/test_reentrancy.py (compare, attention
+with weights, trace, probe, explore; eight sentences of different lengths) once sequentially on
+one thread (the baseline), then from 2, 4 and 8 threads at once (every thread runs every call, in
+its own shuffled order) and prints, per thread count: the wall time, calls per second, the ratio
+to the sequential calls per second, and how many answers differ from the sequential ones (the
+claim is 0). The occurrence cache is off, so every call runs its forward pass. torch's intra-op
+threads are set to 1 (``--torch-threads``), so the Python threads are the only parallelism; on a
+machine with C cores no more than C-fold can be gained.
 
     python benchmarks/concurrency.py [--model minilm] [--runtime torch|onnx] [--threads 2 4 8]
                                      [--torch-threads 1] [--json]
@@ -25,42 +25,10 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "src"))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))  # the calls are the reentrancy test's
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-
-SENTENCES = [
-    "The [bank] approved the loan.",
-    "We sat on the river [bank] and watched the boats drift slowly past the old mill.",
-    "[Bank].",
-    "After the storm the muddy [bank] of the stream had collapsed into the water below the bridge.",
-    "She asked the [bank] for a statement of every account she held there since the spring.",
-    "A [bank] of fog.",
-    "The pilot let the plane [bank] sharply to the left as the runway came into view.",
-    "Money in the [bank] earns very little interest these days, my grandfather complained again.",
-]
-
-
-def _calls(model, glove, with_attention: bool):
-    from contextlens.analyses.lesson.attention import attend
-    from contextlens.analyses.lesson.divergence import compare
-    from contextlens.analyses.lesson.probe import probe
-    from contextlens.analyses.lesson.trace import trace
-    from contextlens.core.occurrences import parse_marked
-
-    occs = [parse_marked(s) for s in SENTENCES]
-    calls = []
-    for i in range(len(occs)):
-        pair = [occs[i], occs[(i + 3) % len(occs)]]
-        calls.append((f"compare {i}", lambda p=pair: compare(p, model, glove).to_dict()))
-        calls.append((f"probe {i}", lambda o=occs[i]: probe([o], ["river", "money"], model, static=glove).to_dict()))
-        if with_attention:
-            calls.append((f"attention {i}", lambda p=pair, i=i: attend(p, model, layer=1 + i % 6, head=i).to_dict()))
-            calls.append((f"trace {i}", lambda o=occs[i]: trace(o, model).to_dict()))
-        else:
-            calls.append((f"layers {i}", lambda p=pair: compare(p, model, layers=[1, 2]).to_dict()))
-    return calls
-
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -72,6 +40,7 @@ def main() -> None:
     args = parser.parse_args()
 
     import torch
+    from tests.test_reentrancy import mixed_calls
 
     from contextlens.core.contextual_models import load_contextual
     from contextlens.core.static_models import load_static
@@ -80,7 +49,7 @@ def main() -> None:
     model = load_contextual(args.model, "fp32", args.runtime)
     model.cache_size = 0  # every call runs its forward pass
     glove = load_static("glove-50d")
-    calls = _calls(model, glove, with_attention=args.runtime == "torch")
+    calls = mixed_calls(model, glove, with_attention=args.runtime == "torch")
     for _, call in calls:  # warm-up: first-call costs (ONNX sessions, kernels) off the clock
         call()
     start = time.perf_counter()

@@ -383,3 +383,15 @@ def test_notebook_to_html_refuses_what_is_not_a_result(bad):
 
     with pytest.raises(InputError, match="result must be a contextlens result"):
         notebook.to_html(bad)
+
+
+def test_a_layer_counted_back_too_far_says_so(minilm):
+    """hidden_state(-99) used to answer "layer -95 was not extracted": a number the caller never gave."""
+    from contextlens.core.occurrences import parse_marked
+
+    enc = minilm.encode(parse_marked("The river [bank] flooded."), layers=[1, 3])
+    assert enc.hidden_state(-1).provenance.layer == 3
+    with pytest.raises(InputError, match=r"`layer` -99 was not extracted \(counting back from layer 3"):
+        enc.hidden_state(-99)
+    with pytest.raises(InputError, match=r"`layer` 2 was not extracted; extracted layers: \[1, 3\]"):
+        enc.hidden_state(2)

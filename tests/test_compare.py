@@ -74,3 +74,33 @@ def test_three_sentences_give_pairwise_matrices(minilm, glove):
 def test_compare_needs_two_sentences(minilm):
     with pytest.raises(InputError, match="at least two"):
         compare([parse_marked(WORKED_EXAMPLE[0])], minilm)
+
+
+def test_compare_and_explore_compute_on_provenance_checked_vectors(minilm, monkeypatch):
+    """DESIGN: an input row is compared with an input row, a hidden state with a hidden state of
+    the same model. compare and explore build their matrices through the checked cosine_matrix."""
+    from contextlens.analyses.lesson.polysemy import explore
+    from contextlens.core import similarity
+    from contextlens.errors import ProvenanceMismatchError
+
+    seen: list[tuple[str, str]] = []
+    real = similarity.check_comparable
+
+    def spy(a, b, names=("a", "b")):
+        seen.append((a.provenance.kind, b.provenance.kind))
+        return real(a, b, names)
+
+    monkeypatch.setattr(similarity, "check_comparable", spy)
+    compare([parse_marked(s) for s in WORKED_EXAMPLE], minilm)
+    assert ("input-row", "input-row") in seen and ("hidden-state", "hidden-state") in seen
+    assert all(a == b for a, b in seen)
+    seen.clear()
+    explore(["bank"], minilm, permutations=10)
+    assert seen and all(k == ("hidden-state", "hidden-state") for k in seen)
+
+    def refuse(a, b, names=("a", "b")):
+        raise ProvenanceMismatchError("refused")
+
+    monkeypatch.setattr(similarity, "check_comparable", refuse)
+    with pytest.raises(ProvenanceMismatchError):
+        compare([parse_marked(s) for s in WORKED_EXAMPLE], minilm)

@@ -119,8 +119,15 @@ def test_help_of_every_command_imports_no_torch(tmp_path: Path):
             (),
         ),
         (("rank", "/no/such/pairs.tsv", "-m", "minilm"), "/no/such/pairs.tsv", ()),
+        (("cost", "--count", "nan", "-m", "minilm"), "--count must be a whole number", ()),
+        (("cka", "--limit", "-1", "-m", "minilm"), "--limit must be at least", ()),
+        (("index", "search", "/no/such/index", "money"), "does not exist", ()),
+        (("eval", "wic", "-m", "nosuchmodel"), "unknown model", ()),
     ],
-    ids=["help", "bad-marker", "unknown-model", "word-not-in-glove", "attention-layer", "layer", "missing-file"],
+    ids=[
+        "help", "bad-marker", "unknown-model", "word-not-in-glove", "attention-layer", "layer", "missing-file",
+        "cost-count", "cka-limit", "index-search", "eval-model",
+    ],
 )
 def test_usage_errors_answer_before_any_weights(tmp_path: Path, args, message, allowed):
     started = time.perf_counter()

@@ -39,8 +39,11 @@ SENTENCES = [
 ]
 
 
-def _calls(model: ContextualModel, glove: StaticModel, with_attention: bool) -> list[tuple[str, Callable[[], dict]]]:
-    """Forty named calls; each returns the result's JSON document."""
+def mixed_calls(
+    model: ContextualModel, glove: StaticModel, with_attention: bool
+) -> list[tuple[str, Callable[[], dict]]]:
+    """Forty named calls; each returns the result's JSON document (benchmarks/concurrency.py times
+    the same calls)."""
     occs = [parse_marked(s) for s in SENTENCES]
     calls: list[tuple[str, Callable[[], dict]]] = []
     for i in range(len(occs)):
@@ -65,7 +68,7 @@ def _same_answers_from_many_threads(model: ContextualModel, glove: StaticModel, 
     model.cache_size = 0  # every call computes (see the module docstring)
     model.clear_cache()
     try:
-        calls = _calls(model, glove, with_attention)
+        calls = mixed_calls(model, glove, with_attention)
         sequential = {name: json.dumps(call(), sort_keys=True) for name, call in calls}
 
         def worker(seed: int) -> list[tuple[str, str]]:

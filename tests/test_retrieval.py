@@ -156,3 +156,13 @@ def test_cli_eval_retrieval_plot_without_suffix_gets_png_and_reports_it(tmp_path
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "fig.png").stat().st_size > 10_000 and "fig.png" in proc.stderr
     assert "chance level (ndcg@10)" in proc.stdout and "input-row" in proc.stdout
+
+
+def test_wordnet_only_options_are_refused_for_lee():
+    """--sample and --seed pick WordNet synsets; with the Lee task they were silently ignored."""
+    from tests.helpers import run_cli
+
+    for extra in (["--sample", "3"], ["--seed", "1"]):
+        shown = run_cli("eval", "retrieval", "-m", "minilm", *extra)
+        assert shown.returncode == 2 and "apply to --task wordnet" in shown.stderr
+        assert len(shown.stderr.strip().splitlines()) == 1

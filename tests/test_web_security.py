@@ -262,3 +262,20 @@ def test_user_strings_reach_figures_escaped_in_the_page_and_the_notebook(client,
     )
     assert page.status_code == 200 and "plotly-graph-div" in page.text
     assert "\\u003ca href" not in page.text and '<a href="https://x.example"' not in page.text
+
+
+def test_an_unhandled_error_still_carries_the_security_headers(minilm):
+    """A 500 from outside every route's own handling is answered by Starlette's outermost
+    middleware, which the guard does not wrap: the headers must be on it too."""
+    from contextlens.web.guard import HEADERS
+
+    bare = create_app("minilm", {})
+
+    @bare.get("/boom")
+    async def boom() -> None:
+        raise RuntimeError("a bug")
+
+    response = TestClient(bare, base_url=LOCAL, raise_server_exceptions=False).get("/boom")
+    assert response.status_code == 500 and set(response.json()) == {"error", "status"}
+    for name, value in HEADERS:
+        assert response.headers.get(name.decode()) == value.decode(), name

@@ -65,11 +65,12 @@ class OccurrenceEncoding:
 
     def hidden_state(self, layer: int) -> Vector:
         """The pooled hidden state after ``layer`` (0 = embedding output)."""
-        layer = arguments.layer_number(layer)
-        if layer < 0:
+        asked = layer = arguments.layer_number(layer)
+        if layer < 0:  # counts back from the highest layer extracted
             layer = self.layers[-1] + 1 + layer
         if layer not in self.layers:
-            raise InputError(f"layer {layer} was not extracted; extracted layers: {list(self.layers)}")
+            back = f" (counting back from layer {self.layers[-1]}, the highest extracted)" if asked < 0 else ""
+            raise InputError(f"`layer` {asked} was not extracted{back}; extracted layers: {list(self.layers)}")
         row = self.hidden[self.layers.index(layer)]
         return Vector(
             row,

@@ -43,10 +43,12 @@ from typing import Any, Protocol
 import numpy as np
 import torch
 
+from contextlens.core import atomic_files
+from contextlens.core.atomic_files import atomic_path
 from contextlens.core.choices import RUNTIMES, check_runtime  # noqa: F401 (the names callers import from here)
 from contextlens.core.disk_cache import cache_key
 from contextlens.core.precision import compare_states, drift_batch, drift_sentences
-from contextlens.core.resources import atomic_write_text, cache_dir, clean_leftovers, temp_dir_for
+from contextlens.core.resources import cache_dir, clean_leftovers, temp_dir_for
 from contextlens.errors import InputError, ModelLoadError, ModelNotInstalledError
 
 
@@ -240,12 +242,8 @@ def prune_to(graph_path: Path, outputs: Sequence[str], out: Path) -> None:
     del graph.output[:]
     graph.output.extend(wanted)
     clean_leftovers(out)
-    tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
-    try:
+    with atomic_path(out) as tmp:
         onnx.save_model(model, str(tmp))  # no raw data loaded: the weights stay in the shared file
-        os.replace(tmp, out)
-    finally:
-        tmp.unlink(missing_ok=True)
 
 
 def _subgraph_inputs(node: Any) -> list[str]:
@@ -359,7 +357,7 @@ class OnnxForward:
             check = self._compare(tmp / "int8.onnx") | {"quantized_nodes": count}
             for name in ("int8.onnx.data", "int8.onnx"):  # the graph last: it marks the pair complete
                 os.replace(tmp / name, self.folder / name)
-            atomic_write_text(self.folder / "int8-check.json", json.dumps(check))  # marks int8 as built
+            atomic_files.write_text(self.folder / "int8-check.json", json.dumps(check))  # marks int8 as built
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
 

@@ -54,11 +54,6 @@ def cache_dir() -> Path:
 # run leaves at most a temporary, which the next run removes and rebuilds.
 
 
-def atomic_write_text(path: Path, text: str) -> None:
-    """Kept for its callers (onnx_runtime, corpus); new code calls core.atomic_files.write_text."""
-    atomic_files.write_text(path, text)
-
-
 def temp_dir_for(target: Path) -> Path:
     """A fresh temporary folder beside ``target`` (same file system), for :func:`replace_dir`."""
     target.parent.mkdir(parents=True, exist_ok=True)

@@ -23,7 +23,7 @@ from contextlens.core.contextual_models import load_contextual
 from contextlens.reports.figure_registry import interactive_figures, static_figure
 from contextlens.web import html as pages
 from contextlens.web import lesson
-from contextlens.web.guard import Guard
+from contextlens.web.guard import HEADERS, Guard
 from contextlens.web.runs import PAGES, Page
 from contextlens.web.serving import Busy, WorkerPool, error_status, validation_message, without_paths
 
@@ -33,6 +33,9 @@ def plotly_js() -> str:
     from plotly.offline import get_plotlyjs
 
     return get_plotlyjs()
+
+
+SECURITY_HEADERS = {name.decode(): value.decode() for name, value in HEADERS}
 
 
 def error_json(status: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
@@ -71,7 +74,8 @@ def create_app(
 
     @app.exception_handler(Exception)
     async def _bug(_: Request, exc: Exception) -> JSONResponse:
-        return error_json(*error_status(exc))
+        # answered by Starlette's outermost middleware, outside the guard: its headers are added here
+        return error_json(*error_status(exc), headers=SECURITY_HEADERS)
 
     @app.get("/health")
     async def health() -> dict[str, Any]:

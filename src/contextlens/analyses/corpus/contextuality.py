@@ -313,9 +313,9 @@ def contextuality_of_corpus(
     (``choice.json``) and each extraction (a complete folder is not opened again, so nothing is
     re-encoded). The cache holds one extraction per model, precision and runtime.
     """
+    from contextlens.core.atomic_files import write_text as atomic_write_text
     from contextlens.core.onnx_runtime import check_runtime
     from contextlens.core.precision import check_precision
-    from contextlens.core.resources import atomic_write_text
 
     precision, runtime = check_precision(precision), check_runtime(runtime)
     check_min_contexts(min_contexts)

@@ -10,7 +10,6 @@ counted as done nor read half-way. A folder without a manifest is a fresh one: i
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -19,10 +18,11 @@ import pyarrow.parquet as pq
 
 from contextlens.analyses.corpus.chunks import table_sentences
 from contextlens.analyses.corpus.manifest import MANIFEST
+from contextlens.core.atomic_files import atomic_path
 from contextlens.errors import DataFileError, InputError
 
 SHARD_GLOB = "part-*.parquet"
-TEMP_GLOB = ".part-*.parquet.tmp-*"
+TEMP_GLOB = ".part-*.parquet.*tmp-*"  # core.atomic_files names: .<name>.<random>.tmp-<pid>
 
 
 def shard_path(folder: Path, chunk: int) -> Path:
@@ -36,10 +36,8 @@ def shards(folder: Path) -> list[Path]:
 
 def write_shard(folder: Path, chunk: int, table: pa.Table) -> None:
     """Write a shard whole or not at all (temporary name, then an atomic rename)."""
-    final = shard_path(folder, chunk)
-    tmp = folder / f".{final.name}.tmp-{os.getpid()}"
-    pq.write_table(table, tmp)
-    os.replace(tmp, final)
+    with atomic_path(shard_path(folder, chunk)) as tmp:
+        pq.write_table(table, tmp)
 
 
 def clean_temporaries(folder: Path) -> None:

@@ -15,8 +15,8 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from contextlens.core.atomic_files import write_text as atomic_write_text
 from contextlens.core.backend import Backend
-from contextlens.core.resources import atomic_write_text
 from contextlens.errors import InputError
 
 MANIFEST = "manifest.json"

@@ -27,7 +27,7 @@ from contextlens.core.jsonable import plain_json
 from contextlens.core.model_kinds import ModelKind, model_kind
 from contextlens.core.occurrences import Occurrence
 from contextlens.core.resources import DEFAULT_CONTEXTUAL
-from contextlens.core.similarity import cosine_matrix_values
+from contextlens.core.similarity import cosine_matrix
 from contextlens.core.static_models import StaticModel, as_static
 from contextlens.core.wordnet import WordNetNotInstalledError
 from contextlens.errors import InputError
@@ -256,12 +256,12 @@ def compare(
     static_matrix = None
     if static is not None:
         static_vectors = [static.vector(o.word) for o in occurrences]
-        static_matrix = cosine_matrix_values(np.stack([v.values for v in static_vectors]))
+        static_matrix = cosine_matrix(static_vectors)
     encodings: list[OccurrenceEncoding] = model.encode_occurrences(occurrences, layers=layers, pooling=pooling)
     wanted = list(encodings[0].layers)
-    stack = np.stack([e.hidden for e in encodings], axis=1)  # (layers, n, d)
-    matrices = np.stack([cosine_matrix_values(stack[k]) for k in range(len(wanted))])
-    input_rows = cosine_matrix_values(np.stack([e.input_row_values for e in encodings]))
+    # provenance-checked: hidden states of one model at one layer, input rows with input rows
+    matrices = np.stack([cosine_matrix([e.hidden_state(layer) for e in encodings]) for layer in wanted])
+    input_rows = cosine_matrix([e.input_row() for e in encodings])
     base, missing = None, None
     if baseline:
         try:

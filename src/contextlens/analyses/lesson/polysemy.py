@@ -23,7 +23,7 @@ from contextlens.analyses.lesson.sense_gap import gaps, layer_gaps, same_and_cro
 from contextlens.core.backend import REFERENCE, Backend
 from contextlens.core.jsonable import plain_json
 from contextlens.core.occurrences import Occurrence
-from contextlens.core.similarity import cosine_matrix_values
+from contextlens.core.similarity import cosine_matrix
 from contextlens.data.sense_sentences import SenseSentence, load_sense_sentences
 from contextlens.errors import InputError
 
@@ -267,8 +267,9 @@ def explore(
 
 def _explore_word(word, group, encs, chosen, permutations, seed) -> WordExploration:
     layers = list(encs[0].layers)
-    stack = np.stack([e.hidden for e in encs], axis=1)  # (layers, n, d)
-    matrices = np.stack([cosine_matrix_values(stack[k]) for k in range(len(layers))])
+    stack = np.stack([e.hidden for e in encs], axis=1)  # (layers, n, d): the PCA's input
+    # provenance-checked: the word's hidden states of one model at one layer
+    matrices = np.stack([cosine_matrix([e.hidden_state(layer) for e in encs]) for layer in layers])
     senses = [s.sense for s in group]
     gaps = same = cross = pvals = None
     if all(s is not None for s in senses) and _has_both_kinds_of_pairs(senses):

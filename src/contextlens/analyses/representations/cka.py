@@ -22,16 +22,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from contextlens.core import arguments
 from contextlens.core.arguments import whole_number
-from contextlens.core.contextual_models import ContextualModel, TokenStates, as_contextual
 from contextlens.core.jsonable import plain_json
 from contextlens.data.text_sets import corpus_texts
 from contextlens.errors import InputError
+
+if TYPE_CHECKING:
+    from contextlens.core.contextual_models import ContextualModel, TokenStates
 
 MIN_TEXTS = 20  # aligned texts; fewer gives a CKA dominated by its small-sample bias
 MIN_PAIRED_SHARE = 0.5  # a text with fewer paired tokens than this (either side) is skipped
@@ -175,6 +177,8 @@ def compare_layers(
 
     check_cka_arguments(limit, batch_size)
     started = time.perf_counter()
+    from contextlens.core.contextual_models import as_contextual  # torch: once the arguments are checked
+
     a = as_contextual(model_a)
     b = a if model_b is None else as_contextual(model_b)
     name = corpus

@@ -20,7 +20,7 @@ import statistics
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -28,11 +28,13 @@ from contextlens.analyses.search.capacity import estimate
 from contextlens.analyses.search.index_config import IndexConfig
 from contextlens.core.arguments import whole_number
 from contextlens.core.backend import REFERENCE, Backend
-from contextlens.core.contextual_models import ContextualModel, as_contextual
 from contextlens.core.jsonable import plain_json
 from contextlens.core.occurrences import ALPHA_WORD_RE
 from contextlens.core.static_models import StaticModel, load_static
 from contextlens.errors import InputError
+
+if TYPE_CHECKING:
+    from contextlens.core.contextual_models import ContextualModel
 
 BATCH_SIZE = 32
 MIN_SENTENCES = 8
@@ -201,6 +203,8 @@ def measure_cost(
     texts = [t for t in texts if t.strip()]
     if len(texts) < MIN_SENTENCES:
         raise InputError(f"the cost needs at least {MIN_SENTENCES} sentences to time, got {len(texts)}")
+    from contextlens.core.contextual_models import as_contextual  # torch: once the arguments are checked
+
     m = as_contextual(model)
     s = static if isinstance(static, StaticModel) else load_static(static)
     words = [w for t in texts for w in ALPHA_WORD_RE.findall(t)]

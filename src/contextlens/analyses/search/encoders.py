@@ -28,17 +28,18 @@ A manifest written before these fields existed reads as fp32 on torch.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from contextlens.core import arguments
-from contextlens.core.contextual_models import ContextualModel, as_contextual, sentence_config
+from contextlens.core.choices import check_precision, check_runtime
 from contextlens.core.disk_cache import cache_key, cached_arrays
-from contextlens.core.onnx_runtime import check_runtime
-from contextlens.core.precision import check_precision
 from contextlens.core.vectors import Provenance
 from contextlens.errors import InputError
+
+if TYPE_CHECKING:
+    from contextlens.core.contextual_models import ContextualModel
 
 # Encoder kind (``--kind``, the manifest's ``encoder.kind``) -> (provenance kind, pooling).
 ENCODER_KINDS: dict[str, tuple[str, str | None]] = {
@@ -144,6 +145,8 @@ class TextEncoder:
             raise InputError(f"unknown encoder kind {kind!r}; use one of {', '.join(KINDS)}")
         if kind != "hidden-mean" and layer is not None:
             raise InputError(f"`layer` applies to the hidden-mean kind only, not to {kind!r}; drop it")
+        from contextlens.core.text_pooling import sentence_config  # torch: once the arguments are checked
+
         if kind == "sentence" and sentence_config(model.source) is None:
             raise InputError(
                 f"{model.name} has no sentence-transformers pooling config, so it has no 'sentence' kind; "
@@ -192,6 +195,8 @@ def check_kind(kind: str) -> str:
 
 def make_encoder(model: ContextualModel | str, kind: str = "sentence", layer: int | None = None) -> TextEncoder:
     """Wrap a model (loaded, or loaded here by name) as an encoder; validates the kind first."""
+    from contextlens.core.contextual_models import as_contextual  # torch: once the arguments are checked
+
     return TextEncoder(as_contextual(model), check_kind(kind), layer)
 
 

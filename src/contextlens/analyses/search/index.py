@@ -30,7 +30,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -57,10 +57,12 @@ from contextlens.analyses.search.index_config import (
 )
 from contextlens.analyses.search.index_files import DOCS_FILE, INDEX_FILE, MANIFEST, current_folder
 from contextlens.core.arguments import whole_number
-from contextlens.core.contextual_models import ContextualModel, load_contextual
-from contextlens.core.onnx_runtime import check_runtime
+from contextlens.core.choices import check_runtime
 from contextlens.core.vectors import Provenance
 from contextlens.errors import ContextlensError, DataFileError, InputError
+
+if TYPE_CHECKING:
+    from contextlens.core.contextual_models import ContextualModel
 
 __all__ = ["INDEX_TYPES", "IndexConfig", "build_faiss_index", "search_faiss"]
 FORMAT = "contextlens-index/1"
@@ -406,6 +408,11 @@ def search_index(
     checked against the manifest before any model is loaded. Without a loaded model, the index's
     model is loaded at the index's precision, on ``runtime`` or else the index's runtime.
     """
+    from contextlens.core.contextual_models import (  # torch: once the arguments are checked
+        ContextualModel,
+        load_contextual,
+    )
+
     loaded_model = model if isinstance(model, ContextualModel) else None
     if loaded_model is not None:
         model, precision = loaded_model.name, precision or loaded_model.precision

@@ -17,6 +17,7 @@ from contextlens.cli.common import (
     RuntimeOpt,
     StaticOpt,
     ThreadsOpt,
+    check_model,
     console,
     contextual_option,
     fmt,
@@ -46,6 +47,8 @@ def layers_cmd(
     plot: PlotOpt = None,
 ) -> None:
     """Which layer knows part of speech, which knows sense: linear probes per layer, lemmas kept apart."""
+    for name in [model, *(also or [])]:  # a wrong name or option costs no heavy import
+        check_model(name, precision, runtime)
     from contextlens.analyses.benchmarks.layer_probes import run_layer_probes
     from contextlens.core.static_models import optional_static
     from contextlens.reports.claims_figures import layer_probe_figure

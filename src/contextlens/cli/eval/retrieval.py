@@ -15,6 +15,7 @@ from contextlens.cli.common import (
     PrecisionOpt,
     RuntimeOpt,
     ThreadsOpt,
+    check_model,
     console,
     contextual_option,
     fmt,
@@ -31,8 +32,10 @@ def eval_retrieval(
         str, typer.Option("--model", "-m", help="Contextual model: mpnet (default), minilm, ...")
     ] = "mpnet",
     task: Annotated[str, typer.Option("--task", help="lee (documents vs human ratings) or wordnet.")] = "lee",
-    sample: Annotated[int, typer.Option(help="WordNet: synsets in the sample (queries = definitions).")] = 1000,
-    seed: Annotated[int, typer.Option(help="WordNet: sampling seed.")] = 0,
+    sample: Annotated[
+        int | None, typer.Option(help="WordNet: synsets in the sample (queries = definitions); default 1000.")
+    ] = None,
+    seed: Annotated[int | None, typer.Option(help="WordNet: sampling seed; default 0.")] = None,
     quick: Annotated[bool, typer.Option("--quick", help="A small subset, for tests and a first look.")] = False,
     precision: PrecisionOpt = "fp32",
     runtime: RuntimeOpt = "torch",
@@ -41,12 +44,15 @@ def eval_retrieval(
     plot: PlotOpt = None,
 ) -> None:
     """Retrieval quality of each encoder kind and layer, and quality against bytes per vector."""
+    check_model(model, precision, runtime)  # a wrong name or option costs no heavy import
     from contextlens.analyses.benchmarks.retrieval import evaluate_lee, evaluate_wordnet
     from contextlens.analyses.benchmarks.retrieval_table import retrieval_table
     from contextlens.reports.output_paths import FIGURE_SUFFIXES, check_output_path
 
     if task not in ("lee", "wordnet"):
         raise InputError(f"unknown --task {task!r}; use lee or wordnet")
+    if task == "lee" and (sample is not None or seed is not None):
+        raise InputError("--sample and --seed choose WordNet synsets; they apply to --task wordnet, not lee")
     if plot is not None:
         plot = check_output_path(plot, FIGURE_SUFFIXES)  # before the work, not after it
     progress = console.is_terminal and not json_out
@@ -54,7 +60,9 @@ def eval_retrieval(
     if task == "lee":
         result = evaluate_lee(loaded, quick=quick, show_progress_bar=progress)
     else:
-        result = evaluate_wordnet(loaded, sample=sample, seed=seed, quick=quick, show_progress_bar=progress)
+        result = evaluate_wordnet(
+            loaded, sample=1000 if sample is None else sample, seed=seed or 0, quick=quick, show_progress_bar=progress
+        )
     if plot is not None:
         from contextlens.reports.figures import save
         from contextlens.reports.retrieval_figures import retrieval_figure

@@ -15,6 +15,7 @@ from contextlens.cli.common import (
     RuntimeOpt,
     StaticOpt,
     ThreadsOpt,
+    check_model,
     console,
     contextual_option,
     fmt,
@@ -44,6 +45,7 @@ def similarity_cmd(
     plot: PlotOpt = None,
 ) -> None:
     """SimLex-999 and WordSim-353 Spearman: static model, and per layer template and pooled contexts."""
+    check_model(model, precision, runtime)  # a wrong name or option costs no heavy import
     from contextlens.analyses.benchmarks.suite import run_similarity
     from contextlens.reports.benchmark_figures import similarity_figure
 

@@ -15,6 +15,7 @@ from contextlens.cli.common import (
     RuntimeOpt,
     StaticOpt,
     ThreadsOpt,
+    check_model,
     console,
     contextual_option,
     fmt,
@@ -44,6 +45,7 @@ def wic_cmd(
     plot: PlotOpt = None,
 ) -> None:
     """Word in context on WordNet pairs: per-layer accuracy with a dev-tuned cosine threshold."""
+    check_model(model, precision, runtime)  # a wrong name or option costs no heavy import
     from contextlens.analyses.benchmarks.suite import run_wic
     from contextlens.reports.benchmark_figures import wic_figure
 

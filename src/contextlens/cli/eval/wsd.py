@@ -16,6 +16,7 @@ from contextlens.cli.common import (
     PrecisionOpt,
     RuntimeOpt,
     ThreadsOpt,
+    check_model,
     console,
     contextual_option,
     fmt,
@@ -47,6 +48,7 @@ def wsd_cmd(
     plot: PlotOpt = None,
 ) -> None:
     """Sense disambiguation by the nearest sense centroid per layer, beside MFS (SemCor) and random."""
+    check_model(model, precision, runtime)  # a wrong name or option costs no heavy import
     from contextlens.analyses.benchmarks.suite import run_wsd
     from contextlens.reports.benchmark_figures import wsd_figure
 

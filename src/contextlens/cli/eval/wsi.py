@@ -15,6 +15,7 @@ from contextlens.cli.common import (
     RuntimeOpt,
     StaticOpt,
     ThreadsOpt,
+    check_model,
     console,
     contextual_option,
     fmt,
@@ -45,6 +46,7 @@ def wsi_cmd(
 ) -> None:
     """Sense induction per layer: cluster each lemma's examples, score against WordNet senses
     (ARI, V-measure, B-cubed F1), beside one-cluster, one-per-instance and static baselines."""
+    check_model(model, precision, runtime)  # a wrong name or option costs no heavy import
     from contextlens.analyses.benchmarks.wsi import run_wsi
     from contextlens.reports.benchmark_figures import wsi_figure
 
