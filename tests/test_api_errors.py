@@ -32,6 +32,7 @@ from contextlens import (
     load_static,
     locate,
     parse_marked,
+    same_sense,
 )
 from tests.helpers import run_cli
 
@@ -185,6 +186,10 @@ WRONG_CALLS = [
     ("compare", "model None", lambda c: compare([FIN, RIVER], None), "expected a contextual model"),
     ("compare", "static 3.5", lambda c: compare([FIN, RIVER], c.m, static=3.5), "expected a static model"),
     ("compare", "an unknown word for GloVe", lambda c: compare(["A [qqzzxv].", "The [qqzzxv]."], c.m, c.g), "qqzzxv"),
+    ("same_sense", "None", lambda c: same_sense(FIN, None, c.m, size="quick"), "occurrences[1]"),
+    ("same_sense", "layer=99", lambda c: same_sense(FIN, RIVER, c.m, layer=99, size="quick"), "out of range"),
+    ("same_sense", "layer='x'", lambda c: same_sense(FIN, RIVER, c.m, layer="x", size="quick"), "`layer` must be auto"),
+    ("same_sense", "size='huge'", lambda c: same_sense(FIN, RIVER, c.m, size="huge"), "`size`"),
     # the locator
     ("locate", "None", lambda c: locate(None), "text: expected a text"),
     ("locate", "''", lambda c: locate(""), "empty"),

@@ -68,7 +68,7 @@ def test_every_entry_names_a_real_result_class_and_real_figure_functions():
 
 def test_every_web_page_with_figures_names_a_registered_type():
     drawn = {p.name: p.draws for p in PAGES.values() if p.draws is not None}
-    assert set(drawn.values()) <= set(REGISTRY) and len(drawn) == 6  # neighbors and search show tables
+    assert set(drawn.values()) <= set(REGISTRY) and len(drawn) == 7  # neighbors and search show tables
     assert all(PAGES[name].figures is REGISTRY[t] for name, t in drawn.items())
 
 

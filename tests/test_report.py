@@ -82,7 +82,7 @@ def test_demo_report_renders_every_figure_offline(demo_run, browser):
         assert section in document
     assert document.count("<section>") == 10
     assert n_figures == document.count("Plotly.newPlot(") >= 14  # the cost and CKA sections add one figure each
-    assert "contextlens cka --model mpnet --other minilm" in document and "contextlens eval layers" in document
+    assert "contextlens cka --model minilm --other mpnet" in document and "contextlens eval layers" in document
     slower = re.search(r"forward pass: ([\d,]+)× slower", document)
     assert slower and int(slower.group(1).replace(",", "")) > 10, "a forward pass must cost more than a lookup"
     cka = re.search(r"CKA of layer 0 with layer (\d+) (\d\.\d+), of adjacent layers at least (\d\.\d+)", document)

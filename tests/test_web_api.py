@@ -44,6 +44,8 @@ CASES = [
     ("neighbors", {"analogy": "man:king::woman", "top": 3}, ["neighbors", "--analogy", "man:king::woman", "-k", "3"]),
     ("neighbors", {"word": "bank"}, ["neighbors", "bank"]),
     ("rank", {"top": 3}, ["rank", "-k", "3"]),
+    ("same-sense", {"sentences": BANK, "quick": True}, ["same-sense", *BANK, "--quick"]),
+    ("same-sense", {"sentences": BANK, "quick": True, "layer": "3"}, ["same-sense", *BANK, "--quick", "-l", "3"]),
 ]  # fmt: skip
 
 

@@ -34,4 +34,4 @@ def test_results_render_as_offline_html_with_their_figures(minilm, glove):
     shell = _FakeIPython()
     notebook.load_ipython_extension(shell)
     assert shell.html.registered[Comparison] is notebook.to_html
-    assert len(shell.html.registered) == 7  # the six lesson results and sense induction
+    assert len(shell.html.registered) == 8  # the six lesson results, same-sense and sense induction

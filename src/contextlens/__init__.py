@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from contextlens.analyses.lesson.divergence import Comparison, compare
+    from contextlens.analyses.lesson.same_sense import same_sense
     from contextlens.core.alignment import TokenizedOccurrence
     from contextlens.core.contextual_models import ContextualModel, load_contextual
     from contextlens.core.extraction import ForwardPass, OccurrenceEncoding, TokenStates
@@ -47,6 +48,7 @@ _HOMES: dict[str, str] = {
     "__version__": "contextlens.version",
     "Comparison": "contextlens.analyses.lesson.divergence",
     "compare": "contextlens.analyses.lesson.divergence",
+    "same_sense": "contextlens.analyses.lesson.same_sense",
     "TokenizedOccurrence": "contextlens.core.alignment",
     "ContextualModel": "contextlens.core.contextual_models",
     "load_contextual": "contextlens.core.contextual_models",
@@ -109,6 +111,7 @@ __all__ = [  # literal, for type checkers and linters; the same names as _HOMES
     "load_static",
     "locate",
     "parse_marked",
+    "same_sense",
 ]
 
 

@@ -54,6 +54,7 @@ try:  # Ctrl-C while the command modules import is the same one line
         neighbors,
         probe,
         rank,
+        same_sense,
         senses,
         serve,
         static,

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from contextlens.core.choices import check_precision, check_runtime
 from contextlens.core.model_facts import ModelFacts, model_facts
@@ -265,3 +266,12 @@ def rich_bar(what: str, total: int) -> Iterator[Callable[[int, int], None]]:
     with Progress(console=err_console, transient=True, disable=not err_console.is_terminal) as bar:
         task = bar.add_task(what, total=total)
         yield lambda done, _total: bar.update(task, completed=done)
+
+
+def print_model_kind(name: str) -> None:
+    """One dim line saying what the model is (a sentence-similarity fine-tune, a decoder), where known."""
+    from contextlens.core.model_kinds import model_kind
+
+    kind = model_kind(name)
+    if kind is not None:
+        console.print(f"[dim]{escape(kind.summary)}[/dim]")

@@ -28,6 +28,7 @@ from contextlens.cli.common import (
     figures_after,
     fmt,
     print_json,
+    print_model_kind,
     static_option,
 )
 from contextlens.core import arguments
@@ -72,36 +73,59 @@ def compare_cmd(
 
 
 def render_comparison(result: Comparison) -> None:
-    """Sentences, then one row per layer with a bar, then the two static baselines."""
+    """Sentences, then one row per layer with its random-word baseline and a bar, then the two
+    static baselines, then what the numbers mean for these sentences."""
     for i, (o, toks) in enumerate(zip(result.occurrences, result.target_tokens, strict=True), 1):
         cut = "  [yellow](cut to a window around the target)[/yellow]" if result.truncated[i - 1] else ""
         console.print(f"[bold]{i}.[/bold] {escape(o.marked())}  [dim]tokens: {escape(' '.join(toks))}[/dim]{cut}")
+    print_model_kind(result.model)
     many = result.n > 2
     table = Table(title=f"{result.model}: cosine of the target's hidden states", title_justify="left")
     table.add_column("layer", justify="right")
     table.add_column("mean pairwise cosine" if many else "cosine", justify="right")
     if many:
         table.add_column("lowest pair", justify="right")
+    with_base = result.baseline is not None
+    if with_base:
+        table.add_column("random", justify="right")
+        table.add_column("pct", justify="right")
+        table.add_column("− random", justify="right")
     table.add_column("", no_wrap=True)
     worst = result.most_divergent_layer
-    for layer, cos, low in zip(result.layers, result.layer_cosines, result.lowest_pair_cosines, strict=True):
-        cells = [str(layer), fmt(cos)] + ([fmt(low)] if many else []) + [_bar(cos)]
-        table.add_row(*cells, style="bold red" if layer == worst else None)
+    rows = zip(
+        result.layers,
+        result.layer_cosines,
+        result.lowest_pair_cosines,
+        result.lowest_pairs,
+        result.layer_baselines(),
+        strict=True,
+    )
+    for layer, cos, low, pair, base in rows:
+        cells = [str(layer), fmt(cos)] + ([f"{fmt(low)} {pair[0]}–{pair[1]}"] if many else [])
+        if base is not None:
+            cells += [f"{base['mean']:.2f}", f"{base['percentile']:.0f}", f"{base['adjusted']:+.2f}"]
+        mark = None if base is None else base["mean"]
+        table.add_row(*cells, _bar(cos, 12 if many else 20, mark), style="bold red" if layer == worst else None)
     table.add_section()
+    blanks = [""] * ((1 if many else 0) + (3 if with_base else 0))
     if result.static_cosine is not None:
         cells = ["static", fmt(result.static_cosine)]
-        table.add_row(*cells, *([""] if many else []), _bar(result.static_cosine), style="blue")
+        table.add_row(*cells, *blanks, _bar(result.static_cosine, 12 if many else 20), style="blue")
     cells = ["input row", fmt(result.input_row_cosine)]
-    table.add_row(*cells, *([""] if many else []), _bar(result.input_row_cosine), style="green")
+    table.add_row(*cells, *blanks, _bar(result.input_row_cosine, 12 if many else 20), style="green")
     console.print(table)
-    same = f"static vector ({result.static_model}) and input row are" if result.static_model else "input row is"
-    console.print(
-        f"most divergent layer: [bold red]{worst}[/bold red] (cosine {fmt(result.most_divergent_cosine)}); "
-        f"{same} the same in every sentence"
-    )
+    console.print(f"most divergent layer: [bold red]{worst}[/bold red] (cosine {fmt(result.most_divergent_cosine)})")
+    for note in result.notes():
+        console.print(f"[dim]{escape(note)}[/dim]")
+    if result.baseline is not None:
+        console.print(f"[dim]{escape(result.baseline.describe())}; ┃ in a bar marks the random mean[/dim]")
 
 
-def _bar(cosine: float, width: int = 20) -> str:
-    """A text bar for a cosine in [0, 1] (negative cosines draw no bar)."""
-    filled = max(0, round(cosine * width))
-    return "█" * filled + "·" * (width - filled)
+def _bar(cosine: float, width: int = 20, mark: float | None = None) -> str:
+    """A text bar for a cosine in [0, 1] (negative cosines draw no bar); ``mark`` (the random-word
+    baseline mean) is drawn as ┃ at its place."""
+    filled = max(0, min(width, round(cosine * width)))
+    cells = ["█"] * filled + ["·"] * (width - filled)
+    if mark is not None:
+        cells[max(0, min(width - 1, round(mark * width)))] = "┃"
+    return "".join(cells)

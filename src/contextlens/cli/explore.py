@@ -85,9 +85,13 @@ def explore_cmd(
             for k, lay in enumerate(labelled[0].layers):
                 per_layer.add_row(str(lay), *[f"{w.gaps[k]:+.3f} ({w.p_values[k]:.3f})" for w in labelled])
             console.print(per_layer)
+        for w in result.words:
+            if w.no_gap_reason:
+                console.print(f"[dim]{escape(w.word)}: no gap: {escape(w.no_gap_reason)}[/dim]")
         console.print(
             f"spread = 1 − mean pairwise cosine; p: one-sided permutation test, {result.permutations} shuffles of the "
-            f"sense labels, seed {result.seed}"
+            f"sense labels, seed {result.seed} (the smallest possible p is 1/{result.permutations + 1} = "
+            f"{result.p_floor:.4f})"
         )
         if matrices:
             for w in result.words:

@@ -29,6 +29,7 @@ from contextlens.cli.common import (
     figures_after,
     fmt,
     print_json,
+    print_model_kind,
     static_option,
 )
 
@@ -89,6 +90,7 @@ def rank_cmd(
         console.print(table)
         console.print("static / contextual: cosine; rank 1 = most similar; move = static rank − contextual rank")
         console.print(f"template: {escape(repr(result.template))}")
+        print_model_kind(result.model)
         console.print(
             f"inversions (discordant pairs of pairs): [bold]{result.inversions}[/bold] of {result.pairs_compared}; "
             f"Kendall τ-b = [bold]{result.kendall_tau:.4f}[/bold]"

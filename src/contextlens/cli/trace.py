@@ -26,6 +26,7 @@ from contextlens.cli.common import (
     fmt,
     note,
     print_json,
+    print_model_kind,
     window_note,
 )
 from contextlens.cli.params import as_flags
@@ -78,6 +79,7 @@ def trace_cmd(
             print_json(result.to_dict() if share is None else {**result.to_dict(), "input_row_share": share.to_dict()})
             return
         console.print(f"[bold]{escape(result.occurrence.marked())}[/bold] — {result.model}")
+        print_model_kind(result.model)
         if result.window is not None:
             console.print(window_note(result.occurrence.text, result.window))
         toks = Table(title="1-3. tokens, ids and input rows (the static embedding table)")

@@ -42,13 +42,23 @@ class ModelFacts:
         return real
 
     def check_attention(self, layer: int, head: int | None = None) -> None:
-        """Attention layers are blocks 1..L and heads 0..H-1 (the same words as the analysis says)."""
-        if not 1 <= layer <= self.num_layers:
-            raise InputError(
-                f"attention layer {layer} is out of range for {self.name}: it has attention layers 1..{self.num_layers}"
-            )
+        """Attention layers are blocks 1..L (negative counts from the top, as for hidden states) and
+        heads 0..H-1 (the same words as the analysis says)."""
+        attention_layer(layer, self.num_layers, self.name)
         if head is not None and not 0 <= head < self.num_heads:
             raise InputError(f"head {head} is out of range for {self.name}: it has heads 0..{self.num_heads - 1}")
+
+
+def attention_layer(layer: int, num_layers: int, name: str) -> int:
+    """The attention block 1..L that ``layer`` names: itself, or counted from the top when negative
+    (-1 = L, the last block, as ``--layer -1`` means the last hidden state elsewhere)."""
+    real = num_layers + 1 + layer if layer < 0 else layer
+    if not 1 <= real <= num_layers:
+        raise InputError(
+            f"attention layer {layer} is out of range for {name}: it has attention layers 1..{num_layers} "
+            f"(or -1..-{num_layers} from the top)"
+        )
+    return real
 
 
 def model_facts(name_or_path: str) -> ModelFacts | None:

@@ -139,8 +139,16 @@ _CONTEXTUALITY_PANELS = (
     ("anisotropy", None, "anisotropy baseline\n(mean cosine of random words)"),
     ("self_similarity", "self_similarity_adjusted", "self-similarity"),
     ("intra_sentence", "intra_sentence_adjusted", "intra-sentence similarity"),
-    ("mev", "mev_adjusted", "maximum explainable variance"),
+    ("mev", "mev_adjusted", "maximum explainable variance\n(uncentred; dash-dot: centred, the paper's)"),
 )
+
+# The published BERT-base curves drawn beside ours (analyses/benchmarks/published.py), per panel.
+_PUBLISHED_CURVES = {
+    "anisotropy": "bert_baseline",
+    "self_similarity": "bert_self_similarity",
+    "intra_sentence": "bert_intra_sentence",
+    "mev": "bert_mev_centred",
+}
 
 
 def contextuality_figure(results: Sequence[BenchmarkResult]) -> plt.Figure:
@@ -159,6 +167,15 @@ def contextuality_figure(results: Sequence[BenchmarkResult]) -> plt.Figure:
             if adjusted:
                 _, adj = _layer_curve(result, metric=adjusted)
                 ax.plot(depth, adj, marker="o", ms=3, lw=1.4, ls="--", color=color, label=f"{result.model} adjusted")
+            if raw == "mev" and any(r.get("metric") == "mev_centred" for r in result.rows):
+                _, centred = _layer_curve(result, metric="mev_centred")
+                ax.plot(depth, centred, marker="s", ms=3, lw=1.4, ls="-.", color=color, label=f"{result.model} centred")
+    published = results[0].meta.get("published") if results else None
+    if published:
+        for ax, (raw, _, _) in zip(axes.flat, _CONTEXTUALITY_PANELS, strict=True):
+            points = [(r["layer"] / 12, r[_PUBLISHED_CURVES[raw]]) for r in published["rows"]]
+            points = [(x, y) for x, y in points if y is not None]
+            ax.plot(*zip(*points, strict=True), "k:", marker="x", ms=5, lw=1, label="BERT-base, published")
     findings = results[0].meta.get("paper_findings", {}) if results else {}
     for ax, (raw, _, title) in zip(axes.flat, _CONTEXTUALITY_PANELS, strict=True):
         if raw == "mev" and results:

@@ -58,6 +58,9 @@ REGISTRY: dict[str, FigureMakers] = {
     ),
     "contextlens.analyses.lesson.ranking.Ranking": _makers("lesson_figures:slope_figure", "interactive:slope_figures"),
     "contextlens.analyses.lesson.trace.Trace": _makers("lesson_figures:trace_figure", "interactive:trace_figures"),
+    "contextlens.analyses.lesson.same_sense.SameSenseAnswer": _makers(
+        "lesson_figures:same_sense_figure", "interactive:same_sense_figures"
+    ),
     "contextlens.analyses.corpus.senses.SenseInduction": _makers(
         "corpus_figures:senses_figure", "corpus_figures:senses_html_figures"
     ),

@@ -37,7 +37,8 @@ def divergence_figure(result: Comparison, title: str | None = None, labels: list
     """The lesson's "same start, diverging paths": cosine of the target against layer.
 
     For two sentences one line; for more, one line per pair plus their mean. The static vector
-    and the input row are drawn as flat lines at their (1.0) cosine.
+    and the input row are drawn as flat lines at their cosine; the model's random-word baseline
+    (5th-95th percentile of unrelated words' cosines, and its mean) as a grey band.
     """
     fig, ax = plt.subplots(figsize=(7.5, 4.5))
     layers = result.layers
@@ -67,6 +68,17 @@ def divergence_figure(result: Comparison, title: str | None = None, labels: list
             color = None if label_each else "#9ca3af"
             ax.plot(layers, result.matrices[:, i, j], lw=1, alpha=0.55, color=color, label=label)
         ax.plot(layers, result.layer_cosines, marker="o", lw=2.6, color="#c2410c", label="mean over pairs")
+    bands = result.layer_baselines()
+    if bands and bands[0] is not None:
+        ax.fill_between(
+            layers,
+            [b["p5"] for b in bands],
+            [b["p95"] for b in bands],
+            color="#9ca3af",
+            alpha=0.25,
+            label="random words, 5-95th pct",
+        )
+        ax.plot(layers, [b["mean"] for b in bands], color="#6b7280", ls="--", lw=1.2, label="random words, mean")
     if result.static_cosine is not None:
         ax.axhline(result.static_cosine, color="#1d4ed8", ls="--", lw=1.6, label=f"static ({result.static_model})")
     ax.axhline(result.input_row_cosine, color="#15803d", ls=":", lw=2, label="input row (embedding table)")
@@ -83,7 +95,7 @@ def divergence_figure(result: Comparison, title: str | None = None, labels: list
     ax.set_xlabel("layer (0 = embedding output)")
     ax.set_ylabel("cosine similarity")
     ax.set_xticks(layers)
-    low = min(min(result.layer_cosines), float(result.matrices.min()))
+    low = min(min(result.layer_cosines), float(result.matrices.min()), *[b["p5"] for b in bands if b is not None])
     ax.set_ylim(max(-1.0, low - 0.1), 1.05)
     ax.grid(alpha=0.3)
     ax.legend(loc="lower left", fontsize=8)

@@ -24,6 +24,7 @@ from contextlens.analyses.lesson.divergence import Comparison
 from contextlens.analyses.lesson.polysemy import Exploration, WordExploration
 from contextlens.analyses.lesson.probe import ProbeResult
 from contextlens.analyses.lesson.ranking import Ranking
+from contextlens.analyses.lesson.same_sense import SameSenseAnswer
 from contextlens.analyses.lesson.trace import Trace
 from contextlens.analyses.representations.cka import CkaResult
 from contextlens.analyses.search.cost import CostReport
@@ -113,6 +114,25 @@ def write_page(figures: Sequence[go.Figure], path: Path | str, title: str) -> Pa
 def divergence_figures(result: Comparison) -> list[go.Figure]:
     """Interactive version of the divergence figure: cosine of the target against layer."""
     fig = go.Figure()
+    bands = result.layer_baselines()
+    if bands and bands[0] is not None:
+        fig.add_scatter(x=result.layers, y=[b["p95"] for b in bands], mode="lines", line={"width": 0}, showlegend=False)
+        fig.add_scatter(
+            x=result.layers,
+            y=[b["p5"] for b in bands],
+            mode="lines",
+            line={"width": 0},
+            fill="tonexty",
+            fillcolor="rgba(156,163,175,0.3)",
+            name="random words, 5-95th pct",
+        )
+        fig.add_scatter(
+            x=result.layers,
+            y=[b["mean"] for b in bands],
+            mode="lines",
+            line={"color": "#6b7280", "dash": "dash", "width": 1},
+            name="random words, mean",
+        )
     if result.n == 2:
         fig.add_scatter(
             x=result.layers,
@@ -165,9 +185,37 @@ def divergence_figures(result: Comparison) -> list[go.Figure]:
     return [fig]
 
 
+def same_sense_figures(answer: SameSenseAnswer) -> list[go.Figure]:
+    """Interactive reliability diagram of the same-sense rule on the test pairs, with this pair's P(same)."""
+    rule, bins = answer.rule, answer.rule.reliability
+    fig = go.Figure()
+    fig.add_bar(
+        x=[(b["low"] + b["high"]) / 2 for b in bins],
+        y=[b["share_same"] for b in bins],
+        width=[0.9 * (b["high"] - b["low"]) for b in bins],
+        text=[str(b["pairs"]) for b in bins],
+        name="share same sense (test pairs; count on the bar)",
+        marker_color="#c7d2fe",
+    )
+    fig.add_scatter(x=[0, 1], y=[0, 1], mode="lines", line={"dash": "dot", "color": "#9ca3af"}, name="calibrated")
+    fig.add_vline(x=answer.probability, line_color=COLOURS[0], annotation_text=f"this pair {answer.probability:.2f}")
+    fig.update_layout(
+        **LAYOUT,
+        title=plain(
+            f"same-sense rule — {rule.model}, layer {rule.layer}: test accuracy {rule.test_accuracy:.3f} "
+            f"(chance {rule.chance:.3f}), ECE {rule.test_ece:.3f}"
+        ),
+        height=420,
+        xaxis={"title": "P(same sense), logistic fit on dev pairs", "range": [0, 1]},
+        yaxis={"title": "share of test pairs that are the same sense", "range": [0, 1.05]},
+    )
+    return [fig]
+
+
 def explore_figures(result: Exploration) -> list[go.Figure]:
     """Per word a heatmap and a PCA scatter; then the separation gap per layer for all words."""
-    figs = [_word_figure(w) for w in result.words]
+    low = result.colour_floor  # one colour scale for every word
+    figs = [_word_figure(w, low) for w in result.words]
     gap = go.Figure()
     for i, w in enumerate(result.words):
         if w.gaps is None:
@@ -185,14 +233,15 @@ def explore_figures(result: Exploration) -> list[go.Figure]:
     gap.update_layout(
         **LAYOUT,
         height=420,
-        title=f"Separation gap per layer (permutation test, {result.permutations} shuffles; p in the hover)",
+        title=f"Separation gap per layer (permutation test, {result.permutations} shuffles, smallest possible p "
+        f"{result.p_floor:.4f}; p in the hover)",
         xaxis_title="layer (0 = embedding output)",
         yaxis_title="same-sense − cross-sense cosine",
     )
     return figs + [gap]
 
 
-def _word_figure(w: WordExploration) -> go.Figure:
+def _word_figure(w: WordExploration, low: float) -> go.Figure:
     labels = [plain(f"{i}. {s or ''}") for i, s in enumerate(w.senses, 1)]
     texts = [plain(textwrap.shorten(o.marked(), 70, placeholder="…")) for o in w.occurrences]
     fig = make_subplots(
@@ -212,6 +261,7 @@ def _word_figure(w: WordExploration) -> go.Figure:
             x=labels,
             y=labels,
             colorscale="Viridis",
+            zmin=low,
             zmax=1.0,
             text=hover,
             hoverinfo="text",

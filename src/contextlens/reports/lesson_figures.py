@@ -18,6 +18,7 @@ from contextlens.analyses.lesson.attention import AttentionResult  # noqa: E402
 from contextlens.analyses.lesson.polysemy import Exploration, WordExploration  # noqa: E402
 from contextlens.analyses.lesson.probe import ProbeResult  # noqa: E402
 from contextlens.analyses.lesson.ranking import Ranking  # noqa: E402
+from contextlens.analyses.lesson.same_sense import SameSenseAnswer  # noqa: E402
 from contextlens.analyses.lesson.trace import Trace  # noqa: E402
 
 SENSE_COLOURS = ["#c2410c", "#1d4ed8", "#15803d", "#7c3aed", "#0e7490", "#be123c", "#a16207"]
@@ -42,8 +43,9 @@ def explore_figure(result: Exploration) -> plt.Figure:
     words = result.words
     fig = plt.figure(figsize=(14, 5.2 * len(words) + 4.5))
     grid = fig.add_gridspec(len(words) + 1, 2, width_ratios=[1.35, 1], height_ratios=[5.2] * len(words) + [4.2])
+    low = result.colour_floor  # one colour scale for every word, so spreads compare by eye
     for row, w in enumerate(words):
-        _heatmap(fig.add_subplot(grid[row, 0]), w)
+        _heatmap(fig.add_subplot(grid[row, 0]), w, low)
         _pca(fig.add_subplot(grid[row, 1]), w)
     _gap_lines(fig.add_subplot(grid[len(words), :]), result)
     fig.suptitle(
@@ -53,10 +55,9 @@ def explore_figure(result: Exploration) -> plt.Figure:
     return fig
 
 
-def _heatmap(ax: plt.Axes, w: WordExploration) -> None:
+def _heatmap(ax: plt.Axes, w: WordExploration, low: float) -> None:
     m = w.matrix
-    low = float(m[~np.eye(len(m), dtype=bool)].min())
-    im = ax.imshow(m, cmap="viridis", vmin=np.floor(low * 10) / 10, vmax=1.0)
+    im = ax.imshow(m, cmap="viridis", vmin=low, vmax=1.0)
     labels = sentence_labels(w)
     ax.set_yticks(range(len(labels)), labels, fontsize=7)
     ax.set_xticks(range(len(labels)), [str(i) for i in range(1, len(labels) + 1)], fontsize=7)
@@ -118,7 +119,10 @@ def _gap_lines(ax: plt.Axes, result: Exploration) -> None:
     ax.set_xlabel("layer (0 = embedding output)")
     ax.set_ylabel("same-sense − cross-sense cosine")
     title = "Separation gap per layer (open circle: permutation p < 0.05"
-    ax.set_title(f"{title}, {result.permutations} shuffles)" if drawn else "No labelled senses: no separation gap")
+    reasons = sorted({w.no_gap_reason for w in result.words if w.no_gap_reason})
+    missing = "No separation gap: " + "; ".join(reasons) if reasons else "No separation gap"
+    shuffles = f"{result.permutations} shuffles, smallest possible p {result.p_floor:.4f})"
+    ax.set_title(f"{title}, {shuffles}" if drawn else textwrap.fill(missing, 70), fontsize=10)
     if drawn:
         ax.legend(fontsize=8, ncol=min(5, len(result.words)))
         ax.set_xticks(result.words[0].layers)
@@ -295,4 +299,38 @@ def trace_figure(result: Trace) -> plt.Figure:
     plt.colorbar(im, ax=right, fraction=0.04, pad=0.02)
     fig.suptitle(f"Trace of {result.occurrence.marked()!r} — {result.model}", fontsize=12)
     fig.tight_layout()
+    return fig
+
+
+def same_sense_figure(answer: SameSenseAnswer) -> plt.Figure:
+    """The rule's reliability diagram on the held-out test pairs (share that really is the same
+    sense against P(same), per bin; the diagonal is perfect calibration), with this pair's P(same)."""
+    rule = answer.rule
+    fig, ax = plt.subplots(figsize=(6.5, 5))
+    bins = rule.reliability
+    ax.plot([0, 1], [0, 1], color="#9ca3af", ls=":", lw=1.2, label="perfect calibration")
+    ax.bar(
+        [(b["low"] + b["high"]) / 2 for b in bins],
+        [b["share_same"] for b in bins],
+        width=[0.9 * (b["high"] - b["low"]) for b in bins],
+        color="#c7d2fe",
+        edgecolor="#4338ca",
+        label="share same sense (test pairs)",
+    )
+    ax.plot([b["mean_probability"] for b in bins], [b["share_same"] for b in bins], "o-", color="#4338ca", lw=1.4)
+    for b in bins:
+        ax.annotate(str(b["pairs"]), ((b["low"] + b["high"]) / 2, b["share_same"]), textcoords="offset points",
+                    xytext=(0, 4), ha="center", fontsize=7)  # fmt: skip
+    ax.axvline(answer.probability, color="#c2410c", lw=2, label=f"this pair: P(same) = {answer.probability:.2f}")
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1.05)
+    ax.set_xlabel("P(same sense), logistic fit on dev pairs")
+    ax.set_ylabel("share of test pairs that are the same sense")
+    ax.set_title(
+        f"same-sense rule — {rule.model}, layer {rule.layer}: test accuracy {rule.test_accuracy:.3f} "
+        f"(chance {rule.chance:.3f}), ECE {rule.test_ece:.3f}",
+        fontsize=9,
+    )
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, loc="upper left")
     return fig

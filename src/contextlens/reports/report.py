@@ -10,6 +10,7 @@ from pathlib import Path
 
 import plotly.graph_objects as go
 
+from contextlens.analyses.lesson.divergence import Comparison
 from contextlens.analyses.lesson.run import Lesson
 from contextlens.core import atomic_files
 from contextlens.reports import interactive as ix
@@ -24,6 +25,27 @@ class Section:
     table: list[list[str]] | None = None  # first row is the header
 
 
+def _other_model(name: str) -> str:
+    """A shipped encoder other than ``name``, for the report's cross-model example (the mpnet
+    report used to suggest comparing mpnet with itself)."""
+    return "minilm" if name == "mpnet" else "mpnet"
+
+
+def _baseline_numbers(w: Comparison) -> str:
+    """The last layer's cosine beside the model's random-word baseline, and what the model is."""
+    bases = w.layer_baselines()
+    out = ""
+    if bases and bases[-1] is not None:
+        b = bases[-1]
+        out += (
+            f" Unrelated words at layer {w.layers[-1]} average {b['mean']:.3f} (random-word baseline); "
+            f"{w.layer_cosines[-1]:.3f} is above {b['percentile']:.1f}% of them."
+        )
+    if w.model_kind is not None:
+        out += f" {w.model_kind.line}."
+    return out
+
+
 def lesson_sections(lesson: Lesson) -> list[Section]:
     """One section per experiment, in the lesson's order."""
     w, e, r, a, p, t = (
@@ -35,6 +57,7 @@ def lesson_sections(lesson: Lesson) -> list[Section]:
         lesson.trace,
     )
     last = t.layers[-1]
+    first_special = next((tok for m in a.maps for tok, sp in zip(m.tokens, m.special, strict=True) if sp), None)
     return [
         Section(
             "1. Worked example: “bank” in two sentences",
@@ -42,7 +65,7 @@ def lesson_sections(lesson: Lesson) -> list[Section]:
             "hidden states start close and drift apart layer by layer as attention mixes in the context.",
             f"static cosine {w.static_cosine:.3f}, input-row cosine {w.input_row_cosine:.3f}, hidden-state cosine "
             f"{w.layer_cosines[0]:.3f} at layer 0 and {w.layer_cosines[-1]:.3f} at layer {w.layers[-1]}; "
-            f"most divergent layer {w.most_divergent_layer}.",
+            f"most divergent layer {w.most_divergent_layer}." + _baseline_numbers(w),
             ix.divergence_figures(w),
         ),
         Section(
@@ -50,7 +73,8 @@ def lesson_sections(lesson: Lesson) -> list[Section]:
             "Each word appears in four sentences for each of three senses; the heatmap shows the pairwise cosine of "
             "its hidden states, the PCA shows whether the senses form groups, and the separation gap (same-sense minus "
             "cross-sense cosine) is tested against shuffled sense labels, because one pair of sentences can mislead.",
-            f"layer {e.layer}, {e.permutations} label shuffles (seed {e.seed}); spread = 1 − mean pairwise cosine.",
+            f"layer {e.layer}, {e.permutations} label shuffles (seed {e.seed}; the smallest possible p is "
+            f"{e.p_floor:.4f}); spread = 1 − mean pairwise cosine.",
             ix.explore_figures(e),
             [["word", "spread", "gap", "p-value"]]
             + [[x.word, f"{x.spread:.3f}", _num(x.gap, "+.3f"), _num(x.p_value, ".4f")] for x in e.words],
@@ -68,7 +92,8 @@ def lesson_sections(lesson: Lesson) -> list[Section]:
         Section(
             "4. Attention attribution",
             "Which tokens “bank” attends to in each layer (the mean over heads), and the full token × token pattern of "
-            f"the seed's close-up, layer {a.layer} head {a.head}; [CLS] often absorbs most of it.",
+            f"the seed's close-up, layer {a.layer} head {a.head}"
+            + (f"; the special token {first_special} often absorbs most of it." if first_special else "."),
             "; ".join(
                 f"{m.occurrence.marked()}: top at layer {a.layer} (head mean) "
                 + ", ".join(f"{tok} {wt:.2f}" for tok, wt in m.top(a.layer))
@@ -168,7 +193,8 @@ def _cka_section(lesson: Lesson) -> Section:
         f"1 for the same geometry up to rotation and scale. Here every layer of {k.model_a} against every other "
         "layer of itself, so the diagonal is 1 and the blocks show which layers change the picture. Across two models "
         "a raw cosine means nothing (their hidden states live in different spaces, so contextlens refuses it), but "
-        f"CKA still compares them: `contextlens cka --model mpnet --other {k.model_a}` gives the cross-model view.",
+        f"CKA still compares them: `contextlens cka --model {k.model_a} --other {_other_model(k.model_a)}` gives the "
+        "cross-model view.",
         f"{k.tokens:,} tokens of {k.aligned_texts} built-in sentences; CKA of layer {first} with layer {last} "
         f"{k.matrix[0, -1]:.3f}, of adjacent layers at least {adjacent:.3f}.",
         ix.cka_figures(k),

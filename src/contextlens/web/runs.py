@@ -46,6 +46,14 @@ class CompareRequest(Request):
     static: str = "glove-50d"
 
 
+class SameSenseRequest(Request):
+    sentences: list[Text] = Field(min_length=2, max_length=2, description="Two uses of one word, in [brackets].")
+    word: str | None = Field(None, max_length=100)
+    occurrence: int = Field(0, ge=-MAX_SENTENCES, le=MAX_TEXT)
+    layer: str = Field("auto", max_length=8, description="auto (eval wic's dev-picked layer) or a layer number.")
+    quick: bool = Field(False, description="Tune on the small benchmark subset (tests only).")
+
+
 class ExploreRequest(Request):
     words: list[Word] = Field(default_factory=list, max_length=MAX_WORDS, description="Empty: every built-in word.")
     layer: int = Field(-1, ge=-MAX_LAYER, le=MAX_LAYER)
@@ -143,6 +151,13 @@ def run_compare(req: CompareRequest, model: ContextualModel | str, _: dict[str, 
     return compare(occs, as_contextual(model), served_static(req.static, True), pooling=req.pooling)
 
 
+def run_same_sense(req: SameSenseRequest, model: ContextualModel | str, _: dict[str, str]):
+    from contextlens.analyses.lesson.same_sense import same_sense
+
+    a, b = locate_all(req.sentences, req.word, req.occurrence)
+    return same_sense(a, b, as_contextual(model), req.layer, "quick" if req.quick else "full")
+
+
 def run_explore(req: ExploreRequest, model: ContextualModel | str, _: dict[str, str]):
     from contextlens.analyses.lesson.polysemy import explore
 
@@ -208,6 +223,13 @@ PAGES: dict[str, Page] = {
     for p in (
         Page(
             "compare", "Compare a word across sentences", CompareRequest, run_compare, _LESSON + "divergence.Comparison"
+        ),
+        Page(
+            "same-sense",
+            "Same sense or not? (the rule eval wic tunes)",
+            SameSenseRequest,
+            run_same_sense,
+            _LESSON + "same_sense.SameSenseAnswer",
         ),
         Page("explore", "Polysemy explorer", ExploreRequest, run_explore, _LESSON + "polysemy.Exploration"),
         Page(

@@ -23,6 +23,7 @@ import numpy as np
 from contextlens.core.backend import REFERENCE, Backend
 from contextlens.core.contextual_models import ContextualModel, as_contextual
 from contextlens.core.jsonable import plain_json
+from contextlens.core.model_facts import attention_layer
 from contextlens.core.occurrences import Occurrence
 from contextlens.errors import InputError
 
@@ -126,14 +127,13 @@ def check_top_k(top_k: int) -> None:
         raise InputError(f"`top_k` must be at least 1, got {top_k}")
 
 
-def check_layer_head(model: ContextualModel, layer: int, head: int) -> None:
-    """Attention layers are 1..L and heads 0..H-1; anything else is a user error."""
-    if not 1 <= layer <= model.num_layers:
-        raise InputError(
-            f"attention layer {layer} is out of range for {model.name}: it has attention layers 1..{model.num_layers}"
-        )
+def check_layer_head(model: ContextualModel, layer: int, head: int) -> int:
+    """Attention layers are 1..L (negative from the top) and heads 0..H-1; anything else is a
+    user error. Returns the block 1..L."""
+    real = attention_layer(layer, model.num_layers, model.name)
     if not 0 <= head < model.num_heads:
         raise InputError(f"head {head} is out of range for {model.name}: it has heads 0..{model.num_heads - 1}")
+    return real
 
 
 def rollout(attentions: np.ndarray) -> np.ndarray:
@@ -178,7 +178,7 @@ def attend(
     if not occurrences:
         raise InputError("no sentences given; pass one or two sentences like 'The river [bank] flooded.'")
     check_top_k(top_k)
-    check_layer_head(model, layer, head)
+    layer = check_layer_head(model, layer, head)
     if through is not None and not layer <= through <= model.num_layers:
         raise InputError(f"through={through} must lie between the close-up layer {layer} and {model.num_layers}")
     maps = [_attention_map(o, model, exclude_special, through) for o in occurrences]

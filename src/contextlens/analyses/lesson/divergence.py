@@ -3,6 +3,11 @@
 The lesson's worked example: "bank" in two sentences starts from the same input row (cosine
 exactly 1.0, as does the static vector) and its hidden states diverge as context is mixed in.
 For three or more sentences the per-layer result is a pairwise cosine matrix.
+
+Each cosine comes with the model's random-word baseline at that layer
+(analyses/benchmarks/word_baseline.py): its mean, the cosine's percentile among random pairs of
+different words, and the anisotropy-adjusted value (cosine - baseline mean, Ethayarajh 2019),
+because 0.6 is high in one layer of one model and ordinary in another.
 """
 
 from __future__ import annotations
@@ -12,16 +17,19 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from contextlens.analyses.benchmarks.word_baseline import CosineBaseline, random_word_baseline
 from contextlens.analyses.lesson.sense_gap import same_and_cross
 from contextlens.core import arguments
 from contextlens.core.backend import REFERENCE, Backend
 from contextlens.core.contextual_models import ContextualModel, as_contextual
 from contextlens.core.extraction import OccurrenceEncoding, Pooling
 from contextlens.core.jsonable import plain_json
+from contextlens.core.model_kinds import ModelKind, model_kind
 from contextlens.core.occurrences import Occurrence
 from contextlens.core.resources import DEFAULT_CONTEXTUAL
 from contextlens.core.similarity import cosine_matrix
 from contextlens.core.static_models import StaticModel, as_static
+from contextlens.core.wordnet import WordNetNotInstalledError
 from contextlens.errors import InputError
 
 
@@ -40,6 +48,15 @@ class Comparison:
     truncated: list[bool]
     pooling: str = "mean"
     backend: Backend = REFERENCE  # the model's precision and runtime (core/backend.py)
+    target_positions: list[list[int]] | None = None  # token positions of each target
+    baseline: CosineBaseline | None = field(default=None, repr=False)  # random-word cosines
+    baseline_missing: str | None = None  # why there is no baseline (WordNet not installed)
+    left_context_only: bool = False  # a decoder: each target sees only the words to its left
+
+    @property
+    def model_kind(self) -> ModelKind | None:
+        """What the model is (a sentence-similarity fine-tune, a decoder), when contextlens knows."""
+        return model_kind(self.model)
 
     @property
     def n(self) -> int:
@@ -78,6 +95,98 @@ class Comparison:
         """Per layer, the cosine of the least alike pair of sentences."""
         return [float(m.min()) for m in self.matrices]
 
+    @property
+    def lowest_pairs(self) -> list[tuple[int, int]]:
+        """Per layer, which pair of sentences (1-based, as printed) is the least alike."""
+        iu = np.triu_indices(self.n, k=1)
+        return [(int(iu[0][k]) + 1, int(iu[1][k]) + 1) for k in (int(np.argmin(m[iu])) for m in self.matrices)]
+
+    @property
+    def same_word(self) -> bool:
+        """Whether every target is the same word (case aside): only then are the static vectors equal."""
+        return len({o.word.lower() for o in self.occurrences}) == 1
+
+    @property
+    def same_input_row(self) -> bool:
+        """Whether every target has the same tokens, hence the same input-embedding rows."""
+        return self.input_row_cosine >= 1.0 - 1e-6 and float(self.input_row_matrix.min()) >= 1.0 - 1e-6
+
+    @property
+    def same_static(self) -> bool | None:
+        if self.static_matrix is None:
+            return None
+        return float(self.static_matrix.min()) >= 1.0 - 1e-6
+
+    def layer_baselines(self) -> list[dict[str, float] | None]:
+        """Per layer: the random-word baseline (mean, std, p5, p50, p95), the cosine's percentile
+        in it and cosine - mean; None per layer when there is no baseline."""
+        if self.baseline is None:
+            return [None] * len(self.layers)
+        out = []
+        for layer, cos in zip(self.layers, self.layer_cosines, strict=True):
+            b = self.baseline.layer(layer)
+            out.append(
+                {
+                    "mean": b.mean,
+                    "std": b.std,
+                    "p5": b.p5,
+                    "p50": b.p50,
+                    "p95": b.p95,
+                    "percentile": self.baseline.percentile(layer, cos),
+                    "adjusted": cos - b.mean,
+                }
+            )
+        return out
+
+    def notes(self) -> list[str]:
+        """What the numbers under the table mean for these sentences (never a fixed sentence that
+        the numbers contradict)."""
+        out = []
+        words = ", ".join(dict.fromkeys(o.word for o in self.occurrences))
+        if self.same_input_row and self.same_static is not False:
+            what = f"static vector ({self.static_model}) and input row are" if self.static_model else "input row is"
+            out.append(f"{what} the same in every sentence (one fixed row per word), so their cosine is 1.0")
+        else:
+            parts = []
+            if self.same_static is False:
+                parts.append(f"static vectors ({self.static_model})")
+            if not self.same_input_row:
+                parts.append("input rows")
+            reason = "the targets' tokens differ" if self.same_word else f"the targets are different words ({words})"
+            out.append(f"{' and '.join(parts)} differ: {reason}, so the paths start apart")
+        if 0 in self.layers and self.same_input_row:
+            cos0 = self.layer_cosines[self.layers.index(0)]
+            if cos0 < 1.0 - 5e-5:
+                where = ""
+                if self.target_positions is not None:
+                    starts = sorted({p[0] for p in self.target_positions if p})
+                    if len(starts) > 1:
+                        where = f" (the target sits at token positions {', '.join(str(s) for s in starts)})"
+                out.append(
+                    f"layer 0 is {cos0:.4f}, not 1.0: it is the embedding layer's output, the input row plus a "
+                    f"position embedding{where}, layer-normalised, before any attention"
+                )
+        if self.left_context_only:
+            seen = "; ".join(
+                f"{i}: {o.text[: o.start].strip()!r}" if o.text[: o.start].strip() else f"{i}: nothing"
+                for i, o in enumerate(self.occurrences, 1)
+            )
+            out.append(
+                f"{self.model} is a decoder: each target sees only the words to its left ({seen}); "
+                "words after it that decide the sense are invisible to it"
+            )
+        if self.n > 2:
+            out.append("lowest pair: the least alike pair of sentences at that layer, numbered as above")
+        if self.baseline is not None:
+            out.append(
+                "random: mean cosine of random pairs of different words in unrelated sentences at that layer; "
+                "pct: the share of those pairs at or below this cosine; − random: cosine minus that mean"
+                + (" (the mean pairwise cosine, placed among single pairs)" if self.n > 2 else "")
+            )
+        elif self.baseline_missing:
+            out.append(f"no random-word baseline: {self.baseline_missing}")
+        return out
+
     @plain_json
     def to_dict(self) -> dict[str, object]:
         out: dict[str, object] = {
@@ -90,12 +199,35 @@ class Comparison:
                 for o, toks, tr in zip(self.occurrences, self.target_tokens, self.truncated, strict=True)
             ],
             "layers": [
-                {"layer": layer, "cosine": cos} | ({"matrix": m.tolist()} if self.n > 2 else {})
-                for layer, cos, m in zip(self.layers, self.layer_cosines, self.matrices, strict=True)
+                {"layer": layer, "cosine": cos}
+                | ({"baseline": base} if base is not None else {})
+                | (
+                    {"matrix": m.tolist(), "lowest_pair": {"sentences": list(pair), "cosine": low}}
+                    if self.n > 2
+                    else {}
+                )
+                for layer, cos, m, base, pair, low in zip(
+                    self.layers,
+                    self.layer_cosines,
+                    self.matrices,
+                    self.layer_baselines(),
+                    self.lowest_pairs,
+                    self.lowest_pair_cosines,
+                    strict=True,
+                )
             ],
             "static_cosine": self.static_cosine,
             "input_row_cosine": self.input_row_cosine,
             "most_divergent_layer": self.most_divergent_layer,
+            "same_static_vector": self.same_static,
+            "same_input_row": self.same_input_row,
+            "model_kind": None if self.model_kind is None else self.model_kind.to_dict(),
+            "baseline": None if self.baseline is None else self.baseline.to_dict(),
+            "baseline_missing": self.baseline_missing,
+            "input_row_percentile": None
+            if self.baseline is None
+            else self.baseline.percentile(None, self.input_row_cosine),
+            "notes": self.notes(),
         }
         if self.n > 2:
             out["static_matrix"] = None if self.static_matrix is None else self.static_matrix.tolist()
@@ -109,13 +241,16 @@ def compare(
     static: StaticModel | str | None = None,
     layers: Sequence[int] | None = None,
     pooling: Pooling = "mean",
+    baseline: bool = True,
 ) -> Comparison:
     """Compare one target across two or more sentences, layer by layer.
 
     Sentences may be given in marker syntax (``"The river [bank] flooded."``) and models by
     name (``"minilm"``, ``"glove-50d"``). Raises :class:`~contextlens.errors.InputError` for fewer
     than two sentences or wrong types and :class:`~contextlens.errors.OutOfVocabularyError` when a
-    target has no static vector.
+    target has no static vector. ``baseline=True`` sets the model's random-word cosine baseline
+    beside each layer (computed once per model, backend and pooling, then read from disk); without
+    WordNet installed the result says why it has none.
     """
     occurrences, model, static = _check_inputs(occurrences, model, static, layers)
     static_matrix = None
@@ -127,6 +262,12 @@ def compare(
     # provenance-checked: hidden states of one model at one layer, input rows with input rows
     matrices = np.stack([cosine_matrix([e.hidden_state(layer) for e in encodings]) for layer in wanted])
     input_rows = cosine_matrix([e.input_row() for e in encodings])
+    base, missing = None, None
+    if baseline:
+        try:
+            base = random_word_baseline(model, pooling)
+        except WordNetNotInstalledError as exc:
+            missing = str(exc)
     return Comparison(
         model=model.name,
         backend=model.backend,
@@ -139,6 +280,10 @@ def compare(
         input_row_matrix=input_rows,
         truncated=[e.truncated for e in encodings],
         pooling=pooling,
+        target_positions=[list(e.tokenized.target_positions) for e in encodings],
+        baseline=base,
+        baseline_missing=missing,
+        left_context_only=bool(getattr(model, "is_decoder", False)),
     )
 
 

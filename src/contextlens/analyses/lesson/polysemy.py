@@ -87,6 +87,18 @@ class WordExploration:
         return self.gaps is not None
 
     @property
+    def no_gap_reason(self) -> str | None:
+        """Why there is no separation gap (None when there is one): said as it is, since
+        sentences labelled one per sense are labelled, yet give no same-sense pair."""
+        if self.gaps is not None:
+            return None
+        if any(s is None for s in self.senses):
+            return "not every sentence has a sense label"
+        if len(set(self.senses)) == len(self.senses):
+            return "one sentence per sense: no same-sense pair to compare (give two or more sentences of a sense)"
+        return "one sense only: no cross-sense pair to compare"
+
+    @property
     def matrix(self) -> np.ndarray:
         return self.matrices[self.layers.index(self.layer)]
 
@@ -125,6 +137,7 @@ class WordExploration:
             "spread": self.spread,
             "gap": self.gap,
             "p_value": self.p_value,
+            "no_gap_reason": self.no_gap_reason,
             "sentences": [
                 {**o.to_dict(), "sense": s, "tokens": t}
                 for o, s, t in zip(self.occurrences, self.senses, self.target_tokens, strict=True)
@@ -158,6 +171,20 @@ class Exploration:
     words: list[WordExploration]
     backend: Backend = REFERENCE  # the model's precision and runtime (core/backend.py)
 
+    @property
+    def p_floor(self) -> float:
+        """The smallest p-value the permutation test can give: 1 / (permutations + 1) (0.005 with
+        the web's 200 shuffles, 0.001 with the CLI's 1,000), said beside every p."""
+        return 1.0 / (self.permutations + 1)
+
+    @property
+    def colour_floor(self) -> float:
+        """The lowest cosine between two different sentences of any word, floored to 0.1: the
+        heatmaps' one colour scale, so that spreads compare by eye across words (a scale per word
+        made spring's 0.49 and bank's 0.24 look alike)."""
+        lows = [float(w.matrix[~np.eye(len(w.matrix), dtype=bool)].min()) for w in self.words]
+        return float(np.floor(min(lows) * 10) / 10)
+
     @plain_json
     def to_dict(self) -> dict[str, object]:
         return {
@@ -167,7 +194,12 @@ class Exploration:
             "source": self.source,
             "spread_definition": "1 - mean off-diagonal cosine",
             "gap_definition": "mean same-sense cosine - mean cross-sense cosine",
-            "permutation_test": {"permutations": self.permutations, "seed": self.seed, "alternative": "greater"},
+            "permutation_test": {
+                "permutations": self.permutations,
+                "seed": self.seed,
+                "alternative": "greater",
+                "smallest_possible_p": self.p_floor,
+            },
             "ranking": [w.word for w in self.words],
             "words": [w.to_dict() for w in self.words],
         }

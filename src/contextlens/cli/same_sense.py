@@ -1,0 +1,99 @@
+"""`contextlens same-sense`: do two uses of a word share a sense? The rule `eval wic` tunes."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich.markup import escape
+
+from contextlens.cli import app
+from contextlens.cli.common import (
+    DEFAULT_MODEL,
+    JsonOpt,
+    ModelOpt,
+    OccurrenceOpt,
+    PlotOpt,
+    PrecisionOpt,
+    RuntimeOpt,
+    ThreadsOpt,
+    WordOpt,
+    check_model,
+    console,
+    contextual_option,
+    figures_after,
+    print_json,
+)
+from contextlens.core.occurrences import locate_all
+from contextlens.errors import InputError
+
+if TYPE_CHECKING:
+    from contextlens.analyses.lesson.same_sense import SameSenseAnswer
+
+
+@app.command("same-sense")
+def same_sense_cmd(
+    sentences: Annotated[list[str], typer.Argument(help="Exactly two sentences, target in \\[brackets].")],
+    model: ModelOpt = DEFAULT_MODEL,
+    layer: Annotated[
+        str, typer.Option("--layer", "-l", help="auto (the layer eval wic picks on dev lemmas) or a layer number.")
+    ] = "auto",
+    quick: Annotated[
+        bool, typer.Option("--quick", help="Tune on the small benchmark subset (seconds; for tests, not for answers).")
+    ] = False,
+    precision: PrecisionOpt = "fp32",
+    runtime: RuntimeOpt = "torch",
+    threads: ThreadsOpt = None,
+    word: WordOpt = None,
+    occurrence: OccurrenceOpt = 0,
+    json_out: JsonOpt = False,
+    plot: PlotOpt = None,
+) -> None:
+    """Same sense or not: the dev-tuned cosine threshold of eval wic, a probability, and the rule's accuracy."""
+    occs = locate_all(sentences, word, occurrence)
+    if len(occs) != 2:
+        raise InputError(f"same-sense compares exactly two sentences, got {len(occs)}")
+    wanted: int | str = "auto"
+    if layer.strip().lower() != "auto":
+        try:
+            wanted = int(layer)
+        except ValueError:
+            raise InputError(f"--layer must be auto or a layer number, got {layer!r}") from None
+    check_model(model, precision, runtime, layers=() if wanted == "auto" else (wanted,))  # type: ignore[arg-type]
+    contextual = contextual_option(model, precision, threads, runtime)
+    from contextlens.analyses.lesson.same_sense import same_sense
+
+    answer = same_sense(occs[0], occs[1], contextual, wanted, "quick" if quick else "full")
+    with figures_after(plot, None, answer, "contextlens same-sense"):
+        if json_out:
+            print_json(answer.to_dict())
+        else:
+            render_answer(answer)
+
+
+def render_answer(answer: SameSenseAnswer) -> None:
+    """The answer first, then how often the rule is right, then the scale of the cosine."""
+    r = answer.rule
+    for i, o in enumerate(answer.occurrences, 1):
+        console.print(f"[bold]{i}.[/bold] {escape(o.marked())}")
+    verdict = "[bold green]same sense[/bold green]" if answer.same else "[bold red]different senses[/bold red]"
+    sign = "≥" if answer.same else "<"
+    console.print(
+        f"{verdict}: cosine {answer.cosine:.4f} {sign} threshold {r.threshold:.4f} at layer {r.layer} "
+        f"({r.layer_choice}); P(same) = {answer.probability:.2f}"
+    )
+    console.print(
+        f"this rule on {r.test_pairs:,} held-out test pairs ({r.test_lemmas:,} lemmas never seen in tuning): "
+        f"accuracy {r.test_accuracy:.3f} (chance {r.chance:.3f}; dev {r.dev_accuracy:.3f} on {r.dev_pairs:,} pairs); "
+        f"P(same) from a logistic fit on the dev pairs, expected calibration error on test {r.test_ece:.3f}",
+        soft_wrap=True,
+    )
+    if answer.baseline_mean is not None:
+        console.print(
+            f"[dim]random-word baseline at layer {r.layer}: mean {answer.baseline_mean:.3f}; this cosine is above "
+            f"{answer.baseline_percentile:.1f}% of unrelated word pairs[/dim]"
+        )
+    for note in answer.notes:
+        console.print(f"[dim]{escape(note)}[/dim]")
+    if r.size == "quick":
+        console.print("[yellow]--quick: tuned on a few dozen pairs; the accuracy above is not a measurement[/yellow]")

@@ -1,0 +1,87 @@
+"""`same-sense`: the rule `eval wic` tunes on dev lemmas, answering a user's pair (issue 19)."""
+
+import json
+
+import numpy as np
+import pytest
+
+import contextlens
+from contextlens import InputError
+from contextlens.analyses.lesson.same_sense import reliability_bins, same_sense, same_sense_rule
+from tests.helpers import run_cli
+
+RIVER, MONEY = "The river [bank] flooded.", "I deposited cash at the [bank]."
+
+
+def test_rule_is_eval_wics_dev_tuned_rule(minilm):
+    """The same layer, threshold and held-out accuracy as `eval wic` prints for that layer."""
+    wic = json.loads(run_cli("eval", "wic", "--quick", "--model", "minilm", "--json").stdout)
+    rule = same_sense_rule(minilm, "auto", "quick")
+    assert rule.layer == wic["meta"]["best_layer"]["layer_by_dev"]
+    assert rule.test_accuracy == pytest.approx(wic["meta"]["best_layer"]["test_accuracy_at_dev_layer"], abs=1e-12)
+    rows = {(r["system"], r["layer"], r["split"], r["metric"]): r["value"] for r in wic["rows"]}
+    assert rule.threshold == pytest.approx(rows["minilm", rule.layer, "dev", "threshold"])
+    assert rule.dev_accuracy == pytest.approx(rows["minilm", rule.layer, "dev", "accuracy"])
+    assert rule.chance == pytest.approx(rows["chance", None, "test", "accuracy"])
+    assert sum(b["pairs"] for b in rule.reliability) == rule.test_pairs
+    given = same_sense_rule(minilm, 3, "quick")
+    assert given.layer == 3 and given.layer_choice == "given"
+    assert given.threshold == pytest.approx(rows["minilm", 3, "dev", "threshold"])
+
+
+def test_answer_is_the_threshold_decision_with_a_probability(minilm):
+    answer = same_sense(RIVER, MONEY, minilm, size="quick")
+    assert answer.same == (answer.cosine >= answer.rule.threshold)
+    assert 0 < answer.probability < 1 and 0 <= answer.baseline_percentile <= 100
+    d = answer.to_dict()
+    assert d["layer"] == answer.rule.layer and d["rule"]["test_accuracy"] == answer.rule.test_accuracy
+    assert d["rule"]["chance"] == 0.5  # one same and one different pair per lemma
+    assert contextlens.same_sense is same_sense
+
+
+def test_reliability_and_ece_hand_case():
+    prob = np.array([0.1, 0.1, 0.9, 0.9])
+    same = np.array([False, False, True, False])
+    ece, table = reliability_bins(prob, same)
+    # bin [0.1, 0.2): mean p 0.1, share 0 -> 0.1; bin [0.9, 1]: mean p 0.9, share 0.5 -> 0.4; weights 1/2 each
+    assert ece == pytest.approx(0.25)
+    assert [b["pairs"] for b in table] == [2, 2]
+
+
+def test_different_words_are_flagged(minilm):
+    answer = same_sense(RIVER, "The river [shore] flooded.", minilm, size="quick")
+    assert any("different words" in n for n in answer.notes)
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        ((RIVER,), "exactly two sentences"),
+        ((RIVER, MONEY, "--layer", "x"), "--layer must be auto or a layer number"),
+        ((RIVER, MONEY, "--layer", "9", "--model", "minilm"), "out of range"),
+    ],
+)
+def test_cli_bad_input_is_one_line_exit_2(args, fragment):
+    out = run_cli("same-sense", *args, "--quick")
+    assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1 and fragment in out.stderr
+
+
+def test_cli_prints_answer_accuracy_and_chance():
+    out = run_cli("same-sense", RIVER, MONEY, "--model", "minilm", "--quick")
+    assert out.returncode == 0, out.stderr
+    text = " ".join(out.stdout.split())
+    assert "held-out test pairs" in text and "chance 0.500" in text and "P(same) =" in text
+    assert "expected calibration error" in text and "not a measurement" in text
+
+
+def test_api_refuses_bad_size(minilm):
+    with pytest.raises(InputError, match="size"):
+        same_sense_rule(minilm, "auto", "huge")
+
+
+def test_cli_plot_draws_the_reliability_diagram(tmp_path):
+    png = tmp_path / "rel.png"
+    out = run_cli("same-sense", RIVER, MONEY, "--model", "minilm", "--quick", "--json", "--plot", str(png))
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["rule"]["reliability"]
+    assert png.read_bytes()[:4] == b"\x89PNG" and png.stat().st_size > 10_000
