@@ -348,3 +348,9 @@ def test_contextuality_of_a_folder_checks_every_option(finished):
 
 def test_min_contexts_without_corpus_is_refused():
     assert "--min-contexts is for --corpus" in one_line(run_cli("eval", "contextuality", "--min-contexts", "5"))
+
+
+@pytest.mark.parametrize("flag", ["--max-words", "--sentences"])
+def test_corpus_only_options_without_corpus_are_refused(flag):
+    """--max-words and --sentences sample a --corpus; without one they were silently ignored."""
+    assert f"{flag} is for --corpus" in one_line(run_cli("eval", "contextuality", flag, "5"))

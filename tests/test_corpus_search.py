@@ -63,7 +63,10 @@ def test_index_is_built_once_kept_beside_the_shards_and_rebuilt_when_damaged(fol
     again = open_index(folder, 3)
     assert not again.built and again.total == first.total == 9
     faiss_path.write_bytes(faiss_path.read_bytes()[:100])  # damaged: not trusted, rebuilt
+    killed = folder / f".{faiss_path.name}.0123abcd.tmp-999999999"  # what a build killed mid-write leaves
+    killed.write_bytes(b"half")
     assert open_index(folder, 3).built
+    assert not killed.exists()
     assert not list(folder.glob(".*tmp*"))  # written atomically, no temporary left
     with pytest.raises(InputError, match=r"layer 5 is not in"):
         open_index(folder, 5)

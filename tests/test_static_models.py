@@ -88,3 +88,21 @@ def test_fasttext_bin_composes_unseen_words_from_ngrams(tmp_path):
     unseen = model.vector("riverbanks")  # not in the vocabulary: built from character n-grams
     assert unseen.dim == 8 and np.any(unseen.values)
     assert "riverbanks" not in model.kv.key_to_index
+
+
+def test_a_vectors_file_rewritten_in_the_same_process_is_read_anew(tmp_path):
+    """load_static is cached per process; the cache is keyed on the file's size and mtime too, so
+    a file rewritten (a retrained model) does not give back its old vectors."""
+    import os
+
+    from contextlens.core.static_models import load_static
+
+    path = tmp_path / "vectors.txt"
+    path.write_text("bank 0.1 0.2\nriver 0.3 0.4\n")
+    first = load_static(str(path), fmt="glove")
+    assert first.vector("bank").values.tolist() == pytest.approx([0.1, 0.2])
+    path.write_text("bank 0.9 0.8 0.7\nriver 0.3 0.4 0.5\n")
+    os.utime(path, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns + 1_000_000))
+    again = load_static(str(path), fmt="glove")
+    assert again.vector("bank").values.tolist() == pytest.approx([0.9, 0.8, 0.7])
+    assert load_static(str(path), fmt="glove") is again  # unchanged file: the cached copy

@@ -183,11 +183,20 @@ def load_static(name_or_path: str = "glove-50d", fmt: str | None = None) -> Stat
     made = made_dir(name_or_path) if fmt is None else None
     if made is not None:  # a model made here; re-made under the same name, it is loaded anew
         return _load_made_cached(made, (made / "provenance.json").stat().st_mtime_ns)
-    return _load_static_cached(name_or_path, fmt)
+    return _load_static_cached(name_or_path, fmt, _file_stamp(name_or_path))
+
+
+def _file_stamp(name_or_path: str) -> tuple[int, int] | None:
+    """Size and mtime of a vectors file, so a file rewritten in the same process is read anew."""
+    try:
+        info = Path(name_or_path).expanduser().stat()
+    except (OSError, ValueError):
+        return None
+    return (info.st_size, info.st_mtime_ns)
 
 
 @lru_cache(maxsize=4)
-def _load_static_cached(name_or_path: str, fmt: str | None) -> StaticModel:
+def _load_static_cached(name_or_path: str, fmt: str | None, _stamp: tuple[int, int] | None = None) -> StaticModel:
     spec = REGISTRY.get(name_or_path)
     if spec is not None:
         if spec.kind != "static":

@@ -28,6 +28,7 @@ from contextlens.analyses.corpus.folder import layer_matrix, read_table, shard_s
 from contextlens.analyses.corpus.manifest import Manifest, pick_layer, require_manifest
 from contextlens.core import atomic_files
 from contextlens.core.arguments import whole_number
+from contextlens.core.resources import clean_leftovers
 from contextlens.errors import InputError, ProvenanceMismatchError
 
 INDEX_FORMAT = "contextlens-occurrence-index/1"
@@ -123,6 +124,8 @@ def _open_index(folder: Path, layer: int, rebuild: bool) -> OccurrenceIndex:
         raise InputError(f"{folder} holds no occurrences to search")
     index = build_faiss_index(np.concatenate(vectors), IndexConfig())
     blob = serialized_bytes(index)
+    for path in (faiss_path, meta_path):
+        clean_leftovers(path)  # what a killed build left (a live build's temporaries are kept)
     atomic_files.write_bytes(faiss_path, blob)
     meta = {
         "format": INDEX_FORMAT,

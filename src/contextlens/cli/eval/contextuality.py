@@ -65,11 +65,13 @@ def contextuality_cmd(
         typer.Option("--min-contexts", help="With --corpus: sentences a word needs to be measured (default 50)."),
     ] = None,
     max_words: Annotated[
-        int, typer.Option("--max-words", help="With --corpus NAME/PATH: at most this many words (seeded sample).")
-    ] = 100,
+        int | None,
+        typer.Option("--max-words", help="With --corpus NAME/PATH: at most this many words (seeded sample; 100)."),
+    ] = None,
     sentences: Annotated[
-        int, typer.Option("--sentences", help="With --corpus NAME/PATH: sampled sentences for intra-sentence.")
-    ] = 200,
+        int | None,
+        typer.Option("--sentences", help="With --corpus NAME/PATH: sampled sentences for intra-sentence (200)."),
+    ] = None,
     precision: PrecisionOpt = "fp32",
     runtime: RuntimeOpt = "torch",
     threads: ThreadsOpt = None,
@@ -80,14 +82,18 @@ def contextuality_cmd(
     from contextlens.analyses.benchmarks.suite import run_contextuality
     from contextlens.reports.benchmark_figures import contextuality_figure
 
-    if corpus is None and min_contexts is not None:
-        raise InputError("--min-contexts is for --corpus (the WordNet benchmark has its own contexts); drop it")
+    for flag, value in (("--min-contexts", min_contexts), ("--max-words", max_words), ("--sentences", sentences)):
+        if corpus is None and value is not None:
+            raise InputError(f"{flag} is for --corpus (the WordNet benchmark has its own contexts); drop it")
     if corpus is not None:
         if plot is not None:
             raise InputError("--plot is not drawn with --corpus yet (the figure assumes WordNet examples); drop it")
         least = 50 if min_contexts is None else min_contexts
         corpus_results = [
-            _corpus_result(corpus, name, least, max_words, sentences, precision, threads, runtime)
+            _corpus_result(
+                corpus, name, least, 100 if max_words is None else max_words, 200 if sentences is None else sentences,
+                precision, threads, runtime,
+            )
             for name in [model, *(also or [])]
         ]
         if json_out:
