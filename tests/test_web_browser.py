@@ -160,3 +160,15 @@ def test_the_pages_draw_under_their_content_security_policy(page, server):
     assert "layer=3" in page.url
     page.wait_for_selector(".plotly-graph-div .main-svg", timeout=30_000)
     assert [m for m in messages if "Content Security Policy" in m] == []
+
+
+def test_no_modebar_button_can_send_a_figure_off_the_machine(page, server):
+    """Offline means one click cannot leak either: plotly.js's "Share chart..." button (an upload to
+    Plotly's cloud) is not on any figure, and hovering shows the buttons that remain."""
+    page.goto(f"{server}/compare?s=" + "&s=".join(BANK))
+    page.wait_for_selector(".plotly-graph-div .main-svg", timeout=30_000)
+    page.hover(".plotly-graph-div .main-svg")
+    titles = page.eval_on_selector_all(".modebar-btn", "bs => bs.map(b => b.getAttribute('data-title'))")
+    assert titles, "the modebar is drawn"
+    assert not [t for t in titles if t and ("Share" in t or "Chart Studio" in t or "Cloud" in t)], titles
+    assert page.leaks == []

@@ -31,7 +31,15 @@ from contextlens.analyses.search.cost import CostReport
 from contextlens.core import atomic_files
 
 COLOURS = ["#c2410c", "#1d4ed8", "#15803d", "#7c3aed", "#0e7490", "#be123c", "#a16207"]
-PLOT_CONFIG = {"displaylogo": False, "responsive": True}
+# No button that sends a figure off the machine: plotly.js shows "Share chart..." (an upload to
+# Plotly's cloud) unless told not to, and an empty server URL leaves it nowhere to send anyway.
+PLOT_CONFIG = {
+    "displaylogo": False,
+    "responsive": True,
+    "showSendToCloud": False,
+    "showEditInChartStudio": False,
+    "plotlyServerURL": "",
+}
 LAYOUT = {"template": "plotly_white", "font": {"family": "sans-serif", "size": 12}, "margin": {"t": 70}}
 
 
