@@ -27,7 +27,7 @@ from __future__ import annotations
 import datetime as _dt
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -411,6 +411,23 @@ def search_index(
     checked against the manifest before any model is loaded. Without a loaded model, the index's
     model is loaded at the index's precision, on ``runtime`` or else the index's runtime.
     """
+    index, encoder = open_for_query(folder, model, kind, layer, precision, runtime, VectorIndex.load)
+    (result,) = index.search(encoder, [query], k)
+    return result
+
+
+def open_for_query(
+    folder: Path | str,
+    model: ContextualModel | str | None,
+    kind: str | None,
+    layer: int | None,
+    precision: str | None,
+    runtime: str | None,
+    load_index: Callable[[Path | str], Any],
+) -> tuple[Any, TextEncoder]:
+    """``(index, the index's own encoder for a query)``, shared by the FAISS and pgvector engines:
+    the request is checked against the manifest before any model loads, then ``load_index(folder)``
+    opens the index (a damaged one is refused before the model load), then the encoder is made."""
     from contextlens.core.contextual_models import (  # torch: once the arguments are checked
         ContextualModel,
         load_contextual,
@@ -421,8 +438,6 @@ def search_index(
         model, precision = loaded_model.name, precision or loaded_model.precision
         runtime = runtime or loaded_model.runtime
     stored = index_encoder(folder, model, kind, layer, precision, runtime)  # type: ignore[arg-type]
-    loaded = VectorIndex.load(folder)
+    index = load_index(folder)
     encoder_model = loaded_model or load_contextual(stored.model, stored.precision, runtime or stored.runtime)
-    encoder = make_encoder(encoder_model, encoder_kind(stored), stored.layer)
-    (result,) = loaded.search(encoder, [query], k)
-    return result
+    return index, make_encoder(encoder_model, encoder_kind(stored), stored.layer)

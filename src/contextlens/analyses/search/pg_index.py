@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from contextlens.analyses.search import index_files, pg_server
-from contextlens.analyses.search.encoders import TextEncoder, encoder_dict, encoder_kind, make_encoder
+from contextlens.analyses.search.encoders import TextEncoder, encoder_dict
 from contextlens.analyses.search.index import (
     FORMAT,
     DamagedIndexError,
@@ -40,8 +40,8 @@ from contextlens.analyses.search.index import (
     Hit,
     SearchResult,
     VectorIndex,
-    index_encoder,
     manifest_provenance,
+    open_for_query,
     read_manifest,
 )
 from contextlens.analyses.search.index_config import normalize
@@ -483,18 +483,8 @@ def search_pg_index(
     dsn: str | None = None,
 ) -> PgSearchResult:
     """:func:`~contextlens.analyses.search.index.search_index` for an index in pgvector."""
-    from contextlens.core.contextual_models import (  # torch: once the arguments are checked
-        ContextualModel,
-        load_contextual,
+    index, encoder = open_for_query(
+        folder, model, kind, layer, precision, runtime, lambda f: PgVectorIndex.load(f, dsn)
     )
-
-    loaded_model = model if isinstance(model, ContextualModel) else None
-    if loaded_model is not None:
-        model, precision = loaded_model.name, precision or loaded_model.precision
-        runtime = runtime or loaded_model.runtime
-    stored = index_encoder(folder, model, kind, layer, precision, runtime)  # type: ignore[arg-type]
-    loaded = PgVectorIndex.load(folder, dsn)
-    encoder_model = loaded_model or load_contextual(stored.model, stored.precision, runtime or stored.runtime)
-    encoder = make_encoder(encoder_model, encoder_kind(stored), stored.layer)
-    (result,) = loaded.search(encoder, [query], k)
+    (result,) = index.search(encoder, [query], k)
     return result
