@@ -78,13 +78,18 @@ class StaticModel:
         word = unicodedata.normalize("NFC", word)  # "café" typed as e + combining accent is café
         return word.lower() if self.lowercase else word
 
-    def key_for(self, word: str) -> str:
-        """The vocabulary key a word maps to; raises OutOfVocabularyError when there is none."""
+    def _given_key(self, word: str) -> str:
+        """The key of a word as given: a non-empty str, normalized (not yet looked up)."""
         if not isinstance(word, str):
             raise InputError(f"word must be a str, got {arguments.given(word)}; e.g. vector('bank')")
         key = self._key(word.strip())
         if not key:
             raise InputError("the word is empty; give a word to look up")
+        return key
+
+    def key_for(self, word: str) -> str:
+        """The vocabulary key a word maps to; raises OutOfVocabularyError when there is none."""
+        key = self._given_key(word)
         if key in self.kv.key_to_index or self.has_subwords:
             return key
         raise OutOfVocabularyError(self._oov_message(key))
@@ -287,11 +292,7 @@ class DistilledStaticModel(StaticModel):
         return rows[rows >= 0]
 
     def key_for(self, word: str) -> str:
-        if not isinstance(word, str):
-            raise InputError(f"word must be a str, got {arguments.given(word)}; e.g. vector('bank')")
-        key = self._key(word.strip())
-        if not key:
-            raise InputError("the word is empty; give a word to look up")
+        key = self._given_key(word)
         if key not in self.kv.key_to_index and not len(self._rows(key)):
             raise OutOfVocabularyError(f"{word!r} has no token known to {self.name}; try another spelling")
         return key
