@@ -74,9 +74,9 @@ class LayerTap:
         blocks[0].register_forward_pre_hook(self._before_first, with_kwargs=True)
         for layer, block in enumerate(blocks, start=1):
             block.register_forward_hook(self._after_block(layer))
-            if attention_weights:
-                for module in block.modules():
-                    if module is not block:
+            if attention_weights:  # on the block's composite submodules: a leaf (a Linear, a dropout)
+                for module in block.modules():  # returns a tensor, never the (output, weights) pair
+                    if module is not block and next(module.children(), None) is not None:
                         module.register_forward_hook(self._weights_of(layer))
 
     def _call(self) -> _Call | None:
