@@ -241,12 +241,6 @@ class Backbone:
             return self.onnx_forward().weight_bytes()
         return weight_bytes(self.model)
 
-    def input_rows(self, ids: torch.Tensor) -> torch.Tensor:
-        """Rows of the input embedding table for token ids (the static part of the model)."""
-        return self.model.get_input_embeddings().weight.detach().index_select(0, ids.reshape(-1)).reshape(
-            (*ids.shape, -1)
-        )
-
 
 class SerialTokenizer:
     """A fast tokenizer that one call at a time uses: the Rust tokenizer's truncation and padding

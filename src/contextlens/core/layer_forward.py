@@ -170,11 +170,6 @@ def run_with_attentions(
     return [call.captured[k] for k in range(top + 1)], [call.weights[k] for k in range(1, top + 1)]
 
 
-def blocks_run(num_layers: int, layers: Sequence[int]) -> int:
-    """How many transformer blocks a pass for ``layers`` runs (0 = embeddings only)."""
-    return max(layers) if layers else num_layers
-
-
 def eager_twin(net: torch.nn.Module) -> torch.nn.Module:
     """``net`` itself when it already runs eager attention; else a copy of its module tree that
     shares every parameter and buffer (no weight is copied) with its own config set to eager.
