@@ -13,8 +13,6 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from contextlens.core import arguments
-from contextlens.core.choices import check_pooling
 from contextlens.core.contextual_models import ContextualModel, as_contextual
 from contextlens.core.occurrences import in_template, locate_all
 from contextlens.core.resources import REGISTRY
@@ -145,9 +143,7 @@ class Page:
 def run_compare(req: CompareRequest, model: ContextualModel | str, _: dict[str, str]):
     from contextlens.analyses.lesson.divergence import compare
 
-    check_pooling(req.pooling)
-    occs = locate_all(req.sentences, req.word, req.occurrence)
-    arguments.sentences_to_compare(occs)
+    occs = locate_all(req.sentences, req.word, req.occurrence)  # compare checks the count and the pooling
     return compare(occs, as_contextual(model), served_static(req.static, True), pooling=req.pooling)
 
 
