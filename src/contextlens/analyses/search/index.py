@@ -385,7 +385,7 @@ def index_encoder(
         if value is not None and value != stored[what]:
             raise IndexMismatchError(
                 f"{folder} holds {describe_encoder(provenance)} vectors but the query asks for {what} {value!r}; "
-                f"drop --{what} or rebuild the index with that encoder"
+                f"drop `{what}` or rebuild the index with that encoder"
             )
     if runtime is not None:
         check_runtime(runtime)
