@@ -169,12 +169,12 @@ def test_cost_times_and_weighs_the_onnx_graph_and_cka_records_runtimes(
 ) -> None:
     from contextlens.analyses.representations.cka import compare_layers
     from contextlens.analyses.search.cost import measure_cost
-    from contextlens.core.onnx_runtime import OnnxForward
+    from contextlens.core.onnx_graphs import OnnxGraphs
     from contextlens.data.text_sets import corpus_texts
 
     calls = []
-    real = OnnxForward.run_layers
-    monkeypatch.setattr(OnnxForward, "run_layers", lambda self, *a: calls.append(a[2]) or real(self, *a))
+    real = OnnxGraphs.run_layers
+    monkeypatch.setattr(OnnxGraphs, "run_layers", lambda self, *a: calls.append(a[2]) or real(self, *a))
     report = measure_cost(minilm_onnx, glove, corpus_texts("builtin", 12), count=1000, repeats=1).to_dict()
     assert calls and all(list(layers) == [minilm_onnx.num_layers] for layers in calls)  # the ONNX graph is timed
     assert (report["precision"], report["runtime"]) == ("fp32", "onnx")
@@ -192,7 +192,8 @@ def test_lesson_json_and_the_web_face_carry_the_runtime(minilm_onnx: ContextualM
 
     r = run_cli("compare", *BANK, "-m", "minilm", "--runtime", "onnx", "--json")
     assert r.returncode == 0 and json.loads(r.stdout)["runtime"] == "onnx", r.stderr
-    assert json.loads(run_cli("compare", *BANK, "-m", "minilm", "--json").stdout)["runtime"] == "torch"
+    assert json.loads(run_cli("compare", *BANK, "-m", "minilm", "--runtime", "torch", "--json").stdout)["runtime"] == "torch"
+    assert json.loads(run_cli("compare", *BANK, "-m", "minilm", "--json").stdout)["runtime"] == "onnx"  # auto
     client = TestClient(create_app("minilm", runtime="onnx"), base_url="http://127.0.0.1")
     assert client.get("/health").json()["runtime"] == "onnx"
     assert client.post("/api/compare", json={"sentences": BANK}).json() == json.loads(r.stdout)

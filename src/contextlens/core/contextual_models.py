@@ -34,9 +34,9 @@ from contextlens.core.extraction import (
     TokenStates,
 )
 from contextlens.core.occurrences import Occurrence
-from contextlens.core.onnx_runtime import check_runtime
-from contextlens.core.precision import check_precision
+from contextlens.core.choices import check_precision, check_runtime
 from contextlens.core.resources import resolve_contextual
+from contextlens.core.runtime_choice import resolve_runtime
 from contextlens.core.text_pooling import TextPooling, sentence_config
 from contextlens.errors import InputError
 
@@ -174,8 +174,10 @@ class ContextualModel(Backbone):
 def load_contextual(name_or_path: str = "mpnet", precision: str = "fp32", runtime: str = "torch") -> ContextualModel:
     """Load a contextual model by registry name, local folder or hub id; one instance per name,
     precision (``fp32``, exact, or ``int8``: see :mod:`contextlens.core.precision`) and runtime
-    (``torch``, the reference, or ``onnx``: see :mod:`contextlens.core.onnx_runtime`)."""
-    return _load(name_or_path, check_precision(precision), check_runtime(runtime))
+    (``torch``, the reference; ``onnx``: see :mod:`contextlens.core.onnx_runtime`; or ``auto``: ONNX
+    Runtime for an encoder, torch otherwise, see :mod:`contextlens.core.runtime_choice`)."""
+    precision = check_precision(precision)
+    return _load(name_or_path, precision, check_runtime(resolve_runtime(name_or_path, precision, runtime)))
 
 
 _LOADING = threading.Lock()
