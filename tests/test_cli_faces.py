@@ -227,12 +227,12 @@ def test_json_equals_to_dict_for_every_lesson_result(capsys, minilm, glove):
             ["explore", "bank", "-m", "minilm", "--permutations", "50", "--runtime", "torch"],
         ),
         (rank_pairs(load_pairs(), minilm, glove), ["rank", "-m", "minilm", "--runtime", "torch"]),
-        (attend(occs, minilm), ["attention", *PAIR, "-m", "minilm"]),
+        (attend(occs, minilm), ["attention", *PAIR, "-m", "minilm", "--runtime", "torch"]),
         (
             probe(occs[:1], ["river", "money"], minilm, static=glove),
             ["probe", PAIR[0], "-a", "river", "money", "-m", "minilm", "--runtime", "torch"],
         ),
-        (trace(occs[0], minilm), ["trace", PAIR[0], "-m", "minilm"]),
+        (trace(occs[0], minilm), ["trace", PAIR[0], "-m", "minilm", "--runtime", "torch"]),
     ]
     for result, args in cases:
         code, out, err = cli(capsys, *args, "--json")

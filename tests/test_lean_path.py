@@ -16,7 +16,7 @@ from contextlens.core.backbone import Backbone
 from contextlens.core.contextual_models import ContextualModel, load_contextual
 from contextlens.core.lean_tokenizer import FolderTokenizer
 from contextlens.core.occurrences import Occurrence
-from contextlens.core.onnx_graphs import EXACT
+from contextlens.core.onnx_graphs import ATTENTION_EXACT, EXACT
 from contextlens.core.resources import resolve_contextual
 from contextlens.core.runtime_choice import resolve_runtime
 from contextlens.core.wordnet import usage_examples
@@ -89,6 +89,18 @@ def test_a_lean_model_answers_what_torch_answers_within_the_check(minilm: Contex
     assert lean._reference is None
 
 
+def test_lean_attention_weights_are_torchs_eager_attention(minilm: ContextualModel) -> None:
+    lean = load_contextual("minilm", runtime="onnx")
+    assert lean.lean_attention
+    a, b = lean.forward_one(OCC, attentions=True), minilm.forward_one(OCC, attentions=True)
+    assert a.attentions.shape == b.attentions.shape
+    assert np.abs(a.attentions - b.attentions).max() <= ATTENTION_EXACT
+    assert np.abs(a.hidden_states - b.hidden_states).max() <= EXACT
+    through = lean.forward_one(OCC, attentions=True, through=2)  # the pruned attention graph
+    assert np.abs(through.attentions - b.attentions[:2]).max() <= ATTENTION_EXACT
+    assert lean._reference is None
+
+
 def test_mpnet_lean_position_rows_are_the_torch_models(mpnet: ContextualModel) -> None:
     lean = load_contextual("mpnet", runtime="onnx")
     assert np.array_equal(lean.position_rows(9), mpnet.position_rows(9))  # offset past the padding index
@@ -102,8 +114,10 @@ def test_mpnet_lean_position_rows_are_the_torch_models(mpnet: ContextualModel) -
         ["explore", "bank", "spring"],
         ["probe", "The river [bank] flooded.", "--anchors", "money,water"],
         ["rank"],
+        ["attention", *BANK, "--layer", "2", "--head", "1"],
+        ["trace", BANK[1]],
     ],
-    ids=["compare", "explore", "probe", "rank"],
+    ids=["compare", "explore", "probe", "rank", "attention", "trace"],
 )
 def test_each_command_on_auto_runs_lean_and_equals_torch(command: list[str], minilm_onnx: ContextualModel) -> None:
     lean, imported = _lean_process(*command, "-m", "minilm")
@@ -135,7 +149,9 @@ def _assert_close(a: object, b: object, where: str) -> None:
 
 def test_auto_picks_onnx_for_encoders_and_torch_otherwise(monkeypatch: pytest.MonkeyPatch) -> None:
     assert resolve_runtime("minilm", "fp32", "auto") == "onnx"
-    assert resolve_runtime("minilm", "fp32", "auto", attention=True) == "torch"  # weights: torch only
+    load_contextual("minilm", runtime="onnx")  # its export, attention graph included, exists
+    assert resolve_runtime("minilm", "fp32", "auto", attention=True) == "onnx"  # the checked attention graph
+    assert resolve_runtime("minilm", "int8", "auto", attention=True) == "torch"  # no int8 attention graph
     assert resolve_runtime("minilm", "int8", "torch") == "torch"  # asked for: kept
     monkeypatch.setattr("contextlens.core.runtime_choice.onnxruntime_installed", lambda: False)
     assert resolve_runtime("minilm", "fp32", "auto") == "torch"

@@ -31,7 +31,8 @@ def cli(args: list[str], capsys) -> tuple[int, str, str]:
     return int(code), out, err
 
 
-AUTO_RUNTIME = {"compare", "probe", "explore", "rank"}  # commands whose --runtime defaults to auto (ONNX)
+# the commands whose --runtime defaults to auto (ONNX Runtime)
+AUTO_RUNTIME = {"compare", "probe", "explore", "rank", "attention", "trace"}
 
 CASES = [
     ("compare", {"sentences": BANK}, ["compare", *BANK]),

@@ -150,19 +150,22 @@ def contextual_option(
     *,
     layers: Iterable[int] = (),
     attention: tuple[int, int | None] | None = None,
+    attention_weights: bool = False,
 ) -> ContextualModel:
     """The --model at --precision on --runtime (``auto``: :mod:`contextlens.core.runtime_choice`),
     checked first (:func:`check_model`), with the threads set once, before the model loads
-    (--threads, default the core count; :mod:`contextlens.core.threads`). Any result that is not torch fp32 has its measured drift from
-    it on stderr (an ONNX graph's is the check made when it was exported), so no such result is
-    read without it."""
+    (--threads, default the core count; :mod:`contextlens.core.threads`). Any result that is not
+    torch fp32 has its measured drift from it on stderr (an ONNX graph's is the check made when
+    it was exported), so no such result is read without it."""
     check_model(name, precision, runtime, layers=layers, attention=attention)
     from contextlens.core.contextual_models import load_contextual
     from contextlens.core.runtime_choice import export_pending, resolve_runtime
     from contextlens.core.threads import set_threads
 
     set_threads(threads or default_threads())  # torch's count too, whenever torch loads
-    runtime = resolve_runtime(name, precision, runtime, attention=attention is not None)
+    weights = attention_weights or attention is not None  # auto: ONNX only from a checked attention graph
+    asked = runtime
+    runtime = resolve_runtime(name, precision, runtime, attention=weights)
     if runtime == "onnx" and export_pending(name, precision):
         note(
             f"first ONNX Runtime use of {name} ({precision}) on this machine: exporting its graph and checking it "
@@ -172,8 +175,23 @@ def contextual_option(
     if not model.backend.is_reference:
         from contextlens.core.drift import drift
 
-        note(drift(name, precision, runtime).line())
+        line = drift(name, precision, runtime).line()
+        if asked == "auto":  # not asked for: said after the result, so a usage error stays one line
+            AFTER_RESULT.append(line)
+        else:
+            note(line)
     return model
+
+
+AFTER_RESULT: list[str] = []  # side remarks printed once the command has succeeded (cli.main)
+
+
+def notes_after_result(succeeded: bool) -> None:
+    """Print (on success) and forget the remarks kept for after the result."""
+    if succeeded:
+        for line in AFTER_RESULT:
+            note(line)
+    AFTER_RESULT.clear()
 
 
 def print_json(data: Any) -> None:

@@ -24,7 +24,13 @@ from contextlens.core import arguments
 from contextlens.core.array_ops import NUMPY, TORCH
 from contextlens.core.backend import Backend
 from contextlens.core.model_facts import DECODER_TYPES
-from contextlens.core.onnx_graphs import EXPORT_RULE, ORT_QUANT_RULE, lean_ready, require_onnxruntime
+from contextlens.core.onnx_graphs import (
+    EXPORT_RULE,
+    ORT_QUANT_RULE,
+    attention_ready,
+    lean_ready,
+    require_onnxruntime,
+)
 from contextlens.core.progress import Progress, progress_bar
 from contextlens.errors import InputError
 
@@ -79,6 +85,8 @@ class Backbone:
             )
         OnnxForward(reference)
         self.exported_now = True
+        with self._reference_lock:
+            self._reference = None  # the lean net needs none of it: its memory goes
 
     def torch_reference(self) -> Any:
         """The torch fp32 net of this model, loaded on first need (the export, a comparison)."""
@@ -225,10 +233,19 @@ class Backbone:
         return net.run_torch_layers(ids, mask, layers, keep)
 
     def run_with_attentions(self, ids: Any, mask: Any, top: int) -> tuple[list[Any], list[Any]]:
-        """Hidden states 0..``top`` and the attention weights of blocks 1..``top`` from the eager
-        twin (torch runtime only); see :func:`layer_forward.run_with_attentions`."""
+        """Hidden states 0..``top`` and the attention weights of blocks 1..``top``: from the eager
+        twin on torch (:func:`layer_forward.run_with_attentions`), from the checked attention
+        graph on ONNX Runtime fp32 (:attr:`lean_attention`); refused otherwise."""
+        if self.lean_attention:
+            return self._net.graphs.run_with_attentions(ids, mask, top)
         self.require_torch("attention weights")
         return self._net.run_with_attentions(ids, mask, top)
+
+    @property
+    def lean_attention(self) -> bool:
+        """Whether attention weights come from this model's checked ONNX attention graph (fp32 on
+        ONNX Runtime, the graph within 1e-5 of torch's eager attention), not from torch."""
+        return self.runtime == "onnx" and self.precision == "fp32" and attention_ready(self.name, str(self.source))
 
     def input_rows(self, ids: Sequence[int] | Any) -> Any:
         """The input embedding rows of token ids (float32 numpy)."""

@@ -14,7 +14,9 @@ lean path finds the same folder the export wrote.
 from __future__ import annotations
 
 import importlib.metadata
+import importlib.util
 import json
+import sys
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -31,6 +33,8 @@ from contextlens.core.threads import current_threads
 from contextlens.errors import ModelNotInstalledError
 
 EXACT = 1e-4  # the largest difference from torch an fp32 graph may show on the drift set
+ATTENTION_EXACT = 1e-5  # ... and the attention graph's probabilities, from torch's eager attention
+ATTENTION = "fp32-attention"  # the graph with attention probabilities as outputs (fp32 only)
 EXPORT_RULE = "torchscript-opset17-bert-fusion-prepared-mask-v1"  # part of the export folder's key
 ORT_QUANT_RULE = "ort-dynamic-qint8-matmul-except-ffn-down-v1"  # part of an onnx int8 model's identity
 SESSIONS_KEPT = 3  # pruned graphs' sessions held at once (one per highest layer in use)
@@ -41,16 +45,21 @@ POSITION_ROWS = "position_rows.npy"
 
 
 def require_onnxruntime() -> None:
-    """A typed error, not an ImportError, when the optional extra is missing."""
-    try:
-        import onnx  # noqa: F401
-        import onnxruntime  # noqa: F401
-    except ImportError as exc:
-        raise ModelNotInstalledError(f"ONNX Runtime is not installed: {INSTALL_HINT}") from exc
+    """A typed error, not an ImportError, when the optional extra is missing (asked of the
+    installed packages' metadata: importing onnx to ask would cost the lean path 50 ms)."""
+    if not onnxruntime_installed():
+        raise ModelNotInstalledError(f"ONNX Runtime is not installed: {INSTALL_HINT}")
 
 
 def onnxruntime_installed() -> bool:
-    return all(_version(name) is not None for name in ("onnxruntime", "onnx"))
+    """Whether onnxruntime and onnx can be imported, found without importing them."""
+    for name in ("onnxruntime", "onnx"):
+        if name in sys.modules:
+            if sys.modules[name] is None:  # an import that is known to fail
+                return False
+        elif importlib.util.find_spec(name) is None:
+            return False
+    return True
 
 
 def _version(package: str) -> str | None:
@@ -93,7 +102,18 @@ def lean_ready(name: str, source: str, precision: str) -> bool:
     """Whether this model's graph at ``precision`` has been exported and checked on this machine,
     with the tables the lean path reads: then nothing needs torch."""
     folder = export_folder(name, source)
-    return check_file(folder, precision).is_file() and (folder / LEAN_FILE).is_file()
+    made = check_file(folder, precision).is_file() and (folder / LEAN_FILE).is_file()
+    # fp32 also has its attention graph tried (kept or refused), so one export makes both
+    return made and (precision != "fp32" or check_file(folder, ATTENTION).is_file())
+
+
+def attention_ready(name: str, source: str) -> bool:
+    """Whether this model's attention graph was exported and passed its check on this machine."""
+    path = check_file(export_folder(name, source), ATTENTION)
+    try:
+        return bool(json.loads(path.read_text()).get("ok")) if path.is_file() else False
+    except (OSError, ValueError):
+        return False
 
 
 class OnnxGraphs:
@@ -107,7 +127,7 @@ class OnnxGraphs:
         self.num_layers = num_layers
         self.folder = export_folder(name, source)
         self.threads = current_threads()
-        self._sessions: OrderedDict[int, Any] = OrderedDict()
+        self._sessions: OrderedDict[tuple[str, int], Any] = OrderedDict()
         self._sessions_lock = threading.Lock()  # sessions are made once; running one is thread-safe
 
     @property
@@ -129,27 +149,33 @@ class OnnxGraphs:
         options.log_severity_level = 3
         return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
-    def session(self, highest: int) -> Any:
-        """The session of the graph pruned to layers 0..``highest`` (the full graph at the top).
-        Sessions follow the thread count (``--threads``, or torch's where torch is loaded): a
-        change since they were made makes them anew."""
+    def session(self, highest: int, attention: bool = False) -> Any:
+        """The session of the graph pruned to layers 0..``highest`` (the full graph at the top);
+        with ``attention``, of the attention graph (states and probabilities). Sessions follow
+        the thread count (``--threads``, or torch's where torch is loaded): a change since they
+        were made makes them anew."""
+        stem = ATTENTION if attention else self.precision
+        key = (stem, highest)
         with self._sessions_lock:
             threads = current_threads()
             if threads != self.threads:
                 self.threads = threads
                 self._sessions.clear()
-            found = self._sessions.get(highest)
+            found = self._sessions.get(key)
             if found is not None:
-                self._sessions.move_to_end(highest)
+                self._sessions.move_to_end(key)
                 return found
+            full = self.folder / f"{stem}.onnx"
             if highest >= self.num_layers:
-                path = self.full_graph
+                path = full
             else:
-                path = self.folder / f"{self.precision}-top{highest}.onnx"
+                path = self.folder / f"{stem}-top{highest}.onnx"
                 if not path.exists():
-                    prune_to(self.full_graph, [f"hidden_{k}" for k in range(highest + 1)], path)
+                    outputs = [f"hidden_{k}" for k in range(highest + 1)]
+                    outputs += [f"attn_{k}" for k in range(1, highest + 1)] if attention else []
+                    prune_to(full, outputs, path)
             made = self._session_for(path)
-            self._sessions[highest] = made
+            self._sessions[key] = made
             if len(self._sessions) > SESSIONS_KEPT:
                 self._sessions.popitem(last=False)
             return made
@@ -161,6 +187,14 @@ class OnnxGraphs:
         feeds = {"input_ids": np.asarray(ids, dtype=np.int64), "attention_mask": np.asarray(mask, dtype=np.int64)}
         states = self.session(max(layers)).run([f"hidden_{k}" for k in layers], feeds)
         return [keep(state) for state in states]
+
+    def run_with_attentions(self, ids: np.ndarray, mask: np.ndarray, top: int) -> tuple[list[Any], list[Any]]:
+        """Hidden states 0..``top`` and attention probabilities of blocks 1..``top`` from the
+        attention graph (checked against torch's eager attention at export)."""
+        feeds = {"input_ids": np.asarray(ids, dtype=np.int64), "attention_mask": np.asarray(mask, dtype=np.int64)}
+        names = [f"hidden_{k}" for k in range(top + 1)] + [f"attn_{k}" for k in range(1, top + 1)]
+        out = self.session(top, attention=True).run(names, feeds)
+        return out[: top + 1], out[top + 1 :]
 
     def weight_bytes(self) -> int:
         """Bytes of this precision's graph and weights file as stored."""

