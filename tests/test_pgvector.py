@@ -355,3 +355,19 @@ def test_a_moved_index_folder_still_drops_its_old_table_on_rebuild(pg, conn, tmp
     new_table = again.communicate(timeout=120)[0].split()[1]
     names = {r[0] for r in conn.execute("SELECT tablename FROM pg_tables").fetchall()}
     assert new_table in names and old_table not in names and _search_count(moved) == 25
+
+
+@pytest.mark.parametrize(("dim", "dtype"), [(384, "float32"), (768, "float32"), (1024, "binary")])
+def test_ivfflat_build_memory_is_pgvectors_own_threshold(pg, dim, dtype):
+    """pgvector's IVFFlat build sums its arrays and refuses past maintenance_work_mem ("memory required is
+    X MB"): the prediction on the table's real heap pages fails 1 kB under it and builds at it, and
+    the estimate from the predicted heap (COPY may add a page) is within 10%. 768-d vectors are
+    TOASTed: 14 heap pages cap the sample at 14 x 291 rows, far under 10,000."""
+    result = pg_measure(PgIndexConfig("ivfflat", {}, dtype), 2000, dim)
+    m = result.measured
+    predicted = m["build_memory_predicted_on_heap_pages"]["bytes"]
+    print(f"d={dim} {dtype}: IVFFlat build memory predicted {predicted:,} (estimate {result.build_memory_bytes:,}), "
+          f"{m['memory_probe_kb'][0]} kB: {m['build_below']}; {m['memory_probe_kb'][1]} kB: {m['build_above']}")
+    assert m["build_below"].startswith("memory required is") and m["build_above"] == "built"
+    assert m["error_mb"] == predicted // 2**20 + 1  # pgvector's own figure, rounded up to MB
+    assert abs(result.build_memory_bytes - predicted) <= 0.10 * predicted

@@ -166,7 +166,9 @@ def _pgvector_capacity(
     rows.append(("[bold]total[/bold]", total, measured.get("total_bytes"), "pg_total_relation_size"))
     if result.build_memory_bytes is not None:
         rows.append(("build memory (maintenance_work_mem)", result.build_memory_bytes,
-                     measured.get("build_memory_bytes"), "NOTICE point of a smaller budget"))  # fmt: skip
+                     measured.get("build_memory_bytes"),
+                     "NOTICE point of a smaller budget" if result.index == "hnsw" else
+                     "fails 1 kB under, builds at this"))  # fmt: skip
     for part, size, got, how in rows:
         cells = [part, f"{size:,}", human_bytes(size)]
         if measure:
@@ -178,6 +180,10 @@ def _pgvector_capacity(
         console.print(f"build memory: {result.build_memory_formula}")
     for note in result.notes:
         console.print(f"[dim]{note}[/dim]")
+    if result.index == "ivfflat" and "build_below" in measured:
+        below, above = measured["memory_probe_kb"]
+        console.print(f"[dim]with maintenance_work_mem = {below:,} kB: {measured['build_below']}; "
+                      f"with {above:,} kB: {measured['build_above']}[/dim]")  # fmt: skip
     if measured.get("memory_probe_notices"):
         console.print(f"[dim]with maintenance_work_mem = {measured['memory_probe_kb']:,} kB: "
                       f"{'; '.join(measured['memory_probe_notices'])}[/dim]")  # fmt: skip
