@@ -71,7 +71,9 @@ def random_sets(count: int, dims: list[int], queries: int) -> list[tuple[np.ndar
     return out
 
 
-def run(sets: list[tuple[np.ndarray, np.ndarray]], memory: bool) -> list[dict]:
+def run(
+    sets: list[tuple[np.ndarray, np.ndarray]], memory: bool, kinds: tuple[str, ...] = ("hnsw", "ivfflat")
+) -> list[dict]:
     rows = []
     with pg_server.embedded_server() as conninfo, pg_server.connect(conninfo) as conn:
         for corpus, query_vectors in sets:
@@ -81,7 +83,7 @@ def run(sets: list[tuple[np.ndarray, np.ndarray]], memory: bool) -> list[dict]:
             flat = faiss.IndexFlatIP(d)
             flat.add(x)
             _, exact = flat.search(q, 10)
-            for kind in ("hnsw", "ivfflat"):
+            for kind in kinds:
                 for dtype in ("float32", "float16", "binary"):
                     config = PgIndexConfig(kind, {}, dtype).resolved(d)
                     predicted = pg_estimate(config, count, d)
@@ -217,6 +219,7 @@ def main() -> None:
     parser.add_argument("--vectors", choices=["random", "wordnet"], default="random",
                         help="wordnet: minilm sentence vectors of WordNet definitions (384-d; benchmarks/search.py)")
     parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--indexes", nargs="+", choices=["hnsw", "ivfflat"], default=["hnsw", "ivfflat"])
     parser.add_argument("--server", action="store_true",
                         help="time the embedded server kept up between commands vs stopped after each")
     parser.add_argument("--runs", type=int, default=5, help="--server: uses timed per mode")
@@ -238,7 +241,7 @@ def main() -> None:
         sets, what = random_sets(args.count, args.dims, args.queries), f"{args.count:,} random unit vectors"
     print(f"{what}; predicted (capacity --engine pgvector) vs measured (pg_relation_size, pg_table_size); "
           f"FAISS: serialized HNSW with the same m; recall@10 of {args.queries} queries vs FAISS flat", file=sys.stderr)
-    rows = run(sets, args.memory)
+    rows = run(sets, args.memory, tuple(args.indexes))
     if args.json:
         print(json.dumps(rows, indent=2))
 
