@@ -232,9 +232,16 @@ def _platform_capacity(
     console.print(table)
     console.print(f"formula: {result.formula}")
     console.print(f"budget: {result.budget_formula}")
-    verdict = "fit" if result.fits_count else "do NOT fit"
-    console.print(f"[bold]{result.fits:,}[/bold] vectors of {result.dim} dims fit in the budget; "
-                  f"{result.count:,} {verdict}")  # fmt: skip
+    if "shards" in result.params:  # Vertex AI: the index is split into as many shards as it needs
+        shards, size = result.params["shards"], result.params["shard_size"]
+        console.print(f"[bold]{result.fits:,}[/bold] vectors of {result.dim} dims fit in one {size} shard; "
+                      f"{result.count:,} need {shards:,} shard{'s' if shards > 1 else ''}")  # fmt: skip
+        verdict = None
+    else:
+        verdict = "fit" if result.fits_count else "do NOT fit"
+    if verdict:
+        console.print(f"[bold]{result.fits:,}[/bold] vectors of {result.dim} dims fit in the budget; "
+                      f"{result.count:,} {verdict}")  # fmt: skip
     for note in result.notes:
         console.print(f"[dim]{note}[/dim]")
     for source in result.sources:
