@@ -61,8 +61,14 @@ def _tables(conn, folder: Path) -> list[str]:
 # --- the server ---------------------------------------------------------------------------------
 
 
-def test_server_runs_unprivileged_on_a_private_socket_and_the_last_user_stops_it(tmp_path, pg):
-    root = tmp_path / "own"  # tmp_path is root's, mode 0700: nobody could not walk to it by name
+@pytest.fixture(scope="module")
+def private_root(tmp_path_factory) -> Path:
+    """A cluster of its own for the server tests (initdb once for them: a few seconds each)."""
+    return tmp_path_factory.mktemp("own") / "cl"
+
+
+def test_server_runs_unprivileged_on_a_private_socket_and_the_last_user_stops_it(private_root, pg):
+    root, tmp_path = private_root, private_root.parent  # root's, mode 0700: nobody could not walk to it by name
     above = tmp_path.stat().st_mode
     with pg_server.embedded_server(root, idle=0) as conninfo, pg_server.connect(conninfo) as c:
         user, version, ext = c.execute(
@@ -103,11 +109,11 @@ def _postmaster(root: Path) -> int:
     return int((root / "cluster" / "data" / "postmaster.pid").read_text().split()[0])
 
 
-def test_server_stays_up_between_commands_and_stops_after_the_idle_timeout(tmp_path):
+def test_server_stays_up_between_commands_and_stops_after_the_idle_timeout(private_root):
     """Regression: every CLI search started and stopped the server (1.5-2 s). Now the last user out
     leaves it running; the next one reuses the same postmaster; a user inside keeps it up past the
     timeout; stop is refused while in use; a reaper stops it once idle."""
-    root = tmp_path / "cl"
+    root = private_root
     with pg_server.embedded_server(root, idle=2):
         pass
     first = _postmaster(root)
