@@ -228,7 +228,13 @@ def reap(root: Path | str, idle: float) -> str:
     Only one reaper per cluster (``reaper.lock``); it keeps watching while users come and go, and
     gives its lock up while holding the start lock, so a user who starts the server just after it
     has gone always leaves a reaper of its own."""
-    cluster = Cluster(Path(root))
+    try:
+        return _reap(Cluster(Path(root)), idle)
+    except FileNotFoundError:  # the cluster's folder was removed meanwhile: nothing left to stop
+        return "cluster removed"
+
+
+def _reap(cluster: Cluster, idle: float) -> str:
     with open(cluster.root / "reaper.lock", "a+") as reaper:
         try:
             fcntl.flock(reaper, fcntl.LOCK_EX | fcntl.LOCK_NB)
