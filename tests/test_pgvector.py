@@ -139,6 +139,10 @@ def test_server_stays_up_between_commands_and_stops_after_the_idle_timeout(priva
     assert not pg_server.stop_server(root)  # already stopped
 
 
+def test_a_reaper_whose_cluster_was_removed_exits(tmp_path):
+    assert pg_server.reap(tmp_path / "gone", 0.01) == "cluster removed"
+
+
 def test_cli_server_status_and_stop_refused_while_in_use(pg):
     status = run_cli("index", "server", "status", "--json")
     assert status.returncode == 0 and json.loads(status.stdout)["running"] is True
