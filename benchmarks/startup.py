@@ -72,7 +72,7 @@ COMMANDS = [
     ("compare -m mpnet (auto: lean ONNX)", ["compare", *BANK, "-m", "mpnet"], None),
     ("compare -m mpnet --runtime torch", ["compare", *BANK, "-m", "mpnet", "--runtime", "torch"], None),
     ("explore bank -m minilm (auto)", ["explore", "bank", "-m", "minilm"], None),
-    ("trace -m minilm (torch: attention weights)", ["trace", BANK[1], "-m", "minilm"], None),
+    ("trace -m minilm (auto: lean attention graph)", ["trace", BANK[1], "-m", "minilm"], None),
     ("neighbors bank (GloVe)", ["neighbors", "bank"], None),
 ]
 TARGET_SECONDS = {"compare -m minilm (auto: lean ONNX)": 1.0, "compare -m mpnet (auto: lean ONNX)": 2.0}

@@ -108,7 +108,7 @@ def test_a_kill_at_the_rename_leaves_the_old_entry_or_none(cache, monkeypatch):
     def killed(new, target):
         raise Killed
 
-    (folder / "words.txt").unlink()  # damage it, so that a rebuild is attempted
+    (folder / "index.json").unlink()  # damage it, so that a rebuild is attempted
     folder_mtime = folder.stat().st_mtime_ns
     with monkeypatch.context() as m, pytest.raises(Killed):
         m.setattr(static_models, "replace_dir", killed)

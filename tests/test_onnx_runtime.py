@@ -122,8 +122,11 @@ def test_onnx_int8_drifts_a_little_and_is_its_own_cache_identity(minilm, onnx_mi
 
 def test_what_only_torch_provides_is_refused_in_one_line(onnx_minilm) -> None:
     ids, mask = _batch(onnx_minilm)
+    states, weights = onnx_minilm.run_with_attentions(ids, mask, 2)  # fp32: the checked attention graph
+    assert (len(states), len(weights)) == (3, 2)
+    int8 = load_contextual("minilm", "int8", "onnx")  # int8 has no attention graph
     with pytest.raises(InputError, match="attention weights come from the torch runtime"):
-        onnx_minilm.run_with_attentions(ids, mask, 2)
+        int8.run_with_attentions(ids, mask, 2)
     with pytest.raises(InputError, match="torch runtime"):
         onnx_minilm.run(ids, mask, hidden_states=True)
 

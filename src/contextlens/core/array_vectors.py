@@ -10,7 +10,8 @@ so neighbours and analogies are gensim's (tests/test_lean_path.py compares them)
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -20,20 +21,70 @@ from contextlens.core.atomic_files import atomic_path
 from contextlens.errors import InputError
 
 TABLE = "vectors.npy"
-WORDS = "words.txt"  # one word per line, in row order
+WORDS = "words.npy"  # the words in row order, UTF-8
+SORTED = "sorted_words.npy"  # the same words sorted, and the row of each: the index, binary-searched
+ROWS = "sorted_rows.npy"
+MARKER = "index.json"  # written last: the files beside it are complete
+
+
+class WordList(Sequence[str]):
+    """The words in row order, decoded when read (no list of 400,000 strings built at load)."""
+
+    def __init__(self, words: np.ndarray):
+        self._words = words
+
+    def __len__(self) -> int:
+        return len(self._words)
+
+    def __getitem__(self, i):  # type: ignore[override]
+        if isinstance(i, slice):
+            return [w.decode("utf-8") for w in self._words[i]]
+        return self._words[i].decode("utf-8")
+
+
+class KeyIndex(Mapping[str, int]):
+    """word -> row by binary search in the sorted words (memory-mapped): no dict built at load,
+    which for GloVe's 400,000 words cost more than a lean ``compare``'s forward pass."""
+
+    def __init__(self, sorted_words: np.ndarray, rows: np.ndarray):
+        self._sorted = sorted_words
+        self._rows = rows
+
+    def get(self, key: str, default: int | None = None) -> int | None:  # type: ignore[override]
+        if not isinstance(key, str):
+            return default
+        probe = key.encode("utf-8")
+        at = int(np.searchsorted(self._sorted, probe))
+        if at < len(self._sorted) and self._sorted[at] == probe:
+            return int(self._rows[at])
+        return default
+
+    def __getitem__(self, key: str) -> int:
+        found = self.get(key)
+        if found is None:
+            raise KeyError(key)
+        return found
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and self.get(key) is not None
+
+    def __len__(self) -> int:
+        return len(self._sorted)
+
+    def __iter__(self) -> Iterator[str]:
+        return (w.decode("utf-8") for w in self._sorted)
 
 
 class ArrayVectors:
     """A table of word vectors: ``vectors`` (rows), ``index_to_key`` (words), ``key_to_index``."""
 
-    def __init__(self, vectors: np.ndarray, words: Sequence[str]):
+    def __init__(self, vectors: np.ndarray, words: Sequence[str], key_to_index: Mapping[str, int] | None = None):
         if len(words) != vectors.shape[0]:
             raise InputError(f"{len(words)} words but {vectors.shape[0]} vectors")
         self.vectors = vectors
-        self.index_to_key = list(words)
-        self.key_to_index = {word: i for i, word in enumerate(self.index_to_key)}
+        self.index_to_key = words
+        self.key_to_index = key_to_index if key_to_index is not None else {w: i for i, w in enumerate(words)}
         self._norms: np.ndarray | None = None
-
     @property
     def vector_size(self) -> int:
         return int(self.vectors.shape[1])
@@ -65,16 +116,24 @@ class ArrayVectors:
 
 
 def save_array_vectors(folder: Path, vectors: np.ndarray, words: Sequence[str]) -> None:
-    """Write the table and then its words (the words file marks the pair complete)."""
+    """Write the table, its words and their sorted index; the marker last."""
     folder.mkdir(parents=True, exist_ok=True)
-    with atomic_path(folder / TABLE) as tmp, open(tmp, "wb") as fh:
-        np.save(fh, np.ascontiguousarray(vectors, dtype=np.float32))
-    atomic_files.write_text(folder / WORDS, "\n".join(words) + "\n")
+    encoded = np.array([w.encode("utf-8") for w in words])
+    order = np.argsort(encoded, kind="stable")
+    for name, array in (
+        (TABLE, np.ascontiguousarray(vectors, dtype=np.float32)),
+        (WORDS, encoded),
+        (SORTED, encoded[order]),
+        (ROWS, order.astype(np.int64)),
+    ):
+        with atomic_path(folder / name) as tmp, open(tmp, "wb") as fh:
+            np.save(fh, array)
+    atomic_files.write_text(folder / MARKER, json.dumps({"words": len(words)}))
 
 
 def load_array_vectors(folder: Path) -> ArrayVectors | None:
-    """The table memory-mapped and its words, or None where the folder holds no complete pair."""
-    if not (folder / WORDS).is_file() or not (folder / TABLE).is_file():
+    """The table and its index memory-mapped, or None where the folder holds no complete set."""
+    if not (folder / MARKER).is_file():
         return None
-    words = (folder / WORDS).read_text(encoding="utf-8").split("\n")[:-1]
-    return ArrayVectors(np.load(folder / TABLE, mmap_mode="r"), words)
+    load = {name: np.load(folder / name, mmap_mode="r") for name in (TABLE, WORDS, SORTED, ROWS)}
+    return ArrayVectors(load[TABLE], WordList(load[WORDS]), KeyIndex(load[SORTED], load[ROWS]))
