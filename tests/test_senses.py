@@ -144,6 +144,31 @@ def test_corpus_contextuality_on_an_extraction(folder):
         corpus_contextuality(folder, min_contexts=17)
 
 
+def test_corpus_contextuality_reports_the_papers_centred_mev(folder):
+    """The corpus variant has both MEVs (issue 19): the centred one is sklearn's PCA explained-variance
+    ratio of the word's occurrences, each beside its random-word baseline; the table names both."""
+    from sklearn.decomposition import PCA
+
+    from contextlens.analyses.corpus.contextuality import corpus_contextuality
+    from contextlens.analyses.corpus.folder import layer_matrix, read_rows
+
+    result = corpus_contextuality(folder, min_contexts=10)
+    x = layer_matrix(read_rows(folder, columns=["layer_5"]), "layer_5")  # 16 sentences, one "bank" each
+    expected = PCA(n_components=1).fit(x.astype(np.float64)).explained_variance_ratio_[0]
+    assert result.value(layer=5, metric="mev_centred") == pytest.approx(expected, abs=1e-6)
+    for layer in (0, 5, 6):
+        centred, raw = result.value(layer=layer, metric="mev_centred"), result.value(layer=layer, metric="mev")
+        assert 1 / 15 <= centred < raw
+        baseline = result.value(layer=layer, metric="mev_centred_baseline")
+        assert result.value(layer=layer, metric="mev_centred_adjusted") == pytest.approx(centred - baseline)
+    assert set(result.meta["mev_definitions"]) == {"mev", "mev_centred"}
+    assert result.meta["published"]["bert_base_cased"]["baseline"][12] == 0.477
+    table = run_cli("eval", "contextuality", "--corpus", str(folder), "--min-contexts", "10")
+    assert table.returncode == 0, table.stderr
+    text = " ".join(table.stdout.split())
+    assert "MEV pca" in text and "MEV pca = the paper's MEV" in text
+
+
 def test_an_int8_extraction_is_labelled_with_int8_sense_vectors(tmp_path, minilm):
     """Both sides of the label's cosine come from the precision the occurrences were extracted at."""
     from contextlens.analyses.corpus.senses import sense_vectors_of
