@@ -89,15 +89,39 @@ def probe_cmd(
             table.add_column("layer", justify="right")
             for a in result.anchors:
                 table.add_column(escape(a), justify="right")
+            bands = result.layer_baselines()
+            if bands[0] is not None:
+                table.add_column("random", justify="right")
+                table.add_column("5-95%", justify="right")
             for k, (lay, best) in enumerate(zip(result.layers, s.best_per_layer, strict=True)):
                 cells = [f"[bold]{v:.4f}[/bold]" if j == best else f"{v:.4f}" for j, v in enumerate(s.scores[k])]
+                if bands[k] is not None:
+                    cells += [f"{bands[k]['mean']:.3f}", f"{bands[k]['p5']:.2f}–{bands[k]['p95']:.2f}"]
                 table.add_row(str(lay), *cells, style="on grey15" if lay == result.layer else None)
             if result.static_scores is not None:
                 table.add_section()
-                table.add_row("static", *(f"{v:.4f}" for v in result.static_scores[i]), style="blue")
+                blanks = [""] * (2 if bands[0] is not None else 0)
+                table.add_row("static", *(f"{v:.4f}" for v in result.static_scores[i]), *blanks, style="blue")
             console.print(table)
-            console.print(f"at layer {result.layer} the closest anchor is [bold]{escape(result.best_anchor(i))}[/bold]")
+            best = result.best_anchor(i)
+            beside = result.beside(i)
+            where = ""
+            if beside is not None:
+                b, score = beside[best], result.at()[i][result.anchors.index(best)]
+                where = (
+                    f" (cosine {score:.3f}: above {b['percentile']:.1f}% of random pairs of different words at "
+                    f"that layer, {b['adjusted']:+.3f} over their mean)"
+                )
+            console.print(f"at layer {result.layer} the closest anchor is [bold]{escape(best)}[/bold]{escape(where)}")
         sources = ", ".join(f"{a}: {s}" for a, s in zip(result.anchors, result.anchor_sources, strict=True))
         console.print(f"anchors ({escape(sources)}); template {escape(repr(result.template))}")
+        if result.baseline is not None:
+            console.print(
+                f"[dim]random: mean cosine of random pairs of different words in unrelated sentences at that layer "
+                f"(5-95%: the middle 90% of them); {escape(result.baseline.describe())}[/dim]",
+                soft_wrap=True,
+            )
+        elif result.baseline_missing:
+            console.print(f"[dim]no random-word baseline: {escape(result.baseline_missing)}[/dim]")
         if result.static_scores is not None:
             console.print(f"static = cosine of {escape(result.static_model or '')} vectors: the same in every sentence")

@@ -20,6 +20,7 @@ from contextlens.analyses.lesson.probe import ProbeResult  # noqa: E402
 from contextlens.analyses.lesson.ranking import Ranking  # noqa: E402
 from contextlens.analyses.lesson.same_sense import SameSenseAnswer  # noqa: E402
 from contextlens.analyses.lesson.trace import Trace  # noqa: E402
+from contextlens.reports.figures import baseline_band  # noqa: E402
 
 SENSE_COLOURS = ["#c2410c", "#1d4ed8", "#15803d", "#7c3aed", "#0e7490", "#be123c", "#a16207"]
 
@@ -47,7 +48,8 @@ def explore_figure(result: Exploration) -> plt.Figure:
     for row, w in enumerate(words):
         _heatmap(fig.add_subplot(grid[row, 0]), w, low)
         _pca(fig.add_subplot(grid[row, 1]), w)
-    _gap_lines(fig.add_subplot(grid[len(words), :]), result)
+    _gap_lines(fig.add_subplot(grid[len(words), 0]), result)
+    _mean_cosine_lines(fig.add_subplot(grid[len(words), 1]), result)
     fig.suptitle(
         f"Polysemy explorer — {result.model}, layer {result.layer} (words ranked by spread)", fontsize=14, y=1.0
     )
@@ -126,6 +128,20 @@ def _gap_lines(ax: plt.Axes, result: Exploration) -> None:
     if drawn:
         ax.legend(fontsize=8, ncol=min(5, len(result.words)))
         ax.set_xticks(result.words[0].layers)
+    ax.grid(alpha=0.3)
+
+
+def _mean_cosine_lines(ax: plt.Axes, result: Exploration) -> None:
+    """Each word's mean pairwise cosine (1 - spread) per layer over the random-word band."""
+    first = result.words[0]
+    baseline_band(ax, first.layers, first.layer_baselines())
+    for i, w in enumerate(result.words):
+        ax.plot(w.layers, w.mean_cosines, marker="o", lw=2, color=SENSE_COLOURS[i % len(SENSE_COLOURS)], label=w.word)
+    ax.set_xlabel("layer (0 = embedding output)")
+    ax.set_ylabel("mean pairwise cosine (1 − spread)")
+    ax.set_xticks(first.layers)
+    ax.set_title("Each word's mean cosine beside random pairs of different words", fontsize=10)
+    ax.legend(fontsize=7, ncol=2)
     ax.grid(alpha=0.3)
 
 
@@ -238,11 +254,18 @@ def probe_figure(result: ProbeResult) -> plt.Figure:
     if groups:
         bars.axvline(len(result.sentences) - 0.5, color="#999", ls=":", lw=1)
     bars.axhline(0, color="#444", lw=0.8)
+    base = result.layer_baselines()[result.layers.index(result.layer)]
+    if base is not None:  # over the contextual sentences only: the static scores have no such baseline
+        span = [-0.5, len(result.sentences) - 0.5]
+        bars.fill_between(span, base["p5"], base["p95"], color="#9ca3af", alpha=0.25, zorder=0,
+                          label="random words, 5-95th pct")  # fmt: skip
+        bars.plot(span, [base["mean"]] * 2, color="#6b7280", ls="--", lw=1.2, label="random words, mean")
     bars.set_ylim(min(0.0, float(scores.min()) * 1.15), max(0.05, float(scores.max()) * 1.15))
     bars.set_ylabel("cosine with the anchor")
     bars.set_title(f"target vs anchors at layer {result.layer}", fontsize=10)
     bars.legend(fontsize=8)
     styles = ["-", "--", ":", "-."]
+    baseline_band(lines, result.layers, result.layer_baselines())
     for i, s in enumerate(result.sentences):
         for j, anchor in enumerate(result.anchors):
             short = textwrap.shorten(s.occurrence.marked(), 30, placeholder="…")

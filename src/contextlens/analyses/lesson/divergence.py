@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from contextlens.analyses.benchmarks.word_baseline import CosineBaseline, random_word_baseline
+from contextlens.analyses.benchmarks.word_baseline import CosineBaseline, baseline_or_reason
 from contextlens.analyses.lesson.sense_gap import same_and_cross
 from contextlens.core import arguments
 from contextlens.core.backend import REFERENCE, Backend
@@ -29,7 +29,6 @@ from contextlens.core.occurrences import Occurrence
 from contextlens.core.resources import DEFAULT_CONTEXTUAL
 from contextlens.core.similarity import cosine_matrix
 from contextlens.core.static_models import StaticModel, as_static
-from contextlens.core.wordnet import WordNetNotInstalledError
 from contextlens.errors import InputError
 
 
@@ -122,21 +121,7 @@ class Comparison:
         in it and cosine - mean; None per layer when there is no baseline."""
         if self.baseline is None:
             return [None] * len(self.layers)
-        out = []
-        for layer, cos in zip(self.layers, self.layer_cosines, strict=True):
-            b = self.baseline.layer(layer)
-            out.append(
-                {
-                    "mean": b.mean,
-                    "std": b.std,
-                    "p5": b.p5,
-                    "p50": b.p50,
-                    "p95": b.p95,
-                    "percentile": self.baseline.percentile(layer, cos),
-                    "adjusted": cos - b.mean,
-                }
-            )
-        return out
+        return [self.baseline.beside(layer, cos) for layer, cos in zip(self.layers, self.layer_cosines, strict=True)]
 
     def notes(self) -> list[str]:
         """What the numbers under the table mean for these sentences (never a fixed sentence that
@@ -262,12 +247,7 @@ def compare(
     # provenance-checked: hidden states of one model at one layer, input rows with input rows
     matrices = np.stack([cosine_matrix([e.hidden_state(layer) for e in encodings]) for layer in wanted])
     input_rows = cosine_matrix([e.input_row() for e in encodings])
-    base, missing = None, None
-    if baseline:
-        try:
-            base = random_word_baseline(model, pooling)
-        except WordNetNotInstalledError as exc:
-            missing = str(exc)
+    base, missing = baseline_or_reason(model, pooling) if baseline else (None, None)
     return Comparison(
         model=model.name,
         backend=model.backend,

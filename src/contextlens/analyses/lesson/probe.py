@@ -11,6 +11,11 @@ what carries the sense.
 With a static model the same anchors are scored with static vectors too: one score per anchor,
 identical for every sentence, which is the lesson's point. Anchors (and targets) must then be in
 the static model's vocabulary, which also catches misspelt anchors.
+
+Each score stands beside the model's random-word baseline at its layer (the helper compare uses,
+analyses/benchmarks/word_baseline.py): an anchor in a template sentence and the target in the
+user's are two different words in unrelated sentences, exactly what that baseline samples, so a
+score's percentile there says whether the anchor is closer than an unrelated word would be.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from contextlens.analyses.benchmarks.word_baseline import CosineBaseline, baseline_or_reason
 from contextlens.core.backend import REFERENCE, Backend
 from contextlens.core.jsonable import plain_json
 from contextlens.core.occurrences import LONE_WORD_TEMPLATE, Occurrence, in_template, is_single_word, parse_marked
@@ -93,6 +99,24 @@ class ProbeResult:
     static_model: str | None = None
     static_scores: np.ndarray | None = field(default=None, repr=False)  # (sentences, anchors)
     backend: Backend = REFERENCE  # the model's precision and runtime (core/backend.py)
+    baseline: CosineBaseline | None = field(default=None, repr=False)  # random-word cosines
+    baseline_missing: str | None = None  # why there is no baseline (WordNet not installed)
+
+    def layer_baselines(self) -> list[dict[str, float] | None]:
+        """Per layer, the random-word distribution (mean, std, p5, p50, p95); None per layer without one."""
+        if self.baseline is None:
+            return [None] * len(self.layers)
+        return [self.baseline.layer(layer).to_dict() for layer in self.layers]
+
+    def beside(self, sentence: int, layer: int | None = None) -> dict[str, dict[str, float]] | None:
+        """Per anchor, the baseline beside sentence ``sentence``'s score at ``layer`` (default: the
+        chosen one): mean, percentile, score - mean."""
+        if self.baseline is None:
+            return None
+        layer = self.layer if layer is None else layer
+        k = self.layers.index(layer)
+        scores = self.sentences[sentence].scores[k]
+        return {a: self.baseline.beside(layer, float(v)) for a, v in zip(self.anchors, scores, strict=True)}
 
     def at(self, layer: int | None = None) -> np.ndarray:
         """(sentences, anchors) scores at ``layer`` (default: the chosen layer)."""
@@ -129,6 +153,7 @@ class ProbeResult:
                     "tokens": s.target_tokens,
                     "scores": dict(zip(self.anchors, self.at()[i].tolist(), strict=True)),
                     "best_anchor": self.best_anchor(i),
+                    "baseline": self.beside(i),
                     "static_scores": None
                     if self.static_scores is None
                     else dict(zip(self.anchors, self.static_scores[i].tolist(), strict=True)),
@@ -139,6 +164,11 @@ class ProbeResult:
                 }
                 for i, s in enumerate(self.sentences)
             ],
+            "baseline": None if self.baseline is None else self.baseline.to_dict(),
+            "baseline_missing": self.baseline_missing,
+            "baseline_definition": "per anchor at the chosen layer: mean, spread and percentiles of the cosines of "
+            "random pairs of different words in unrelated sentences; percentile: the share of those pairs at or "
+            "below the score; adjusted: the score minus the random mean",
         }
 
 
@@ -150,11 +180,13 @@ def probe(
     template: str = LONE_WORD_TEMPLATE,
     layer: int = -1,
     static: StaticModel | str | None = None,
+    baseline: bool = True,
 ) -> ProbeResult:
     """Score each target against each anchor at every layer (0..L), and with ``static`` vectors.
 
     Anchors with sentences in ``anchor_sentences`` are the mean of their hidden states there; the
     rest stand in ``template``. Raises InputError / OutOfVocabularyError for unusable anchors.
+    ``baseline=True`` sets the model's random-word cosine baseline beside each score.
     """
     from contextlens.core.contextual_models import as_contextual  # torch, once the input is read
 
@@ -197,6 +229,7 @@ def probe(
             ]
         )
         sentences.append(ProbedSentence(occ, enc.target_tokens, scores))
+    base, missing = baseline_or_reason(model) if baseline else (None, None)
     return ProbeResult(
         model.name,
         layers,
@@ -208,4 +241,6 @@ def probe(
         static_model=static.name if static is not None else None,
         static_scores=static_scores,
         backend=model.backend,
+        baseline=base,
+        baseline_missing=missing,
     )
