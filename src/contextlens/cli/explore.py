@@ -12,19 +12,22 @@ from rich.table import Table
 from contextlens.cli import app
 from contextlens.cli.common import (
     DEFAULT_MODEL,
+    AutoLayerOpt,
     HtmlOpt,
     JsonOpt,
-    LayerOpt,
     ModelOpt,
     PlotOpt,
     PrecisionOpt,
     RuntimeOpt,
     ThreadsOpt,
+    choose_auto_layer,
     console,
     contextual_option,
     figures_after,
     fmt,
     fmt_p,
+    layer_numbers_to_check,
+    layer_text,
     print_json,
 )
 
@@ -40,7 +43,7 @@ def explore_cmd(
     sentences: Annotated[
         Path | None, typer.Option("--sentences", help="TSV file: word<TAB>sense<TAB>sentence with \\[target].")
     ] = None,
-    layer: LayerOpt = -1,
+    layer: AutoLayerOpt = "-1",
     model: ModelOpt = DEFAULT_MODEL,
     precision: PrecisionOpt = "fp32",
     runtime: RuntimeOpt = "torch",
@@ -57,13 +60,15 @@ def explore_cmd(
 
     data = load_sense_sentences(sentences) if sentences is not None else None
     source = str(sentences) if sentences is not None else None
-    contextual = contextual_option(model, precision, threads, runtime, layers=[layer])
-    result = explore(words or [], contextual, data, layer, permutations, seed, source=source, show_progress_bar=True)
+    wanted = layer_text(layer)
+    contextual = contextual_option(model, precision, threads, runtime, layers=layer_numbers_to_check(wanted))
+    choose_auto_layer(contextual, wanted)
+    result = explore(words or [], contextual, data, wanted, permutations, seed, source=source, show_progress_bar=True)
     with figures_after(plot, html, result, "contextlens explore"):
         if json_out:
             print_json(result.to_dict())
             return
-        table = Table(title=f"polysemy explorer — {result.model}, layer {result.layer}, ranked by spread")
+        table = Table(title=f"polysemy explorer — {result.model}, {result.layer_label}, ranked by spread")
         with_base = result.baseline is not None
         columns = ("#", "word", "sents", "senses", "spread") + (("pct",) if with_base else ())
         for col in columns + ("same", "cross", "gap", "p"):

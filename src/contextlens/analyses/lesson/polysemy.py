@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from contextlens.analyses.benchmarks.word_baseline import CosineBaseline, baseline_or_reason
 from contextlens.analyses.lesson.sense_gap import gaps, layer_gaps, same_and_cross, sense_codes
 from contextlens.core.backend import REFERENCE, Backend
 from contextlens.core.jsonable import plain_json
@@ -32,7 +31,9 @@ from contextlens.core.similarity import cosine_matrix
 from contextlens.data.sense_sentences import SenseSentence, load_sense_sentences
 from contextlens.errors import InputError
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # torch: imported once the input is read
+    from contextlens.analyses.benchmarks.layer_choice import LayerChoice
+    from contextlens.analyses.benchmarks.word_baseline import CosineBaseline
     from contextlens.core.contextual_models import ContextualModel
 
 
@@ -205,6 +206,12 @@ class Exploration:
     backend: Backend = REFERENCE  # the model's precision and runtime (core/backend.py)
     baseline: CosineBaseline | None = field(default=None, repr=False)  # random-word cosines
     baseline_missing: str | None = None  # why there is no baseline (WordNet not installed)
+    layer_choice: LayerChoice | None = field(default=None, repr=False)  # set when the layer was "auto"
+
+    @property
+    def layer_label(self) -> str:
+        """``layer 6`` or ``layer 6 (auto: best sense separation on dev lemmas (eval wic))``."""
+        return self.layer_choice.label() if self.layer_choice is not None else f"layer {self.layer}"
 
     @property
     def p_floor(self) -> float:
@@ -226,6 +233,7 @@ class Exploration:
             "model": self.model,
             **self.backend.to_dict(),
             "layer": self.layer,
+            "layer_choice": None if self.layer_choice is None else self.layer_choice.to_dict(),
             "source": self.source,
             "spread_definition": "1 - mean off-diagonal cosine",
             "gap_definition": "mean same-sense cosine - mean cross-sense cosine",
@@ -249,7 +257,7 @@ def explore(
     words: Sequence[str],
     model: ContextualModel | str,
     sentences: Sequence[SenseSentence] | None = None,
-    layer: int = -1,
+    layer: int | str = -1,
     permutations: int = 1000,
     seed: int = 0,
     source: str | None = None,
@@ -259,19 +267,23 @@ def explore(
     """Explore each word over its sentences (built-in set when ``sentences`` is None).
 
     An empty ``words`` means every word in the sentences. Raises InputError for a word with no
-    (or only one) sentence and for a layer out of range. ``baseline=True`` sets the model's
+    (or only one) sentence and for a layer out of range. ``layer="auto"``: the layer `eval wic`
+    chooses on dev lemmas for this model (best sense separation; analyses/benchmarks/layer_choice.py).
+    ``baseline=True`` sets the model's
     random-word cosine baseline beside each layer (as compare does; without WordNet the result
     says why it has none).
     """
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise InputError(f"`seed` must be a whole number of at least 0, got {seed!r}")  # numpy refuses a negative one
-    from contextlens.core.contextual_models import as_contextual  # torch, once the input is read
+    from contextlens.analyses.benchmarks.layer_choice import resolve_layer  # torch, once the input is read
+    from contextlens.analyses.benchmarks.word_baseline import baseline_or_reason
+    from contextlens.core.contextual_models import as_contextual
 
     model = as_contextual(model)
     if sentences is None:
         sentences = load_sense_sentences()
         source = source or "built-in polysemy set"
-    (chosen,) = model.check_layers([layer])
+    chosen, choice = resolve_layer(model, layer, "sense")
     by_word: dict[str, list[SenseSentence]] = {}
     for s in sentences:
         by_word.setdefault(s.word, []).append(s)
@@ -310,6 +322,7 @@ def explore(
         backend=model.backend,
         baseline=base,
         baseline_missing=missing,
+        layer_choice=choice,
     )
 
 

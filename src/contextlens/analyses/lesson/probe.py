@@ -27,7 +27,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from contextlens.analyses.benchmarks.word_baseline import CosineBaseline, baseline_or_reason
 from contextlens.core.backend import REFERENCE, Backend
 from contextlens.core.jsonable import plain_json
 from contextlens.core.occurrences import LONE_WORD_TEMPLATE, Occurrence, in_template, is_single_word, parse_marked
@@ -36,7 +35,9 @@ from contextlens.core.static_models import StaticModel, as_static
 from contextlens.data import read_tsv
 from contextlens.errors import ContextlensError, DataFileError, InputError, OutOfVocabularyError
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # torch: imported once the input is read
+    from contextlens.analyses.benchmarks.layer_choice import LayerChoice
+    from contextlens.analyses.benchmarks.word_baseline import CosineBaseline
     from contextlens.core.contextual_models import ContextualModel
 
 ANCHOR_COLUMNS = "anchor<TAB>sentence with the anchor in [brackets]"
@@ -101,6 +102,12 @@ class ProbeResult:
     backend: Backend = REFERENCE  # the model's precision and runtime (core/backend.py)
     baseline: CosineBaseline | None = field(default=None, repr=False)  # random-word cosines
     baseline_missing: str | None = None  # why there is no baseline (WordNet not installed)
+    layer_choice: LayerChoice | None = field(default=None, repr=False)  # set when the layer was "auto"
+
+    @property
+    def layer_label(self) -> str:
+        """``layer 6`` or ``layer 6 (auto: best sense separation on dev lemmas (eval wic))``."""
+        return self.layer_choice.label() if self.layer_choice is not None else f"layer {self.layer}"
 
     def layer_baselines(self) -> list[dict[str, float] | None]:
         """Per layer, the random-word distribution (mean, std, p5, p50, p95); None per layer without one."""
@@ -143,6 +150,7 @@ class ProbeResult:
             **self.backend.to_dict(),
             "static_model": self.static_model,
             "layer": self.layer,
+            "layer_choice": None if self.layer_choice is None else self.layer_choice.to_dict(),
             "template": self.template,
             "anchors": [
                 {"word": a, "representation": s} for a, s in zip(self.anchors, self.anchor_sources, strict=True)
@@ -178,7 +186,7 @@ def probe(
     model: ContextualModel | str,
     anchor_sentences: Mapping[str, Sequence[Occurrence]] | None = None,
     template: str = LONE_WORD_TEMPLATE,
-    layer: int = -1,
+    layer: int | str = -1,
     static: StaticModel | str | None = None,
     baseline: bool = True,
 ) -> ProbeResult:
@@ -186,9 +194,12 @@ def probe(
 
     Anchors with sentences in ``anchor_sentences`` are the mean of their hidden states there; the
     rest stand in ``template``. Raises InputError / OutOfVocabularyError for unusable anchors.
-    ``baseline=True`` sets the model's random-word cosine baseline beside each score.
+    ``baseline=True`` sets the model's random-word cosine baseline beside each score. ``layer="auto"``:
+    the layer `eval wic` chooses on dev lemmas for this model (analyses/benchmarks/layer_choice.py).
     """
-    from contextlens.core.contextual_models import as_contextual  # torch, once the input is read
+    from contextlens.analyses.benchmarks.layer_choice import resolve_layer  # torch, once the input is read
+    from contextlens.analyses.benchmarks.word_baseline import baseline_or_reason
+    from contextlens.core.contextual_models import as_contextual
 
     model = as_contextual(model)
     static = None if static is None else as_static(static)
@@ -202,7 +213,7 @@ def probe(
     anchors = [check_anchor(a, model) for a in anchors]
     if len({a.lower() for a in anchors}) != len(anchors):
         raise InputError("an anchor is named twice; give each anchor word once")
-    (chosen,) = model.check_layers([layer])
+    chosen, choice = resolve_layer(model, layer, "sense")
     layers = list(model.check_layers(None))
     static_scores = None
     if static is not None:  # before the forward pass, so a misspelt anchor fails at once
@@ -243,4 +254,5 @@ def probe(
         backend=model.backend,
         baseline=base,
         baseline_missing=missing,
+        layer_choice=choice,
     )
