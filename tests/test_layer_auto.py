@@ -85,3 +85,53 @@ def test_cli_layer_auto_is_printed_as_such(quick_choices):
 def test_cli_bad_layer_is_one_line_exit_2(command):
     out = run_cli(*command, "-m", "minilm", "--layer", "top")
     assert out.returncode == 2 and out.stderr.strip() == "error: --layer must be auto or a layer number, got 'top'"
+
+
+@pytest.fixture(scope="module")
+def bank_folder(tmp_path_factory, minilm):
+    from contextlens.analyses.corpus.extract import extract_corpus
+    from tests.test_senses import MONEY
+    from tests.test_senses import RIVER as RIVER_SENTENCES
+
+    corpus = tmp_path_factory.mktemp("auto") / "bank.txt"
+    corpus.write_text("\n".join(RIVER_SENTENCES + MONEY) + "\n")
+    every = corpus.parent / "every"
+    extract_corpus(str(corpus), ["bank"], every, model="minilm", layers=list(range(7)))
+    other = corpus.parent / "other"  # every layer but the one auto picks
+    chosen = lc.choose_layer(minilm, "sense", size="quick").layer
+    extract_corpus(str(corpus), ["bank"], other, model="minilm", layers=[x for x in range(7) if x != chosen])
+    return every, other
+
+
+def test_folder_commands_take_auto(bank_folder, minilm, quick_choices):
+    from contextlens.analyses.corpus.manifest import pick_layer, require_manifest
+    from contextlens.analyses.corpus.senses import induce_senses
+
+    every, other = bank_folder
+    layer = lc.choose_layer(minilm, "sense").layer
+    assert pick_layer(require_manifest(every), "auto", every) == layer
+    assert induce_senses(every, "bank", "auto", k=2).layer == layer
+    with pytest.raises(InputError, match="did not extract"):
+        pick_layer(require_manifest(other), "auto", other)
+    out = CliRunner().invoke(app, ["senses", "induce", str(every), "--word", "bank", "--layer", "auto", "--k", "2"])
+    assert out.exit_code == 0, out.output
+    assert f"layer {layer} (auto: best sense separation" in " ".join(out.stdout.split())
+    out = CliRunner().invoke(app, ["corpus", "search", str(every), "--like", RIVER, "--layer", "auto", "--json"])
+    assert out.exit_code == 0, out.output
+    assert json.loads(out.stdout)["layer"] == layer
+
+
+def test_index_build_layer_auto_uses_the_retrieval_choice(tmp_path, minilm, quick_choices):
+    docs = tmp_path / "docs.txt"
+    docs.write_text("The river bank flooded.\nShe paid at the bank.\nA spring of fresh water.\n")
+    layer = lc.choose_layer(minilm, "retrieval").layer
+    out = CliRunner().invoke(
+        app, ["index", "build", str(docs), "--out", str(tmp_path / "ix"), "-m", "minilm", "--kind", "hidden-mean",
+              "--layer", "auto", "--json"],
+    )  # fmt: skip
+    assert out.exit_code == 0, out.output
+    doc = json.loads(out.stdout[out.stdout.index("{") :])
+    assert doc["layer_choice"]["layer"] == layer and doc["layer_choice"]["task"] == "retrieval"
+    assert doc["encoder"]["layer"] == layer and doc["encoder"]["kind"] == "hidden-mean"
+    refused = run_cli("index", "build", str(docs), "--out", str(tmp_path / "iy"), "-m", "minilm", "--layer", "auto")
+    assert refused.returncode == 2 and "--layer auto is for --kind hidden-mean" in refused.stderr
