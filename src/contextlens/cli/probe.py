@@ -121,6 +121,8 @@ def probe_cmd(
             console.print(f"at {at} the closest anchor is [bold]{escape(best)}[/bold]{escape(where)}", soft_wrap=True)
         sources = ", ".join(f"{a}: {s}" for a, s in zip(result.anchors, result.anchor_sources, strict=True))
         console.print(f"anchors ({escape(sources)}); template {escape(repr(result.template))}")
+        for line in result.notes:
+            console.print(f"[dim]{escape(line)}[/dim]")
         if result.baseline is not None:
             console.print(
                 f"[dim]random: mean cosine of random pairs of different words in unrelated sentences at that layer "

@@ -372,7 +372,7 @@ def attention_figures(result: AttentionResult) -> list[go.Figure]:
     row_max = max(float(m.head_mean.max()) for m in result.maps)  # one colour scale for all panels
     grid_max = max(float(m.matrix(result.layer, result.head).max()) for m in result.maps)
     for col, m in enumerate(result.maps, 1):
-        labels = token_labels(m.tokens, m.target_positions)
+        labels = token_labels(m.display_tokens, m.target_positions)
         layers = [str(i) for i in range(1, m.num_layers + 1)]
         rows.add_trace(
             go.Heatmap(
@@ -506,7 +506,7 @@ def trace_figures(result: Trace) -> list[go.Figure]:
         col=1,
         secondary_y=True,
     )
-    labels = token_labels(result.tokens, result.target_positions)
+    labels = token_labels(result.display_tokens, result.target_positions)
     fig.add_trace(
         go.Heatmap(
             z=result.attention_rows.T,

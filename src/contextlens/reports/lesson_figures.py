@@ -200,16 +200,16 @@ def attention_figure(result: AttentionResult) -> plt.Figure:
         ax = axes[0, col]
         data = amap.head_mean.T  # (seq, L)
         im = ax.imshow(data, cmap="magma_r", aspect="auto", vmin=0, vmax=max(float(data.max()), 1e-9))
-        ax.set_yticks(range(len(amap.tokens)), _token_labels(amap.tokens, amap.target_positions), fontsize=8)
+        ax.set_yticks(range(len(amap.tokens)), _token_labels(amap.display_tokens, amap.target_positions), fontsize=8)
         ax.set_xticks(range(amap.num_layers), [str(i) for i in range(1, amap.num_layers + 1)], fontsize=8)
         ax.set_xlabel("attention layer (block)")
-        target = " ".join(amap.target_tokens)
+        target = " ".join(amap.display_target_tokens)
         ax.set_title(f"{textwrap.fill(amap.occurrence.marked(), 60)}\n“{target}” attends to (head mean)", fontsize=9)
         plt.colorbar(im, ax=ax, fraction=0.04, pad=0.02)
         ax = axes[1, col]
         m = amap.matrix(result.layer, result.head)
         im = ax.imshow(m, cmap="magma_r", vmin=0, vmax=max(float(m.max()), 1e-9))
-        labels = _token_labels(amap.tokens, amap.target_positions)
+        labels = _token_labels(amap.display_tokens, amap.target_positions)
         ax.set_yticks(range(len(labels)), labels, fontsize=8)
         ax.set_xticks(range(len(labels)), labels, fontsize=8, rotation=60, ha="right")
         ax.set_ylabel("from token (query)")
@@ -312,10 +312,12 @@ def trace_figure(result: Trace) -> plt.Figure:
     twin.set_ylabel("norm of the hidden state", color="#1d4ed8")
     handles = left.get_legend_handles_labels()[0] + twin.get_legend_handles_labels()[0]
     left.legend(handles, [h.get_label() for h in handles], fontsize=8, loc="lower left")
-    left.set_title(f"“{' '.join(result.target_tokens)}”: how much of the input row is left", fontsize=10)
+    left.set_title(f"“{' '.join(result.display_target_tokens)}”: how much of the input row is left", fontsize=10)
     data = result.attention_rows.T
     im = right.imshow(data, cmap="magma_r", aspect="auto", vmin=0, vmax=max(float(data.max()), 1e-9))
-    right.set_yticks(range(len(result.tokens)), _token_labels(result.tokens, result.target_positions), fontsize=8)
+    right.set_yticks(
+        range(len(result.tokens)), _token_labels(result.display_tokens, result.target_positions), fontsize=8
+    )
     right.set_xticks(range(data.shape[1]), [str(i) for i in range(1, data.shape[1] + 1)], fontsize=8)
     right.set_xlabel("attention layer (block)")
     right.set_title("what the target attends to (head mean)", fontsize=10)

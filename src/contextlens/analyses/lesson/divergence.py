@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from contextlens.analyses.benchmarks.word_baseline import CosineBaseline, baseline_or_reason
+from contextlens.analyses.lesson.left_context import left_context_note
 from contextlens.analyses.lesson.sense_gap import same_and_cross
 from contextlens.core import arguments
 from contextlens.core.backend import REFERENCE, Backend
@@ -29,6 +30,7 @@ from contextlens.core.occurrences import Occurrence
 from contextlens.core.resources import DEFAULT_CONTEXTUAL
 from contextlens.core.similarity import cosine_matrix
 from contextlens.core.static_models import StaticModel, as_static
+from contextlens.core.token_text import display_tokens, is_byte_level
 from contextlens.errors import InputError
 
 
@@ -51,6 +53,12 @@ class Comparison:
     baseline: CosineBaseline | None = field(default=None, repr=False)  # random-word cosines
     baseline_missing: str | None = None  # why there is no baseline (WordNet not installed)
     left_context_only: bool = False  # a decoder: each target sees only the words to its left
+    byte_level: bool = False  # the tokenizer is byte-level BPE: tokens are shown decoded (core/token_text.py)
+
+    @property
+    def display_target_tokens(self) -> list[list[str]]:
+        """Each target's tokens for reading (Ġbank -> ␣bank); ``target_tokens`` stay raw."""
+        return [display_tokens(t, self.byte_level) for t in self.target_tokens]
 
     @property
     def model_kind(self) -> ModelKind | None:
@@ -151,15 +159,8 @@ class Comparison:
                     f"layer 0 is {cos0:.4f}, not 1.0: it is the embedding layer's output, the input row plus a "
                     f"position embedding{where}, layer-normalised, before any attention"
                 )
-        if self.left_context_only:
-            seen = "; ".join(
-                f"{i}: {o.text[: o.start].strip()!r}" if o.text[: o.start].strip() else f"{i}: nothing"
-                for i, o in enumerate(self.occurrences, 1)
-            )
-            out.append(
-                f"{self.model} is a decoder: each target sees only the words to its left ({seen}); "
-                "words after it that decide the sense are invisible to it"
-            )
+        if self.left_context_only and (note := left_context_note(self.model, self.occurrences)):
+            out.append(note)
         if self.n > 2:
             out.append("lowest pair: the least alike pair of sentences at that layer, numbered as above")
         if self.baseline is not None:
@@ -180,8 +181,10 @@ class Comparison:
             "static_model": self.static_model,
             "pooling": self.pooling,
             "sentences": [
-                {**o.to_dict(), "tokens": toks, "truncated": tr}
-                for o, toks, tr in zip(self.occurrences, self.target_tokens, self.truncated, strict=True)
+                {**o.to_dict(), "tokens": toks, "display_tokens": shown, "truncated": tr}
+                for o, toks, shown, tr in zip(
+                    self.occurrences, self.target_tokens, self.display_target_tokens, self.truncated, strict=True
+                )
             ],
             "layers": [
                 {"layer": layer, "cosine": cos}
@@ -264,6 +267,7 @@ def compare(
         baseline=base,
         baseline_missing=missing,
         left_context_only=bool(getattr(model, "is_decoder", False)),
+        byte_level=is_byte_level(model.tokenizer),
     )
 
 

@@ -103,6 +103,15 @@ class ProbeResult:
     baseline: CosineBaseline | None = field(default=None, repr=False)  # random-word cosines
     baseline_missing: str | None = None  # why there is no baseline (WordNet not installed)
     layer_choice: LayerChoice | None = field(default=None, repr=False)  # set when the layer was "auto"
+    left_context_only: bool = False  # a decoder: each target sees only the words to its left
+
+    @property
+    def notes(self) -> list[str]:
+        """What the reader must know to read the scores (a decoder's blind right side)."""
+        from contextlens.analyses.lesson.left_context import left_context_note
+
+        note = left_context_note(self.model, [s.occurrence for s in self.sentences]) if self.left_context_only else None
+        return [note] if note else []
 
     @property
     def layer_label(self) -> str:
@@ -173,6 +182,7 @@ class ProbeResult:
                 for i, s in enumerate(self.sentences)
             ],
             "baseline": None if self.baseline is None else self.baseline.to_dict(),
+            "notes": self.notes,
             "baseline_missing": self.baseline_missing,
             "baseline_definition": "per anchor at the chosen layer: mean, spread and percentiles of the cosines of "
             "random pairs of different words in unrelated sentences; percentile: the share of those pairs at or "
@@ -255,4 +265,5 @@ def probe(
         baseline=base,
         baseline_missing=missing,
         layer_choice=choice,
+        left_context_only=bool(getattr(model, "is_decoder", False)),
     )

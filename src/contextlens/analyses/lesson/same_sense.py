@@ -27,6 +27,7 @@ from contextlens.analyses.benchmarks.span_encoding import Progress
 from contextlens.analyses.benchmarks.suite import build_suite, encode_suite, encode_wic_train
 from contextlens.analyses.benchmarks.wic import accuracy, evaluate_wic
 from contextlens.analyses.benchmarks.word_baseline import random_word_baseline
+from contextlens.analyses.lesson.left_context import left_context_note
 from contextlens.core import arguments
 from contextlens.core.backend import Backend
 from contextlens.core.contextual_models import ContextualModel, as_contextual
@@ -103,6 +104,7 @@ class SameSenseAnswer:
     rule: SameSenseRule
     baseline_mean: float | None = None  # random-word baseline at the rule's layer
     baseline_percentile: float | None = None
+    left_context_only: bool = False  # a decoder: each target sees only the words to its left
 
     @property
     def same(self) -> bool:
@@ -126,6 +128,8 @@ class SameSenseAnswer:
                 "the decision (threshold, tuned for accuracy) and the probability (logistic fit) disagree: "
                 "this pair sits between them, near the rule's boundary"
             )
+        if self.left_context_only and (note := left_context_note(self.rule.model, self.occurrences)):
+            out.append(note)
         kind = model_kind(self.rule.model)
         if kind is not None:
             out.append(kind.summary)
@@ -266,4 +270,7 @@ def same_sense(
     enc = model.encode_occurrences(occs, layers=[rule.layer])
     cos = float(cosine_values(enc[0].hidden[0], enc[1].hidden[0]))
     base = random_word_baseline(model)
-    return SameSenseAnswer(occs, cos, rule, base.layer(rule.layer).mean, base.percentile(rule.layer, cos))
+    return SameSenseAnswer(
+        occs, cos, rule, base.layer(rule.layer).mean, base.percentile(rule.layer, cos),
+        left_context_only=bool(getattr(model, "is_decoder", False)),
+    )  # fmt: skip
