@@ -189,3 +189,56 @@ def test_an_int8_extraction_is_labelled_with_int8_sense_vectors(tmp_path, minilm
         label = cluster.gloss["synset"]
         assert cluster.gloss["cosine"] == pytest.approx(by_precision["int8"][label], abs=1e-4)
         assert by_precision["int8"][label] != pytest.approx(by_precision["fp32"][label], abs=1e-4)
+
+
+TILT = [
+    "The pilot let the plane bank sharply to the left.",
+    "Small aircraft bank gently before they turn onto final approach.",
+    "The glider began to bank as it circled in the rising air.",
+    "Watch the jet bank hard over the coast before landing.",
+    "The plane began to bank to the right.",
+    "Pilots bank the aircraft into the turn.",
+    "The fighter jets bank and climb.",
+    "Birds bank in the wind above the cliff.",
+]
+
+
+def test_pos_auto_names_a_verb_sense_for_a_verb_cluster(tmp_path, minilm):
+    """Issue 19: under --pos auto one part of speech labelled every cluster, so the verb uses of
+    "bank" (to tilt) got a noun sense; each cluster now takes its own nearest part of speech."""
+    corpus = tmp_path / "bank.txt"
+    corpus.write_text("\n".join(MONEY + TILT) + "\n")
+    extract_corpus(str(corpus), ["bank"], tmp_path / "out", model="minilm", layers=[6])
+    result = induce_senses(tmp_path / "out", "bank", layer=6, k=2)
+    assert result.pos == "n" and result.pos_per_cluster  # over all occurrences the noun wins
+    money, tilt = result.clusters[result.labels[0]], result.clusters[result.labels[8]]
+    assert {result.labels[i] for i in range(8)} == {money.cluster} and money is not tilt
+    assert ".n." in money.gloss["synset"] and money.gloss["pos"] == "n"
+    assert tilt.gloss["synset"] == "bank.v.01" and tilt.gloss["pos"] == "v"  # "tip laterally"
+    nouns = induce_senses(tmp_path / "out", "bank", layer=6, k=2, pos="n")
+    assert not nouns.pos_per_cluster and all(c.gloss["pos"] == "n" for c in nouns.clusters)
+
+
+def test_an_occurrence_is_never_both_typical_and_ambiguous(folder):
+    result = induce_senses(folder, "bank", layer=5, k=2, examples=5)  # clusters of 8: 5 typical, 3 left
+    for c in result.clusters:
+        typical = {(e["doc_id"], e["marked"]) for e in c.typical}
+        ambiguous = {(e["doc_id"], e["marked"]) for e in c.ambiguous}
+        assert len(typical) == 5 and not typical & ambiguous and len(ambiguous) == c.size - 5
+
+
+def test_cluster_words_skip_proper_names_and_are_never_blank():
+    from contextlens.analyses.corpus.senses import _distinctive
+
+    rows = [
+        {"sentence": s}
+        for s in (
+            "He works at the New York bank on loans.",
+            "The New York bank raised loans.",
+            "A New bank opened downtown with loans.",
+            "The river bank flooded.",  # a cluster of one sentence: no word seen twice
+        )
+    ]
+    words = _distinctive(rows, np.array([0, 0, 0, 1]), 2, "bank")
+    assert words[0][0] == "loans" and "new" not in words[0] and "york" not in words[0]
+    assert words[1] == ["flooded", "river"]  # the single sentence's words, not a blank label

@@ -84,9 +84,12 @@ def induce_cmd(
         console.print(f"[dim]{result.criterion}; silhouettes {sil}[/dim]", soft_wrap=True)
         if result.pos is not None:
             scores = ", ".join(f"{p} {v:.3f}" for p, v in result.pos_scores.items())
+            which = (
+                "each cluster's nearest part of speech" if result.pos_per_cluster else f"{POS_NAMES[result.pos]} senses"
+            )
             console.print(
-                f"[dim]labels: WordNet {POS_NAMES[result.pos]} senses from {result.sense_vectors} "
-                f"(mean nearest-sense cosine: {scores})[/dim]",
+                f"[dim]labels: WordNet senses from {result.sense_vectors}, {which} (mean nearest-sense cosine "
+                f"over all occurrences: {scores})[/dim]",
                 soft_wrap=True,
             )
         for c in result.clusters:
