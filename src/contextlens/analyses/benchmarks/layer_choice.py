@@ -163,11 +163,18 @@ def _sense(model: ContextualModel, size: str, progress: Progress | None, announc
     from contextlens.analyses.benchmarks.wic import evaluate_wic
 
     def make() -> LayerChoice:
-        suite = build_suite(size)
-        pairs = [(p.first.text, p.first.start, p.second.text, p.second.start, p.same, p.split) for p in suite.wic.pairs]
+        from contextlens.analyses.benchmarks.datasets import build_wic
+        from contextlens.analyses.benchmarks.suite import SEED, SIZES
+        from contextlens.core import wordnet as wn
+
+        wn.check_installed()
+        # the key from eval wic's pairs alone (about a second), not the whole suite (several)
+        wic = build_wic(wn.usage_examples(), max_lemmas=SIZES[size].wic_lemmas, seed=SEED)
+        pairs = [(p.first.text, p.first.start, p.second.text, p.second.start, p.same, p.split) for p in wic.pairs]
         key = cache_key("layer-choice", CHOICE_VERSION, "sense", model.name, model.identity, size, pairs)
 
         def compute() -> dict[str, np.ndarray]:
+            suite = build_suite(size)
             if announce is not None and not is_encoded(model, suite.texts, suite.spans):
                 announce(
                     f"--layer auto: choosing {model.name}'s layer on eval wic's dev lemmas; this encodes the "
@@ -181,7 +188,7 @@ def _sense(model: ContextualModel, size: str, progress: Progress | None, announc
             return {"layer": np.array(best), "score": np.array(dev)}
 
         arrays = cached_arrays("layer-choice", key, compute)
-        counts = suite.wic.counts["dev"]
+        counts = wic.counts["dev"]
         return LayerChoice(
             model.name, model.backend, "sense", int(arrays["layer"]), "dev accuracy", float(arrays["score"]),
             f"WordNet 3.0 word-in-context pairs ({size}): {counts['pairs']} dev pairs, {counts['lemmas']} lemmas",
@@ -190,18 +197,19 @@ def _sense(model: ContextualModel, size: str, progress: Progress | None, announc
     return _remember(model, "sense", size, make)
 
 
-def retrieval_dev_task(size: str = "full"):
+def retrieval_dev_task(size: str = "full", definitions: bool = True):
     """Dev synsets for the retrieval choice: a seed-1 sample of synsets with a usage example, none
     of them among the synsets `eval retrieval` reports on (its seed-0 sample of 1,000; 100 quick)."""
     from contextlens.analyses.benchmarks.retrieval import WordNetTask, load_wordnet_task
+    from contextlens.core.wordnet import wordnet
 
     n = RETRIEVAL_DEV_SYNSETS if size == "full" else 40
-    reported = set(load_wordnet_task(1000 if size == "full" else 100, 0).synsets)
-    pool = load_wordnet_task(n + 1100, 1)
+    reported = set(load_wordnet_task(1000 if size == "full" else 100, 0, definitions=False).synsets)
+    pool = load_wordnet_task(n + 1100, 1, definitions=False)
     keep = [i for i, s in enumerate(pool.synsets) if s not in reported][:n]
-    return WordNetTask(
-        [pool.synsets[i] for i in keep], [pool.examples[i] for i in keep], [pool.definitions[i] for i in keep]
-    )
+    synsets = [pool.synsets[i] for i in keep]
+    defs = [wordnet().synset(s).definition() for s in synsets] if definitions else []
+    return WordNetTask(synsets, [pool.examples[i] for i in keep], defs)
 
 
 def _retrieval(model: ContextualModel, size: str, progress: Progress | None, announce: Announce | None) -> LayerChoice:
@@ -210,10 +218,12 @@ def _retrieval(model: ContextualModel, size: str, progress: Progress | None, ann
     from contextlens.core.similarity import normalize_rows
 
     def make() -> LayerChoice:
-        task = retrieval_dev_task(size)
+        task = retrieval_dev_task(size, definitions=False)  # the key needs no WordNet reader (seconds)
         key = cache_key("layer-choice", CHOICE_VERSION, "retrieval", model.name, model.identity, size, task.synsets)
 
         def compute() -> dict[str, np.ndarray]:
+            nonlocal task
+            task = retrieval_dev_task(size)
             if announce is not None:
                 announce(
                     f"--layer auto: choosing {model.name}'s retrieval layer on {len(task.synsets)} dev synsets; "
