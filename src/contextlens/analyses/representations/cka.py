@@ -156,6 +156,15 @@ def align(a: TokenStates, b: TokenStates) -> tuple[list[int], list[int]]:
 # --- the analysis -----------------------------------------------------------------------------
 
 
+def _checked_states(states: Sequence[TokenStates], texts: Sequence[str], num_layers: int) -> list[TokenStates]:
+    """``states`` when they are of ``texts``, in order, at every layer; else InputError."""
+    states = list(states)
+    every = tuple(range(num_layers + 1))
+    if [s.text for s in states] != list(texts) or any(s.layers != every for s in states):
+        raise InputError("`states` must be the token states of the CKA's texts, in order, at every layer")
+    return states
+
+
 def check_cka_arguments(limit: int, batch_size: int = 32) -> None:
     """Refuse a negative ``limit`` or a ``batch_size`` below 1 (cheap: check before loading)."""
     whole_number(limit, "limit", minimum=0)
@@ -170,9 +179,12 @@ def compare_layers(
     limit: int = 400,
     batch_size: int = 32,
     show_progress_bar: bool = False,
+    states: Sequence[TokenStates] | None = None,
 ) -> CkaResult:
     """Linear CKA between every layer of A and every layer of B (A itself when B is None).
-    ``limit`` caps the texts used (0: all of ``texts``)."""
+    ``limit`` caps the texts used (0: all of ``texts``). ``states``: A's token states of those
+    texts at every layer, already computed (the lesson shares them with the input-row share:
+    analyses/lesson/shared_states.py); None runs A's forward pass here."""
     import time
 
     check_cka_arguments(limit, batch_size)
@@ -189,7 +201,10 @@ def compare_layers(
         name = "sentences"
     if len(texts) < MIN_TEXTS:
         raise InputError(f"CKA needs at least {MIN_TEXTS} sentences, got {len(texts)}; give more sentences")
-    states_a = a.token_states(texts, batch_size=batch_size, show_progress_bar=show_progress_bar)
+    if states is None:
+        states_a = a.token_states(texts, batch_size=batch_size, show_progress_bar=show_progress_bar)
+    else:
+        states_a = _checked_states(states, texts, a.num_layers)
     states_b = states_a if b is a else b.token_states(texts, batch_size=batch_size, show_progress_bar=show_progress_bar)
     rows_a: list[np.ndarray] = []
     rows_b: list[np.ndarray] = []
