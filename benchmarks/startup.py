@@ -53,8 +53,9 @@ TORCH_FLOOR = (  # the issue's floor: what any torch command pays before its own
 DEMOS = [("demo -m minilm", "minilm"), ("demo -m mpnet", "mpnet")]
 
 
-def _time(argv: list[str]) -> tuple[float, str, float]:
-    """Wall seconds, stdout and peak RSS (MiB) of one fresh process."""
+def _time(argv: list[str]) -> tuple[float, str, float, float]:
+    """Wall seconds, stdout, peak RSS (MiB) and CPU seconds (user + system: what the process
+    itself did, which other processes on a shared machine inflate much less) of one fresh process."""
     env = dict(os.environ, PYTHONPATH=SRC, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
     with tempfile.TemporaryFile("w+") as out:
         start = time.perf_counter()
@@ -63,17 +64,18 @@ def _time(argv: list[str]) -> tuple[float, str, float]:
         seconds = time.perf_counter() - start
         child.returncode = 0  # reaped by wait4; keep Popen from waiting again
         out.seek(0)
-        return seconds, out.read(), usage.ru_maxrss / 1024
+        return seconds, out.read(), usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime
 
 
 def _row(name: str, argv: list[str], runs: int, torch: bool | None = None) -> dict:
     timed = [_time(argv) for _ in range(runs)]
     return {
         "what": name,
-        "median_s": statistics.median(t for t, _, _ in timed),
-        "runs_s": [t for t, _, _ in timed],
-        "peak_rss_mib": max(r for _, _, r in timed),
-        "torch": torch if torch is not None else any("TORCH=True" in out for _, out, _ in timed),
+        "median_s": statistics.median(t[0] for t in timed),
+        "runs_s": [t[0] for t in timed],
+        "median_cpu_s": statistics.median(t[3] for t in timed),
+        "peak_rss_mib": max(t[2] for t in timed),
+        "torch": torch if torch is not None else any("TORCH=True" in t[1] for t in timed),
     }
 
 
@@ -111,12 +113,12 @@ def main() -> None:
         )
     if demos:
         print(f"\nthe demo, median of {args.demo_runs} fresh processes each, load {os.getloadavg()[0]:.1f}")
-        print(f"{'what':<50} {'median s':>9} {'/ torch floor':>14} {'peak RSS MiB':>13}  runs s")
+        print(f"{'what':<50} {'median s':>9} {'/ torch floor':>14} {'CPU s':>7} {'peak RSS MiB':>13}  runs s")
         for row in demos:
             runs = " ".join(f"{t:.2f}" for t in row["runs_s"])
             print(
                 f"{row['what']:<50} {row['median_s']:>9.3f} {row['vs_torch_floor']:>14.2f} "
-                f"{row['peak_rss_mib']:>13.0f}  {runs}"
+                f"{row['median_cpu_s']:>7.2f} {row['peak_rss_mib']:>13.0f}  {runs}"
             )
 
 
