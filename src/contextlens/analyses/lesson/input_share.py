@@ -81,8 +81,9 @@ def input_row_share(
     two non-special tokens are not run); per batch, each layer keeps only the non-special tokens'
     rows. The numbers are the per-text :func:`forward_one` loop's (tests/test_input_share.py).
     ``states``: the texts' token states at every layer, already computed with the same
-    ``batch_size`` (the lesson shares them with CKA: analyses/lesson/shared_states.py); the
-    result is then the one its own forward pass gives, bit for bit, and no forward runs here.
+    ``batch_size`` (the lesson shares them with CKA: analyses/lesson/shared_states.py); no
+    forward runs here, and the result is the one its own forward pass gives, bit for bit when
+    every text has two or more tokens (else its own batches would differ: to float rounding).
     """
     started = time.perf_counter()
     m = as_contextual(model)
