@@ -16,6 +16,7 @@ from contextlens.cli.common import (
     DEFAULT_STATIC_MODEL,
     ModelOpt,
     PrecisionOpt,
+    RuntimeOpt,
     StaticOpt,
     ThreadsOpt,
     check_model,
@@ -36,6 +37,7 @@ from contextlens.reports.output_paths import check_output_folder
 def demo_cmd(
     model: ModelOpt = DEFAULT_MODEL,
     precision: PrecisionOpt = "fp32",
+    runtime: RuntimeOpt = "auto",
     threads: ThreadsOpt = None,
     static: StaticOpt = DEFAULT_STATIC_MODEL,
     out: Annotated[
@@ -49,8 +51,8 @@ def demo_cmd(
     words = {parse_marked(s).word for s in (*WORKED_EXAMPLE, *(s for _, s in BANK_BY_SENSE))}
     with _working(f"loading {static}") as show:
         static_model = static_option(static, sorted(words))
-        show(f"loading {model} (torch, transformers and its weights)")
-        contextual = contextual_option(model, precision, threads)
+        show(f"loading {model}")
+        contextual = contextual_option(model, precision, threads, runtime, attention_weights=True)
     console.rule("[bold]1. Same word, two contexts")
     with _working(f"{model}: “bank” in two sentences, every layer"):
         pair = compare([parse_marked(s) for s in WORKED_EXAMPLE], contextual, static_model)
