@@ -9,7 +9,7 @@ the lean floor (import onnxruntime and tokenizers, read minilm's tokenizer, open
 session on its cached, checked graph). Each row says whether torch was imported and its peak RSS
 (``wait4``'s ``ru_maxrss``), and its ratio to the torch floor beside the issue-18 target.
 
-    python benchmarks/startup.py [--runs 5] [--no-demo] [--json]
+    python benchmarks/startup.py [--runs 5] [--no-demo] [--demo-runs 1] [--json]
 
 The ONNX exports must be cached for the lean rows to be lean: run ``contextlens compare ... -m
 minilm`` (and ``-m mpnet``) once first; the script does so itself before timing.
@@ -65,8 +65,14 @@ FLOORS = [
 COMMANDS = [
     ("import contextlens", None, 0.06),
     ("--help", ["--help"], 0.06),
-    ("usage error (bad marker)", ["compare", "The [bank is here.", "A [bank] was there.", "-m", "minilm"], 0.06),
-    ("usage error (layer 99)", ["attention", "The [bank] is here.", "-m", "minilm", "--layer", "99"], 0.06),
+    ("usage error: bad marker", ["compare", "The [bank is here.", "A [bank] was there.", "-m", "minilm"], 0.06),
+    ("usage error: unknown model", ["compare", "The [bank] is.", "A [bank] was.", "-m", "nosuchmodel"], 0.06),
+    ("usage error: word not in GloVe", ["compare", "The [qqzzxv] is.", "A [qqzzxv] was.", "-m", "minilm"], 0.06),
+    ("usage error: layer 99", ["attention", "The [bank] is here.", "-m", "minilm", "--layer", "99"], 0.06),
+    ("usage error: cost --count nan", ["cost", "--count", "nan", "-m", "minilm"], 0.06),
+    ("usage error: cka --limit -1", ["cka", "--limit", "-1", "-m", "minilm"], 0.06),
+    ("usage error: index search, no folder", ["index", "search", "/no/such/index", "money"], 0.06),
+    ("usage error: eval wic, unknown model", ["eval", "wic", "-m", "nosuchmodel"], 0.06),
     ("compare -m minilm (auto: lean ONNX)", ["compare", *BANK, "-m", "minilm"], 0.15),
     ("compare -m minilm --runtime torch", ["compare", *BANK, "-m", "minilm", "--runtime", "torch"], None),
     ("compare -m mpnet (auto: lean ONNX)", ["compare", *BANK, "-m", "mpnet"], None),
@@ -83,24 +89,26 @@ def _env() -> dict[str, str]:
     return dict(os.environ, PYTHONPATH=SRC, **offline)
 
 
-def _run(argv: list[str]) -> tuple[float, int, str]:
-    """Wall seconds, peak RSS (MiB) and stderr of one fresh process."""
+def _run(argv: list[str]) -> tuple[float, float, int, str]:
+    """Wall seconds, CPU seconds (user + system: steadier than the wall on a shared machine), peak
+    RSS (MiB) and stderr of one fresh process."""
     start = time.perf_counter()
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=_env())
     err = proc.stderr.read() if proc.stderr else ""
     _pid, status, usage = os.wait4(proc.pid, 0)
     seconds = time.perf_counter() - start
     proc.returncode = os.waitstatus_to_exitcode(status)
-    return seconds, usage.ru_maxrss // 1024, err
+    return seconds, usage.ru_utime + usage.ru_stime, usage.ru_maxrss // 1024, err
 
 
 def _row(name: str, argv: list[str], runs: int, target: float | None, torch_known: bool | None = None) -> dict:
     results = [_run(argv) for _ in range(runs)]
-    torch = torch_known if torch_known is not None else any("TORCH=True" in err for _, _, err in results)
+    torch = torch_known if torch_known is not None else any("TORCH=True" in err for *_, err in results)
     return {
         "what": name,
-        "median_s": statistics.median(t for t, _, _ in results),
-        "peak_rss_mib": max(r for _, r, _ in results),
+        "median_s": statistics.median(r[0] for r in results),
+        "median_cpu_s": statistics.median(r[1] for r in results),
+        "peak_rss_mib": max(r[2] for r in results),
         "torch_imported": torch,
         "target_vs_torch_floor": target,
     }
@@ -136,6 +144,7 @@ def _serve_row(name: str, extra: list[str], runs: int) -> dict:
     return {
         "what": name,
         "median_s": statistics.median(times),
+        "median_cpu_s": None,
         "peak_rss_mib": max(peaks),
         "torch_imported": None,
         "target_vs_torch_floor": None,
@@ -146,7 +155,8 @@ def _serve_row(name: str, extra: list[str], runs: int) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--no-demo", action="store_true", help="Skip the demo row (about a minute).")
+    parser.add_argument("--no-demo", action="store_true", help="Skip the demo rows (a minute or more each).")
+    parser.add_argument("--demo-runs", type=int, default=1)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     py = sys.executable
@@ -165,9 +175,10 @@ def main() -> None:
     rows.append(_serve_row("serve -m minilm until /health (torch)", ["--runtime", "torch"], max(1, args.runs // 2)))
     rows.append(_serve_row("serve -m minilm until /health (onnx)", ["--runtime", "onnx"], max(1, args.runs // 2)))
     if not args.no_demo:
-        with tempfile.TemporaryDirectory() as out:
-            demo = ["demo", "-m", "minilm", "--out", out]
-            rows.append(_row("demo -m minilm", [py, "-c", PROBE, *demo], 1, None))
+        for model in ("minilm", "mpnet"):
+            with tempfile.TemporaryDirectory() as out:
+                demo = ["demo", "-m", model, "--out", out]
+                rows.append(_row(f"demo -m {model}", [py, "-c", PROBE, *demo], args.demo_runs, None))
     for row in rows:
         row["vs_torch_floor"] = row["median_s"] / torch_floor
     report = {"runs": args.runs, "load_avg": os.getloadavg(), "cores": os.cpu_count(), "rows": rows}
@@ -175,7 +186,7 @@ def main() -> None:
         print(json.dumps(report, indent=2))
         return
     print(f"load average {report['load_avg'][0]:.2f}, {report['cores']} cores, median of {args.runs} fresh processes")
-    print(f"{'what':<48} {'seconds':>8} {'x torch floor':>14} {'target':>14} {'peak RSS':>9} {'torch':>6}")
+    print(f"{'what':<48} {'seconds':>8} {'CPU s':>7} {'x torch floor':>14} {'target':>14} {'peak RSS':>9} {'torch':>6}")
     for row in rows:
         target = ""
         if row.get("target_vs_torch_floor") is not None:
@@ -183,8 +194,9 @@ def main() -> None:
         if row.get("target_s") is not None:
             target = f"{target} <= {row['target_s']:.1f} s".strip()
         torch = "-" if row["torch_imported"] is None else ("yes" if row["torch_imported"] else "no")
+        cpu = "-" if row["median_cpu_s"] is None else f"{row['median_cpu_s']:.2f}"
         print(
-            f"{row['what']:<48} {row['median_s']:>8.2f} {row['vs_torch_floor']:>13.2f}x {target:>14} "
+            f"{row['what']:<48} {row['median_s']:>8.2f} {cpu:>7} {row['vs_torch_floor']:>13.2f}x {target:>14} "
             f"{row['peak_rss_mib']:>6} MiB {torch:>6}"
         )
 

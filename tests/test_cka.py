@@ -118,3 +118,21 @@ def test_too_few_sentences_is_one_line_saying_how_many(tmp_path, capsys) -> None
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1
     assert f"at least {MIN_TEXTS} sentences" in err and "got 3" in err
+
+
+def test_the_gram_way_and_the_direct_way_agree() -> None:
+    """Fewer rows than columns takes the Gram way (one n x n matrix per representation); the
+    numbers are the direct way's (one d x d product per pair) to float rounding."""
+    from contextlens.analyses.representations import cka
+
+    rng = np.random.default_rng(3)
+    xs = [rng.standard_normal((50, 120)) for _ in range(4)]
+    ys = [rng.standard_normal((50, 90)) @ rng.standard_normal((90, 90)) for _ in range(3)]
+    gram = cka.cka_matrix(xs, ys)
+    limit, cka.GRAM_BYTES = cka.GRAM_BYTES, 0  # no room for Grams: the direct way
+    try:
+        direct = cka.cka_matrix(xs, ys)
+    finally:
+        cka.GRAM_BYTES = limit
+    assert np.allclose(gram, direct, rtol=0, atol=1e-12)
+    assert np.allclose(cka.cka_matrix(xs, xs), cka.cka_matrix(xs, list(xs)), rtol=0, atol=1e-12)

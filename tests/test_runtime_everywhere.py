@@ -55,12 +55,10 @@ def test_runtime_is_offered_where_precision_is_except_where_attention_weights_ar
     commands = [("eval", name) for name in ("wic", "wsd", "wsi", "similarity", "contextuality", "layers", "retrieval")]
     commands += [("index", "build"), ("index", "search"), ("corpus", "extract")]
     commands += [(name,) for name in ("compare", "explore", "rank", "probe", "cka", "cost", "serve")]
-    commands += [("attention",), ("trace",)]  # attention weights from the checked ONNX attention graph
+    commands += [("attention",), ("trace",), ("demo",)]  # attention weights: the checked ONNX attention graph
     for command in commands:
         r = run_cli(*command, "--help")
         assert r.returncode == 0 and "--precision" in r.stdout and "--runtime" in r.stdout, command
-    r = run_cli("demo", "--help")
-    assert r.returncode == 0 and "--precision" in r.stdout and "--runtime" not in r.stdout
     refused = run_cli("attention", *BANK, "-m", "minilm", "--runtime", "onnx", "--precision", "int8")
     assert refused.returncode == 2 and "--runtime" in refused.stderr  # no int8 attention graph
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
 
@@ -14,6 +16,7 @@ from contextlens.cli.common import (
     DEFAULT_STATIC_MODEL,
     ModelOpt,
     PrecisionOpt,
+    RuntimeOpt,
     StaticOpt,
     ThreadsOpt,
     check_model,
@@ -21,6 +24,7 @@ from contextlens.cli.common import (
     contextual_option,
     fmt,
     static_option,
+    status_line,
     written,
 )
 from contextlens.cli.compare import render_comparison
@@ -33,6 +37,7 @@ from contextlens.reports.output_paths import check_output_folder
 def demo_cmd(
     model: ModelOpt = DEFAULT_MODEL,
     precision: PrecisionOpt = "fp32",
+    runtime: RuntimeOpt = "auto",
     threads: ThreadsOpt = None,
     static: StaticOpt = DEFAULT_STATIC_MODEL,
     out: Annotated[
@@ -44,10 +49,13 @@ def demo_cmd(
 
     check_model(model, precision)
     words = {parse_marked(s).word for s in (*WORKED_EXAMPLE, *(s for _, s in BANK_BY_SENSE))}
-    static_model = static_option(static, sorted(words))
-    contextual = contextual_option(model, precision, threads)
+    with _working(f"loading {static}") as show:
+        static_model = static_option(static, sorted(words))
+        show(f"loading {model}")
+        contextual = contextual_option(model, precision, threads, runtime, attention_weights=True)
     console.rule("[bold]1. Same word, two contexts")
-    pair = compare([parse_marked(s) for s in WORKED_EXAMPLE], contextual, static_model)
+    with _working(f"{model}: “bank” in two sentences, every layer"):
+        pair = compare([parse_marked(s) for s in WORKED_EXAMPLE], contextual, static_model)
     render_comparison(pair)
     console.print(
         "The static vector and the input row are the same in both sentences (cosine 1.0); the "
@@ -55,31 +63,47 @@ def demo_cmd(
     )
     console.rule("[bold]2. Several sentences per sense")
     labels = [label for label, _ in BANK_BY_SENSE]
-    many = compare([parse_marked(s) for _, s in BANK_BY_SENSE], contextual, static_model)
+    with _working(f"{model}: “bank” in {len(BANK_BY_SENSE)} sentences, every layer"):
+        many = compare([parse_marked(s) for _, s in BANK_BY_SENSE], contextual, static_model)
     table = Table(title=f"“bank”: mean cosine of same-sense vs cross-sense pairs — {contextual.name}")
     for col in ("layer", "same sense", "cross sense", "gap"):
         table.add_column(col, justify="right")
     for layer, same, cross, gap in same_and_cross_by_layer(many, labels):
         table.add_row(str(layer), fmt(same), fmt(cross), fmt(gap))
     console.print(table)
-    from contextlens.reports.figures import divergence_figure, save
+    with _working("drawing the two figures"):
+        from contextlens.reports.figures import divergence_figure, save
 
-    out.mkdir(parents=True, exist_ok=True)
-    p1 = save(
-        divergence_figure(pair, "Same start, diverging paths: “bank” (finance vs river)"),
-        out / "bank-two-sentences.png",
-    )
-    p2 = save(divergence_figure(many, "“bank” in 8 sentences (4 finance, 4 river)", labels), out / "bank-by-sense.png")
+        out.mkdir(parents=True, exist_ok=True)
+        p1 = save(
+            divergence_figure(pair, "Same start, diverging paths: “bank” (finance vs river)"),
+            out / "bank-two-sentences.png",
+        )
+        p2 = save(
+            divergence_figure(many, "“bank” in 8 sentences (4 finance, 4 river)", labels), out / "bank-by-sense.png"
+        )
     console.print(f"figures: {p1}, {p2}")
     console.rule("[bold]3. The whole lesson as one offline HTML report")
     from contextlens.analyses.lesson.run import run_lesson
-    from contextlens.reports.claims_figures import cka_figure, cost_figure
-    from contextlens.reports.report import write_report
 
-    with console.status("running the explorer, ranking, attention, probe, trace, cost and CKA..."):
-        lesson = run_lesson(contextual, static_model)
-    claims = [save(cost_figure(lesson.cost), out / "cost.png"), save(cka_figure(lesson.cka), out / "cka.png")]
+    with _working(f"{model}: the lesson") as show:
+        lesson = run_lesson(contextual, static_model, step=lambda what: show(f"{model}: {what}"))
+        show("drawing the cost and CKA figures")
+        from contextlens.reports.claims_figures import cka_figure, cost_figure
+        from contextlens.reports.report import write_report
+
+        claims = [save(cost_figure(lesson.cost), out / "cost.png"), save(cka_figure(lesson.cka), out / "cka.png")]
     console.print(f"figures: {', '.join(str(p) for p in claims)}")
-    with written(out / "report.html"):
+    with _working("writing report.html (its interactive figures)"), written(out / "report.html"):
         report, n_figures = write_report(lesson, out / "report.html")
     console.print(f"report: {report} ({n_figures} interactive figures; open it in a browser, no network needed)")
+
+
+@contextmanager
+def _working(first: str) -> Iterator[Callable[[str], None]]:
+    """A status line on stderr (spinner, what runs now, elapsed time) while nothing is printed,
+    so the demo is never silent for long: rich would send stdout's lines through the live stderr
+    display (and so to stderr) if anything were printed inside."""
+    progress, show = status_line(first)
+    with progress:
+        yield show

@@ -2,8 +2,10 @@
 
 It owns loading (tokenizer, weights, precision, runtime), the model's facts (layers, sizes, the
 identity disk caches key on), padding, batching longest-first, and the forward strategy: torch
-(:mod:`contextlens.core.layer_forward`, which stops at the highest layer asked and shares nothing
-between calls) or ONNX Runtime (:mod:`contextlens.core.onnx_runtime`). The verbs that give it
+(:mod:`contextlens.core.torch_net` over :mod:`contextlens.core.layer_forward`, which stops at the
+highest layer asked and shares nothing between calls) or ONNX Runtime on the lean path
+(:mod:`contextlens.core.lean_net`: no torch, no transformers, once the graphs are exported and
+checked by :mod:`contextlens.core.onnx_runtime`). The verbs that give it
 meaning (encode occurrences, token states, text pooling, attention) sit above it, in
 :mod:`~contextlens.core.extraction` and :mod:`~contextlens.core.text_pooling`, and
 :class:`~contextlens.core.contextual_models.ContextualModel` puts the two together.

@@ -3,7 +3,8 @@
 Core functions that batch take ``show_progress_bar`` (the sentence-transformers flag) and an
 optional ``progress(done, total)`` callback. A bar is drawn by the drawer a face installed with
 :func:`set_progress_drawer` (the CLI's is rich's); without one, a plain line on stderr when it is
-a terminal. Core imports no drawing library.
+a terminal. A run of several long steps (the lesson) takes a ``step(what)`` callback told as
+each step starts, which a face shows as a status line. Core imports no drawing library.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 
 Progress = Callable[[int, int], None]  # (done, total)
+Step = Callable[[str], None]  # told what a run of several long steps starts now (a face shows it)
 Drawer = Callable[[str, int], AbstractContextManager[Progress]]  # (what, total) -> a bar to tell
 
 _drawer: list[Drawer] = []

@@ -18,9 +18,10 @@ from typing import Any
 
 import numpy as np
 
-from contextlens.core.alignment import tokenize_many
+from contextlens.core.alignment import TokenizedOccurrence, tokenize_many
 from contextlens.core.backend import REFERENCE, Backend
 from contextlens.core.contextual_models import ContextualModel, as_contextual
+from contextlens.core.extraction import TokenStates
 from contextlens.core.jsonable import plain_json
 from contextlens.core.occurrences import Occurrence
 from contextlens.core.similarity import normalize_rows
@@ -66,7 +67,11 @@ class InputRowShare:
 
 
 def input_row_share(
-    model: ContextualModel | str, texts: Sequence[str], corpus: str = "sentences", batch_size: int = 32
+    model: ContextualModel | str,
+    texts: Sequence[str],
+    corpus: str = "sentences",
+    batch_size: int = 32,
+    states: Sequence[TokenStates] | None = None,
 ) -> InputRowShare:
     """Per layer, the mean cosine of every non-special token's hidden state to its input and position rows.
 
@@ -74,6 +79,10 @@ def input_row_share(
     span) and run in batches of ``batch_size`` (sorted by length, padded; the texts with fewer than
     two non-special tokens are not run); per batch, each layer keeps only the non-special tokens'
     rows. The numbers are the per-text :func:`forward_one` loop's (tests/test_input_share.py).
+    ``states``: the texts' token states at every layer, already computed with the same
+    ``batch_size`` (the lesson shares them with CKA: analyses/lesson/shared_states.py); no
+    forward runs here, and the result is the one its own forward pass gives, bit for bit when
+    every text has two or more tokens (else its own batches would differ: to float rounding).
     """
     started = time.perf_counter()
     m = as_contextual(model)
@@ -86,6 +95,7 @@ def input_row_share(
     items = [(k, tok.input_ids) for k, tok in enumerate(toks) if len(kept[k]) >= 2]
     layers = tuple(range(m.num_layers + 1))
     table = m.position_rows(max((len(ids) for _, ids in items), default=0))
+    given = None if states is None else _checked_states(states, texts, toks, kept, layers)
     own, other, pos, n = np.zeros(len(layers)), np.zeros(len(layers)), np.zeros(len(layers)), 0
     for batch in m.batches(items, batch_size, False, "input-row share"):
         ids, mask = m.pad([seq for _, seq in batch])
@@ -93,8 +103,12 @@ def input_row_share(
         at = np.concatenate([kept[k] for k, _ in batch])  # each kept token's position in its text
         positions = np.repeat(np.arange(len(batch)), sizes) * ids.shape[1] + at  # ... in the batch
         flat = m.arrays.index(positions)
-        states = m.run_layers(ids, mask, layers, keep=lambda h, flat=flat: h.reshape(-1, h.shape[-1])[flat])
-        hidden = normalize_rows(m.arrays.to_numpy(m.arrays.stack(states)).astype(np.float64))  # (L+1, t, d)
+        if given is None:
+            kept_states = m.run_layers(ids, mask, layers, keep=lambda h, flat=flat: h.reshape(-1, h.shape[-1])[flat])
+            stacked = m.arrays.to_numpy(m.arrays.stack(kept_states))
+        else:  # the same rows of the same batches' forward, computed before
+            stacked = np.concatenate([given[k].states for k, _ in batch], axis=1)
+        hidden = normalize_rows(stacked.astype(np.float64))  # (L+1, t, d)
         rows = normalize_rows(m.input_rows(np.asarray(ids).reshape(-1)[positions]).astype(np.float64))
         # each token against its neighbour's row (the one before it in its text; the first, the last's)
         starts = np.repeat(np.cumsum(sizes) - sizes, sizes)
@@ -119,6 +133,24 @@ def input_row_share(
         to_position_row=(pos / n).tolist() if table is not None else None,
         seconds=time.perf_counter() - started,
     )
+
+
+def _checked_states(
+    states: Sequence[TokenStates],
+    texts: Sequence[str],
+    toks: Sequence[TokenizedOccurrence],
+    kept: Sequence[Sequence[int]],
+    layers: tuple[int, ...],
+) -> list[TokenStates]:
+    """``states`` when each is its text's, at every layer, of the tokens this analysis keeps (a
+    text cut to fit is tokenized differently by the two); else InputError."""
+    states = list(states)
+    if len(states) != len(texts) or any(
+        s.text != text or s.layers != layers or s.token_ids != tuple(tok.input_ids[i] for i in keep)
+        for s, text, tok, keep in zip(states, texts, toks, kept, strict=False)
+    ):
+        raise InputError("`states` must be the token states of the texts, in order, at every layer, none cut to fit")
+    return states
 
 
 def _spans_that_fit(model: ContextualModel, texts: Sequence[str]) -> list[tuple[int, int]]:

@@ -108,17 +108,38 @@ def linear_cka(x: np.ndarray, y: np.ndarray) -> float:
 
 
 def cka_matrix(xs: Sequence[np.ndarray], ys: Sequence[np.ndarray]) -> np.ndarray:
-    """``out[i, j]`` = linear CKA of ``xs[i]`` and ``ys[j]`` (all with the same rows)."""
+    """``out[i, j]`` = linear CKA of ``xs[i]`` and ``ys[j]`` (all with the same rows).
+
+    ``||Y^T X||_F^2`` is also ``<X X^T, Y Y^T>_F``: with n rows fewer than the widths (the demo's
+    ~600 tokens against 768 dimensions and 13 layers), one n x n Gram matrix per representation and
+    one inner product per pair cost far less than one d x d product per pair (mpnet's layer x layer
+    matrix: 169 such products). The same numbers to float rounding (1e-15); the cheaper way is
+    chosen by its multiply count, and the Gram way only while its matrices fit in GRAM_BYTES."""
     cx = [centre(x) for x in xs]
     cy = cx if ys is xs else [centre(y) for y in ys]
-    nx = [np.linalg.norm(x.T @ x) for x in cx]
-    ny = nx if ys is xs else [np.linalg.norm(y.T @ y) for y in cy]
+    n = cx[0].shape[0] if cx else 0
+    direct = sum(x.shape[1] * y.shape[1] for x in cx for y in cy) * n
+    grams = sum(x.shape[1] for x in cx) * n * n + (0 if ys is xs else sum(y.shape[1] for y in cy) * n * n)
+    kept = (len(cx) + (0 if ys is xs else len(cy))) * n * n * 8
+    if grams + len(cx) * len(cy) * n * n < direct and kept <= GRAM_BYTES:
+        gx = [x @ x.T for x in cx]
+        gy = gx if ys is xs else [y @ y.T for y in cy]
+        nx = [np.linalg.norm(g) for g in gx]
+        ny = nx if ys is xs else [np.linalg.norm(g) for g in gy]
+        cross = lambda i, j: float(np.vdot(gx[i], gy[j]))  # noqa: E731
+    else:
+        nx = [np.linalg.norm(x.T @ x) for x in cx]
+        ny = nx if ys is xs else [np.linalg.norm(y.T @ y) for y in cy]
+        cross = lambda i, j: float(np.linalg.norm(cy[j].T @ cx[i]) ** 2)  # noqa: E731
     out = np.zeros((len(cx), len(cy)))
-    for i, x in enumerate(cx):
-        for j, y in enumerate(cy):
+    for i in range(len(cx)):
+        for j in range(len(cy)):
             denom = nx[i] * ny[j]
-            out[i, j] = np.linalg.norm(y.T @ x) ** 2 / denom if denom > 0 else np.nan
+            out[i, j] = cross(i, j) / denom if denom > 0 else np.nan
     return out
+
+
+GRAM_BYTES = 1 << 29  # 512 MiB of Gram matrices at most (13 layers of 2,000 tokens: 416 MiB)
 
 
 # --- alignment across tokenizers -------------------------------------------------------------
@@ -156,6 +177,15 @@ def align(a: TokenStates, b: TokenStates) -> tuple[list[int], list[int]]:
 # --- the analysis -----------------------------------------------------------------------------
 
 
+def _checked_states(states: Sequence[TokenStates], texts: Sequence[str], num_layers: int) -> list[TokenStates]:
+    """``states`` when they are of ``texts``, in order, at every layer; else InputError."""
+    states = list(states)
+    every = tuple(range(num_layers + 1))
+    if [s.text for s in states] != list(texts) or any(s.layers != every for s in states):
+        raise InputError("`states` must be the token states of the CKA's texts, in order, at every layer")
+    return states
+
+
 def check_cka_arguments(limit: int, batch_size: int = 32) -> None:
     """Refuse a negative ``limit`` or a ``batch_size`` below 1 (cheap: check before loading)."""
     whole_number(limit, "limit", minimum=0)
@@ -170,9 +200,12 @@ def compare_layers(
     limit: int = 400,
     batch_size: int = 32,
     show_progress_bar: bool = False,
+    states: Sequence[TokenStates] | None = None,
 ) -> CkaResult:
     """Linear CKA between every layer of A and every layer of B (A itself when B is None).
-    ``limit`` caps the texts used (0: all of ``texts``)."""
+    ``limit`` caps the texts used (0: all of ``texts``). ``states``: A's token states of those
+    texts at every layer, already computed (the lesson shares them with the input-row share:
+    analyses/lesson/shared_states.py); None runs A's forward pass here."""
     import time
 
     check_cka_arguments(limit, batch_size)
@@ -189,7 +222,10 @@ def compare_layers(
         name = "sentences"
     if len(texts) < MIN_TEXTS:
         raise InputError(f"CKA needs at least {MIN_TEXTS} sentences, got {len(texts)}; give more sentences")
-    states_a = a.token_states(texts, batch_size=batch_size, show_progress_bar=show_progress_bar)
+    if states is None:
+        states_a = a.token_states(texts, batch_size=batch_size, show_progress_bar=show_progress_bar)
+    else:
+        states_a = _checked_states(states, texts, a.num_layers)
     states_b = states_a if b is a else b.token_states(texts, batch_size=batch_size, show_progress_bar=show_progress_bar)
     rows_a: list[np.ndarray] = []
     rows_b: list[np.ndarray] = []
@@ -211,7 +247,8 @@ def compare_layers(
         )
     xa = np.concatenate(rows_a, axis=1)  # (layers, n, d)
     xb = np.concatenate(rows_b, axis=1)
-    matrix = cka_matrix(list(xa), list(xa) if b is a else list(xb))
+    layers_of_a = list(xa)
+    matrix = cka_matrix(layers_of_a, layers_of_a if b is a else list(xb))  # the same list: A's Grams once
     if b is a:  # symmetric by definition; remove float noise
         matrix = (matrix + matrix.T) / 2
     return CkaResult(

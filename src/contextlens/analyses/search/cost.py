@@ -130,13 +130,18 @@ class CostReport:
         }
 
 
-def machine() -> str:
-    import torch
+def machine(runtime: str = "torch") -> str:
+    """Where a timing was made: the CPU, the runtime and its version, the threads, the load
+    (the version read from the installed package: asking torch would import it on the lean path)."""
+    import importlib.metadata
+
+    from contextlens.core.threads import current_threads
 
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    package = "onnxruntime" if runtime == "onnx" else "torch"
     return (
-        f"{platform.machine()}, {os.cpu_count()} CPUs, torch {torch.__version__} "
-        f"({torch.get_num_threads()} threads), load {load:.1f}"
+        f"{platform.machine()}, {os.cpu_count()} CPUs, {package} {importlib.metadata.version(package)} "
+        f"({current_threads()} threads), load {load:.1f}"
     )
 
 
@@ -218,7 +223,7 @@ def measure_cost(
     report = CostReport(
         model_name=m.name,
         static_name=s.name,
-        machine=machine(),
+        machine=machine(m.runtime),
         sentences=len(texts),
         words=len(words),
         tokens=tokens,
