@@ -53,6 +53,15 @@ NlistOpt = Annotated[int | None, typer.Option("--nlist", help="IVF-PQ: inverted 
 PqMOpt = Annotated[
     int | None, typer.Option("--pq-m", help="IVF-PQ: sub-quantizers, must divide the dim (default d/8).")
 ]
+StaticOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--static",
+        "-s",
+        help="Encode with a static model instead (glove-50d, or one made by `contextlens static`): the mean of "
+        "its word vectors, no forward pass.",
+    ),
+]
 NbitsOpt = Annotated[int | None, typer.Option("--nbits", help="IVF-PQ: bits per sub-code (default 8).")]
 
 
@@ -61,10 +70,11 @@ def index_build(
     docs: Annotated[Path, typer.Argument(help="A text file (one document per line), a folder of .txt, or JSONL.")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Folder to write the index into.")],
     model: Annotated[
-        str, typer.Option("--model", "-m", help="Contextual model: mpnet (default), minilm, ...")
-    ] = "mpnet",
+        str | None, typer.Option("--model", "-m", help="Contextual model: mpnet (default), minilm, ...")
+    ] = None,
     kind: KindOpt = None,
     layer: LayerOpt = None,
+    static: StaticOpt = None,
     index: IndexTypeOpt = "flat",
     engine: EngineOpt = "faiss",
     dsn: DsnOpt = None,
@@ -103,6 +113,16 @@ def index_build(
     from contextlens.reports.output_paths import check_output_folder
 
     check_batch_size(batch_size)  # before the model loads
+    if static is not None:
+        contextual = {"--model": model, "--kind": kind, "--layer": layer}
+        contextual |= {"--precision": None if precision == "fp32" else precision}
+        contextual |= {"--runtime": None if runtime == "torch" else runtime}
+        given_too = [flag for flag, value in contextual.items() if value is not None]
+        if given_too:
+            raise InputError(
+                f"--static encodes with a static model, so {', '.join(given_too)} (a contextual encoder's) cannot go "
+                "with it; drop one"
+            )
     given = {
         "m": m,
         "ef_construction": ef_construction,
@@ -124,21 +144,28 @@ def index_build(
         config = IndexConfig(index, params, dtype)
     check_index_folder(check_output_folder(out), force)  # and that --out can take an index
     documents = load_documents(docs)
-    kind = check_kind(kind or "sentence")  # before the model loads
-    layers = [layer] if kind == "hidden-mean" and layer is not None else []
-    encoder = make_encoder(contextual_option(model, precision, threads, runtime, layers=layers), kind, layer)
+    if static is not None:
+        from contextlens.analyses.search.encoders import StaticTextEncoder
+
+        encoder = StaticTextEncoder(static)
+    else:
+        kind = check_kind(kind or "sentence")  # before the model loads
+        layers = [layer] if kind == "hidden-mean" and layer is not None else []
+        loaded = contextual_option(model or "mpnet", precision, threads, runtime, layers=layers)
+        encoder = make_encoder(loaded, kind, layer)
+    source = encoder.model_source if static is not None else encoder.model.source
     if engine == "pgvector":
         with contextlib.nullcontext() if json_out else console.status("loading the vectors into PostgreSQL..."):
             built = PgVectorIndex.build(
                 documents, encoder, out, config, dsn=dsn, batch_size=batch_size,
-                show_progress_bar=console.is_terminal, model_source=encoder.model.source, force=force,
+                show_progress_bar=console.is_terminal, model_source=source, force=force,
             )  # fmt: skip
         folder = out
     else:
         built = VectorIndex.build(
             documents, encoder, config, batch_size=batch_size, show_progress_bar=console.is_terminal
         )
-        folder = built.save(out, model_source=encoder.model.source, force=force)
+        folder = built.save(out, model_source=source, force=force)
     if json_out:
         print_json(read_manifest(folder))
         return
@@ -174,6 +201,10 @@ def index_search(
     ] = None,
     kind: Annotated[str | None, typer.Option("--kind", help="Query encoder kind (default: the index's).")] = None,
     layer: LayerOpt = None,
+    static: Annotated[
+        str | None,
+        typer.Option("--static", "-s", help="Query static model (default: the index's, when it holds static vectors)."),
+    ] = None,
     precision: Annotated[
         str | None,
         typer.Option(
@@ -202,15 +233,18 @@ def index_search(
     if precision is not None:
         check_precision(precision)
     # a mismatch is refused before any model loads
-    stored = index_encoder(folder, model, kind, layer, precision, runtime)
+    stored = index_encoder(folder, model, kind, layer, precision, runtime, static)
     engine = engine_of(folder)
     if dsn is not None and engine != "pgvector":
         raise InputError(f"--dsn is for an index in pgvector; {folder} is a FAISS index")
-    loaded = contextual_option(stored.model, stored.precision, threads, runtime or stored.runtime)
-    if engine == "pgvector":
-        result = search_pg_index(folder, query, k, model=loaded, kind=kind, layer=layer, dsn=dsn)
+    if stored.kind == "static":  # the index's static model, loaded by the name it recorded
+        loaded = None
     else:
-        result = search_index(folder, query, k, model=loaded, kind=kind, layer=layer)
+        loaded = contextual_option(stored.model, stored.precision, threads, runtime or stored.runtime)
+    if engine == "pgvector":
+        result = search_pg_index(folder, query, k, model=loaded, kind=kind, layer=layer, dsn=dsn, static=static)
+    else:
+        result = search_index(folder, query, k, model=loaded, kind=kind, layer=layer, static=static)
     if json_out:
         print_json(result.to_dict())
         return

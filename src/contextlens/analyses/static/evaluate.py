@@ -22,7 +22,6 @@ contextual teachers (minilm, mpnet). Tasks, each beside its baseline:
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -30,6 +29,7 @@ import numpy as np
 
 from contextlens.analyses.benchmarks import similarity as sim
 from contextlens.analyses.benchmarks.datasets import WicPair
+from contextlens.analyses.benchmarks.encode_speed import timed_encodings, word_count
 from contextlens.analyses.benchmarks.result import BenchmarkResult
 from contextlens.analyses.benchmarks.retrieval import lee_scores, ndcg_at_k
 from contextlens.analyses.benchmarks.suite import build_suite, run_wic
@@ -55,17 +55,6 @@ def static_kind(static: StaticModel) -> str:
     return "GloVe" if static.name.startswith("glove") else "static (file)"
 
 
-def static_bytes(static: StaticModel) -> int:
-    extra = getattr(static.kv, "vectors_ngrams", None)
-    return int(static.kv.vectors.nbytes + (extra.nbytes if extra is not None else 0))
-
-
-def _word_count(texts: Sequence[str]) -> int:
-    from gensim.utils import tokenize
-
-    return sum(sum(1 for _ in tokenize(t)) for t in texts)
-
-
 def evaluate_static(
     statics: Sequence[StaticModel | str],
     teachers: Sequence[Any] = ("minilm",),
@@ -86,7 +75,7 @@ def evaluate_static(
     suite = build_suite(size)
     lee = load_lee()
     all_docs = lee.documents if size == "quick" else lee.documents + lee.background
-    words = _word_count(all_docs)
+    words = word_count(all_docs)
     ratings = lee.ratings
     rng = np.random.default_rng(0)
     random_ndcg = float(np.mean([ndcg_at_k(rng.random(ratings.shape), ratings) for _ in range(200)]))
@@ -169,23 +158,6 @@ def static_pair_cosines_any(pairs: Sequence[WicPair], static: StaticModel) -> tu
             continue
         cos[k] = 1.0  # the same vector in both sentences
     return cos, float(np.mean(cos > -2)) if len(pairs) else 0.0
-
-
-def timed_encodings(systems: Sequence[Any], texts: list[str]) -> list[tuple[str, np.ndarray, float, int]]:
-    """Each system's unit vectors for ``texts``, the seconds they took (one run, one after the
-    other; a contextual model warmed up on 8 texts first) and the bytes its vectors or weights take."""
-    out = []
-    for system in systems:
-        if isinstance(system, StaticModel):
-            started = time.perf_counter()
-            enc = system.encode(texts)
-            out.append((system.name, enc, time.perf_counter() - started, static_bytes(system)))
-        else:
-            system.embed_sentences(texts[:8])
-            started = time.perf_counter()
-            enc = system.embed_sentences(texts, batch_size=32)
-            out.append((system.name, enc, time.perf_counter() - started, system.weight_bytes()))
-    return out
 
 
 def _lee_rows(result: BenchmarkResult, system: str, kind: str, enc: np.ndarray, ratings: np.ndarray) -> None:
