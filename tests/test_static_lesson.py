@@ -68,3 +68,36 @@ def test_rank_uses_a_made_word2vec_and_names_the_pairs_it_leaves_out(own_cache, 
     assert "static model: w2v-pairs, word2vec skip-gram made here" in table.stdout.replace("\n", " ")
     given = run_cli("rank", "-m", "minilm", "--static", "glove-50d", "--json")
     assert json.loads(given.stdout)["static_model"] == "glove-50d"
+    from contextlens.analyses.lesson.ranking import rank_pairs
+    from contextlens.analyses.lesson.static_methods import static_methods
+
+    ranking = rank_pairs(pairs, "minilm", "glove-50d")  # the lesson's ranking, GloVe against minilm
+    again = static_methods(ranking).ranking  # the seeds' experiment with the made word2vec
+    assert again.static_model == "w2v-pairs" and again.pairs == 19 and again.baseline_model == "glove-50d"
+    assert -1 <= again.kendall_tau <= 1 and 0 <= again.inversions <= 19 * 18 // 2
+
+
+def test_static_methods_of_the_seeds_table_with_nothing_made(own_cache):
+    from contextlens.analyses.lesson.static_methods import SEEDS_TABLE, static_methods
+
+    result = static_methods()
+    assert [r.method for r in result.rows] == [m for m, *_ in SEEDS_TABLE]
+    made = {r.method: r for r in result.rows if r.model is not None}
+    assert list(made) == ["GloVe"] and made["GloVe"].scores["simlex999"][0] == pytest.approx(0.265, abs=1e-3)
+    assert all("not made here yet: contextlens static" in r.made for r in result.rows if r.model is None)
+    assert result.ranking is None
+
+
+def test_static_methods_with_the_made_models(made_statics):
+    from contextlens.analyses.lesson.static_methods import static_methods
+    from contextlens.reports.static_figures import static_methods_figure
+
+    result = static_methods(teacher="minilm")
+    rows = {r.method: r for r in result.rows}
+    assert rows["word2vec skip-gram"].model == W2V and rows["word2vec CBOW"].model is None
+    assert rows["fastText"].scores["simlex999"][1] == 1.0 > rows["word2vec skip-gram"].scores["simlex999"][1]
+    assert rows["fastText"].unseen.startswith(f"{UNSEEN} (never seen: 50 character n-grams) → ")
+    assert rows["distilled (model2vec)"].model == M2V and "word pieces" in rows["distilled (model2vec)"].unseen
+    fig = static_methods_figure(result)
+    assert len(fig.data) == 2 and len(fig.data[0].y) == 4  # skip-gram, GloVe, fastText, distilled
+    json.dumps(result.to_dict(), allow_nan=False)
