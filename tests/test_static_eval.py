@@ -24,6 +24,11 @@ def test_static_models_are_at_chance_on_wic_and_much_faster_than_the_teacher(mad
         assert result.value(system=name, task="wic", metric="accuracy") <= chance  # one vector per word
     assert result.value(system=FT, task="simlex999", metric="coverage") == 1.0  # fastText composes
     assert result.value(system=W2V, task="simlex999", metric="coverage") < 1.0  # word2vec skips
+    for dataset in ("simlex999", "wordsim353"):  # the out-of-vocabulary pairs, both ways
+        oov = result.value(system=FT, task=dataset, metric="oov_pairs")
+        assert oov > 0 and result.value(system=FT, task=dataset, metric="skipped_pairs") == 0  # composed
+        assert result.value(system=W2V, task=dataset, metric="skipped_pairs") == oov  # the same Lee vocabulary
+        assert result.value(system="minilm", task=dataset, metric="oov_pairs") is None  # a teacher has no vocabulary
     for system in [*made, "minilm"]:
         assert -1 <= result.value(system=system, task="lee", metric="spearman") <= 1
         assert result.value(system=system, task="speed", metric="documents_per_s") > 0
@@ -50,9 +55,11 @@ def test_cli_eval_static_json_and_table(made, tmp_path):
     assert doc["benchmark"] == "static" and {r["system"] for r in doc["rows"]} >= {W2V, M2V, "minilm", "chance"}
     png = tmp_path / "static.png"
     table = run_cli(
-        "eval", "static", "-s", W2V, "-s", M2V, "-m", "minilm", "--quick", "--no-wic-teacher", "--plot", str(png)
+        "eval", "static", "-s", W2V, "-s", M2V, "-s", FT, "-m", "minilm", "--quick", "--no-wic-teacher",
+        "--plot", str(png),
     )
     assert table.returncode == 0 and f"{M2V} keeps of minilm" in table.stderr
+    assert "skipped)" in table.stdout and "composed)" in table.stdout and "common" in table.stdout
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     twice = run_cli("eval", "static", "-s", W2V, "-s", W2V, "--quick")
     assert twice.returncode == 2 and "--static names a model twice" in twice.stderr

@@ -97,12 +97,16 @@ def evaluate_static(
             p for p in ds.pairs if all(p.first in vectors[s.name] and p.second in vectors[s.name] for s in loaded)
         ]
         shared = sim.SimilarityDataset(ds.name, tuple(common))
+        unseen = {s.name: sum(1 for p in ds.pairs if p.first not in s or p.second not in s) for s in loaded}
         for system, vecs in vectors.items():
             rho, n = sim.score_pairs(ds, vecs)
             task = {"system": system, "kind": kinds[system], "task": ds.name}
             result.add(**task, metric="spearman", value=rho)
             result.add(**task, metric="coverage", value=n / len(ds.pairs))
             result.add(**task, metric="spearman_common", value=sim.score_pairs(shared, vecs)[0])
+            if system in unseen:  # pairs with a word out of its vocabulary: composed (fastText, distilled) or skipped
+                result.add(**task, metric="oov_pairs", value=unseen[system])
+                result.add(**task, metric="skipped_pairs", value=len(ds.pairs) - n)
         result.meta.setdefault("common_pairs", {})[ds.name] = {"pairs": len(ds.pairs), "common": len(common)}
 
     # word in context
@@ -139,8 +143,10 @@ def evaluate_static(
             "wic_pairs": wic.counts,
             "wic_note": STATIC_WIC_NOTE,
             "lee": {"rated_documents": len(lee.documents), "timed_documents": len(all_docs), "words": words},
-            "similarity_note": "static: pairs out of vocabulary skipped (coverage); spearman_common: pairs every "
-            "static system covers; teacher: sentence embedding of the word alone",
+            "similarity_note": "static: oov_pairs have a word out of the model's vocabulary, composed by fastText "
+            "(character n-grams) and a distilled model (word pieces), skipped by the others (skipped_pairs, "
+            "coverage); spearman_common: the pairs every static system covers; teacher: sentence embedding of "
+            "the word alone",
             "threads": _threads(),
         }
     )
