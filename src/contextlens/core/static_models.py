@@ -60,6 +60,18 @@ class StaticModel:
         return int(self.kv.vector_size)
 
     @property
+    def how_made(self) -> str:
+        """``word2vec skip-gram``, ``fastText``, ``distilled from minilm``, ``GloVe``, ``static (file)``."""
+        method = self.provenance.get("method")
+        if method == "word2vec":
+            return f"word2vec {self.provenance.get('architecture')}"
+        if method == "fasttext":
+            return "fastText"
+        if method == "distilled":
+            return f"distilled from {self.provenance.get('teacher')}"
+        return "GloVe" if self.name.startswith("glove") else "static (file)"
+
+    @property
     def has_subwords(self) -> bool:
         """fastText composes vectors for unseen words from character n-grams."""
         from gensim.models.fasttext import FastTextKeyedVectors

@@ -38,7 +38,7 @@ from scipy.stats import spearmanr
 
 from contextlens.analyses.benchmarks.encode_speed import speed_rows, timed_encodings, word_count
 from contextlens.analyses.benchmarks.result import BenchmarkResult, record_precision
-from contextlens.analyses.search.encoders import TextEncoder, hidden_means_every_layer, static_record
+from contextlens.analyses.search.encoders import TextEncoder, hidden_means_every_layer
 from contextlens.core.contextual_models import ContextualModel, as_contextual, sentence_config
 from contextlens.core.similarity import normalize_rows
 from contextlens.core.static_models import StaticModel, as_static
@@ -298,12 +298,11 @@ def add_static_systems(
     for s in statics:
         x = s.encode(texts)
         q, c = (x, x) if same else (x[: len(queries)], x[len(queries) :])
-        made = static_record(s)["made"]
         for metric, value in score(q @ c.T).items():
             result.add(
                 kind="static",
                 static=s.name,
-                static_kind=made,
+                static_kind=s.how_made,
                 layer=None,
                 dim=s.dim,
                 reduction=None,

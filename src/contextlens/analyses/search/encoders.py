@@ -243,16 +243,7 @@ def static_record(static: StaticModel, name: str | None = None) -> dict[str, Any
     """What an index records of its static encoder: the name it is loaded by, how it was made, and
     a fingerprint that changes when the model is made again under the same name."""
     name = name or static.name
-    p = static.provenance
-    made = p.get("method")
-    how = (
-        f"distilled from {p.get('teacher')}"
-        if made == "distilled"
-        else f"{made} {p.get('architecture', '')}".strip()
-        if made
-        else "file or registry vectors"
-    )
-    return {"name": name, "made": how, "fingerprint": static_fingerprint(name)}
+    return {"name": name, "made": static.how_made, "fingerprint": static_fingerprint(name)}
 
 
 def static_fingerprint(name: str) -> str:

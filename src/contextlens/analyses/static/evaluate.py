@@ -34,7 +34,7 @@ from contextlens.analyses.benchmarks.result import BenchmarkResult
 from contextlens.analyses.benchmarks.retrieval import lee_scores, ndcg_at_k
 from contextlens.analyses.benchmarks.suite import build_suite, run_wic
 from contextlens.analyses.benchmarks.wic import accuracy, tune_threshold
-from contextlens.core.static_models import DistilledStaticModel, StaticModel, as_static
+from contextlens.core.static_models import StaticModel, as_static
 from contextlens.data.lee import load_lee
 from contextlens.errors import InputError, OutOfVocabularyError
 
@@ -42,17 +42,6 @@ STATIC_WIC_NOTE = (
     "a static model has one vector per word, so both occurrences of a pair have cosine 1: the dev-tuned "
     "threshold can only say 'same' or 'different' for every pair, the majority class (chance by construction)"
 )
-
-
-def static_kind(static: StaticModel) -> str:
-    p = static.provenance
-    if isinstance(static, DistilledStaticModel):
-        return f"distilled from {p.get('teacher')}"
-    if p.get("method") == "word2vec":
-        return f"word2vec {p.get('architecture')}"
-    if p.get("method") == "fasttext":
-        return "fastText"
-    return "GloVe" if static.name.startswith("glove") else "static (file)"
 
 
 def evaluate_static(
@@ -85,7 +74,7 @@ def evaluate_static(
     # word similarity: each system's vectors for every dataset word
     vectors: dict[str, dict[str, np.ndarray]] = {}
     for s in loaded:
-        kinds[s.name] = static_kind(s)
+        kinds[s.name] = s.how_made
         vectors[s.name] = sim.static_vectors(sorted({w for d in datasets for w in d.words}), s)
     for m in models:
         kinds[m.name] = "teacher (contextual)"
