@@ -37,7 +37,7 @@ def main() -> None:
 
     import torch
 
-    from contextlens.analyses.static.evaluate import _word_count, timed_encodings
+    from contextlens.analyses.benchmarks.encode_speed import timed_encodings, word_count
     from contextlens.core.contextual_models import load_contextual
     from contextlens.core.static_models import load_static
     from contextlens.data.lee import load_lee
@@ -46,7 +46,7 @@ def main() -> None:
         torch.set_num_threads(args.threads)
     lee = load_lee()
     texts = lee.documents + lee.background
-    words = _word_count(texts)
+    words = word_count(texts)
     systems = [load_static(s) for s in args.static] + [load_contextual(t) for t in args.teacher]
     best: dict[str, tuple[float, int]] = {}
     for _ in range(max(1, args.repeats)):

@@ -135,6 +135,7 @@ def catalogue(tmp: Path) -> list[tuple[str, list[str]]]:
         ),
         ("serve with a malformed --index", ["serve", *M, "--index", "no-equals-sign"]),
         *newer_commands(tmp),
+        *static_commands(tmp),
     ]
 
 
@@ -354,6 +355,46 @@ def newer_commands(tmp: Path) -> list[tuple[str, list[str]] | tuple[str, list[st
             HANG,
         ),
         ("serve with a malformed --host", ["serve", *M, "--port", str(free_port()), "--host", "999.1.1.1"], HANG),
+    ]
+
+
+def static_commands(tmp: Path) -> list[tuple[str, list[str]]]:
+    """The `static train|distill`, `eval static` and static-encoder mistakes (none trains a model or
+    writes into the cache: each is refused before)."""
+    corpus = tmp / "static-corpus.txt"
+    corpus.write_text("We sat on the river bank.\nThe bank approved the loan.\n")
+    static_index = tmp / "static-index"
+    run(["index", "build", str(corpus), "--out", str(static_index), "--static", "glove-50d"], tmp)
+    train = ["static", "train", str(corpus)]
+    return [
+        ("static train without --name", train),
+        ("static train --name that is a path", [*train, "--name", "../w2v"]),
+        ("static train --name of a registered model", [*train, "--name", "glove-50d"]),
+        ("static train --method unknown", [*train, "--name", "w", "--method", "glove"]),
+        ("static train on a missing corpus", ["static", "train", str(tmp / "missing.txt"), "--name", "w"]),
+        ("static train on an unknown corpus name", ["static", "train", "wikipedia", "--name", "w"]),
+        ("static train --dim 1", [*train, "--name", "w", "--dim", "1"]),
+        ("static train --epochs 0", [*train, "--name", "w", "--epochs", "0"]),
+        ("static train --workers 0", [*train, "--name", "w", "--workers", "0"]),
+        ("static train --buckets 10", [*train, "--name", "w", "--method", "fasttext", "--buckets", "10"]),
+        ("static train --min-count above every word's count", [*train, "--name", "w", "--min-count", "1000"]),
+        ("static distill an unknown model", ["static", "distill", "no-such-model", "--name", "d"]),
+        ("static distill --pca-dims 1", ["static", "distill", "minilm", "--name", "d", "--pca-dims", "1"]),
+        ("static distill --sif 2", ["static", "distill", "minilm", "--name", "d", "--sif", "2"]),
+        ("static distill --batch-size 0", ["static", "distill", "minilm", "--name", "d", "--batch-size", "0"]),
+        ("eval static with an unknown static model", ["eval", "static", "-s", "no-such-static", "--quick"]),
+        ("eval static naming a model twice", ["eval", "static", "-s", "glove-50d", "-s", "glove-50d", "--quick"]),
+        ("eval static with an unknown teacher", ["eval", "static", "-m", "no-such-model", "--quick"]),
+        ("index build --static with --model", ["index", "build", str(corpus), "--out", str(tmp / "s1"),
+                                              "--static", "glove-50d", *M]),  # fmt: skip
+        ("index build --kind static", ["index", "build", str(corpus), "--out", str(tmp / "s2"), "--kind", "static"]),
+        ("index build --static unknown", ["index", "build", str(corpus), "--out", str(tmp / "s3"), "--static", "x"]),
+        ("index search a static index with a contextual model", ["index", "search", str(static_index), "bank", *M]),
+        ("index search a static index with another static model",
+         ["index", "search", str(static_index), "bank", "--static", "other-static"]),  # fmt: skip
+        ("eval retrieval with an unknown --static", ["eval", "retrieval", *M, "--quick", "--static", "x"]),
+        ("eval retrieval naming a --static twice",
+         ["eval", "retrieval", *M, "--quick", "-s", "glove-50d", "-s", "glove-50d"]),  # fmt: skip
     ]
 
 

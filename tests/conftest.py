@@ -90,6 +90,29 @@ def glove() -> StaticModel:
 
 
 @pytest.fixture(scope="session")
+def made_statics(minilm) -> dict[str, str]:
+    """``{"word2vec", "fasttext", "distilled"} -> name``: word2vec skip-gram and fastText trained on Lee
+    (2 epochs, 32 dims) and a static model distilled from minilm's first 4,000 vocabulary tokens
+    (64 dims), as `--static NAME` models in the test cache."""
+    from contextlens.analyses.static import distill
+    from contextlens.analyses.static.train import train_static
+    from contextlens.core.static_store import made_dir
+    from tests.helpers import MADE_STATICS
+
+    small = {"epochs": 2, "min_count": 2, "dim": 32, "force": True}
+    if made_dir(MADE_STATICS["word2vec"]) is None:
+        train_static("lee", name=MADE_STATICS["word2vec"], **small)
+    if made_dir(MADE_STATICS["fasttext"]) is None:
+        train_static("lee", "fasttext", name=MADE_STATICS["fasttext"], buckets=5000, **small)
+    if made_dir(MADE_STATICS["distilled"]) is None:
+        with pytest.MonkeyPatch.context() as patch:
+            full = distill.vocabulary_tokens
+            patch.setattr(distill, "vocabulary_tokens", lambda tok: full(tok)[:4000])
+            distill.distill_static(minilm, name=MADE_STATICS["distilled"], pca_dims=64, force=True)
+    return dict(MADE_STATICS)
+
+
+@pytest.fixture(scope="session")
 def demo_run(tmp_path_factory: pytest.TempPathFactory):
     """`contextlens demo -m minilm` run once per test session (in-process): ``(result, folder)``;
     every test of the demo and its report reads this one run."""

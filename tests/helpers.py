@@ -14,6 +14,11 @@ from contextlib import redirect_stderr, redirect_stdout
 # Debian's headless Chromium (scripts/install-system-deps.sh), driven by Playwright.
 CHROMIUM = os.environ.get("CONTEXTLENS_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 
+# Static models made here, shared by every test file that needs one (conftest's made_statics: made
+# once, kept in the test cache between runs; the suffix changes when the fixture's recipe does).
+MADE_STATICS = {"word2vec": "test-w2v-lee-v1", "fasttext": "test-ft-lee-v1", "distilled": "test-m2v-minilm-v1"}
+W2V, FT, M2V = MADE_STATICS["word2vec"], MADE_STATICS["fasttext"], MADE_STATICS["distilled"]
+
 
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
     """`contextlens ARGS` in this process through :func:`contextlens.cli.main`, the entry point's

@@ -209,6 +209,22 @@ def test_pgvector_refuses_another_encoder_and_bad_options(lee, minilm, pg, tmp_p
             bad()
 
 
+def test_a_static_encoder_in_pgvector_is_recorded_and_a_contextual_query_refused(made_statics, lee, pg, tmp_path):
+    from contextlens.analyses.search.encoders import StaticTextEncoder
+    from contextlens.analyses.search.pg_index import search_pg_index
+    from helpers import M2V
+
+    docs = lee[0][:20]
+    folder = tmp_path / "idx"
+    PgVectorIndex.build(docs, StaticTextEncoder(M2V), folder, PgIndexConfig("flat"))
+    result = search_pg_index(folder, docs[4].text, k=2)  # the index's static model, loaded by its name
+    assert result.hits[0].id == docs[4].id and result.recall == 1.0
+    manifest = json.loads(next(folder.glob("v-*/manifest.json")).read_text())
+    assert manifest["encoder"]["kind"] == "static" and manifest["static"]["made"] == "distilled from minilm"
+    with pytest.raises(IndexMismatchError, match="query asks for model 'minilm'"):
+        search_pg_index(folder, "a query", model="minilm")
+
+
 def test_cli_build_search_and_refusals(pg, tmp_path):
     docs = tmp_path / "docs.txt"
     docs.write_text("The river flooded the village.\nThe central bank raised interest rates.\n"

@@ -78,9 +78,10 @@ def test_demo_report_renders_every_figure_offline(demo_run, browser):
         "What a contextual vector costs",
         "Which layers see the sentences alike? CKA",
         "Which layer knows what? Layer probes",
+        "The static methods: word2vec, GloVe, fastText",
     ):
         assert section in document
-    assert document.count("<section>") == 10
+    assert document.count("<section>") == 11
     assert n_figures == document.count("Plotly.newPlot(") >= 14  # the cost and CKA sections add one figure each
     assert "contextlens cka --model minilm --other mpnet" in document and "contextlens eval layers" in document
     slower = re.search(r"forward pass: ([\d,]+)× slower", document)

@@ -97,6 +97,15 @@ def demo_cmd(
     with _working("writing report.html (its interactive figures)"), written(out / "report.html"):
         report, n_figures = write_report(lesson, out / "report.html")
     console.print(f"report: {report} ({n_figures} interactive figures; open it in a browser, no network needed)")
+    from contextlens.core.static_store import made_models
+
+    made = [m["name"] for m in made_models()]
+    console.print(
+        f"static models made here, in the report's static-methods section: {', '.join(made)}"
+        if made
+        else "no static model made here yet, so the report's static-methods section shows GloVe alone: "
+        "`contextlens static train --name w2v-sg` (about a minute) makes a word2vec one"
+    )
 
 
 @contextmanager

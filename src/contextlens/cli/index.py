@@ -12,6 +12,7 @@ from rich.table import Table
 
 from contextlens.cli import app
 from contextlens.cli.common import (
+    DEFAULT_MODEL,
     JsonOpt,
     PrecisionOpt,
     RuntimeOpt,
@@ -70,6 +71,15 @@ NlistOpt = Annotated[int | None, typer.Option("--nlist", help="IVF-PQ: inverted 
 PqMOpt = Annotated[
     int | None, typer.Option("--pq-m", help="IVF-PQ: sub-quantizers, must divide the dim (default d/8).")
 ]
+StaticOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--static",
+        "-s",
+        help="Encode with a static model instead (glove-50d, or one made by `contextlens static`): the mean of "
+        "its word vectors, no forward pass.",
+    ),
+]
 NbitsOpt = Annotated[int | None, typer.Option("--nbits", help="IVF-PQ: bits per sub-code (default 8).")]
 
 
@@ -78,10 +88,11 @@ def index_build(
     docs: Annotated[Path, typer.Argument(help="A text file (one document per line), a folder of .txt, or JSONL.")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Folder to write the index into.")],
     model: Annotated[
-        str, typer.Option("--model", "-m", help="Contextual model: mpnet (default), minilm, ...")
-    ] = "mpnet",
+        str | None, typer.Option("--model", "-m", help="Contextual model: mpnet (default), minilm, ...")
+    ] = None,
     kind: KindOpt = None,
     layer: BuildLayerOpt = None,
+    static: StaticOpt = None,
     index: IndexTypeOpt = "flat",
     engine: EngineOpt = "faiss",
     dsn: DsnOpt = None,
@@ -120,6 +131,16 @@ def index_build(
     from contextlens.reports.output_paths import check_output_folder
 
     check_batch_size(batch_size)  # before the model loads
+    if static is not None:
+        contextual = {"--model": model, "--kind": kind, "--layer": layer}
+        contextual |= {"--precision": None if precision == "fp32" else precision}
+        contextual |= {"--runtime": None if runtime == "torch" else runtime}
+        given_too = [flag for flag, value in contextual.items() if value is not None]
+        if given_too:
+            raise InputError(
+                f"--static encodes with a static model, so {', '.join(given_too)} (a contextual encoder's) cannot go "
+                "with it; drop one"
+            )
     given = {
         "m": m,
         "ef_construction": ef_construction,
@@ -141,32 +162,38 @@ def index_build(
         config = IndexConfig(index, params, dtype)
     check_index_folder(check_output_folder(out), force)  # and that --out can take an index
     documents = load_documents(docs)
-    kind = check_kind(kind or "sentence")  # before the model loads
-    wanted = None if layer is None else layer_text(layer)
-    if wanted == "auto" and kind != "hidden-mean":
-        raise InputError(f"--layer auto is for --kind hidden-mean; a {kind} encoder has no layer to choose")
-    layers = [wanted] if kind == "hidden-mean" and wanted not in (None, "auto") else []
-    contextual = contextual_option(model, precision, threads, runtime, layers=layers)  # type: ignore[arg-type]
     choice = None
-    if wanted == "auto":
-        from contextlens.analyses.benchmarks.layer_choice import choose_layer
+    if static is not None:
+        from contextlens.analyses.search.encoders import StaticTextEncoder
 
-        with encoding_progress(contextual.name) as progress:
-            choice = choose_layer(contextual, "retrieval", progress=progress, announce=note)
-        wanted = choice.layer
-    encoder = make_encoder(contextual, kind, wanted)  # type: ignore[arg-type]
+        encoder = StaticTextEncoder(static)
+    else:
+        kind = check_kind(kind or "sentence")  # before the model loads
+        wanted = None if layer is None else layer_text(layer)
+        if wanted == "auto" and kind != "hidden-mean":
+            raise InputError(f"--layer auto is for --kind hidden-mean; a {kind} encoder has no layer to choose")
+        layers = [wanted] if kind == "hidden-mean" and wanted not in (None, "auto") else []
+        loaded = contextual_option(model or DEFAULT_MODEL, precision, threads, runtime, layers=layers)  # type: ignore[arg-type]
+        if wanted == "auto":
+            from contextlens.analyses.benchmarks.layer_choice import choose_layer
+
+            with encoding_progress(loaded.name) as progress:
+                choice = choose_layer(loaded, "retrieval", progress=progress, announce=note)
+            wanted = choice.layer
+        encoder = make_encoder(loaded, kind, wanted)  # type: ignore[arg-type]
+    source = encoder.model_source if static is not None else encoder.model.source
     if engine == "pgvector":
         with contextlib.nullcontext() if json_out else console.status("loading the vectors into PostgreSQL..."):
             built = PgVectorIndex.build(
                 documents, encoder, out, config, dsn=dsn, batch_size=batch_size,
-                show_progress_bar=console.is_terminal, model_source=encoder.model.source, force=force,
+                show_progress_bar=console.is_terminal, model_source=source, force=force,
             )  # fmt: skip
         folder = out
     else:
         built = VectorIndex.build(
             documents, encoder, config, batch_size=batch_size, show_progress_bar=console.is_terminal
         )
-        folder = built.save(out, model_source=encoder.model.source, force=force)
+        folder = built.save(out, model_source=source, force=force)
     if json_out:
         print_json(read_manifest(folder) | ({"layer_choice": choice.to_dict()} if choice is not None else {}))
         return
@@ -204,6 +231,10 @@ def index_search(
     ] = None,
     kind: Annotated[str | None, typer.Option("--kind", help="Query encoder kind (default: the index's).")] = None,
     layer: LayerOpt = None,
+    static: Annotated[
+        str | None,
+        typer.Option("--static", "-s", help="Query static model (default: the index's, when it holds static vectors)."),
+    ] = None,
     precision: Annotated[
         str | None,
         typer.Option(
@@ -232,15 +263,18 @@ def index_search(
     if precision is not None:
         check_precision(precision)
     # a mismatch is refused before any model loads
-    stored = index_encoder(folder, model, kind, layer, precision, runtime)
+    stored = index_encoder(folder, model, kind, layer, precision, runtime, static)
     engine = engine_of(folder)
     if dsn is not None and engine != "pgvector":
         raise InputError(f"--dsn is for an index in pgvector; {folder} is a FAISS index")
-    loaded = contextual_option(stored.model, stored.precision, threads, runtime or stored.runtime)
-    if engine == "pgvector":
-        result = search_pg_index(folder, query, k, model=loaded, kind=kind, layer=layer, dsn=dsn)
+    if stored.kind == "static":  # the index's static model, loaded by the name it recorded
+        loaded = None
     else:
-        result = search_index(folder, query, k, model=loaded, kind=kind, layer=layer)
+        loaded = contextual_option(stored.model, stored.precision, threads, runtime or stored.runtime)
+    if engine == "pgvector":
+        result = search_pg_index(folder, query, k, model=loaded, kind=kind, layer=layer, dsn=dsn, static=static)
+    else:
+        result = search_index(folder, query, k, model=loaded, kind=kind, layer=layer, static=static)
     if json_out:
         print_json(result.to_dict())
         return

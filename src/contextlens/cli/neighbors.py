@@ -43,3 +43,5 @@ def neighbors_cmd(
     for i, (w, s) in enumerate(result.neighbors, 1):
         table.add_row(str(i), w, fmt(s))
     console.print(table)
+    for line in result.composed.values():
+        console.print(f"[dim]{escape(line)}[/dim]")

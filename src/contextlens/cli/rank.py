@@ -20,7 +20,6 @@ from contextlens.cli.common import (
     PlotOpt,
     PrecisionOpt,
     RuntimeOpt,
-    StaticOpt,
     TemplateOpt,
     ThreadsOpt,
     check_model,
@@ -43,7 +42,15 @@ def rank_cmd(
     precision: PrecisionOpt = "fp32",
     runtime: RuntimeOpt = "auto",
     threads: ThreadsOpt = None,
-    static: StaticOpt = DEFAULT_STATIC_MODEL,
+    static: Annotated[
+        str | None,
+        typer.Option(
+            "--static",
+            "-s",
+            help="Static model (default: a word2vec model made here with `contextlens static train`, as the seeds' "
+            f"experiment asks, else {DEFAULT_STATIC_MODEL}).",
+        ),
+    ] = None,
     template: TemplateOpt = "The word is [{word}].",
     layer: LayerOpt = -1,
     top: Annotated[int, typer.Option("--top", "-k", help="How many of the largest rank moves to list.")] = 5,
@@ -52,12 +59,20 @@ def rank_cmd(
     html: HtmlOpt = None,
 ) -> None:
     """Word pairs ranked by static and by contextual cosine: inversions and Kendall tau."""
-    from contextlens.analyses.lesson.ranking import load_pairs, rank_pairs, static_pair_cosines
+    from contextlens.analyses.lesson.ranking import load_pairs, rank_pairs, seeds_static, static_pair_cosines
     from contextlens.core.occurrences import in_template
 
     in_template("word", template)  # a bad template fails before any model loads
     pair_list = load_pairs(pairs)
     check_model(model, precision, runtime, layers=[layer])
+    source = str(pairs) if pairs else "built-in pairs"
+    if static is None:  # the seeds' experiment: word2vec when one was made here
+        choice = seeds_static(pair_list, DEFAULT_STATIC_MODEL)
+        static, pair_list, why = choice.name, choice.pairs, choice.reason
+        if choice.left_out:
+            source += f" ({len(pair_list)} of {len(pair_list) + len(choice.left_out)}: {len(choice.left_out)} left out)"
+    else:
+        why = f"{static} (--static)"
     static_model = static_option(static)
     static_pair_cosines(pair_list, static_model)  # a word the static model lacks: refused before the weights
     result = rank_pairs(
@@ -67,7 +82,7 @@ def rank_cmd(
         template=template,
         layer=layer,
         top=top,
-        source=str(pairs) if pairs else "built-in pairs",
+        source=source,
     )
     with figures_after(plot, html, result, "contextlens rank"):
         if json_out:
@@ -90,6 +105,7 @@ def rank_cmd(
         console.print(table)
         console.print("static / contextual: cosine; rank 1 = most similar; move = static rank − contextual rank")
         console.print(f"template: {escape(repr(result.template))}")
+        console.print(f"static model: {escape(why)}")
         print_model_kind(result.model)
         console.print(
             f"inversions (discordant pairs of pairs): [bold]{result.inversions}[/bold] of {result.pairs_compared}; "

@@ -61,6 +61,18 @@ class StaticModel:
         return int(self.kv.vector_size)
 
     @property
+    def how_made(self) -> str:
+        """``word2vec skip-gram``, ``fastText``, ``distilled from minilm``, ``GloVe``, ``static (file)``."""
+        method = self.provenance.get("method")
+        if method == "word2vec":
+            return f"word2vec {self.provenance.get('architecture')}"
+        if method == "fasttext":
+            return "fastText"
+        if method == "distilled":
+            return f"distilled from {self.provenance.get('teacher')}"
+        return "GloVe" if self.name.startswith("glove") else "static (file)"
+
+    @property
     def has_subwords(self) -> bool:
         """fastText composes vectors for unseen words from character n-grams (its table of them
         is what sets it apart; asked without importing gensim, which a GloVe model never loads)."""
@@ -152,6 +164,27 @@ class StaticModel:
     def analogy(self, a: str, b: str, c: str, topn: int = 5) -> list[tuple[str, float]]:
         """``a : b :: c : ?`` - words near ``b - a + c`` (king:man::queen -> woman)."""
         return self.most_similar(positive=[b, c], negative=[a], topn=topn)
+
+    def composition(self, word: str) -> list[str] | None:
+        """The pieces a vector is composed of for a word the model never saw: fastText's character
+        n-grams (``<`` and ``>`` mark the word's ends); None for a word of its vocabulary."""
+        key = self.key_for(word)
+        if key in self.kv.key_to_index or not self.has_subwords:
+            return None
+        from gensim.models.fasttext_inner import compute_ngrams
+
+        return list(compute_ngrams(key, self.kv.min_n, self.kv.max_n))
+
+    def composition_note(self, word: str) -> str | None:
+        """One line saying how the vector of an unseen word was made, or None for a known word."""
+        pieces = self.composition(word)
+        if pieces is None:
+            return None
+        return (
+            f"{word!r} never occurred in the corpus of {self.name}: its vector is the mean of its {len(pieces)} "
+            f"character n-grams of {self.kv.min_n}-{self.kv.max_n} letters ({_shown(pieces)}), so its neighbours are "
+            "those of its spelling"
+        )
 
     def _oov_message(self, key: str) -> str:
         vocab = self.kv.index_to_key
@@ -302,6 +335,22 @@ class DistilledStaticModel(StaticModel):
             return self.kv.get_vector(key)
         return np.asarray(self.kv.vectors[self._rows(key)], dtype=np.float32).mean(axis=0)
 
+    def composition(self, word: str) -> list[str] | None:
+        """The teacher's word pieces of a word that is not one token of its vocabulary; None for one that is."""
+        key = self.key_for(word)
+        if key in self.kv.key_to_index:
+            return None
+        return [t for t in self.tokenizer.encode(key, add_special_tokens=False).tokens]
+
+    def composition_note(self, word: str) -> str | None:
+        pieces = self.composition(word)
+        if pieces is None:
+            return None
+        return (
+            f"{word!r} is not one token of {self.name} (distilled from {self.provenance.get('teacher')}): its vector "
+            f"is the mean of its {len(pieces)} word pieces ({_shown(pieces)})"
+        )
+
     def _key(self, word: str) -> str:
         """The word as the teacher's tokenizer normalizes it (lowercased for an uncased teacher)."""
         word = super()._key(word)
@@ -387,6 +436,13 @@ def _guess_format(path: Path) -> str:
         first = f.readline().split()
     header = len(first) == 2 and all(tok.isdigit() for tok in first)
     return "word2vec" if header else "glove"
+
+
+def _shown(pieces: list[str], most: int = 8) -> str:
+    """The pieces, elided in the middle past ``most``."""
+    if len(pieces) <= most:
+        return " ".join(pieces)
+    return " ".join(pieces[: most // 2]) + " ... " + " ".join(pieces[-(most // 2) :])
 
 
 def _is_fasttext_bin(path: Path) -> bool:

@@ -10,6 +10,7 @@ is built under a temporary name and renamed into place whole: it is complete or 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import shutil
@@ -61,6 +62,16 @@ def made_dir(name: str) -> Path | None:
     folder = made_root() / name
     clean_leftovers(folder)
     return folder if (folder / PROVENANCE).is_file() and (folder / VECTORS).is_file() else None
+
+
+def made_fingerprint(name: str) -> str | None:
+    """``made:<digest>`` of the made model's ``provenance.json`` (which holds its training or
+    distillation time, so a model made again under the same name gets another one); None when
+    ``name`` is no made model. What an index of its vectors records, to refuse a re-made model."""
+    folder = made_dir(name)
+    if folder is None:
+        return None
+    return "made:" + hashlib.sha256((folder / PROVENANCE).read_bytes()).hexdigest()[:16]
 
 
 def read_provenance(folder: Path) -> dict[str, Any]:

@@ -136,6 +136,7 @@ def lesson_sections(lesson: Lesson) -> list[Section]:
         _cost_section(lesson),
         _cka_section(lesson),
         _layer_probe_section(lesson),
+        _static_methods_section(lesson),
     ]
 
 
@@ -214,6 +215,59 @@ def _layer_probe_section(lesson: Lesson) -> Section:
         f"for every layer, about half a minute on {lesson.model} on a 2-core machine, too long for the demo. Run "
         f"`contextlens eval layers --model {lesson.model} --quick` (docs/claims.md has measured results).",
     )
+
+
+def _static_methods_section(lesson: Lesson) -> Section:
+    """The seeds' static methods, each beside its model here (made ones only: nothing is trained)."""
+    from contextlens.analyses.lesson.static_methods import static_methods
+    from contextlens.reports.static_figures import static_methods_figure
+
+    m = static_methods(lesson.ranking, lesson.model)
+    here = [r for r in m.rows if r.model is not None]
+    numbers = "; ".join(
+        f"{r.model} ({r.method}) SimLex-999 {r.scores['simlex999'][0]:.3f}, WordSim-353 {r.scores['wordsim353'][0]:.3f}"
+        for r in here
+    )
+    missing = [r.made for r in m.rows if r.model is None]
+    if missing:
+        numbers += ". Not made here yet (nothing is trained for the report): " + "; ".join(missing)
+    if m.ranking is not None:
+        k = m.ranking
+        numbers += (
+            f". The seeds' ranking by word2vec cosine ({k.static_model}, {k.pairs} pairs): Kendall τ-b "
+            f"{k.kendall_tau:.3f} with the contextual ranking above, {k.baseline_model}'s on the same pairs "
+            f"{k.baseline_tau:.3f}"
+        )
+    return Section(
+        "11. The static methods: word2vec, GloVe, fastText, and one distilled from a transformer",
+        "The seeds' table of static methods, each beside the model of that method here: GloVe ships; word2vec "
+        "and fastText are trained here on the installed corpora and a static model is distilled from a "
+        "transformer (`contextlens static train|distill`). Word similarity needs no forward pass; a pair the "
+        "model never saw a word of is skipped (the share scored is in brackets), while fastText composes the "
+        "word from its character n-grams and a distilled model from its teacher's word pieces. `contextlens eval "
+        "static` puts them beside their teacher on word in context (chance by construction), Lee retrieval and "
+        "encode speed.",
+        numbers + ".",
+        [static_methods_figure(m)] if here else [],
+        [["method", "how it learns (seeds)", "what it captures (seeds)", "limitation (seeds)", "model here",
+          "SimLex-999", "WordSim-353", "MB", "an unseen word"]]
+        + [
+            [
+                r.method, r.how, r.captures, r.limitation,
+                f"{r.model}: {r.made}" if r.model else r.made,
+                _spearman_cell(r.scores.get("simlex999")), _spearman_cell(r.scores.get("wordsim353")),
+                "-" if r.megabytes is None else f"{r.megabytes:,.1f}", r.unseen or "-",
+            ]
+            for r in m.rows
+        ],  # fmt: skip
+    )
+
+
+def _spearman_cell(score: tuple[float, float] | None) -> str:
+    if score is None:
+        return "-"
+    rho, share = score
+    return f"{rho:.3f}" if share == 1 else f"{rho:.3f} ({share:.0%})"
 
 
 def render(sections: list[Section], title: str, subtitle: str = "") -> str:

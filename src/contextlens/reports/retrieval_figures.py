@@ -11,6 +11,7 @@ from contextlens.analyses.benchmarks.result import BenchmarkResult  # noqa: E402
 
 MAIN_METRIC = {"retrieval-lee": "ndcg@10", "retrieval-wordnet": "mrr"}
 DTYPE_COLORS = {"float32": "#1d4ed8", "float16": "#0891b2", "int8": "#c2410c", "binary": "#7c3aed"}
+STATIC_COLORS = ("#a16207", "#be185d", "#0f766e", "#6d28d9")
 KIND_COLORS = {"input-row": "#15803d", "sentence": "#b91c1c", "hidden-mean": "#334155"}
 
 
@@ -32,6 +33,9 @@ def retrieval_figure(result: BenchmarkResult, metric: str | None = None) -> plt.
         if value is not None:
             left.axhline(value, color=KIND_COLORS[kind], ls="--" if kind == "input-row" else "-", lw=1.6,
                          label=f"{kind} ({value:.3f})")  # fmt: skip
+    for n, r in enumerate(r for r in full if r["kind"] == "static"):
+        left.axhline(r["value"], color=STATIC_COLORS[n % len(STATIC_COLORS)], ls="-.", lw=1.6,
+                     label=f"static {r['static']}, no forward pass ({r['value']:.3f})")  # fmt: skip
     chance = result.meta.get(f"random_{metric}")
     if chance is not None:
         left.axhline(chance, color="#9ca3af", ls=":", lw=1.4, label=f"random order ({chance:.3f})")

@@ -1,4 +1,5 @@
-"""The figure of ``eval static``: each system's score per task beside its baseline, and its speed."""
+"""The figure of ``eval static``: each system's score per task beside its baseline, and its speed;
+and the report's interactive figure of the static methods made here."""
 
 from __future__ import annotations
 
@@ -6,8 +7,10 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import plotly.graph_objects as go  # noqa: E402
 
 from contextlens.analyses.benchmarks.result import BenchmarkResult  # noqa: E402
+from contextlens.analyses.lesson.static_methods import StaticMethods  # noqa: E402
 
 _PANELS = (
     ("simlex999", "spearman", "SimLex-999 Spearman", None),
@@ -54,4 +57,36 @@ def static_figure(result: BenchmarkResult) -> plt.Figure:
         f"({result.meta.get('size')}; static WiC is chance by construction)"
     )
     fig.tight_layout()
+    return fig
+
+
+def static_methods_figure(methods: StaticMethods) -> go.Figure:
+    """The report's static-methods figure (interactive): SimLex-999 and WordSim-353 Spearman of the
+    model of each method made here, side by side; the hover says the share of pairs it scored."""
+    from contextlens.reports.interactive import COLOURS, LAYOUT
+
+    rows = [r for r in methods.rows if r.model is not None]
+    labels = [f"{r.method}: {r.model}" for r in rows]
+    fig = go.Figure()
+    datasets = (("simlex999", "SimLex-999", COLOURS[1]), ("wordsim353", "WordSim-353", COLOURS[2]))
+    for dataset, title, colour in datasets:
+        values = [r.scores[dataset][0] for r in rows]
+        shares = [r.scores[dataset][1] for r in rows]
+        fig.add_bar(
+            name=title,
+            y=labels,
+            x=values,
+            orientation="h",
+            marker_color=colour,
+            text=[f"{v:.3f}" + ("" if s == 1 else f" ({s:.0%} of pairs)") for v, s in zip(values, shares, strict=True)],
+            hovertemplate="%{y}: Spearman %{x:.3f}<extra>" + title + "</extra>",
+        )
+    fig.update_layout(
+        **LAYOUT,
+        barmode="group",
+        title="word similarity of each static method here (Spearman with human ratings; no forward pass)",
+        xaxis_title="Spearman",
+        yaxis={"autorange": "reversed"},
+        height=140 + 60 * max(1, len(rows)),
+    )
     return fig

@@ -19,6 +19,11 @@ dimensions cut by truncation (the first k coordinates) and by PCA (fitted on the
 Lee's 300-document background corpus ``lee_background.cor``; WordNet's sampled definitions), each
 stored as float32, float16, int8 (FAISS scalar quantization, ranges trained on the same corpus
 side) and binary (one sign bit per dimension, scored by Hamming distance).
+
+Static models given as ``statics`` (GloVe, a word2vec or fastText model made here, a model distilled
+from a transformer) add one row each, kind ``static`` (the mean of the text's word vectors, full
+dimension, float32), and the encode speed of each beside the contextual model's sentence embedding,
+timed one after the other on the task's texts in the same run (``meta["speed"]``).
 """
 
 from __future__ import annotations
@@ -31,10 +36,12 @@ import faiss
 import numpy as np
 from scipy.stats import spearmanr
 
+from contextlens.analyses.benchmarks.encode_speed import speed_rows, timed_encodings, word_count
 from contextlens.analyses.benchmarks.result import BenchmarkResult, record_precision
 from contextlens.analyses.search.encoders import TextEncoder, hidden_means_every_layer
 from contextlens.core.contextual_models import ContextualModel, as_contextual, sentence_config
 from contextlens.core.similarity import normalize_rows
+from contextlens.core.static_models import StaticModel, as_static
 from contextlens.data.lee import load_lee
 from contextlens.errors import InputError
 
@@ -266,13 +273,76 @@ def sweep(result: BenchmarkResult, encodings: Encodings, score: Scorer) -> None:
                 )
 
 
+def check_statics(statics: Sequence[StaticModel | str]) -> list[StaticModel]:
+    """The static models asked for, loaded (a wrong name fails before any forward pass), each once."""
+    if isinstance(statics, str | StaticModel):
+        statics = [statics]
+    loaded = [as_static(s) for s in statics]
+    names = [s.name for s in loaded]
+    if len(set(names)) != len(names):
+        raise InputError(f"`statics` names a model twice: {', '.join(names)}")
+    return loaded
+
+
+def add_static_systems(
+    result: BenchmarkResult,
+    model: ContextualModel,
+    statics: Sequence[StaticModel],
+    queries: Sequence[str],
+    corpus: Sequence[str],
+    score: Scorer,
+) -> None:
+    """One row per static model and metric (kind ``static``), then the encode speed of each beside
+    the model's sentence embedding, timed in this run on the task's texts (``meta["speed"]``)."""
+    if not statics:
+        return
+    same = list(queries) == list(corpus)
+    texts = list(corpus) if same else list(queries) + list(corpus)
+    for s in statics:
+        x = s.encode(texts)
+        q, c = (x, x) if same else (x[: len(queries)], x[len(queries) :])
+        for metric, value in score(q @ c.T).items():
+            result.add(
+                kind="static",
+                static=s.name,
+                static_kind=s.how_made,
+                layer=None,
+                dim=s.dim,
+                reduction=None,
+                dtype="float32",
+                bytes_per_vector=s.dim * BYTES_PER_VALUE["float32"],
+                metric=metric,
+                value=value,
+            )
+    if sentence_config(model.source) is None:
+        result.meta["speed"] = {"note": f"{model.name} has no sentence embedding to time the static models against"}
+        return
+    timed = timed_encodings([*statics, model], texts)
+    rows = speed_rows([(name, seconds) for name, _, seconds, _ in timed], len(texts), word_count(texts), model.name)
+    for row, (_, _, _, nbytes) in zip(rows, timed, strict=True):
+        row["bytes"] = nbytes
+    result.meta["speed"] = {
+        "texts": len(texts),
+        "words": word_count(texts),
+        "baseline": f"{model.name} sentence",
+        "rows": rows,
+        "note": "encoded one system after another in this run (the contextual model warmed up on 8 texts first, "
+        "then batches of 32); words counted by one tokenizer for every system",
+    }
+
+
 def evaluate_lee(
-    model: ContextualModel | str = "mpnet", quick: bool = False, show_progress_bar: bool = False
+    model: ContextualModel | str = "mpnet",
+    quick: bool = False,
+    show_progress_bar: bool = False,
+    statics: Sequence[StaticModel | str] = (),
 ) -> BenchmarkResult:
     """Document-document similarity on the Lee corpus against human ratings (see module docstring).
 
-    ``quick`` uses the first 20 rated documents and 60 background documents (for tests).
+    ``quick`` uses the first 20 rated documents and 60 background documents (for tests). Each of
+    ``statics`` adds its row and its encode speed beside the model's.
     """
+    statics = check_statics(statics)
     lee = load_lee()
     n, n_fit = (20, 60) if quick else (len(lee.documents), len(lee.background))
     docs, ratings, background = lee.documents[:n], lee.ratings[:n, :n], lee.background[:n_fit]
@@ -280,9 +350,11 @@ def evaluate_lee(
     encodings = encode_task(m, docs, docs, background, show_progress_bar)
     result = BenchmarkResult("retrieval-lee", m.name)
     sweep(result, encodings, lambda sims: lee_scores(sims, ratings))
+    add_static_systems(result, m, statics, docs, docs, lambda sims: lee_scores(sims, ratings))
     rng = np.random.default_rng(0)
     random_ndcg = float(np.mean([ndcg_at_k(rng.random((n, n)), ratings) for _ in range(200)]))
     result.meta = {
+        **result.meta,
         "documents": n,
         "pairs": n * (n - 1) // 2,
         "fit_documents": n_fit,
@@ -302,8 +374,11 @@ def evaluate_wordnet(
     seed: int = 0,
     quick: bool = False,
     show_progress_bar: bool = False,
+    statics: Sequence[StaticModel | str] = (),
 ) -> BenchmarkResult:
-    """Usage example -> its synset's definition among ``sample`` definitions (100 with ``quick``)."""
+    """Usage example -> its synset's definition among ``sample`` definitions (100 with ``quick``);
+    each of ``statics`` adds its row and its encode speed beside the model's."""
+    statics = check_statics(statics)
     if quick:
         sample = min(sample, 100)
     task = load_wordnet_task(sample, seed)
@@ -311,7 +386,9 @@ def evaluate_wordnet(
     encodings = encode_task(m, task.examples, task.definitions, None, show_progress_bar)
     result = BenchmarkResult("retrieval-wordnet", m.name)
     sweep(result, encodings, wordnet_scores)
+    add_static_systems(result, m, statics, task.examples, task.definitions, wordnet_scores)
     result.meta = {
+        **result.meta,
         "queries": len(task.examples),
         "definitions": len(task.definitions),
         "sample_seed": seed,

@@ -25,6 +25,7 @@ class RetrievalRow:
     values: dict[str, float | None]
     best: list[str] = field(default_factory=list)  # the metrics where this row has the column's best value
     full: bool = True  # full dimension in float32 (the first section) or the cost sweep
+    static: str | None = None  # the static model's name, for kind ``static``
 
 
 @dataclass(frozen=True)
@@ -45,7 +46,7 @@ def retrieval_table(result: BenchmarkResult) -> RetrievalTable:
     grouped: dict[tuple, dict[str, float]] = {}
     ordered = sorted(result.rows, key=lambda r: not (r["reduction"] is None and r["dtype"] == "float32"))
     for r in ordered:
-        key = (r["kind"], r["layer"], r["reduction"], r["dim"], r["dtype"], r["bytes_per_vector"])
+        key = (r["kind"], r["layer"], r["reduction"], r["dim"], r["dtype"], r["bytes_per_vector"], r.get("static"))
         grouped.setdefault(key, {})[r["metric"]] = float(r["value"])
     best = {m: max((v[m] for v in grouped.values() if m in v), default=None) for m in metrics}
     rows = [
@@ -59,8 +60,9 @@ def retrieval_table(result: BenchmarkResult) -> RetrievalTable:
             values={m: values.get(m) for m in metrics},
             best=[m for m in metrics if m in values and values[m] == best[m]],
             full=reduction is None and dtype == "float32",
+            static=static,
         )
-        for (kind, layer, reduction, dim, dtype, nbytes), values in grouped.items()
+        for (kind, layer, reduction, dim, dtype, nbytes, static), values in grouped.items()
     ]
     meta = result.meta
     size = f"{meta.get('documents', meta.get('queries'))} " + ("documents" if "documents" in meta else "queries")

@@ -59,6 +59,7 @@ class Comparison:
     def display_target_tokens(self) -> list[list[str]]:
         """Each target's tokens for reading (Ġbank -> ␣bank); ``target_tokens`` stay raw."""
         return [display_tokens(t, self.byte_level) for t in self.target_tokens]
+    static_composed: list[str] = field(default_factory=list)  # how an unseen word's static vector was made
 
     @property
     def model_kind(self) -> ModelKind | None:
@@ -147,6 +148,7 @@ class Comparison:
                 parts.append("input rows")
             reason = "the targets' tokens differ" if self.same_word else f"the targets are different words ({words})"
             out.append(f"{' and '.join(parts)} differ: {reason}, so the paths start apart")
+        out.extend(self.static_composed)
         if 0 in self.layers and self.same_input_row:
             cos0 = self.layer_cosines[self.layers.index(0)]
             if cos0 < 1.0 - 5e-5:
@@ -241,10 +243,11 @@ def compare(
     WordNet installed the result says why it has none.
     """
     occurrences, model, static = _check_inputs(occurrences, model, static, layers)
-    static_matrix = None
+    static_matrix, composed = None, []
     if static is not None:
         static_vectors = [static.vector(o.word) for o in occurrences]
         static_matrix = cosine_matrix(static_vectors)
+        composed = [static.composition_note(w) for w in dict.fromkeys(o.word for o in occurrences)]
     encodings: list[OccurrenceEncoding] = model.encode_occurrences(occurrences, layers=layers, pooling=pooling)
     wanted = list(encodings[0].layers)
     # provenance-checked: hidden states of one model at one layer, input rows with input rows
@@ -268,6 +271,7 @@ def compare(
         baseline_missing=missing,
         left_context_only=bool(getattr(model, "is_decoder", False)),
         byte_level=is_byte_level(model.tokenizer),
+        static_composed=[c for c in composed if c is not None],
     )
 
 

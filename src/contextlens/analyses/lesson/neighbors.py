@@ -23,6 +23,7 @@ class Neighbors:
     negative: list[str]
     neighbors: list[tuple[str, float]] = field(default_factory=list)
     analogy: str | None = None
+    composed: dict[str, str] = field(default_factory=dict)  # unseen word -> how its vector was composed
 
     @property
     def title(self) -> str:
@@ -38,6 +39,7 @@ class Neighbors:
             "positive": self.positive,
             "negative": self.negative,
             "neighbors": [{"word": w, "cosine": s} for w, s in self.neighbors],
+            **({"composed": self.composed} if self.composed else {}),
         }
 
 
@@ -65,9 +67,17 @@ def neighbors(
     if analogy is not None and analogy.strip():
         a, b, c = parse_analogy(analogy)
         found = model.analogy(a, b, c, topn=top)
-        return Neighbors(model.name, [b, c], [a], list(found), f"{a}:{b}::{c}")
+        return Neighbors(model.name, [b, c], [a], list(found), f"{a}:{b}::{c}", _composed(model, [a, b, c]))
     pos = ([word] if word else []) + list(positive)
     neg = list(negative)
     if not pos and not neg:
         raise InputError("give a word, an `analogy` a:b::c, or `positive`/`negative` words")
-    return Neighbors(model.name, pos, neg, list(model.most_similar(pos, neg, topn=top)))
+    found = list(model.most_similar(pos, neg, topn=top))
+    return Neighbors(model.name, pos, neg, found, composed=_composed(model, [*pos, *neg]))
+
+
+def _composed(model: StaticModel, words: Sequence[str]) -> dict[str, str]:
+    """The query words the model never saw, each with how its vector was composed (fastText:
+    character n-grams; a distilled model: the teacher's word pieces)."""
+    notes = {w: model.composition_note(w) for w in words}
+    return {w: n for w, n in notes.items() if n is not None}

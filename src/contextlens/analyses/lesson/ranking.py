@@ -179,6 +179,55 @@ def rank_pairs(
     )
 
 
+@dataclass(frozen=True)
+class StaticChoice:
+    """The static model the seeds' ranking experiment uses, why, and the pairs it can rank."""
+
+    name: str
+    reason: str
+    pairs: list[WordPair]
+    left_out: list[WordPair] = field(default_factory=list)  # pairs with a word it never saw
+
+
+SEEDS_COVERAGE = 0.9  # a made word2vec model is used when it knows this share of the pairs' words
+
+
+def seeds_static(pairs: Sequence[WordPair], default: str = "glove-50d") -> StaticChoice:
+    """The seeds' experiment ranks "by word2vec cosine": a word2vec model made here (``static
+    train``; skip-gram first, then the largest vocabulary) that knows at least 90% of the pairs'
+    words, its pairs with an unseen word left out and named; else ``default`` (GloVe)."""
+    from contextlens.core.static_store import made_models
+
+    words = sorted({w for p in pairs for w in (p.a, p.b)})
+    made = [m for m in made_models() if m.get("method") == "word2vec"]
+    made.sort(key=lambda m: (m.get("architecture") != "skip-gram", -int(m.get("vocabulary") or 0), m["name"]))
+    for m in made:
+        static = as_static(m["name"])
+        known = {w for w in words if w in static}
+        if len(known) < SEEDS_COVERAGE * len(words):
+            continue
+        kept = [p for p in pairs if p.a in known and p.b in known]
+        if len(kept) < 2:
+            continue
+        left = [p for p in pairs if p not in kept]
+        unseen = sorted(set(words) - known)
+        why = (
+            f"{m['name']}, word2vec {m.get('architecture')} made here on {', '.join(m.get('corpus', []))} "
+            f"({int(m.get('tokens') or 0):,} tokens): the seeds' experiment ranks by word2vec cosine"
+        )
+        if left:
+            why += (
+                f"; {', '.join(unseen)} never occurred in its corpus, so {len(left)} of {len(pairs)} pairs are left out"
+                f" ({', '.join(f'{p.a}-{p.b}' for p in left)})"
+            )
+        return StaticChoice(m["name"], why, kept, left)
+    why = (
+        f"{default} (GloVe): no word2vec model made here knows {SEEDS_COVERAGE:.0%} of the pairs' words; "
+        "`contextlens static train --name w2v-sg` makes one, and then `rank` uses it"
+    )
+    return StaticChoice(default, why, list(pairs))
+
+
 def static_pair_cosines(pairs: Sequence[WordPair], static: StaticModel) -> list[float]:
     """Each pair's static cosine; a word the static model lacks is named with its pair. Cheap, so
     the command line runs it before any contextual weights load."""

@@ -8,6 +8,11 @@ built on any of them, and only one of them was trained for it:
 * ``hidden-mean`` - mean of the hidden states at one layer (0 = embedding output, L = last);
 * ``sentence``    - the embedding model's own output, with its sentence-transformers pooling config.
 
+A fourth kind is no contextual model's: ``static`` - the mean of a static model's word vectors (a
+model distilled from a transformer: of its token vectors), with no forward pass at all. An index
+of it records the static model's name and a fingerprint of how it was made (:func:`static_record`),
+so a query from another model, or from a model re-made under the same name, is refused.
+
 Every encoder's vectors carry a :class:`~contextlens.core.vectors.Provenance`, the one type that
 says where any vector of contextlens came from: ``hidden-mean`` is the provenance kind
 ``hidden-state`` with pooling ``mean``, ``input-row`` the kind ``input-row`` with pooling
@@ -27,6 +32,7 @@ A manifest written before these fields existed reads as fp32 on torch.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -40,14 +46,17 @@ from contextlens.errors import InputError
 
 if TYPE_CHECKING:
     from contextlens.core.contextual_models import ContextualModel
+    from contextlens.core.static_models import StaticModel
 
 # Encoder kind (``--kind``, the manifest's ``encoder.kind``) -> (provenance kind, pooling).
 ENCODER_KINDS: dict[str, tuple[str, str | None]] = {
     "input-row": ("input-row", "mean"),
     "hidden-mean": ("hidden-state", "mean"),
     "sentence": ("sentence", None),
+    "static": ("static", "mean"),
 }
-KINDS: tuple[str, ...] = tuple(ENCODER_KINDS)
+STATIC = "static"
+KINDS: tuple[str, ...] = ("input-row", "hidden-mean", "sentence")  # a contextual model's kinds (``--kind``)
 
 
 def text_provenance(
@@ -73,7 +82,9 @@ def encoder_kind(provenance: Provenance) -> str:
     for name, (kind, pooling) in ENCODER_KINDS.items():
         if (provenance.kind, provenance.pooling) == (kind, pooling):
             return name
-    raise InputError(f"{provenance.describe()} vectors are not made by a text encoder; use one of {', '.join(KINDS)}")
+    raise InputError(
+        f"{provenance.describe()} vectors are not made by a text encoder; use one of {', '.join(ENCODER_KINDS)}"
+    )
 
 
 def encoder_dict(provenance: Provenance) -> dict[str, Any]:
@@ -188,8 +199,10 @@ def check_batch_size(batch_size: int) -> int:
 
 
 def check_kind(kind: str) -> str:
+    """A contextual model's encoder kind (a static model's is chosen by naming the static model)."""
     if kind not in KINDS:
-        raise InputError(f"unknown encoder kind {kind!r}; use one of {', '.join(KINDS)}")
+        static = "; a static model encodes by `static` NAME instead of a contextual model" if kind == STATIC else ""
+        raise InputError(f"unknown encoder kind {kind!r}; use one of {', '.join(KINDS)}{static}")
     return kind
 
 
@@ -221,3 +234,65 @@ def hidden_means_every_layer(
         return compute()["x"]
     key = cache_key("hidden-mean-every-layer", model.name, model.identity, list(texts))
     return cached_arrays("retrieval", key, compute)["x"]
+
+
+# --- a static model as the encoder ------------------------------------------------------------
+
+
+def static_record(static: StaticModel, name: str | None = None) -> dict[str, Any]:
+    """What an index records of its static encoder: the name it is loaded by, how it was made, and
+    a fingerprint that changes when the model is made again under the same name."""
+    name = name or static.name
+    return {"name": name, "made": static.how_made, "fingerprint": static_fingerprint(name)}
+
+
+def static_fingerprint(name: str) -> str:
+    """Which model a static name stands for now, read without loading it: a made model's provenance
+    digest; a registered model's name; a vectors file's size and modification time."""
+    from contextlens.core.resources import REGISTRY
+    from contextlens.core.static_store import made_fingerprint
+
+    made = made_fingerprint(name)
+    if made is not None:
+        return made
+    if name in REGISTRY:
+        return f"registry:{name}"
+    try:
+        info = os.stat(os.path.expanduser(name))
+    except OSError:
+        return f"file:{name}"
+    return f"file:{info.st_size}:{info.st_mtime_ns}"
+
+
+class StaticTextEncoder:
+    """One text -> the unit mean of its words' static vectors (a distilled model: of its tokens',
+    cut by the teacher's tokenizer): a table look-up, no forward pass. The ``static`` encoder kind;
+    the same interface as :class:`TextEncoder`.
+
+    ``name`` is what the index records to load it again (default the model's name; a model read
+    from a file is named by its path)."""
+
+    kind = STATIC
+    layer = None
+
+    def __init__(self, static: StaticModel | str, name: str | None = None):
+        from contextlens.core.static_models import as_static  # gensim: once the arguments are checked
+
+        if isinstance(static, str | os.PathLike) and name is None:
+            name = os.fspath(static)
+        self.static = as_static(static)
+        self.name = name or self.static.name
+        self.provenance = text_provenance(self.name, STATIC, None, self.static.dim)
+        self.static_record = static_record(self.static, self.name)
+        from contextlens.core.static_store import made_dir
+
+        made = made_dir(self.name)
+        self.model_source = str(made) if made is not None else self.name  # the manifest's ``model_source``
+
+    def encode(self, texts: Sequence[str], batch_size: int = 32, show_progress_bar: bool = False) -> np.ndarray:
+        """``(n, dim)`` float32 unit rows (a text with no known word is a zero row); ``batch_size`` and
+        ``show_progress_bar`` are accepted for the encoders' common interface (a look-up needs neither)."""
+        if not texts:
+            raise InputError("no texts to encode; give at least one non-empty text")
+        check_batch_size(batch_size)
+        return np.ascontiguousarray(self.static.encode(list(texts)), dtype=np.float32)

@@ -36,6 +36,8 @@ import numpy as np
 
 from contextlens.analyses.search import index_files
 from contextlens.analyses.search.encoders import (
+    STATIC,
+    StaticTextEncoder,
     TextEncoder,
     describe_encoder,
     encoder_dict,
@@ -44,6 +46,7 @@ from contextlens.analyses.search.encoders import (
     provenance_from_dict,
     runtime_refusal,
     runtimes_agree,
+    static_fingerprint,
 )
 from contextlens.analyses.search.index_config import (
     ALLOWED_DTYPES,
@@ -63,6 +66,7 @@ from contextlens.errors import ContextlensError, DataFileError, InputError
 
 if TYPE_CHECKING:
     from contextlens.core.contextual_models import ContextualModel
+    from contextlens.core.static_models import StaticModel
 
 __all__ = ["INDEX_TYPES", "IndexConfig", "build_faiss_index", "search_faiss"]
 FORMAT = "contextlens-index/1"
@@ -190,12 +194,13 @@ class VectorIndex:
         self.config = config
         self.index = index
         self.documents = list(documents)
+        self.static: dict[str, Any] | None = None  # a static encoder's record (encoders.static_record)
 
     @classmethod
     def build(
         cls,
         documents: Sequence[Document],
-        encoder: TextEncoder,
+        encoder: TextEncoder | StaticTextEncoder,
         config: IndexConfig | None = None,
         batch_size: int = 32,
         show_progress_bar: bool = False,
@@ -207,7 +212,9 @@ class VectorIndex:
         vectors = encoder.encode(
             [d.text for d in documents], batch_size=batch_size, show_progress_bar=show_progress_bar
         )
-        return cls(encoder.provenance, config, build_faiss_index(vectors, config), documents)
+        built = cls(encoder.provenance, config, build_faiss_index(vectors, config), documents)
+        built.static = getattr(encoder, "static_record", None)
+        return built
 
     def __len__(self) -> int:
         return len(self.documents)
@@ -236,7 +243,9 @@ class VectorIndex:
             )
         return search_faiss(self.index, self.config, queries, k)
 
-    def search(self, encoder: TextEncoder, queries: Sequence[str], k: int = 10) -> list[SearchResult]:
+    def search(
+        self, encoder: TextEncoder | StaticTextEncoder, queries: Sequence[str], k: int = 10
+    ) -> list[SearchResult]:
         """Encode the queries with ``encoder`` (which must match the index) and rank documents."""
         self.check_encoder(encoder.provenance)
         if not queries or any(not q.strip() for q in queries):
@@ -280,6 +289,7 @@ class VectorIndex:
             "contextlens_version": __version__,
             "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
             "encoder": encoder_dict(self.provenance),
+            **({"static": self.static} if self.static else {}),
             "model_source": model_source,
             "dimension": self.provenance.dim,
             "dtype": self.config.code,
@@ -329,7 +339,9 @@ class VectorIndex:
         provenance = manifest_provenance(manifest)
         if index.d != provenance.dim or len(documents) != manifest["count"]:
             raise DamagedIndexError(f"{folder}: the index or documents disagree with the manifest; rebuild the index")
-        return cls(provenance, config, index, documents)
+        loaded = cls(provenance, config, index, documents)
+        loaded.static = manifest.get("static")
+        return loaded
 
 
 def read_manifest(folder: Path | str) -> dict[str, Any]:
@@ -371,21 +383,40 @@ def index_encoder(
     layer: int | None = None,
     precision: str | None = None,
     runtime: str | None = None,
+    static: str | None = None,
 ) -> Provenance:
     """The provenance of the vectors in ``folder``, after checking that the query encoder asked for
-    (each of ``model``, ``kind``, ``layer``, ``precision``, ``runtime`` optional) agrees with it;
+    (each of ``model``, ``kind``, ``layer``, ``precision``, ``runtime``, ``static`` optional) agrees with it;
     read from the manifest alone, before any model is loaded. A query's precision must be the
     index's: an int8 query against fp32 documents (or the reverse) is refused, not approximated.
-    Its runtime may differ at fp32 only (:func:`runtimes_agree`)."""
+    Its runtime may differ at fp32 only (:func:`runtimes_agree`). An index of a static model
+    (``static``) is refused once that name holds another model than the one it was built with."""
     manifest = read_manifest(folder)
     provenance = manifest_provenance(manifest)
     stored = encoder_dict(provenance)
-    asked = {"model": model, "kind": kind, "layer": layer, "precision": precision}
+    if static is not None:
+        static = str(static)
+        if stored["kind"] != STATIC:
+            raise IndexMismatchError(
+                f"{folder} holds {describe_encoder(provenance)} vectors but the query asks for the static model "
+                f"{static!r}; drop `static` or rebuild the index with it"
+            )
+    asked = {"model": model if static is None else static, "kind": kind, "layer": layer, "precision": precision}
     for what, value in asked.items():
         if value is not None and value != stored[what]:
+            name = "static" if what == "model" and static is not None else what
+            label = "the static model" if name == "static" else what
             raise IndexMismatchError(
-                f"{folder} holds {describe_encoder(provenance)} vectors but the query asks for {what} {value!r}; "
-                f"drop `{what}` or rebuild the index with that encoder"
+                f"{folder} holds {describe_encoder(provenance)} vectors but the query asks for {label} {value!r}; "
+                f"drop `{name}` or rebuild the index with that encoder"
+            )
+    if stored["kind"] == STATIC:
+        record = manifest.get("static") or {}
+        if record.get("fingerprint") != static_fingerprint(provenance.model):
+            raise IndexMismatchError(
+                f"{folder} was built with the static model {provenance.model!r} as it was then "
+                f"({record.get('made', 'unrecorded')}); that name now stands for another model (made again, "
+                "or its file changed), whose vectors live in another space; rebuild the index"
             )
     if runtime is not None:
         check_runtime(runtime)
@@ -403,15 +434,18 @@ def search_index(
     layer: int | None = None,
     precision: str | None = None,
     runtime: str | None = None,
+    static: StaticModel | str | None = None,
 ) -> SearchResult:
     """Load the index in ``folder``, encode ``query`` with the index's own encoder and rank documents.
 
     ``model`` (a name, or a loaded model, used as the query encoder's), ``kind``, ``layer``,
     ``precision`` and ``runtime`` (each optional) must agree with the index's encoder; they are
     checked against the manifest before any model is loaded. Without a loaded model, the index's
-    model is loaded at the index's precision, on ``runtime`` or else the index's runtime.
+    model is loaded at the index's precision, on ``runtime`` or else the index's runtime. An index
+    of a static model loads it by the name it recorded (``static``, a name or a loaded model, must
+    be that one).
     """
-    index, encoder = open_for_query(folder, model, kind, layer, precision, runtime, VectorIndex.load)
+    index, encoder = open_for_query(folder, model, kind, layer, precision, runtime, VectorIndex.load, static)
     (result,) = index.search(encoder, [query], k)
     return result
 
@@ -424,7 +458,8 @@ def open_for_query(
     precision: str | None,
     runtime: str | None,
     load_index: Callable[[Path | str], Any],
-) -> tuple[Any, TextEncoder]:
+    static: StaticModel | str | None = None,
+) -> tuple[Any, TextEncoder | StaticTextEncoder]:
     """``(index, the index's own encoder for a query)``, shared by the FAISS and pgvector engines:
     the request is checked against the manifest before any model loads, then ``load_index(folder)``
     opens the index (a damaged one is refused before the model load), then the encoder is made."""
@@ -437,7 +472,13 @@ def open_for_query(
     if loaded_model is not None:
         model, precision = loaded_model.name, precision or loaded_model.precision
         runtime = runtime or loaded_model.runtime
-    stored = index_encoder(folder, model, kind, layer, precision, runtime)  # type: ignore[arg-type]
+    from contextlens.core.static_models import StaticModel
+
+    loaded_static = static if isinstance(static, StaticModel) else None
+    static_name = loaded_static.name if loaded_static is not None else static
+    stored = index_encoder(folder, model, kind, layer, precision, runtime, static_name)  # type: ignore[arg-type]
     index = load_index(folder)
+    if encoder_kind(stored) == STATIC:
+        return index, StaticTextEncoder(loaded_static or stored.model, stored.model)
     encoder_model = loaded_model or load_contextual(stored.model, stored.precision, runtime or stored.runtime)
     return index, make_encoder(encoder_model, encoder_kind(stored), stored.layer)

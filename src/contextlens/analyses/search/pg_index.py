@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from contextlens.analyses.search import index_files, pg_server
-from contextlens.analyses.search.encoders import TextEncoder, encoder_dict
+from contextlens.analyses.search.encoders import StaticTextEncoder, TextEncoder, encoder_dict
 from contextlens.analyses.search.index import (
     FORMAT,
     DamagedIndexError,
@@ -53,6 +53,7 @@ from contextlens.errors import InputError, ParameterError
 
 if TYPE_CHECKING:
     from contextlens.core.contextual_models import ContextualModel
+    from contextlens.core.static_models import StaticModel
 
 ENGINES: tuple[str, ...] = ("faiss", "pgvector")
 PG_INDEX_TYPES: tuple[str, ...] = ("flat", "hnsw", "ivfflat")
@@ -299,6 +300,7 @@ class PgVectorIndex:
                  dsn: str | None = None, report: BuildReport | None = None):  # fmt: skip
         self.provenance, self.config, self.table = provenance, config, table
         self.documents, self.dsn, self.report = list(documents), dsn, report
+        self.static: dict[str, Any] | None = None  # a static encoder's record (encoders.static_record)
 
     def __len__(self) -> int:
         return len(self.documents)
@@ -309,7 +311,7 @@ class PgVectorIndex:
     def build(
         cls,
         documents: Sequence[Document],
-        encoder: TextEncoder,
+        encoder: TextEncoder | StaticTextEncoder,
         folder: Path | str,
         config: PgIndexConfig | None = None,
         dsn: str | None = None,
@@ -326,6 +328,7 @@ class PgVectorIndex:
         vectors = encoder.encode([d.text for d in documents], batch_size=batch_size,
                                  show_progress_bar=show_progress_bar)  # fmt: skip
         built = cls(encoder.provenance, config, "", documents, dsn)
+        built.static = getattr(encoder, "static_record", None)
         built._store(folder, normalize(vectors), model_source)
         return built
 
@@ -362,6 +365,7 @@ class PgVectorIndex:
             "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
             "engine": "pgvector",
             "encoder": encoder_dict(self.provenance),
+            **({"static": self.static} if self.static else {}),
             "model_source": model_source,
             "dimension": self.provenance.dim,
             "dtype": self.config.dtype,
@@ -418,7 +422,9 @@ class PgVectorIndex:
         if rows != len(self.documents):
             raise DamagedIndexError(f"table {self.table} holds {rows} rows, the index {len(self)}; rebuild the index")
 
-    def search(self, encoder: TextEncoder, queries: Sequence[str], k: int = 10) -> list[PgSearchResult]:
+    def search(
+        self, encoder: TextEncoder | StaticTextEncoder, queries: Sequence[str], k: int = 10
+    ) -> list[PgSearchResult]:
         """Encode the queries (the encoder must match the index), rank documents, and measure the
         recall@k of that ranking against an exact scan of the same table."""
         self.check_encoder(encoder.provenance)
@@ -481,10 +487,11 @@ def search_pg_index(
     precision: str | None = None,
     runtime: str | None = None,
     dsn: str | None = None,
+    static: StaticModel | str | None = None,
 ) -> PgSearchResult:
     """:func:`~contextlens.analyses.search.index.search_index` for an index in pgvector."""
     index, encoder = open_for_query(
-        folder, model, kind, layer, precision, runtime, lambda f: PgVectorIndex.load(f, dsn)
+        folder, model, kind, layer, precision, runtime, lambda f: PgVectorIndex.load(f, dsn), static
     )
     (result,) = index.search(encoder, [query], k)
     return result

@@ -22,7 +22,6 @@ contextual teachers (minilm, mpnet). Tasks, each beside its baseline:
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -30,11 +29,12 @@ import numpy as np
 
 from contextlens.analyses.benchmarks import similarity as sim
 from contextlens.analyses.benchmarks.datasets import WicPair
+from contextlens.analyses.benchmarks.encode_speed import timed_encodings, word_count
 from contextlens.analyses.benchmarks.result import BenchmarkResult
 from contextlens.analyses.benchmarks.retrieval import lee_scores, ndcg_at_k
 from contextlens.analyses.benchmarks.suite import build_suite, run_wic
 from contextlens.analyses.benchmarks.wic import accuracy, tune_threshold
-from contextlens.core.static_models import DistilledStaticModel, StaticModel, as_static
+from contextlens.core.static_models import StaticModel, as_static
 from contextlens.data.lee import load_lee
 from contextlens.errors import InputError, OutOfVocabularyError
 
@@ -42,28 +42,6 @@ STATIC_WIC_NOTE = (
     "a static model has one vector per word, so both occurrences of a pair have cosine 1: the dev-tuned "
     "threshold can only say 'same' or 'different' for every pair, the majority class (chance by construction)"
 )
-
-
-def static_kind(static: StaticModel) -> str:
-    p = static.provenance
-    if isinstance(static, DistilledStaticModel):
-        return f"distilled from {p.get('teacher')}"
-    if p.get("method") == "word2vec":
-        return f"word2vec {p.get('architecture')}"
-    if p.get("method") == "fasttext":
-        return "fastText"
-    return "GloVe" if static.name.startswith("glove") else "static (file)"
-
-
-def static_bytes(static: StaticModel) -> int:
-    extra = getattr(static.kv, "vectors_ngrams", None)
-    return int(static.kv.vectors.nbytes + (extra.nbytes if extra is not None else 0))
-
-
-def _word_count(texts: Sequence[str]) -> int:
-    from gensim.utils import tokenize
-
-    return sum(sum(1 for _ in tokenize(t)) for t in texts)
 
 
 def evaluate_static(
@@ -86,7 +64,7 @@ def evaluate_static(
     suite = build_suite(size)
     lee = load_lee()
     all_docs = lee.documents if size == "quick" else lee.documents + lee.background
-    words = _word_count(all_docs)
+    words = word_count(all_docs)
     ratings = lee.ratings
     rng = np.random.default_rng(0)
     random_ndcg = float(np.mean([ndcg_at_k(rng.random(ratings.shape), ratings) for _ in range(200)]))
@@ -96,7 +74,7 @@ def evaluate_static(
     # word similarity: each system's vectors for every dataset word
     vectors: dict[str, dict[str, np.ndarray]] = {}
     for s in loaded:
-        kinds[s.name] = static_kind(s)
+        kinds[s.name] = s.how_made
         vectors[s.name] = sim.static_vectors(sorted({w for d in datasets for w in d.words}), s)
     for m in models:
         kinds[m.name] = "teacher (contextual)"
@@ -108,12 +86,16 @@ def evaluate_static(
             p for p in ds.pairs if all(p.first in vectors[s.name] and p.second in vectors[s.name] for s in loaded)
         ]
         shared = sim.SimilarityDataset(ds.name, tuple(common))
+        unseen = {s.name: sum(1 for p in ds.pairs if p.first not in s or p.second not in s) for s in loaded}
         for system, vecs in vectors.items():
             rho, n = sim.score_pairs(ds, vecs)
             task = {"system": system, "kind": kinds[system], "task": ds.name}
             result.add(**task, metric="spearman", value=rho)
             result.add(**task, metric="coverage", value=n / len(ds.pairs))
             result.add(**task, metric="spearman_common", value=sim.score_pairs(shared, vecs)[0])
+            if system in unseen:  # pairs with a word out of its vocabulary: composed (fastText, distilled) or skipped
+                result.add(**task, metric="oov_pairs", value=unseen[system])
+                result.add(**task, metric="skipped_pairs", value=len(ds.pairs) - n)
         result.meta.setdefault("common_pairs", {})[ds.name] = {"pairs": len(ds.pairs), "common": len(common)}
 
     # word in context
@@ -150,8 +132,10 @@ def evaluate_static(
             "wic_pairs": wic.counts,
             "wic_note": STATIC_WIC_NOTE,
             "lee": {"rated_documents": len(lee.documents), "timed_documents": len(all_docs), "words": words},
-            "similarity_note": "static: pairs out of vocabulary skipped (coverage); spearman_common: pairs every "
-            "static system covers; teacher: sentence embedding of the word alone",
+            "similarity_note": "static: oov_pairs have a word out of the model's vocabulary, composed by fastText "
+            "(character n-grams) and a distilled model (word pieces), skipped by the others (skipped_pairs, "
+            "coverage); spearman_common: the pairs every static system covers; teacher: sentence embedding of "
+            "the word alone",
             "threads": _threads(),
         }
     )
@@ -169,23 +153,6 @@ def static_pair_cosines_any(pairs: Sequence[WicPair], static: StaticModel) -> tu
             continue
         cos[k] = 1.0  # the same vector in both sentences
     return cos, float(np.mean(cos > -2)) if len(pairs) else 0.0
-
-
-def timed_encodings(systems: Sequence[Any], texts: list[str]) -> list[tuple[str, np.ndarray, float, int]]:
-    """Each system's unit vectors for ``texts``, the seconds they took (one run, one after the
-    other; a contextual model warmed up on 8 texts first) and the bytes its vectors or weights take."""
-    out = []
-    for system in systems:
-        if isinstance(system, StaticModel):
-            started = time.perf_counter()
-            enc = system.encode(texts)
-            out.append((system.name, enc, time.perf_counter() - started, static_bytes(system)))
-        else:
-            system.embed_sentences(texts[:8])
-            started = time.perf_counter()
-            enc = system.embed_sentences(texts, batch_size=32)
-            out.append((system.name, enc, time.perf_counter() - started, system.weight_bytes()))
-    return out
 
 
 def _lee_rows(result: BenchmarkResult, system: str, kind: str, enc: np.ndarray, ratings: np.ndarray) -> None:

@@ -7,6 +7,7 @@ from typing import Annotated
 import typer
 from rich import box
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from contextlens.cli.common import (
@@ -37,6 +38,15 @@ def eval_retrieval(
     ] = None,
     seed: Annotated[int | None, typer.Option(help="WordNet: sampling seed; default 0.")] = None,
     quick: Annotated[bool, typer.Option("--quick", help="A small subset, for tests and a first look.")] = False,
+    static: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--static",
+            "-s",
+            help="A static model beside the contextual one (repeat): glove-50d, or one made by `contextlens "
+            "static`; its row, and its encode speed timed in the same run.",
+        ),
+    ] = None,
     precision: PrecisionOpt = "fp32",
     runtime: RuntimeOpt = "torch",
     threads: ThreadsOpt = None,
@@ -56,13 +66,24 @@ def eval_retrieval(
     if plot is not None:
         plot = check_output_path(plot, FIGURE_SUFFIXES)  # before the work, not after it
     progress = console.is_terminal and not json_out
+    from contextlens.analyses.benchmarks.retrieval import check_statics
+    from contextlens.cli.params import as_flags
+
+    with as_flags(statics="--static"):
+        statics = check_statics(static or [])  # a wrong name fails before any weights load
     loaded = contextual_option(model, precision, threads, runtime)
-    if task == "lee":
-        result = evaluate_lee(loaded, quick=quick, show_progress_bar=progress)
-    else:
-        result = evaluate_wordnet(
-            loaded, sample=1000 if sample is None else sample, seed=seed or 0, quick=quick, show_progress_bar=progress
-        )
+    with as_flags(statics="--static"):
+        if task == "lee":
+            result = evaluate_lee(loaded, quick=quick, show_progress_bar=progress, statics=statics)
+        else:
+            result = evaluate_wordnet(
+                loaded,
+                sample=1000 if sample is None else sample,
+                seed=seed or 0,
+                quick=quick,
+                show_progress_bar=progress,
+                statics=statics,
+            )
     if plot is not None:
         from contextlens.reports.figures import save
         from contextlens.reports.retrieval_figures import retrieval_figure
@@ -72,6 +93,31 @@ def eval_retrieval(
         print_json(result.to_dict())
         return
     render_retrieval(retrieval_table(result))
+    render_speed(result.meta.get("speed"))
+
+
+def render_speed(speed: dict | None) -> None:
+    """The static models' encode speed beside the contextual model's, timed in this run."""
+    if not speed:
+        return
+    if "rows" not in speed:
+        note(speed["note"])
+        return
+    table = Table(
+        title=f"encode speed: {speed['texts']} texts ({speed['words']:,} words), one system after another in this run",
+        box=box.SIMPLE_HEAD,
+    )
+    for col in ("system", "texts/s", "words/s", f"x {speed['baseline']}", "MB"):
+        table.add_column(col, justify="left" if col == "system" else "right")
+    for row in speed["rows"]:
+        table.add_row(
+            escape(row["system"]),
+            f"{row['texts_per_s']:,.1f}",
+            f"{row['words_per_s']:,.0f}",
+            f"{row['times_faster']:,.1f}",
+            f"{row['bytes'] / 1e6:,.1f}",
+        )
+    console.print(table)
 
 
 def render_retrieval(table_data) -> None:
@@ -89,7 +135,7 @@ def render_retrieval(table_data) -> None:
         cells = [fmt(row.values[m]) for m in table_data.metrics]
         cells = [f"[bold]{c}[/bold]" if m in row.best else c for m, c in zip(table_data.metrics, cells, strict=True)]
         table.add_row(
-            row.kind,
+            f"static {escape(row.static)}" if row.static else row.kind,
             "-" if row.layer is None else str(row.layer),
             row.reduction or "-",
             str(row.dim),

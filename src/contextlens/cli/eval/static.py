@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
+from rich.console import Console
 from rich.table import Table
 
 from contextlens.analyses.benchmarks.result import BenchmarkResult
@@ -14,11 +15,31 @@ from contextlens.cli.eval import QuickOpt, eval_app, plot_after, size_name
 
 
 def _with_coverage(result: BenchmarkResult, system: str, task: str) -> str:
+    """Spearman, then how its out-of-vocabulary pairs were handled: ``0.223 (35 skipped)``, ``0.161
+    (35 composed)`` (a distilled model skips a word none of whose pieces it kept); a teacher has no
+    vocabulary to miss."""
     rho = result.value(system=system, task=task, metric="spearman")
-    cov = result.value(system=system, task=task, metric="coverage")
     if rho is None:
         return "-"
-    return fmt(rho, 3) if cov is None or cov == 1 else f"{fmt(rho, 3)} ({cov:.0%})"
+    oov = result.value(system=system, task=task, metric="oov_pairs")
+    skipped = result.value(system=system, task=task, metric="skipped_pairs")
+    if not oov:
+        return fmt(rho, 3)
+    how = [f"{int(skipped)} skipped"] if skipped else []
+    how += [f"{int(oov - skipped)} composed"] if oov - (skipped or 0) else []
+    return f"{fmt(rho, 3)} ({', '.join(how)})"
+
+
+def _common(result: BenchmarkResult, system: str, task: str) -> str:
+    return fmt(result.value(system=system, task=task, metric="spearman_common"), 3)
+
+
+def _wic(result: BenchmarkResult, system: str) -> str:
+    rows = result.select(system=system, task="wic", metric="accuracy")
+    if not rows:
+        return "-"
+    layer = rows[0].get("layer")
+    return fmt(rows[0]["value"], 3) + (f" (L{layer})" if layer is not None else "")
 
 
 @eval_app.command("static")
@@ -70,30 +91,43 @@ def static_cmd(
 
 def _table(result: BenchmarkResult) -> None:
     table = Table(title=f"static models vs teachers ({result.meta['size']})")
-    for col, just in (("system", "left"), ("kind", "left"), ("SimLex", "right"), ("WS353", "right")):
+    for col, just in (("system", "left"), ("kind", "left")):
         table.add_column(col, justify=just)  # type: ignore[arg-type]
-    for col in ("WiC", "Lee rho", "nDCG@10", "docs/s", "MB"):
+    common = result.meta.get("common_pairs", {})
+    n_simlex = common.get("simlex999", {}).get("common", "")
+    n_ws = common.get("wordsim353", {}).get("common", "")
+    for col in ("SimLex", f"SimLex, {n_simlex} common", "WS353", f"WS353, {n_ws} common"):
+        table.add_column(col, justify="right")
+    for col in ("WiC", "Lee rho", "nDCG@10", "docs/s", "words/s", "MB"):
         table.add_column(col, justify="right")
     for system in dict.fromkeys(r["system"] for r in result.rows):
         kind = next(r["kind"] for r in result.rows if r["system"] == system)
         speed = result.value(system=system, task="speed", metric="documents_per_s")
+        words = result.value(system=system, task="speed", metric="words_per_s")
         nbytes = result.value(system=system, task="memory", metric="bytes")
         table.add_row(
             system,
             kind,
             _with_coverage(result, system, "simlex999"),
+            _common(result, system, "simlex999"),
             _with_coverage(result, system, "wordsim353"),
-            fmt(result.value(system=system, task="wic", metric="accuracy"), 3),
+            _common(result, system, "wordsim353"),
+            _wic(result, system),
             fmt(result.value(system=system, task="lee", metric="spearman"), 3),
             fmt(result.value(system=system, task="lee", metric="ndcg@10"), 3),
             "-" if speed is None else f"{speed:,.1f}",
+            "-" if words is None else f"{words:,.0f}",
             "-" if nbytes is None else f"{nbytes / 1e6:,.0f}",
         )
-    console.print(table)
+    if console.is_terminal:
+        console.print(table)
+    else:  # piped output defaults to 80 columns, too narrow for this table
+        Console(emoji=False, highlight=False, width=170).print(table)
     lee = result.meta["lee"]
     note(
-        "SimLex / WS353: Spearman (share of pairs scored, where not all; --json also has spearman_common, on "
-        f"the pairs every static model scores); speed: the {lee['timed_documents']} Lee documents "
-        f"({lee['words']:,} words) encoded one system after another in this run, {result.meta['threads']} "
-        "torch thread(s); MB: vectors or weights"
+        "SimLex / WS353: Spearman over the pairs each model scores, with its pairs out of vocabulary skipped "
+        "(word2vec, GloVe) or composed (fastText from n-grams, a distilled model from word pieces); 'common': "
+        "over the pairs every static model covers, so skipping is not rewarded; WiC: the teacher's layer (L) "
+        f"chosen on dev; speed: the {lee['timed_documents']} Lee documents ({lee['words']:,} words) encoded one "
+        f"system after another in this run, {result.meta['threads']} torch thread(s); MB: vectors or weights"
     )
