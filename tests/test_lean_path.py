@@ -110,7 +110,7 @@ def test_mpnet_lean_position_rows_are_the_torch_models(mpnet: ContextualModel) -
         ["compare", *BANK],
         ["explore", "bank", "spring"],
         ["probe", "The river [bank] flooded.", "--anchors", "money,water"],
-        ["rank"],
+        ["rank", "--static", "glove-50d"],  # (its default may be a word2vec model made here: gensim's)
         ["attention", *BANK, "--layer", "2", "--head", "1"],
         ["trace", BANK[1]],
     ],
