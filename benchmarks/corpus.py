@@ -22,6 +22,12 @@ with a match split). Both scans must find the same occurrences (the script check
 
     python benchmarks/corpus.py --scan --corpus enwiki --words bank,spring,state
 
+``--ray-scaling`` runs Ray with 1 actor and with 2 (1 torch thread each, a local Ray of 2 CPUs)
+on every WordNet usage example (48,339 lines) with 20 frequent words, alternated, best of
+``--repeats``: the whole job's time and the time after the first rows came back, as a ratio.
+
+    python benchmarks/corpus.py --ray-scaling --repeats 2
+
 ``--limit`` puts the local engine beside its limit, measured in the same run: reading the corpus
 + the regex scan + splitting only the matched paragraphs + the bare forward pass on exactly the
 matched occurrences at the job's layers, as a ratio limit / ours.
@@ -49,6 +55,8 @@ MIB = 1024 * 1024
 
 
 def _one(engine: str, corpus: str, words: list[str], model: str, threads: int, opts: dict, queue) -> None:
+    """One engine in this (fresh) process. ``opts["actor_threads"]``: torch threads per Ray actor
+    (default: ``threads`` shared among the actors)."""
     import torch
 
     from contextlens.analyses.corpus.extract import extract_corpus
@@ -58,10 +66,18 @@ def _one(engine: str, corpus: str, words: list[str], model: str, threads: int, o
     load_contextual(model, opts["precision"])
     out = Path(tempfile.mkdtemp(prefix="cl-bench-"))
     actors = {"local": 1, "ray1": 1, "ray2": 2}[engine]
+    opts = dict(opts)
+    actor_threads = opts.pop("actor_threads", None)
     if engine != "local":
         import ray
 
         ray.init(num_cpus=threads, include_dashboard=False, log_to_driver=False)
+    first_rows: list[float] = []
+
+    def progress(stats) -> None:  # when the first chunk's rows came back (start-up and model loads before)
+        if stats.chunks_written and not first_rows:
+            first_rows.append(time.perf_counter())
+
     start = time.perf_counter()
     result = extract_corpus(
         corpus,
@@ -71,7 +87,8 @@ def _one(engine: str, corpus: str, words: list[str], model: str, threads: int, o
         layers=None,
         engine="local" if engine == "local" else "ray",
         actors=actors,
-        threads=threads if engine == "local" else None,
+        threads=threads if engine == "local" else actor_threads,
+        progress=progress,
         **opts,
     )
     seconds = time.perf_counter() - start
@@ -85,6 +102,8 @@ def _one(engine: str, corpus: str, words: list[str], model: str, threads: int, o
             "engine": engine,
             "corpus": corpus,
             "seconds": round(seconds, 2),
+            "to_first_rows_s": round(first_rows[0] - start, 2) if first_rows else None,
+            "chunks": result.stats.chunks_written,
             "sentences": result.stats.sentences,  # split (now: only the paragraphs holding a target)
             "paragraphs": getattr(result.stats, "paragraphs", None),  # read (None before issue 21)
             "paragraphs_skipped": getattr(result.stats, "paragraphs_skipped", None),  # never split
@@ -92,7 +111,7 @@ def _one(engine: str, corpus: str, words: list[str], model: str, threads: int, o
             "sentences_per_s": round(result.stats.sentences / seconds, 1),
             "occurrences_per_s": round(result.manifest.counts["rows"] / seconds, 1),
             "driver_peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-            # each actor's own peak (the actor pool restarts per window of chunks: one entry per process)
+            # each actor's own peak (one entry per actor process: the pool lives for the whole job)
             "actor_peak_rss_mib": [round(peak / MIB, 1) for peak, _ in result.stats.actor_rss.values()],
             "load_average": [round(x, 2) for x in os.getloadavg()],
         }
@@ -233,6 +252,67 @@ def limit_benchmark(corpus: str, words: list[str], model_name: str, threads: int
           f"load average {'/'.join(f'{x:.1f}' for x in os.getloadavg())}, {os.cpu_count()} CPUs")  # fmt: skip
 
 
+SCALING_WORDS = "time,make,take,give,get,go,come,run,set,put,line,point,light,work,hold,turn,break,head,play,cut"
+
+
+def wordnet_examples() -> str:
+    """Every usage example of WordNet 3.0, one a line (a file: reading it costs next to nothing,
+    so the job is the scan and the forward pass)."""
+    path = Path(tempfile.gettempdir()) / "cl-bench-wordnet-examples.txt"
+    if not path.exists():
+        from contextlens.core.wordnet import wordnet
+
+        lines = [e.strip() for s in wordnet().all_synsets() for e in s.examples() if e.strip()]
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return str(path)
+
+
+def ray_scaling(words: list[str], model: str, opts: dict, repeats: int, as_json: bool) -> None:
+    """Ray with 1 actor against Ray with 2 on the same job (each actor 1 torch thread, a local Ray
+    of 2 CPUs), alternated, each run a fresh process with its own Ray; best of ``repeats``."""
+    corpus = wordnet_examples()
+    opts = {**opts, "actor_threads": 1}
+    load_before = os.getloadavg()
+    runs: dict[str, list[dict]] = {"ray1": [], "ray2": []}
+    for _ in range(repeats):
+        for engine in ("ray1", "ray2"):
+            runs[engine].append(run(engine, corpus, words, model, 2, opts))
+    best = {e: min(rows, key=lambda r: r["seconds"]) for e, rows in runs.items()}
+    one, two = best["ray1"], best["ray2"]
+    assert one["occurrences"] == two["occurrences"], "the two runs found different occurrences"
+    steady = [(r["seconds"] - r["to_first_rows_s"]) for r in (one, two)]
+    result = {
+        "corpus": "WordNet 3.0 usage examples (one a line)",
+        "words": words,
+        "model": model,
+        "occurrences": one["occurrences"],
+        "chunks": one["chunks"],
+        "runs": runs,
+        "speedup_2_over_1": round(one["seconds"] / two["seconds"], 2),
+        "speedup_after_first_rows": round(steady[0] / max(steady[1], 1e-9), 2),
+        "load_average_before": [round(x, 2) for x in load_before],
+        "load_average_after": [round(x, 2) for x in os.getloadavg()],
+    }
+    if as_json:
+        json.dump(result, sys.stdout, indent=2)
+        return
+    print(f"{result['corpus']}: {one['occurrences']:,} occurrences of {len(words)} words, {one['chunks']} chunks; "
+          f"model {model} {opts['precision']}, all layers; 1 torch thread per actor, local Ray of 2 CPUs")  # fmt: skip
+    print(
+        f"{'engine':8} {'runs (s)':28} {'best s':>7} {'to first rows s':>16} {'occ/s':>7}  actors' peak MiB  load 1 min"
+    )
+    for engine, rows in runs.items():
+        b = best[engine]
+        print(f"{engine:8} {', '.join(str(r['seconds']) for r in rows):28} {b['seconds']:7} {b['to_first_rows_s']:16} "
+              f"{b['occurrences_per_s']:7}  {', '.join(f'{x:,.0f}' for x in b['actor_peak_rss_mib']):16}  "
+              f"{b['load_average'][0]}")  # fmt: skip
+    print(f"# 2 actors / 1 actor: {result['speedup_2_over_1']}x on the whole job (Ray start, actor start and "
+          f"model loads included), {result['speedup_after_first_rows']}x after the first rows came back; "
+          f"target 1.6x")  # fmt: skip
+    print(f"# load average (1/5/15 min) before {'/'.join(f'{x:.1f}' for x in load_before)}, after "
+          f"{'/'.join(f'{x:.1f}' for x in os.getloadavg())}; {os.cpu_count()} CPUs")  # fmt: skip
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--corpus", default="lee")
@@ -246,9 +326,16 @@ def main() -> None:
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--scan", action="store_true", help="time reading and the scan before vs now (no model)")
     ap.add_argument("--limit", action="store_true", help="the local engine beside its limit (read+scan+bare forward)")
-    ap.add_argument("--repeats", type=int, default=3, help="--limit: runs of each, alternated (best kept)")
+    ap.add_argument(
+        "--repeats", type=int, default=3, help="--limit/--ray-scaling: runs of each, alternated (best kept)"
+    )
+    ap.add_argument("--ray-scaling", action="store_true", help="Ray 2 actors vs 1 on WordNet's examples (20 words)")
     args = ap.parse_args()
     words = args.words.split(",")
+    if args.ray_scaling:
+        words = words if "--words" in sys.argv else SCALING_WORDS.split(",")
+        ray_scaling(words, args.model, {"forms": args.forms, "precision": args.precision}, args.repeats, args.json)
+        return
     if args.scan:
         scan_benchmark(args.corpus, words, args.forms, args.json)
         return

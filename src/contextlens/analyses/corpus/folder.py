@@ -31,6 +31,11 @@ def shard_path(folder: Path, chunk: int) -> Path:
     return folder / f"part-{chunk:06d}.parquet"
 
 
+def shard_number(name: str) -> int:
+    """The chunk number of a shard's file name (``part-000012.parquet`` -> 12)."""
+    return int(name[len("part-") : -len(".parquet")])
+
+
 def shards(folder: Path) -> list[Path]:
     """The folder's shards in chunk order."""
     return sorted(Path(folder).glob(SHARD_GLOB))
