@@ -146,3 +146,42 @@ def test_a_format_2_folder_is_still_searched_and_read(folder, tmp_path, minilm):
     assert {h.sentence for h in result.hits} == set(MONEY) and result.hits[0].paragraph_index is None
     rows = _Rows.read(old)
     assert len(rows.contexts) == 9 and all(len(k) == 2 for k in rows.contexts)
+
+
+def test_a_search_index_temporary_left_by_kill_9_is_removed(tmp_path):
+    """A build killed (SIGKILL) while writing the index leaves its temporary beside the shards;
+    clean_temporaries (an extraction's start) and the next index build remove it, and keep a
+    live writer's."""
+    import signal
+    import subprocess
+    import sys
+
+    from contextlens.analyses.corpus.folder import clean_search_temporaries, clean_temporaries
+
+    writer = (
+        "import sys, time\n"
+        "from contextlens.core.atomic_files import atomic_path\n"
+        "with atomic_path(sys.argv[1]) as tmp:\n"
+        "    tmp.write_bytes(b'half an index')\n"
+        "    print('writing', flush=True)\n"
+        "    time.sleep(120)\n"
+    )
+    faiss_path, _ = index_paths(tmp_path, 6)
+    proc = subprocess.Popen([sys.executable, "-c", writer, str(faiss_path)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "writing"
+        left = list(tmp_path.glob(".search-*"))
+        assert len(left) == 1 and left[0].name.endswith(f".tmp-{proc.pid}")
+        clean_temporaries(tmp_path)
+        assert left[0].exists()  # its writer is alive: kept
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        assert left[0].exists()  # kill -9 ran no clean-up
+        clean_temporaries(tmp_path)
+        assert not list(tmp_path.glob(".search-*"))
+        (tmp_path / f".search-layer_3.json.0a1b2c3d.tmp-{proc.pid}").write_text("{")  # another layer's
+        clean_search_temporaries(tmp_path)
+        assert not list(tmp_path.glob(".search-*"))
+    finally:
+        proc.kill()
+        proc.wait()

@@ -21,10 +21,12 @@ from contextlens.analyses.corpus.chunks import table_counts
 from contextlens.analyses.corpus.manifest import MANIFEST
 from contextlens.analyses.corpus.targets import ScanCounts
 from contextlens.core.atomic_files import atomic_path
+from contextlens.core.resources import clean_leftovers
 from contextlens.errors import DataFileError, InputError
 
 SHARD_GLOB = "part-*.parquet"
 TEMP_GLOB = ".part-*.parquet.*tmp-*"  # core.atomic_files names: .<name>.<random>.tmp-<pid>
+SEARCH_TEMP_GLOB = ".search-*.tmp-*"  # a search index's files (.faiss, .json) half-written
 
 
 def shard_path(folder: Path, chunk: int) -> Path:
@@ -48,9 +50,19 @@ def write_shard(folder: Path, chunk: int, table: pa.Table) -> None:
 
 
 def clean_temporaries(folder: Path) -> None:
-    """Remove the half-written shards a killed job left (never renamed into place)."""
+    """Remove the half-written shards a killed job left (never renamed into place), and what a
+    killed search-index build left."""
     for tmp in folder.glob(TEMP_GLOB):
         tmp.unlink(missing_ok=True)
+    clean_search_temporaries(folder)
+
+
+def clean_search_temporaries(folder: Path) -> None:
+    """Remove the temporaries of search indexes (any layer) whose writer is dead; a live build's
+    (another process searching this folder now) are kept."""
+    for tmp in Path(folder).glob(SEARCH_TEMP_GLOB):
+        name = tmp.name[1:].rsplit(".", 2)[0]  # .<name>.<random>.tmp-<pid> -> <name>
+        clean_leftovers(Path(folder) / name)
 
 
 def _damaged(path: Path, why: object) -> DataFileError:

@@ -24,11 +24,16 @@ from typing import Any
 import numpy as np
 
 from contextlens.analyses.corpus.chunks import layer_column
-from contextlens.analyses.corpus.folder import layer_matrix, read_table, shard_schema, shards
+from contextlens.analyses.corpus.folder import (
+    clean_search_temporaries,
+    layer_matrix,
+    read_table,
+    shard_schema,
+    shards,
+)
 from contextlens.analyses.corpus.manifest import Manifest, pick_layer, require_manifest
 from contextlens.core import atomic_files
 from contextlens.core.arguments import whole_number
-from contextlens.core.resources import clean_leftovers
 from contextlens.errors import InputError, ProvenanceMismatchError
 
 INDEX_FORMAT = "contextlens-occurrence-index/1"
@@ -124,8 +129,7 @@ def _open_index(folder: Path, layer: int, rebuild: bool) -> OccurrenceIndex:
         raise InputError(f"{folder} holds no occurrences to search")
     index = build_faiss_index(np.concatenate(vectors), IndexConfig())
     blob = serialized_bytes(index)
-    for path in (faiss_path, meta_path):
-        clean_leftovers(path)  # what a killed build left (a live build's temporaries are kept)
+    clean_search_temporaries(folder)  # what killed builds left, any layer (a live build's are kept)
     atomic_files.write_bytes(faiss_path, blob)
     meta = {
         "format": INDEX_FORMAT,
