@@ -174,8 +174,8 @@ def start_ray(address: str | None, cpus: int | None = None):
 
 def _quiet(ray):
     """No progress bars nor per-dataset log lines of Ray Data: the face draws its own progress."""
+    logging.getLogger("ray.data").setLevel(logging.ERROR)  # before: turning the bars off logs a warning
     ray.data.DataContext.get_current().enable_progress_bars = False
-    logging.getLogger("ray.data").setLevel(logging.WARNING)
     return ray
 
 
