@@ -11,6 +11,12 @@ index's size and sha256); both are written atomically, the description last, so 
 the old index or none, and an index whose shards changed (or that does not read back whole, with
 its size, count and dimension) is rebuilt. A process keeps the index it opened while the files
 stay the same.
+
+Beside each cosine: its percentile among the model's random-word cosines at that layer (the
+baseline ``compare`` shows, :func:`contextlens.analyses.benchmarks.word_baseline.random_word_baseline`:
+a cosine of 0.6 means little in a layer where unrelated words already reach 0.5), and with
+``senses`` the hit's induced sense (:mod:`.hit_senses`); ``sense=K`` searches only the occurrences
+of the example's word that were induced into sense K.
 """
 
 from __future__ import annotations
@@ -158,6 +164,8 @@ class OccurrenceHit:
     end: int
     target: str
     form: str | None
+    baseline_percentile: float | None = None  # share (0-100) of random-word cosines at or below
+    sense: int | None = None  # the hit's induced sense (cluster of its word), with ``senses``
 
     @property
     def marked(self) -> str:
@@ -176,6 +184,8 @@ class OccurrenceHit:
             "marked": self.marked,
             "target": self.target,
             "form": self.form,
+            "baseline_percentile": None if self.baseline_percentile is None else round(self.baseline_percentile, 1),
+            "sense": self.sense,
         }
 
 
@@ -193,6 +203,9 @@ class OccurrenceSearch:
     index_built: bool = False
     index_seconds: float = 0.0
     search_seconds: float = 0.0
+    baseline: dict[str, Any] | None = None  # the random-word baseline at the layer (None: no WordNet)
+    senses: dict[str, Any] = field(default_factory=dict)  # word -> its induced senses (with ``senses``)
+    sense: int | None = None  # the sense the search was restricted to
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -205,6 +218,9 @@ class OccurrenceSearch:
             "searched": self.searched,
             "index": {"built": self.index_built, "seconds": round(self.index_seconds, 3), "type": "flat (exact)"},
             "search_seconds": round(self.search_seconds, 4),
+            "baseline": self.baseline,
+            "sense": self.sense,
+            "senses": self.senses,
             "hits": [h.to_dict() for h in self.hits],
         }
 
@@ -222,11 +238,23 @@ def check_model_is_the_folders(manifest: Manifest, model, folder: Path) -> None:
 
 
 def search_occurrences(
-    folder: Path | str, like: str, layer: int | None = None, top: int = 20, model=None, loader=None
+    folder: Path | str,
+    like: str,
+    layer: int | None = None,
+    top: int = 20,
+    model=None,
+    loader=None,
+    *,
+    sense: int | None = None,
+    senses: bool = False,
+    baseline: bool = True,
 ) -> OccurrenceSearch:
     """The ``top`` occurrences of ``folder`` nearest (cosine) to the example ``like`` (marker syntax:
     ``"The river [bank] flooded."``), encoded by the folder's model (``model``: an already loaded
-    one, refused unless it is the folder's; ``loader``: how to load it, default the core's)."""
+    one, refused unless it is the folder's; ``loader``: how to load it, default the core's).
+    ``sense``: only the occurrences of the example's word induced into that sense (0..k-1, as
+    ``senses induce`` numbers them); ``senses``: each hit's induced sense; ``baseline``: each
+    cosine's percentile among the model's random-word cosines at the layer."""
     import time
 
     from contextlens.core.occurrences import parse_marked
@@ -236,22 +264,108 @@ def search_occurrences(
     top = whole_number(top, "top", minimum=1)
     layer = pick_layer(manifest, layer, folder)
     example = parse_marked(like)  # checked before a model loads
+    word = _example_word(manifest, example, folder) if sense is not None else None
+    if sense is not None:
+        sense = whole_number(sense, "sense", minimum=0)
     if model is None:
         if loader is None:
             from contextlens.core.contextual_models import load_contextual as loader
         model = loader(manifest.model, manifest.precision, manifest.runtime)
     check_model_is_the_folders(manifest, model, folder)
     found = open_index(folder, layer)
+    labelled: dict[str, Any] = {}
+    allowed = None
+    if word is not None:
+        from contextlens.analyses.corpus.hit_senses import word_senses
+
+        labelled[word] = word_senses(folder, word, layer)
+        k = labelled[word].induction.k
+        if sense >= k:
+            raise InputError(
+                f"`sense` {sense}: {word!r} has {k} induced sense(s) in {folder} at layer {layer} (0..{k - 1}); "
+                "see `contextlens senses induce`"
+            )
+        allowed = labelled[word].rows_of(sense)
     started = time.perf_counter()
     enc = model.encode_occurrences([example], layers=[layer], pooling=manifest.pooling)[0]
-    from contextlens.analyses.search.index_config import IndexConfig, search_faiss
-
-    scores, ids = search_faiss(found.index, IndexConfig("flat", {}, "float32"), enc.hidden[:1], top)
-    hits = _hits(found, [int(i) for i in ids[0] if i >= 0], [float(s) for s in scores[0]])
+    ids, scores = _nearest(found, enc.hidden[:1], top, allowed)
+    hits = _hits(found, ids, scores)
+    seconds = time.perf_counter() - started  # the encoding and the search (the baseline is cached on disk)
+    base = _baseline(model, manifest.pooling, layer) if baseline else None
+    if base is not None:
+        hits = [replace(h, baseline_percentile=base.percentile(layer, h.cosine)) for h in hits]
+    if senses or word is not None:
+        hits = _with_senses(folder, layer, hits, ids, labelled)
     return OccurrenceSearch(
         folder, like, manifest.model, manifest.backend.label, layer, found.total, hits,
-        found.built, found.seconds, time.perf_counter() - started,
+        found.built, found.seconds, seconds,
+        None if base is None else {**_rounded(base.layer(layer).to_dict()), "about": base.describe()},
+        {w: s.to_dict() for w, s in labelled.items()}, sense,
     )  # fmt: skip
+
+
+def _rounded(values: dict[str, Any]) -> dict[str, Any]:
+    return {k: round(v, 4) if isinstance(v, float) else v for k, v in values.items()}
+
+
+def _example_word(manifest: Manifest, example, folder: Path) -> str:
+    """The folder's target the example's bracketed word is (itself or, with forms, one of its forms)."""
+    from contextlens.analyses.corpus.targets import form_table
+
+    said = example.text[example.start : example.end].lower()
+    owner = dict(form_table(manifest.targets, manifest.forms)) if manifest.forms else {}
+    word = said if said in manifest.targets else owner.get(said)
+    if word is None:
+        raise InputError(
+            f"`sense` needs the example's word to be a target of {folder}; {said!r} is not "
+            f"(targets: {', '.join(manifest.targets)})"
+        )
+    return word
+
+
+def _nearest(found: OccurrenceIndex, query: np.ndarray, top: int, allowed: np.ndarray | None):
+    """(row numbers, cosines) of the ``top`` nearest rows, among ``allowed`` rows when given
+    (their vectors read back from the exact index: the same unit vectors, the same cosines)."""
+    from contextlens.analyses.search.index_config import IndexConfig, normalize, search_faiss
+
+    if allowed is None:
+        scores, ids = search_faiss(found.index, IndexConfig("flat", {}, "float32"), query, top)
+        kept = [(int(i), float(x)) for i, x in zip(ids[0], scores[0], strict=True) if i >= 0]
+        return [i for i, _ in kept], [x for _, x in kept]
+    if not len(allowed):
+        return [], []
+    cos = found.index.reconstruct_batch(allowed.astype(np.int64)) @ normalize(query)[0]
+    order = np.argsort(-cos, kind="stable")[:top]
+    return [int(allowed[i]) for i in order], [float(cos[i]) for i in order]
+
+
+def _baseline(model, pooling: str, layer: int):
+    """The model's random-word baseline (cached on disk); None when WordNet is not installed."""
+    from contextlens.analyses.benchmarks.word_baseline import random_word_baseline
+    from contextlens.core.wordnet import WordNetNotInstalledError
+
+    try:
+        return random_word_baseline(model, pooling)
+    except WordNetNotInstalledError:
+        return None
+
+
+def _with_senses(folder: Path, layer: int, hits: list[OccurrenceHit], ids: list[int], labelled: dict) -> list:
+    """Each hit with its induced sense (a word with under 3 occurrences has none)."""
+    from contextlens.analyses.corpus.hit_senses import word_senses
+
+    out = []
+    for hit, row in zip(hits, ids, strict=True):
+        if hit.target not in labelled:
+            try:
+                labelled[hit.target] = word_senses(folder, hit.target, layer)
+            except InputError:
+                labelled[hit.target] = None
+        found = labelled[hit.target]
+        out.append(replace(hit, sense=None if found is None else found.label_of(row)))
+    for w in [w for w, s in labelled.items() if s is None]:
+        del labelled[w]
+    return out
 
 
 def _hits(found: OccurrenceIndex, ids: list[int], scores: list[float]) -> list[OccurrenceHit]:
