@@ -28,6 +28,9 @@ on every WordNet usage example (48,339 lines) with 20 frequent words, alternated
 
     python benchmarks/corpus.py --ray-scaling --repeats 2
 
+``--read`` times the enwiki reader alone (decompression, XML, markup filter) with gensim's
+``filter_wiki`` and with ``analyses/corpus/wiki_markup.py`` (the same documents, checked).
+
 ``--limit`` puts the local engine beside its limit, measured in the same run: reading the corpus
 + the regex scan + splitting only the matched paragraphs + the bare forward pass on exactly the
 matched occurrences at the job's layers, as a ratio limit / ours.
@@ -203,6 +206,36 @@ def scan_benchmark(corpus: str, words: list[str], forms: bool, as_json: bool) ->
         raise SystemExit("the two scans found different occurrences")
 
 
+def read_benchmark(repeats: int) -> None:
+    """The enwiki reader alone: with gensim's ``filter_wiki`` (before) and with ours
+    (:mod:`contextlens.analyses.corpus.wiki_markup`), alternated, best of ``repeats``; the same
+    documents required."""
+    from gensim.corpora.wikicorpus import filter_wiki as gensim_filter
+
+    from contextlens.analyses.corpus.readers import _enwiki
+
+    load_before = os.getloadavg()
+    times: dict[str, list[float]] = {"gensim filter_wiki (before)": [], "wiki_markup (now)": []}
+    docs = {}
+    for _ in range(repeats):
+        for name, fn in zip(times, (gensim_filter, None), strict=True):
+            start = time.perf_counter()
+            docs[name] = list(_enwiki(fn))
+            times[name].append(time.perf_counter() - start)
+    same = len({tuple(d) for d in docs.values()}) == 1
+    chars = sum(len(p) for d in docs["wiki_markup (now)"] for p in d.pieces)
+    n = len(docs["wiki_markup (now)"])
+    print(f"enwiki reader (bz2 + XML + markup filter): {n} documents, {chars:,} characters")
+    for name, runs in times.items():
+        print(f"{name:28} best {min(runs):6.2f} s  (runs {', '.join(f'{x:.2f}' for x in runs)})")
+    before, now = (min(r) for r in times.values())
+    loads = [load_before, os.getloadavg()]
+    print(f"# reader speed-up {before / now:.2f}x; same documents: {same}; load average before "
+          f"{'/'.join(f'{x:.1f}' for x in loads[0])}, after {'/'.join(f'{x:.1f}' for x in loads[1])}")  # fmt: skip
+    if not same:
+        raise SystemExit("the two filters gave different documents")
+
+
 def limit_benchmark(corpus: str, words: list[str], model_name: str, threads: int, opts: dict, repeats: int) -> None:
     """The local engine beside its limit, in one process: reading + the regex scan + splitting the
     matched paragraphs + the bare forward on exactly the matched occurrences at the job's layers
@@ -327,9 +360,13 @@ def main() -> None:
     ap.add_argument(
         "--repeats", type=int, default=3, help="--limit/--ray-scaling: runs of each, alternated (best kept)"
     )
+    ap.add_argument("--read", action="store_true", help="the enwiki reader alone: gensim's markup filter vs ours")
     ap.add_argument("--ray-scaling", action="store_true", help="Ray 2 actors vs 1 on WordNet's examples (20 words)")
     args = ap.parse_args()
     words = args.words.split(",")
+    if args.read:
+        read_benchmark(args.repeats)
+        return
     if args.ray_scaling:
         words = words if "--words" in sys.argv else SCALING_WORDS.split(",")
         ray_scaling(words, args.model, {"forms": args.forms, "precision": args.precision}, args.repeats, args.json)

@@ -220,9 +220,13 @@ def _gensim_data(name: str) -> Path:
 _REF = re.compile(r"^\s*(==+.*==+|\|.*|\{\|.*|!.*)\s*$")
 
 
-def _enwiki() -> Iterator[Document]:
-    """Articles of gensim's shortened Wikipedia dump, cleaned by gensim's own ``filter_wiki``."""
-    from gensim.corpora.wikicorpus import ARTICLE_MIN_WORDS, IGNORED_NAMESPACES, extract_pages, filter_wiki
+def _enwiki(filter_wiki=None) -> Iterator[Document]:
+    """Articles of gensim's shortened Wikipedia dump, cleaned as gensim's own ``filter_wiki`` does
+    (:mod:`.wiki_markup`: the same text, faster; ``filter_wiki`` another filter, for benchmarks)."""
+    from gensim.corpora.wikicorpus import ARTICLE_MIN_WORDS, IGNORED_NAMESPACES, extract_pages
+
+    if filter_wiki is None:
+        from contextlens.analyses.corpus.wiki_markup import filter_wiki
 
     with bz2.open(_gensim_data(ENWIKI_FILE), "rb") as fh:
         for title, text, pageid in extract_pages(fh):
