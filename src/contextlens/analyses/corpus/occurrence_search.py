@@ -37,7 +37,9 @@ from contextlens.analyses.corpus.folder import (
     shard_schema,
     shards,
 )
+from contextlens.analyses.corpus.hit_senses import word_senses
 from contextlens.analyses.corpus.manifest import Manifest, pick_layer, require_manifest
+from contextlens.analyses.corpus.targets import form_table
 from contextlens.core import atomic_files
 from contextlens.core.arguments import whole_number
 from contextlens.errors import InputError, ProvenanceMismatchError
@@ -276,8 +278,6 @@ def search_occurrences(
     labelled: dict[str, Any] = {}
     allowed = None
     if word is not None:
-        from contextlens.analyses.corpus.hit_senses import word_senses
-
         labelled[word] = word_senses(folder, word, layer)
         k = labelled[word].induction.k
         if sense >= k:
@@ -310,8 +310,6 @@ def _rounded(values: dict[str, Any]) -> dict[str, Any]:
 
 def _example_word(manifest: Manifest, example, folder: Path) -> str:
     """The folder's target the example's bracketed word is (itself or, with forms, one of its forms)."""
-    from contextlens.analyses.corpus.targets import form_table
-
     said = example.text[example.start : example.end].lower()
     owner = dict(form_table(manifest.targets, manifest.forms)) if manifest.forms else {}
     word = said if said in manifest.targets else owner.get(said)
@@ -352,8 +350,6 @@ def _baseline(model, pooling: str, layer: int):
 
 def _with_senses(folder: Path, layer: int, hits: list[OccurrenceHit], ids: list[int], labelled: dict) -> list:
     """Each hit with its induced sense (a word with under 3 occurrences has none)."""
-    from contextlens.analyses.corpus.hit_senses import word_senses
-
     out = []
     for hit, row in zip(hits, ids, strict=True):
         if hit.target not in labelled:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
+from contextlens.analyses.corpus import wiki_markup
 from contextlens.errors import DataFileError, InputError
 
 INSTALLED = ("enwiki", "lee", "wordnet")
@@ -225,8 +226,7 @@ def _enwiki(filter_wiki=None) -> Iterator[Document]:
     (:mod:`.wiki_markup`: the same text, faster; ``filter_wiki`` another filter, for benchmarks)."""
     from gensim.corpora.wikicorpus import ARTICLE_MIN_WORDS, IGNORED_NAMESPACES, extract_pages
 
-    if filter_wiki is None:
-        from contextlens.analyses.corpus.wiki_markup import filter_wiki
+    filter_wiki = filter_wiki or wiki_markup.filter_wiki
 
     with bz2.open(_gensim_data(ENWIKI_FILE), "rb") as fh:
         for title, text, pageid in extract_pages(fh):

@@ -12,25 +12,38 @@ every page of the installed sample; ``benchmarks/corpus.py --read`` times both.
 
 from __future__ import annotations
 
+import functools
 import re
+from types import SimpleNamespace
 
-from gensim import utils
-from gensim.corpora import wikicorpus as w
-
-_P12 = re.compile(r"(?=[{|])" + w.RE_P12.pattern, w.RE_P12.flags)  # starts with {| or |- or |}
-_P13 = re.compile(r"(?=[|!])" + w.RE_P13.pattern, w.RE_P13.flags)  # its match starts with | or !
 _BRACES = re.compile(r"[{}]")
 _P17_WORDS = ("bgcolor", "colspan", "rowspan", "style=", "class=", "align=", "scope=")
+
+
+@functools.cache
+def _patterns() -> SimpleNamespace:
+    """gensim's patterns (gensim imported when a page is first cleaned: it pulls in scipy)."""
+    from gensim.corpora import wikicorpus as w
+
+    return SimpleNamespace(
+        w=w,
+        p12=re.compile(r"(?=[{|])" + w.RE_P12.pattern, w.RE_P12.flags),  # starts with {| or |- or |}
+        p13=re.compile(r"(?=[|!])" + w.RE_P13.pattern, w.RE_P13.flags),  # its match starts with | or !
+    )
 
 
 def filter_wiki(raw: str) -> str:
     """``gensim.corpora.wikicorpus.filter_wiki(raw)`` (defaults: markup left over promoted to
     text, links simplified to their description)."""
+    from gensim import utils
+
     text = utils.decode_htmlentities(utils.to_unicode(raw, "utf8", errors="ignore"))
     return remove_markup(text)
 
 
 def remove_markup(text: str) -> str:
+    p = _patterns()
+    w = p.w
     if text.endswith(("]]", "]]\n")):  # P2 ends at the text's end ($) with ]]
         text = w.RE_P2.sub("", text)
     text = remove_template(text)
@@ -58,11 +71,11 @@ def remove_markup(text: str) -> str:
         text = text.replace("!!", "\n|")
         text = text.replace("|-||", "\n|")
         if "{|" in text or "|-" in text or "|}" in text:
-            text = _P12.sub("\n", text)
+            text = p.p12.sub("\n", text)
         text = text.replace("|||", "|\n|")
         text = text.replace("||", "\n|")
         if "|" in text or "!" in text:
-            text = _P13.sub("\n", text)
+            text = p.p13.sub("\n", text)
         if any(word in text for word in _P17_WORDS):
             text = w.RE_P17.sub("\n", text)
         text = text.replace("[]", "")
