@@ -354,13 +354,13 @@ def ray_scaling(words: list[str], model: str, opts: dict, repeats: int, as_json:
         return
     print(f"{result['corpus']}: {one['occurrences']:,} occurrences of {len(words)} words, {one['chunks']} chunks; "
           f"model {model} {opts['precision']}, all layers; 1 torch thread per actor, local Ray of 2 CPUs")  # fmt: skip
-    print(
-        f"{'engine':8} {'runs (s)':28} {'best s':>7} {'to first rows s':>16} {'occ/s':>7}  actors' peak MiB  load 1 min"
-    )
+    print(f"{'engine':8} {'runs (s)':20} {'best s':>7} {'to first rows s':>16} {'occ/s':>7} {'driver MiB':>10}  "
+          f"actors' peak MiB  load 1 min")  # fmt: skip
     for engine, rows in runs.items():
         b = best[engine]
-        print(f"{engine:8} {', '.join(str(r['seconds']) for r in rows):28} {b['seconds']:7} {b['to_first_rows_s']:16} "
-              f"{b['occurrences_per_s']:7}  {', '.join(f'{x:,.0f}' for x in b['actor_peak_rss_mib']):16}  "
+        peaks = ", ".join(f"{x:,.0f}" for x in b["actor_peak_rss_mib"])
+        print(f"{engine:8} {', '.join(str(r['seconds']) for r in rows):20} {b['seconds']:7} {b['to_first_rows_s']:16} "
+              f"{b['occurrences_per_s']:7} {b['driver_peak_rss_mib']:10,.0f}  {peaks:16}  "
               f"{b['load_average'][0]}")  # fmt: skip
     print(f"# 2 actors / 1 actor: {result['speedup_2_over_1']}x on the whole job (Ray start, actor start and "
           f"model loads included; "
@@ -377,6 +377,7 @@ def main() -> None:
     ap.add_argument("--engines", nargs="+", default=["local", "ray1", "ray2"])
     ap.add_argument("--scale", type=int, default=10, help="also run the local engine on the corpus repeated N times")
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--scale-engine", default="local", choices=["local", "ray1", "ray2"], help="engine of the Nx run")
     ap.add_argument("--forms", action="store_true", help="also match inflected forms (WordNet)")
     ap.add_argument("--precision", default="fp32", choices=["fp32", "int8"])
     ap.add_argument("--json", action="store_true")
@@ -413,7 +414,7 @@ def main() -> None:
     started, load_before = time.perf_counter(), os.getloadavg()
     rows = [run(e, args.corpus, words, args.model, args.threads, opts) for e in args.engines]
     if args.scale > 1:
-        row = run("local", repeated(args.corpus, args.scale), words, args.model, args.threads, opts)
+        row = run(args.scale_engine, repeated(args.corpus, args.scale), words, args.model, args.threads, opts)
         row["corpus"] = f"{args.corpus} x{args.scale}"
         rows.append(row)
     if args.json:
