@@ -23,9 +23,13 @@ from contextlens.errors import InputError
 ENGINES = ("local", "ray")
 # The local engine encodes the occurrences of consecutive chunks together, up to this many
 # batches' worth or this many chunks: rare targets give a few occurrences a chunk, and a batch
-# per chunk would be mostly padding and overhead. A kill loses at most one group's shards.
-GROUP_BATCHES = 8
-GROUP_CHUNKS = 64
+# per chunk would be mostly padding and overhead. The core sorts a call's occurrences by length
+# into batches, so each call pays for one long-tailed, part-padded last batch: with 8 batches a
+# group, Lee's 312 occurrences went in groups of 267 + 45 and the forward padded to 24,940
+# tokens against 17,940 in one call (+39%, +42% CPU time, benchmarks/corpus.py --limit). A kill
+# loses at most one group's shards.
+GROUP_BATCHES = 32
+GROUP_CHUNKS = 256
 Written = Callable[[int, pa.Table], None]
 
 
