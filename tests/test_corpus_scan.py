@@ -128,3 +128,24 @@ def test_the_fast_markup_filter_gives_gensims_text_on_every_enwiki_page():
         assert wiki_markup.filter_wiki(text) == gensim_wiki.filter_wiki(text)
     for s in ("{{a}}", "{{{a}}}", "x{{a{{b}}c}}y", "{{", "}}{{x", "a{b}c{{d}", "{{a}}}}{{b}}", "{{{{a}}}}z", "{"):
         assert wiki_markup.remove_template(s) == gensim_wiki.remove_template(s), s
+
+
+def test_the_local_engine_encodes_a_few_hundred_occurrences_in_one_call(tmp_path, minilm, monkeypatch):
+    """300 occurrences over 9 chunks go to the core in ONE extraction call, sorted by length
+    together: in groups of 256 (8 batches) Lee's forward padded 39% more tokens (24,940 vs 17,940)."""
+    import contextlens.core.extraction as extraction
+    from contextlens.analyses.corpus.extract import extract_corpus
+
+    calls: list[int] = []
+    bare = extraction.extract_targets
+
+    def counted(model, toks, *args, **kwargs):
+        calls.append(len(toks))
+        return bare(model, toks, *args, **kwargs)
+
+    monkeypatch.setattr(extraction, "extract_targets", counted)
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("".join(f"Line {i}: the bank {'opened' if i % 2 else 'closed early'}.\n" for i in range(300)))
+    done = extract_corpus(str(corpus), ["bank"], tmp_path / "out", model="minilm", layers=[1], chunk_chars=1000)
+    assert done.manifest.counts["rows"] == 300 and done.manifest.counts["shards"] == 9
+    assert calls == [300]
