@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -41,6 +42,12 @@ def shard_number(name: str) -> int:
 def shards(folder: Path) -> list[Path]:
     """The folder's shards in chunk order."""
     return sorted(Path(folder).glob(SHARD_GLOB))
+
+
+def shards_fingerprint(folder: Path) -> list[list[Any]]:
+    """The folder's shards as they are now: name, bytes, modification time, in chunk order (what
+    an index or an induction built from them remembers, to tell when they changed)."""
+    return [[p.name, p.stat().st_size, p.stat().st_mtime_ns] for p in shards(folder)]
 
 
 def write_shard(folder: Path, chunk: int, table: pa.Table) -> None:

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from contextlens.analyses.corpus.folder import read_table, shards
+from contextlens.analyses.corpus.folder import read_table, shards, shards_fingerprint
 from contextlens.analyses.corpus.senses import SenseInduction, induce_senses
 
 
@@ -65,13 +65,9 @@ _TARGETS: dict[Path, tuple[list[Any], np.ndarray]] = {}
 _SENSES: dict[tuple[Path, str, int], tuple[list[Any], WordSenses]] = {}
 
 
-def _fingerprint(folder: Path) -> list[Any]:
-    return [[p.name, p.stat().st_size, p.stat().st_mtime_ns] for p in shards(folder)]
-
-
 def row_targets(folder: Path) -> np.ndarray:
     """The target of every row of the folder, in chunk order (one string column read)."""
-    key, state = Path(folder).resolve(), _fingerprint(folder)
+    key, state = Path(folder).resolve(), shards_fingerprint(folder)
     kept = _TARGETS.get(key)
     if kept is not None and kept[0] == state:
         return kept[1]
@@ -83,7 +79,7 @@ def row_targets(folder: Path) -> np.ndarray:
 
 def word_senses(folder: Path, word: str, layer: int) -> WordSenses:
     """``word``'s senses induced in ``folder`` at ``layer`` (k auto), kept while the shards stay."""
-    key, state = (Path(folder).resolve(), word, layer), _fingerprint(folder)
+    key, state = (Path(folder).resolve(), word, layer), shards_fingerprint(folder)
     kept = _SENSES.get(key)
     if kept is not None and kept[0] == state:
         return kept[1]

@@ -36,6 +36,7 @@ from contextlens.analyses.corpus.folder import (
     read_table,
     shard_schema,
     shards,
+    shards_fingerprint,
 )
 from contextlens.analyses.corpus.hit_senses import word_senses
 from contextlens.analyses.corpus.manifest import Manifest, pick_layer, require_manifest
@@ -51,11 +52,6 @@ HIT_COLUMNS = ("doc_id", "paragraph_index", "sentence_index", "sentence", "start
 def index_paths(folder: Path, layer: int) -> tuple[Path, Path]:
     """(FAISS index, its description) of one layer, beside the shards."""
     return folder / f"search-{layer_column(layer)}.faiss", folder / f"search-{layer_column(layer)}.json"
-
-
-def _fingerprint(folder: Path) -> list[list[Any]]:
-    """The shards an index was built from: name, bytes, modification time, in chunk order."""
-    return [[p.name, p.stat().st_size, p.stat().st_mtime_ns] for p in shards(folder)]
 
 
 @dataclass
@@ -100,7 +96,7 @@ def open_index(folder: Path | str, layer: int | None = None, rebuild: bool = Fal
 def _state(folder: Path, layer: int) -> list[list[Any]]:
     """The shards and the index files as they are now: a change to any of them reopens the index."""
     files = [p for p in index_paths(folder, layer) if p.is_file()]
-    return _fingerprint(folder) + [[p.name, p.stat().st_size, p.stat().st_mtime_ns] for p in files]
+    return shards_fingerprint(folder) + [[p.name, p.stat().st_size, p.stat().st_mtime_ns] for p in files]
 
 
 def _open_index(folder: Path, layer: int, rebuild: bool) -> OccurrenceIndex:
@@ -112,7 +108,7 @@ def _open_index(folder: Path, layer: int, rebuild: bool) -> OccurrenceIndex:
 
     manifest = require_manifest(folder)
     faiss_path, meta_path = index_paths(folder, layer)
-    fingerprint = _fingerprint(folder)
+    fingerprint = shards_fingerprint(folder)
     started = time.perf_counter()
     if not rebuild and meta_path.is_file() and faiss_path.is_file():
         try:
