@@ -8,7 +8,17 @@ beside `pg_relation_size(index)`, the table formula beside `pg_table_size` (heap
 bytes per vector beside FAISS's serialized HNSWFlat / IndexHNSWSQ(fp16) / IndexBinaryHNSW for the
 same vectors and m, the build time, and recall@10 of 200 queries against FAISS flat (exact).
 With --memory, also the HNSW build memory formula beside the NOTICE point of a build given a
-quarter of it (that build spills to disk, so it is slow).
+quarter of it (that build spills to disk, so it is slow), and the IVFFlat build memory formula beside
+pgvector's own threshold (its "memory required is X MB" error 1 kB under the prediction, a built
+index at it).
+
+With --server, instead: what keeping the embedded server up between commands saves. It times the
+server's use cycle in-process (enter, one query, leave) with the server stopped by each last user
+(CONTEXTLENS_PG_IDLE_SECONDS=0, the behaviour before) and kept up (the default), then the same for
+pgvector searches in-process (the model loaded once), then the same for whole `contextlens index
+search` commands on a small minilm index:
+
+    python benchmarks/pgvector.py --server --runs 5
 
     python benchmarks/pgvector.py                      # 10,000 vectors, d = 384, 768, 1024, 1536
     python benchmarks/pgvector.py --count 20000 --dims 384 768 --memory
@@ -22,6 +32,7 @@ lower bound; tests/test_pgvector.py measures it on real minilm sentence vectors.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 import time
@@ -62,7 +73,9 @@ def random_sets(count: int, dims: list[int], queries: int) -> list[tuple[np.ndar
     return out
 
 
-def run(sets: list[tuple[np.ndarray, np.ndarray]], memory: bool) -> list[dict]:
+def run(
+    sets: list[tuple[np.ndarray, np.ndarray]], memory: bool, kinds: tuple[str, ...] = ("hnsw", "ivfflat")
+) -> list[dict]:
     rows = []
     with pg_server.embedded_server() as conninfo, pg_server.connect(conninfo) as conn:
         for corpus, query_vectors in sets:
@@ -72,7 +85,7 @@ def run(sets: list[tuple[np.ndarray, np.ndarray]], memory: bool) -> list[dict]:
             flat = faiss.IndexFlatIP(d)
             flat.add(x)
             _, exact = flat.search(q, 10)
-            for kind in ("hnsw", "ivfflat"):
+            for kind in kinds:
                 for dtype in ("float32", "float16", "binary"):
                     config = PgIndexConfig(kind, {}, dtype).resolved(d)
                     predicted = pg_estimate(config, count, d)
@@ -102,6 +115,13 @@ def run(sets: list[tuple[np.ndarray, np.ndarray]], memory: bool) -> list[dict]:
                             # the same build with a quarter of the memory: 3/4 of it on disk
                             row["spilled_build_s"] = probe.measured.get("memory_probe_seconds")
                             row["in_memory_build_s"] = probe.measured.get("build_seconds")
+                    elif memory:  # ivfflat: pgvector's own threshold, on the real heap's page count
+                        probe = pg_measure(config, count, d)
+                        m = probe.measured
+                        row["memory_predicted"] = m["build_memory_predicted_on_heap_pages"]["bytes"]
+                        row["memory_estimate"] = probe.build_memory_bytes  # from the predicted heap
+                        row["ivfflat_below"], row["ivfflat_above"] = m["build_below"], m["build_above"]
+                        row["ivfflat_probe_kb"] = m["memory_probe_kb"]
                     rows.append(row)
                     print(_line(row), file=sys.stderr, flush=True)
     return rows
@@ -118,6 +138,10 @@ def _line(r: dict) -> str:
             got = r["memory_measured"]
             mem += f" vs {got / 2**20:7.1f} MiB ({r['memory_predicted'] / got - 1:+.1%})"
             mem += f", build {r['in_memory_build_s']:.1f} s in memory vs {r['spilled_build_s']:.1f} s spilled"
+        if "ivfflat_below" in r:
+            below, above = r["ivfflat_probe_kb"]
+            mem += (f" (estimate {r['memory_estimate'] / 2**20:.1f} MiB); {below:,} kB: {r['ivfflat_below']};"
+                    f" {above:,} kB: {r['ivfflat_above']}")  # fmt: skip
     return (
         f"d={r['dim']:>4} {r['type']:<7} {r['index']:<7} pages {predicted:>6,} vs {measured:>6,} {pages:>6}"
         f"  B/vec {r['index_bytes_per_vector']:>7,.0f} (FAISS {faiss_b})"
@@ -125,6 +149,135 @@ def _line(r: dict) -> str:
         f"  build {r['build_s']:6.2f} s  query {r['query_ms']:5.2f} ms"
         f"  recall@10 {r['recall_at_10_vs_faiss_flat']:.3f}{mem}"
     )
+
+
+def server_cycles(runs: int) -> dict[str, list[float]]:
+    """Seconds per use of the embedded server (a private cluster in a temporary folder): stopped by
+    each last user (idle 0) vs kept up between uses."""
+    import shutil
+    import tempfile
+
+    root = tempfile.mkdtemp(prefix="cl-pgbench-")
+    out: dict[str, list[float]] = {}
+    try:
+        with pg_server.embedded_server(root, idle=0):  # initdb once, outside the timings
+            pass
+        for label, idle in (("stopped after each use (before)", 0.0), ("kept up between uses (now)", 600.0)):
+            times = []
+            for _ in range(runs):
+                start = time.perf_counter()
+                with pg_server.embedded_server(root, idle=idle) as conninfo, pg_server.connect(conninfo) as conn:
+                    conn.execute("SELECT 1").fetchone()
+                times.append(time.perf_counter() - start)
+            out[label] = times
+        pg_server.stop_server(root)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    return out
+
+
+def cli_searches(runs: int) -> dict[str, list[float]]:
+    """Seconds per `contextlens index search` on a 20-document minilm pgvector index, with the server
+    stopped after each command (idle 0) vs kept up; the model loads in every command alike."""
+    import os
+    import subprocess
+    import tempfile
+    from pathlib import Path
+
+    folder = Path(tempfile.mkdtemp(prefix="cl-pgbench-idx-"))
+    docs = folder / "docs.txt"
+    docs.write_text("".join(f"Document {i} is about topic number {i % 5}.\n" for i in range(20)))
+    base = [sys.executable, "-m", "contextlens"]
+    env = {**os.environ, "CONTEXTLENS_PG_IDLE_SECONDS": "0"}
+    subprocess.run([*base, "index", "build", str(docs), "--out", str(folder / "idx"), "--model", "minilm",
+                    "--engine", "pgvector", "--index", "hnsw"], check=True, env=env, capture_output=True)  # fmt: skip
+    out: dict[str, list[float]] = {}
+    for label, idle in (("stopped after each command (before)", "0"), ("kept up between commands (now)", "600")):
+        times = []
+        for _ in range(runs):
+            start = time.perf_counter()
+            command = [*base, "index", "search", str(folder / "idx"), "topic three", "-k", "3", "--json"]
+            subprocess.run(command, check=True, env={**env, "CONTEXTLENS_PG_IDLE_SECONDS": idle}, capture_output=True)
+            times.append(time.perf_counter() - start)
+        out[label] = times
+    subprocess.run([*base, "index", "server", "stop"], env=env, capture_output=True)
+    return out
+
+
+def searches_in_process(runs: int) -> dict[str, list[float]]:
+    """Seconds per pgvector search (`search_pg_index`: the approximate search and the exact scan its
+    recall is measured against, each a use of the server) with minilm loaded once, the server stopped
+    after each use (idle 0) vs kept up: the server's share of an `index search`, without the model load."""
+    import os
+    import tempfile
+    from pathlib import Path
+
+    from contextlens.analyses.search.encoders import TextEncoder
+    from contextlens.analyses.search.index import Document
+    from contextlens.analyses.search.pg_index import PgVectorIndex, search_pg_index
+    from contextlens.core.contextual_models import load_contextual
+
+    model = load_contextual("minilm")
+    folder = Path(tempfile.mkdtemp(prefix="cl-pgbench-idx-")) / "idx"
+    docs = [Document(str(i), f"Document {i} is about topic number {i % 5}.") for i in range(20)]
+    previous = os.environ.get(pg_server.IDLE_ENV)
+    out: dict[str, list[float]] = {}
+    try:
+        os.environ[pg_server.IDLE_ENV] = "0"
+        PgVectorIndex.build(docs, TextEncoder(model, "sentence"), folder, PgIndexConfig("hnsw"))
+        for label, idle in (("stopped after each use (before)", "0"), ("kept up between uses (now)", "600")):
+            os.environ[pg_server.IDLE_ENV] = idle
+            times = []
+            for _ in range(runs):
+                start = time.perf_counter()
+                search_pg_index(folder, "topic three", 3, model=model)
+                times.append(time.perf_counter() - start)
+            out[label] = times
+        pg_server.stop_server()
+    finally:
+        if previous is None:
+            os.environ.pop(pg_server.IDLE_ENV, None)
+        else:
+            os.environ[pg_server.IDLE_ENV] = previous
+    return out
+
+
+@contextlib.contextmanager
+def private_cache():
+    """A cache of its own for the --server timings: the real cache's models and data linked in, but a
+    pgvector cluster nobody else uses (another user holding the shared one would keep it up in the
+    'before' mode too, and the timings would mean nothing)."""
+    import os
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    from contextlens.core.resources import cache_dir
+
+    real, private = cache_dir(), Path(tempfile.mkdtemp(prefix="cl-pgbench-cache-"))
+    for entry in real.iterdir():
+        if entry.name != "pgvector":
+            (private / entry.name).symlink_to(entry)
+    previous = os.environ.get("CONTEXTLENS_CACHE")
+    os.environ["CONTEXTLENS_CACHE"] = str(private)
+    try:
+        yield private
+    finally:
+        pg_server.stop_server()
+        if previous is None:
+            os.environ.pop("CONTEXTLENS_CACHE", None)
+        else:
+            os.environ["CONTEXTLENS_CACHE"] = previous
+        shutil.rmtree(private, ignore_errors=True)
+
+
+def _print_times(title: str, results: dict[str, list[float]]) -> None:
+    print(title, file=sys.stderr)
+    for label, times in results.items():
+        first, rest = times[0], sorted(times[1:]) or [times[0]]
+        median = rest[len(rest) // 2]
+        each = ", ".join(f"{t:.2f}" for t in times)
+        print(f"  {label:<40} first {first:6.2f} s, then median {median:6.2f} s  ({each})", file=sys.stderr)
 
 
 def main() -> None:
@@ -135,8 +288,22 @@ def main() -> None:
     parser.add_argument("--vectors", choices=["random", "wordnet"], default="random",
                         help="wordnet: minilm sentence vectors of WordNet definitions (384-d; benchmarks/search.py)")
     parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--indexes", nargs="+", choices=["hnsw", "ivfflat"], default=["hnsw", "ivfflat"])
+    parser.add_argument("--server", action="store_true",
+                        help="time the embedded server kept up between commands vs stopped after each")
+    parser.add_argument("--runs", type=int, default=5, help="--server: uses timed per mode")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    if args.server:
+        cycles = server_cycles(args.runs)
+        with private_cache():
+            in_process, searches = searches_in_process(args.runs), cli_searches(args.runs)
+        _print_times("embedded server: enter, SELECT 1, leave (in-process)", cycles)
+        _print_times("search_pg_index on a 20-document minilm pgvector index (in-process, model loaded)", in_process)
+        _print_times("contextlens index search on a 20-document minilm pgvector index (whole command)", searches)
+        if args.json:
+            print(json.dumps({"server_cycle_s": cycles, "search_s": in_process, "cli_search_s": searches}, indent=2))
+        return
     if args.vectors == "wordnet":
         from search import wordnet_vectors  # benchmarks/search.py, beside this script
 
@@ -146,7 +313,7 @@ def main() -> None:
         sets, what = random_sets(args.count, args.dims, args.queries), f"{args.count:,} random unit vectors"
     print(f"{what}; predicted (capacity --engine pgvector) vs measured (pg_relation_size, pg_table_size); "
           f"FAISS: serialized HNSW with the same m; recall@10 of {args.queries} queries vs FAISS flat", file=sys.stderr)
-    rows = run(sets, args.memory)
+    rows = run(sets, args.memory, tuple(args.indexes))
     if args.json:
         print(json.dumps(rows, indent=2))
 

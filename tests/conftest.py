@@ -32,6 +32,8 @@ TEST_CACHE = Path(
     os.environ.get("CONTEXTLENS_TEST_CACHE") or Path(__file__).resolve().parent.parent / ".pytest_cache" / "contextlens"
 )
 os.environ["CONTEXTLENS_CACHE"] = str(TEST_CACHE)
+# the embedded PostgreSQL of a CLI subprocess stops when its last user leaves: no server outlives the tests
+os.environ.setdefault("CONTEXTLENS_PG_IDLE_SECONDS", "0")
 
 import pytest  # noqa: E402
 import torch  # noqa: E402
@@ -51,6 +53,16 @@ def _test_threads():
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(common, "default_threads", lambda: TEST_THREADS)
         yield
+
+
+@pytest.fixture(scope="session")
+def pg():
+    """The embedded PostgreSQL + pgvector, started once for the session (shared by every test file that
+    asks for it; CLI subprocesses reuse it) and stopped when the session ends."""
+    from contextlens.analyses.search import pg_server
+
+    with pg_server.embedded_server(idle=0) as conninfo:
+        yield conninfo
 
 
 @pytest.fixture(scope="session")

@@ -14,7 +14,6 @@ import os
 
 import numpy as np
 import pytest
-from gensim.models import KeyedVectors
 
 from contextlens.core import disk_cache, resources, static_models
 from contextlens.core.vectors import Vector
@@ -87,31 +86,29 @@ def _check_glove(model) -> None:
 
 
 def test_a_kill_between_the_two_glove_files_leaves_no_entry_and_the_next_load_rebuilds(cache, monkeypatch):
-    real_save = KeyedVectors.save
+    from contextlens.core import array_vectors
 
-    def save_then_killed(self, fname, *args, **kwargs):
-        real_save(self, fname, *args, **kwargs)
-        os.unlink(f"{fname}.vectors.npy")  # the .kv is written, the second file is not
+    def killed_before_the_words(*_args, **_kwargs):  # the table is written, its words file is not
         raise Killed
 
     with monkeypatch.context() as m, pytest.raises(Killed):
-        m.setattr(KeyedVectors, "save", save_then_killed)
+        m.setattr(array_vectors.atomic_files, "write_text", killed_before_the_words)
         _glove()
-    assert not (cache / "static" / "glove-50d").exists()
+    assert not (cache / "static" / "glove-50d-table").exists()
     _check_glove(_glove())
     _check_glove(_glove())  # and the next load reads the cache entry
-    assert sorted(p.name for p in (cache / "static").iterdir()) == ["glove-50d"]
+    assert sorted(p.name for p in (cache / "static").iterdir()) == ["glove-50d-table"]
 
 
 def test_a_kill_at_the_rename_leaves_the_old_entry_or_none(cache, monkeypatch):
     _glove()
-    folder = cache / "static" / "glove-50d"
+    folder = cache / "static" / "glove-50d-table"
     before = sorted(p.name for p in folder.iterdir())
 
     def killed(new, target):
         raise Killed
 
-    (folder / "vectors.kv.vectors.npy").unlink()  # damage it, so that a rebuild is attempted
+    (folder / "index.json").unlink()  # damage it, so that a rebuild is attempted
     folder_mtime = folder.stat().st_mtime_ns
     with monkeypatch.context() as m, pytest.raises(Killed):
         m.setattr(static_models, "replace_dir", killed)
@@ -123,7 +120,7 @@ def test_a_kill_at_the_rename_leaves_the_old_entry_or_none(cache, monkeypatch):
 
 def test_a_damaged_glove_entry_is_rebuilt_with_a_one_line_note(cache, caplog):
     _glove()
-    npy = cache / "static" / "glove-50d" / "vectors.kv.vectors.npy"
+    npy = cache / "static" / "glove-50d-table" / "vectors.npy"
     npy.write_bytes(npy.read_bytes()[:1000])  # truncated
     with caplog.at_level(logging.WARNING, logger="contextlens"):
         _check_glove(_glove())
@@ -131,15 +128,17 @@ def test_a_damaged_glove_entry_is_rebuilt_with_a_one_line_note(cache, caplog):
     assert "glove-50d" in note and "rebuilding" in note and "\n" not in note
 
 
-def test_the_old_two_file_layout_and_dead_temporaries_are_cleaned(cache):
+def test_the_old_layouts_and_dead_temporaries_are_cleaned(cache):
     static = cache / "static"
     static.mkdir(parents=True)
     (static / "glove-50d.kv").write_bytes(b"half of an old entry")  # its .vectors.npy never came
-    leftover = static / f".glove-50d.tmp-{DEAD_PID}"
+    (static / "glove-50d").mkdir()  # the gensim .kv folder the table replaced
+    (static / "glove-50d" / "vectors.kv").write_bytes(b"an old entry")
+    leftover = static / f".glove-50d-table.tmp-{DEAD_PID}"
     leftover.mkdir()
-    (leftover / "vectors.kv").write_bytes(b"partial")
+    (leftover / "vectors.npy").write_bytes(b"partial")
     _check_glove(_glove())
-    assert sorted(p.name for p in static.iterdir()) == ["glove-50d"]
+    assert sorted(p.name for p in static.iterdir()) == ["glove-50d-table"]
 
 
 # --- the mpnet folder -----------------------------------------------------------------------

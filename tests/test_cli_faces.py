@@ -125,7 +125,8 @@ def test_a_write_that_fails_after_the_work_keeps_the_printed_result(capsys, tmp_
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(matplotlib.figure.Figure, "savefig", disk_full)
-    code, out, err = cli(capsys, "compare", *PAIR, "-m", "minilm", "--json", "--plot", str(tmp_path / "f.png"))
+    plot = str(tmp_path / "f.png")
+    code, out, err = cli(capsys, "compare", *PAIR, "-m", "minilm", "--runtime", "torch", "--json", "--plot", plot)
     assert "No space left on device" in one_line_error(code, err)
     assert json.loads(out)["layers"]  # the result came out before the write failed
 
@@ -220,18 +221,18 @@ def _strict(result) -> object:
 def test_json_equals_to_dict_for_every_lesson_result(capsys, minilm, glove):
     occs = [parse_marked(s) for s in PAIR]
     cases = [
-        (compare(occs, minilm, glove), ["compare", *PAIR, "-m", "minilm"]),
+        (compare(occs, minilm, glove), ["compare", *PAIR, "-m", "minilm", "--runtime", "torch"]),
         (
             explore(["bank"], minilm, None, -1, 50, 0),
-            ["explore", "bank", "-m", "minilm", "--permutations", "50"],
+            ["explore", "bank", "-m", "minilm", "--permutations", "50", "--runtime", "torch"],
         ),
-        (rank_pairs(load_pairs(), minilm, glove), ["rank", "-m", "minilm"]),
-        (attend(occs, minilm), ["attention", *PAIR, "-m", "minilm"]),
+        (rank_pairs(load_pairs(), minilm, glove), ["rank", "-m", "minilm", "--runtime", "torch"]),
+        (attend(occs, minilm), ["attention", *PAIR, "-m", "minilm", "--runtime", "torch"]),
         (
             probe(occs[:1], ["river", "money"], minilm, static=glove),
-            ["probe", PAIR[0], "-a", "river", "money", "-m", "minilm"],
+            ["probe", PAIR[0], "-a", "river", "money", "-m", "minilm", "--runtime", "torch"],
         ),
-        (trace(occs[0], minilm), ["trace", PAIR[0], "-m", "minilm"]),
+        (trace(occs[0], minilm), ["trace", PAIR[0], "-m", "minilm", "--runtime", "torch"]),
     ]
     for result, args in cases:
         code, out, err = cli(capsys, *args, "--json")

@@ -188,7 +188,9 @@ def test_ctrl_c_is_one_line_and_exit_130(at: str):
 
 
 def test_ctrl_c_from_outside_while_a_model_loads():
+    # the torch runtime: the lean ONNX path answers before a second has passed
     args = ["compare", "The [bank] called.", "The river [bank] flooded.", "-m", "minilm", "--static", "none"]
+    args += ["--runtime", "torch"]
     proc = subprocess.Popen(
         [sys.executable, "-m", "contextlens", *args],
         stdout=subprocess.PIPE,

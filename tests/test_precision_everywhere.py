@@ -159,7 +159,7 @@ def test_lesson_json_and_the_web_face_carry_the_precision(minilm_int8: Contextua
     from contextlens.web.app import create_app
 
     bank = ["I sat on the river [bank].", "I opened a [bank] account."]
-    r = run_cli("compare", *bank, "-m", "minilm", "--precision", "int8", "--json")
+    r = run_cli("compare", *bank, "-m", "minilm", "--precision", "int8", "--runtime", "torch", "--json")
     assert r.returncode == 0 and json.loads(r.stdout)["precision"] == "int8"
     assert json.loads(run_cli("compare", *bank, "-m", "minilm", "--json").stdout)["precision"] == "fp32"
     client = TestClient(create_app("minilm", precision="int8"), base_url="http://127.0.0.1")

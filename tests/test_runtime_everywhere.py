@@ -3,7 +3,7 @@
 ONNX Runtime (core/onnx_runtime.py) is opt-in: its numbers must say so (``runtime`` in the JSON,
 the export check on stderr), an index must not mix int8 vectors of two quantizers (fp32 across
 runtimes is accepted: the graph is checked within 1e-4 of torch), a corpus folder must not mix
-runtimes, and what needs attention weights (attention, trace, demo) does not offer it.
+runtimes; attention weights on ONNX Runtime come from the checked fp32 attention graph only.
 """
 
 from __future__ import annotations
@@ -55,24 +55,25 @@ def test_runtime_is_offered_where_precision_is_except_where_attention_weights_ar
     commands = [("eval", name) for name in ("wic", "wsd", "wsi", "similarity", "contextuality", "layers", "retrieval")]
     commands += [("index", "build"), ("index", "search"), ("corpus", "extract")]
     commands += [(name,) for name in ("compare", "explore", "rank", "probe", "cka", "cost", "serve")]
+    commands += [("attention",), ("trace",)]  # attention weights from the checked ONNX attention graph
     for command in commands:
         r = run_cli(*command, "--help")
         assert r.returncode == 0 and "--precision" in r.stdout and "--runtime" in r.stdout, command
-    for command in (("attention",), ("trace",), ("demo",)):  # they read attention weights: torch only
-        r = run_cli(*command, "--help")
-        assert r.returncode == 0 and "--precision" in r.stdout and "--runtime" not in r.stdout, command
-    refused = run_cli("attention", *BANK, "-m", "minilm", "--runtime", "onnx")
-    assert refused.returncode == 2 and "--runtime" in refused.stderr
+    r = run_cli("demo", "--help")
+    assert r.returncode == 0 and "--precision" in r.stdout and "--runtime" not in r.stdout
+    refused = run_cli("attention", *BANK, "-m", "minilm", "--runtime", "onnx", "--precision", "int8")
+    assert refused.returncode == 2 and "--runtime" in refused.stderr  # no int8 attention graph
 
 
-def test_the_api_refuses_attention_weights_on_onnx(minilm_onnx: ContextualModel) -> None:
+def test_the_api_refuses_attention_weights_on_onnx_int8() -> None:
     from contextlens.analyses.lesson.attention import attend
     from contextlens.analyses.lesson.trace import trace
 
+    int8 = load_contextual("minilm", "int8", "onnx")  # fp32 has a checked attention graph; int8 has none
     with pytest.raises(InputError, match="attention weights come from the torch runtime"):
-        attend([parse_marked(s) for s in BANK], minilm_onnx, layer=2, head=0)
+        attend([parse_marked(s) for s in BANK], int8, layer=2, head=0)
     with pytest.raises(InputError, match="attention weights come from the torch runtime"):
-        trace(parse_marked(BANK[0]), minilm_onnx)
+        trace(parse_marked(BANK[0]), int8)
     with pytest.raises(InputError, match="unknown runtime 'tensorrt'"):
         load_contextual("minilm", "fp32", "tensorrt")
 
@@ -169,12 +170,12 @@ def test_cost_times_and_weighs_the_onnx_graph_and_cka_records_runtimes(
 ) -> None:
     from contextlens.analyses.representations.cka import compare_layers
     from contextlens.analyses.search.cost import measure_cost
-    from contextlens.core.onnx_runtime import OnnxForward
+    from contextlens.core.onnx_graphs import OnnxGraphs
     from contextlens.data.text_sets import corpus_texts
 
     calls = []
-    real = OnnxForward.run_layers
-    monkeypatch.setattr(OnnxForward, "run_layers", lambda self, *a: calls.append(a[2]) or real(self, *a))
+    real = OnnxGraphs.run_layers
+    monkeypatch.setattr(OnnxGraphs, "run_layers", lambda self, *a: calls.append(a[2]) or real(self, *a))
     report = measure_cost(minilm_onnx, glove, corpus_texts("builtin", 12), count=1000, repeats=1).to_dict()
     assert calls and all(list(layers) == [minilm_onnx.num_layers] for layers in calls)  # the ONNX graph is timed
     assert (report["precision"], report["runtime"]) == ("fp32", "onnx")
@@ -192,14 +193,21 @@ def test_lesson_json_and_the_web_face_carry_the_runtime(minilm_onnx: ContextualM
 
     r = run_cli("compare", *BANK, "-m", "minilm", "--runtime", "onnx", "--json")
     assert r.returncode == 0 and json.loads(r.stdout)["runtime"] == "onnx", r.stderr
-    assert json.loads(run_cli("compare", *BANK, "-m", "minilm", "--json").stdout)["runtime"] == "torch"
+    torch_run = run_cli("compare", *BANK, "-m", "minilm", "--runtime", "torch", "--json")
+    assert json.loads(torch_run.stdout)["runtime"] == "torch"
+    assert json.loads(run_cli("compare", *BANK, "-m", "minilm", "--json").stdout)["runtime"] == "onnx"  # auto
     client = TestClient(create_app("minilm", runtime="onnx"), base_url="http://127.0.0.1")
     assert client.get("/health").json()["runtime"] == "onnx"
     assert client.post("/api/compare", json={"sentences": BANK}).json() == json.loads(r.stdout)
     assert "minilm (onnx fp32)" in client.get("/compare").text
-    refused = client.post("/api/attention", json={"sentences": BANK})
+    attention = run_cli("attention", *BANK, "-m", "minilm", "--runtime", "onnx", "--json")
+    assert client.post("/api/attention", json={"sentences": BANK}).json() == json.loads(attention.stdout)
+    lesson = client.get("/lesson")  # the trace from the checked attention graph
+    assert lesson.status_code == 200 and "The trace needs attention weights" not in lesson.text
+    int8 = TestClient(create_app("minilm", precision="int8", runtime="onnx"), base_url="http://127.0.0.1")
+    refused = int8.post("/api/attention", json={"sentences": BANK})
     assert refused.status_code == 400 and "torch runtime" in refused.json()["error"]
-    lesson = client.get("/lesson")  # the lesson stays up; its trace figure is a note on ONNX Runtime
+    lesson = int8.get("/lesson")  # the lesson stays up; its trace figure is a note
     assert lesson.status_code == 200 and "The trace needs attention weights" in lesson.text
 
 

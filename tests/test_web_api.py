@@ -31,6 +31,9 @@ def cli(args: list[str], capsys) -> tuple[int, str, str]:
     return int(code), out, err
 
 
+# the commands whose --runtime defaults to auto (ONNX Runtime)
+AUTO_RUNTIME = {"compare", "probe", "explore", "rank", "attention", "trace"}
+
 CASES = [
     ("compare", {"sentences": BANK}, ["compare", *BANK]),
     ("compare", {"sentences": BANK, "static": "none", "pooling": "first"}, ["compare", *BANK, "-s", "none",
@@ -53,7 +56,9 @@ CASES = [
 def test_api_returns_the_cli_json(client, capsys, name, body, args):
     response = client.post(f"/api/{name}", json=body)
     assert response.status_code == 200, response.text
-    code, out, err = cli([*args, "--json", *(["-m", "minilm"] if name != "neighbors" else [])], capsys)
+    model = ["-m", "minilm"] if name != "neighbors" else []
+    reference = ["--runtime", "torch"] if name in AUTO_RUNTIME else []  # the server runs torch, as asked
+    code, out, err = cli([*args, "--json", *model, *reference], capsys)
     assert code == 0, err
     assert response.json() == json.loads(out)
 

@@ -79,8 +79,11 @@ def _run(args: list[str] | None) -> None:
 
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     set_progress_drawer(rich_bar)  # core's progress bars, drawn by rich
+    from contextlens.cli.common import notes_after_result
+
     try:
         code = app(args=args, prog_name="contextlens", standalone_mode=False)
+        notes_after_result(code in (None, 0))
         if code == INTERRUPTED:  # typer turns a KeyboardInterrupt inside a command into this code
             interrupted()
     except ParameterError as exc:  # the API names its parameter; say the flag the user typed
@@ -101,6 +104,8 @@ def _run(args: list[str] | None) -> None:
         sys.exit(exc.exit_code)
     except (KeyboardInterrupt, typer.Abort):
         interrupted()
+    finally:
+        notes_after_result(False)  # what an error skipped is not said in the next run of this process
     sys.exit(code if isinstance(code, int) else 0)
 
 

@@ -18,6 +18,7 @@ from contextlens.cli.common import (
     OccurrenceOpt,
     PlotOpt,
     PrecisionOpt,
+    RuntimeOpt,
     ThreadsOpt,
     WordOpt,
     console,
@@ -41,6 +42,7 @@ def attention_cmd(
     top: Annotated[int, typer.Option("--top", "-k", help="Tokens listed per layer.")] = 3,
     model: ModelOpt = DEFAULT_MODEL,
     precision: PrecisionOpt = "fp32",
+    runtime: RuntimeOpt = "auto",
     threads: ThreadsOpt = None,
     word: WordOpt = None,
     occurrence: OccurrenceOpt = 0,
@@ -52,7 +54,7 @@ def attention_cmd(
     occs = locate_all(sentences, word, occurrence)
     if len(occs) > 2:
         raise InputError(f"attention shows one or two sentences side by side, got {len(occs)}")
-    contextual = contextual_option(model, precision, threads, attention=(layer, head))
+    contextual = contextual_option(model, precision, threads, runtime, attention=(layer, head))
     from contextlens.analyses.lesson.attention import attend
 
     with as_flags(top_k="--top"):

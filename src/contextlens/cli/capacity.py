@@ -1,4 +1,5 @@
-"""`contextlens capacity`: memory and disk for N vectors in a FAISS index, or in PostgreSQL with pgvector."""
+"""`contextlens capacity`: memory and disk for N vectors in a FAISS index, in PostgreSQL with pgvector, or
+(documented formulas, not measured) on OpenSearch k-NN, Azure AI Search and Vertex AI Vector Search."""
 
 from __future__ import annotations
 
@@ -10,8 +11,17 @@ from rich.table import Table
 
 from contextlens.cli import app
 from contextlens.cli.common import JsonOpt, console, print_json
-from contextlens.cli.index import DsnOpt, EngineOpt, IndexTypeOpt, NlistOpt, PqMOpt
+from contextlens.cli.index import DsnOpt, IndexTypeOpt, NlistOpt, PqMOpt
 from contextlens.errors import InputError
+
+PLATFORMS = ("opensearch", "azure", "vertex")  # analyses.search.platforms.PLATFORMS (kept torch-free here)
+CapacityEngineOpt = Annotated[
+    str,
+    typer.Option(
+        "--engine",
+        help="faiss, pgvector (built and measured), or opensearch, azure, vertex (their documented formulas).",
+    ),
+]
 
 
 @app.command("capacity")
@@ -30,17 +40,51 @@ def capacity_cmd(
     max_measure: Annotated[
         int, typer.Option(help="Build on at most this many vectors; above it, two samples are extrapolated.")
     ] = 100_000,
-    engine: EngineOpt = "faiss",
+    engine: CapacityEngineOpt = "faiss",
     dsn: DsnOpt = None,
     lists: Annotated[int | None, typer.Option(help="pgvector IVFFlat: inverted lists (default 100).")] = None,
+    replicas: Annotated[int | None, typer.Option(help="opensearch: replicas of each shard (default 1).")] = None,
+    bits: Annotated[
+        int | None, typer.Option(help="opensearch: binary quantization at 1, 2 or 4 bits (default: none, float32).")
+    ] = None,
+    node_memory_gib: Annotated[
+        float | None, typer.Option(help="opensearch: memory of each data node in GiB (default 64).")
+    ] = None,
+    heap_gib: Annotated[
+        float | None, typer.Option(help="opensearch: JVM heap per node in GiB (default half the memory, at most 32).")
+    ] = None,
+    nodes: Annotated[int | None, typer.Option(help="opensearch: data nodes (default 1).")] = None,
+    tier: Annotated[str | None, typer.Option(help="azure: basic, s1, s2, s3, s3hd, l1 or l2 (default s1).")] = None,
+    partitions: Annotated[int | None, typer.Option(help="azure: partitions (default 1).")] = None,
+    overhead: Annotated[
+        float | None, typer.Option(help="azure: HNSW overhead, 0.01-0.20 (default: the vendor's figure for d).")
+    ] = None,
+    deleted_ratio: Annotated[float | None, typer.Option(help="azure: deleted-documents ratio (default 0.10).")] = None,
+    shard_size: Annotated[
+        str | None,
+        typer.Option(help="vertex: small (2 GiB), medium (20 GiB) or large (50 GiB) shards (default medium)."),
+    ] = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Memory and disk for N vectors in a FAISS index or pgvector: the formula, and with --measure the real size."""
+    """Memory and disk for N vectors in FAISS or pgvector (formula; --measure builds it), or how many fit on
+    OpenSearch, Azure AI Search or Vertex AI (their documented formulas, not measured)."""
     from contextlens.analyses.search.capacity import estimate
     from contextlens.analyses.search.capacity import measure as measure_size
     from contextlens.analyses.search.index_config import DEFAULT_PARAMS, IndexConfig
     from contextlens.analyses.search.pg_index import check_engine
 
+    given_platform = {"replicas": replicas, "bits": bits, "node_memory_gib": node_memory_gib, "heap_gib": heap_gib,
+                      "nodes": nodes, "tier": tier, "partitions": partitions, "overhead": overhead,
+                      "deleted_ratio": deleted_ratio, "shard_size": shard_size}  # fmt: skip
+    if engine not in ("faiss", "pgvector", *PLATFORMS):
+        raise InputError(f"--engine must be one of faiss, pgvector, {', '.join(PLATFORMS)}, got {engine!r}")
+    if engine in PLATFORMS:
+        _platform_capacity(engine, count, dim, dtype, m, measure, given_platform, json_out)
+        return
+    extra = [f"--{k.replace('_', '-')}" for k, v in given_platform.items() if v is not None]
+    if extra:
+        raise InputError(f"{', '.join(extra)} {'is' if len(extra) == 1 else 'are'} for --engine opensearch, azure "
+                         "or vertex")  # fmt: skip
     if check_engine(engine) == "pgvector":
         _pgvector_capacity(count, dim, dtype, index, m, lists, measure, dsn, json_out)
         return
@@ -122,7 +166,9 @@ def _pgvector_capacity(
     rows.append(("[bold]total[/bold]", total, measured.get("total_bytes"), "pg_total_relation_size"))
     if result.build_memory_bytes is not None:
         rows.append(("build memory (maintenance_work_mem)", result.build_memory_bytes,
-                     measured.get("build_memory_bytes"), "NOTICE point of a smaller budget"))  # fmt: skip
+                     measured.get("build_memory_bytes"),
+                     "NOTICE point of a smaller budget" if result.index == "hnsw" else
+                     "fails 1 kB under, builds at this"))  # fmt: skip
     for part, size, got, how in rows:
         cells = [part, f"{size:,}", human_bytes(size)]
         if measure:
@@ -134,9 +180,72 @@ def _pgvector_capacity(
         console.print(f"build memory: {result.build_memory_formula}")
     for note in result.notes:
         console.print(f"[dim]{note}[/dim]")
+    if result.index == "ivfflat" and "build_below" in measured:
+        below, above = measured["memory_probe_kb"]
+        console.print(f"[dim]with maintenance_work_mem = {below:,} kB: {measured['build_below']}; "
+                      f"with {above:,} kB: {measured['build_above']}[/dim]")  # fmt: skip
     if measured.get("memory_probe_notices"):
         console.print(f"[dim]with maintenance_work_mem = {measured['memory_probe_kb']:,} kB: "
                       f"{'; '.join(measured['memory_probe_notices'])}[/dim]")  # fmt: skip
+
+
+PLATFORM_PARAMS = {
+    "opensearch": ("replicas", "bits", "node_memory_gib", "heap_gib", "nodes"),
+    "azure": ("tier", "partitions", "overhead", "deleted_ratio"),
+    "vertex": ("shard_size",),
+}
+PLATFORM_NAMES = {"opensearch": "OpenSearch k-NN", "azure": "Azure AI Search", "vertex": "Vertex AI Vector Search"}
+
+
+def _platform_capacity(
+    engine: str, count: int, dim: int, dtype: str | None, m: int | None, measure: bool, given: dict, json_out: bool
+) -> None:
+    from contextlens.analyses.search.platforms import platform_capacity
+
+    if measure:
+        raise InputError(f"--measure is for faiss and pgvector; {PLATFORM_NAMES[engine]} cannot run here, so its "
+                         "figures are its vendor's documented formulas")  # fmt: skip
+    wrong = [k for k, v in given.items() if v is not None and k not in PLATFORM_PARAMS[engine]]
+    wrong += ["m"] * (m is not None and engine != "opensearch") + ["dtype"] * (dtype is not None and engine != "azure")
+    if wrong:
+        flags = ", ".join(f"--{k.replace('_', '-')}" for k in wrong)
+        raise InputError(f"{flags} {'is' if len(wrong) == 1 else 'are'} not an option of --engine {engine}")
+    params = {k: given[k] for k in PLATFORM_PARAMS[engine]}
+    if engine == "opensearch":
+        params["m"] = m
+    if engine == "azure":
+        params["dtype"] = dtype
+    result = platform_capacity(engine, count, dim, **params)
+    if json_out:
+        print_json(result.to_dict())
+        return
+    shown = ", ".join(f"{k}={v}" for k, v in result.params.items() if v is not None)
+    console.print(f"[bold]{result.count:,}[/bold] vectors x {result.dim} dims on [bold]{PLATFORM_NAMES[engine]}[/bold] "
+                  f"({shown}) [yellow]{result.label}[/yellow]")  # fmt: skip
+    table = Table(show_header=True)
+    table.add_column("")
+    table.add_column("bytes", justify="right")
+    table.add_column("", justify="right")
+    table.add_row("per vector (one copy)", f"{result.bytes_per_vector:,.1f}", human_bytes(result.bytes_per_vector))
+    table.add_row(f"{result.count:,} vectors", f"{result.bytes:,}", human_bytes(result.bytes))
+    table.add_row("budget", f"{result.budget_bytes:,}", human_bytes(result.budget_bytes))
+    console.print(table)
+    console.print(f"formula: {result.formula}")
+    console.print(f"budget: {result.budget_formula}")
+    if "shards" in result.params:  # Vertex AI: the index is split into as many shards as it needs
+        shards, size = result.params["shards"], result.params["shard_size"]
+        console.print(f"[bold]{result.fits:,}[/bold] vectors of {result.dim} dims fit in one {size} shard; "
+                      f"{result.count:,} need {shards:,} shard{'s' if shards > 1 else ''}")  # fmt: skip
+        verdict = None
+    else:
+        verdict = "fit" if result.fits_count else "do NOT fit"
+    if verdict:
+        console.print(f"[bold]{result.fits:,}[/bold] vectors of {result.dim} dims fit in the budget; "
+                      f"{result.count:,} {verdict}")  # fmt: skip
+    for note in result.notes:
+        console.print(f"[dim]{note}[/dim]")
+    for source in result.sources:
+        console.print(f"[dim]source: {source['title']} <{source['url']}>[/dim]")
 
 
 def human_bytes(n: float) -> str:

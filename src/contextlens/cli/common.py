@@ -17,7 +17,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from contextlens.core.choices import check_precision, check_runtime
+from contextlens.core.choices import check_precision, check_runtime_choice
 from contextlens.core.model_facts import ModelFacts, model_facts
 from contextlens.core.resources import DEFAULT_CONTEXTUAL, DEFAULT_STATIC
 from contextlens.errors import OutputPathError
@@ -46,8 +46,9 @@ RuntimeOpt = Annotated[
     str,
     typer.Option(
         "--runtime",
-        help="torch (default, the reference) or onnx: ONNX Runtime, exported once per model and cached,"
-        " checked within 1e-4 of torch; faster on this machine (docs/speed.md); encoders only.",
+        help="auto (ONNX Runtime for an encoder, starting without torch; torch for a decoder), torch (the"
+        " reference: plain transformers' numbers) or onnx: exported once per model and cached, checked"
+        " within 1e-4 of torch (docs/speed.md).",
     ),
 ]
 ThreadsOpt = Annotated[
@@ -118,7 +119,7 @@ def check_model(
     ``layers`` and the ``attention`` (layer, head) against the model's config.json. A usage error
     so answers in a fraction of a second. The facts, or None for a hub id not on disk."""
     check_precision(precision)
-    check_runtime(runtime)
+    check_runtime_choice(runtime)
     facts = model_facts(name)
     if facts is not None:
         for layer in layers:
@@ -149,24 +150,48 @@ def contextual_option(
     *,
     layers: Iterable[int] = (),
     attention: tuple[int, int | None] | None = None,
+    attention_weights: bool = False,
 ) -> ContextualModel:
-    """The --model at --precision on --runtime, checked first (:func:`check_model`), with torch's
-    threads set once, before the model loads (--threads, default the core count; ONNX Runtime
-    sessions take torch's count). Any result that is not torch fp32 has its measured drift from
-    it on stderr (an ONNX graph's is the check made when it was exported), so no such result is
-    read without it."""
+    """The --model at --precision on --runtime (``auto``: :mod:`contextlens.core.runtime_choice`),
+    checked first (:func:`check_model`), with the threads set once, before the model loads
+    (--threads, default the core count; :mod:`contextlens.core.threads`). Any result that is not
+    torch fp32 has its measured drift from it on stderr (an ONNX graph's is the check made when
+    it was exported), so no such result is read without it."""
     check_model(name, precision, runtime, layers=layers, attention=attention)
-    import torch
-
     from contextlens.core.contextual_models import load_contextual
+    from contextlens.core.runtime_choice import export_pending, resolve_runtime
+    from contextlens.core.threads import set_threads
 
-    torch.set_num_threads(threads or default_threads())
+    set_threads(threads or default_threads())  # torch's count too, whenever torch loads
+    weights = attention_weights or attention is not None  # auto: ONNX only from a checked attention graph
+    asked = runtime
+    runtime = resolve_runtime(name, precision, runtime, attention=weights)
+    if runtime == "onnx" and export_pending(name, precision):
+        note(
+            f"first ONNX Runtime use of {name} ({precision}) on this machine: exporting its graph and checking it "
+            "against torch, once (about 10 s for minilm, a minute for mpnet); later runs start without torch"
+        )
     model = load_contextual(name, precision, runtime)
     if not model.backend.is_reference:
         from contextlens.core.drift import drift
 
-        note(drift(name, precision, runtime).line())
+        line = drift(name, precision, runtime).line()
+        if asked == "auto":  # not asked for: said after the result, so a usage error stays one line
+            AFTER_RESULT.append(line)
+        else:
+            note(line)
     return model
+
+
+AFTER_RESULT: list[str] = []  # side remarks printed once the command has succeeded (cli.main)
+
+
+def notes_after_result(succeeded: bool) -> None:
+    """Print (on success) and forget the remarks kept for after the result."""
+    if succeeded:
+        for line in AFTER_RESULT:
+            note(line)
+    AFTER_RESULT.clear()
 
 
 def print_json(data: Any) -> None:

@@ -44,7 +44,7 @@ def compare_cmd(
     sentences: Annotated[list[str], typer.Argument(help="Two or more sentences, target in \\[brackets].")],
     model: ModelOpt = DEFAULT_MODEL,
     precision: PrecisionOpt = "fp32",
-    runtime: RuntimeOpt = "torch",
+    runtime: RuntimeOpt = "auto",
     threads: ThreadsOpt = None,
     static: StaticOpt = DEFAULT_STATIC_MODEL,
     word: WordOpt = None,

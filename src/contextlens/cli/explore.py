@@ -40,7 +40,7 @@ def explore_cmd(
     layer: LayerOpt = -1,
     model: ModelOpt = DEFAULT_MODEL,
     precision: PrecisionOpt = "fp32",
-    runtime: RuntimeOpt = "torch",
+    runtime: RuntimeOpt = "auto",
     threads: ThreadsOpt = None,
     permutations: Annotated[int, typer.Option(help="Label shuffles for the permutation test.")] = 1000,
     seed: Annotated[int, typer.Option(help="Seed of the label shuffles.")] = 0,

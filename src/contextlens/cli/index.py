@@ -28,6 +28,12 @@ index_app = typer.Typer(
     no_args_is_help=True,
 )
 app.add_typer(index_app, name="index")
+server_app = typer.Typer(
+    help="The embedded PostgreSQL of --engine pgvector: it stays up between commands and stops after an idle "
+    "timeout ($CONTEXTLENS_PG_IDLE_SECONDS, default 300 s).",
+    no_args_is_help=True,
+)
+index_app.add_typer(server_app, name="server")
 
 KindOpt = Annotated[
     str | None,
@@ -229,3 +235,29 @@ def index_search(
             f"recall@{k} against an exact scan of the same table: {result.recall:.2f} "
             f"(exact = 1.00; {result.index_type} is {'that scan' if result.index_type == 'flat' else 'approximate'})"
         )
+
+
+@server_app.command("status")
+def server_status_cmd(json_out: JsonOpt = False) -> None:
+    """Whether the embedded PostgreSQL runs, is in use, and how long it has been idle."""
+    from contextlens.analyses.search.pg_server import server_status
+
+    status = server_status()
+    if json_out:
+        print_json(status)
+        return
+    if not status["running"]:
+        console.print("the embedded PostgreSQL is not running (the next pgvector command starts it)")
+        return
+    state = "in use" if status["in_use"] else f"idle for {status['idle_seconds'] or 0:.0f} s"
+    console.print(f"the embedded PostgreSQL is running, {state}; it stops after "
+                  f"{status['idle_timeout_seconds']:.0f} s idle ({escape(status['data'])})")  # fmt: skip
+
+
+@server_app.command("stop")
+def server_stop_cmd() -> None:
+    """Stop the embedded PostgreSQL now (refused while another command uses it)."""
+    from contextlens.analyses.search.pg_server import stop_server
+
+    stopped = stop_server()
+    console.print("stopped the embedded PostgreSQL" if stopped else "the embedded PostgreSQL was not running")

@@ -58,7 +58,7 @@ def probe_cmd(
     layer: LayerOpt = -1,
     model: ModelOpt = DEFAULT_MODEL,
     precision: PrecisionOpt = "fp32",
-    runtime: RuntimeOpt = "torch",
+    runtime: RuntimeOpt = "auto",
     threads: ThreadsOpt = None,
     static: StaticOpt = DEFAULT_STATIC_MODEL,
     word: WordOpt = None,

@@ -41,7 +41,7 @@ def rank_cmd(
     ] = None,
     model: ModelOpt = DEFAULT_MODEL,
     precision: PrecisionOpt = "fp32",
-    runtime: RuntimeOpt = "torch",
+    runtime: RuntimeOpt = "auto",
     threads: ThreadsOpt = None,
     static: StaticOpt = DEFAULT_STATIC_MODEL,
     template: TemplateOpt = "The word is [{word}].",

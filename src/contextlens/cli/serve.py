@@ -80,7 +80,7 @@ def serve_cmd(
     ] = None,
     workers: Annotated[int, typer.Option("--workers", help="Analyses run at once.", min=1, max=16)] = 2,
     precision: PrecisionOpt = "fp32",
-    runtime: RuntimeOpt = "torch",
+    runtime: RuntimeOpt = "auto",
     threads: ThreadsOpt = None,
     open_browser: Annotated[bool, typer.Option("--open", help="Open the lesson in the default browser.")] = False,
 ) -> None:
@@ -105,7 +105,7 @@ def serve_cmd(
         import webbrowser
 
         threading.Timer(1.0, webbrowser.open, args=(url,)).start()
-    web_app = create_app(model, served, workers=workers, precision=precision, runtime=runtime, host=host)
+    web_app = create_app(model, served, workers=workers, precision=precision, runtime=loaded.runtime, host=host)
     try:
         uvicorn.run(web_app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=GRACE)
     finally:

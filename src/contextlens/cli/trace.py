@@ -18,6 +18,7 @@ from contextlens.cli.common import (
     OccurrenceOpt,
     PlotOpt,
     PrecisionOpt,
+    RuntimeOpt,
     ThreadsOpt,
     WordOpt,
     console,
@@ -40,6 +41,7 @@ def trace_cmd(
     exclude_special: ExcludeSpecialOpt = False,
     model: ModelOpt = DEFAULT_MODEL,
     precision: PrecisionOpt = "fp32",
+    runtime: RuntimeOpt = "auto",
     threads: ThreadsOpt = None,
     word: WordOpt = None,
     occurrence: OccurrenceOpt = 0,
@@ -63,7 +65,7 @@ def trace_cmd(
         from contextlens.data.text_sets import corpus_texts
 
         texts = corpus_texts(corpus, limit)
-    contextual = contextual_option(model, precision, threads)
+    contextual = contextual_option(model, precision, threads, runtime, attention_weights=True)
     from contextlens.analyses.lesson.trace import INPUT_ROW_COSINE_MEANS, trace
 
     with as_flags(top_k="--top"):

@@ -18,69 +18,87 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import nullcontext
-from itertools import chain
 from typing import Any
 
-import numpy as np
-import torch
-
-from contextlens.core import arguments, layer_forward
+from contextlens.core import arguments
+from contextlens.core.array_ops import NUMPY, TORCH
 from contextlens.core.backend import Backend
-from contextlens.core.onnx_runtime import EXPORT_RULE, ORT_QUANT_RULE, OnnxForward, require_onnxruntime
-from contextlens.core.precision import QUANT_RULE, quantize, weight_bytes
+from contextlens.core.model_facts import DECODER_TYPES
+from contextlens.core.onnx_graphs import (
+    EXPORT_RULE,
+    ORT_QUANT_RULE,
+    attention_ready,
+    lean_ready,
+    require_onnxruntime,
+)
 from contextlens.core.progress import Progress, progress_bar
-from contextlens.errors import InputError, UnknownModelError
-
-_DECODER_TYPES = {"llama", "gpt2", "mistral", "qwen2", "gemma", "phi", "gpt_neox", "smollm3"}
+from contextlens.errors import InputError
 
 
 class Backbone:
-    """A transformer loaded for contextlens: its facts and its forward pass."""
+    """A transformer loaded for contextlens: its facts and its forward pass.
+
+    On the torch runtime the forward is a :class:`~contextlens.core.torch_net.TorchNet`; on ONNX
+    Runtime a :class:`~contextlens.core.lean_net.LeanNet`, which imports neither torch nor
+    transformers. The first ONNX use of a model on a machine exports and checks its graph (torch
+    is loaded for that, once, and :attr:`exported_now` says it happened); every later process
+    starts lean. The torch model an ONNX backbone compares with (:meth:`run_torch_layers`,
+    :attr:`model`) is loaded only if asked for.
+    """
 
     def __init__(
         self, name: str, source: str, revision: str | None = None, precision: str = "fp32", runtime: str = "torch"
     ):
-        from transformers import AutoModel, AutoTokenizer
-        from transformers.utils import logging as hf_logging
-
         self.backend = Backend(precision, runtime)  # checked before any weights load
-        hf_logging.set_verbosity_error()
-        hf_logging.disable_progress_bar()
         self.name = name
         self.source = source
-        try:
-            self.tokenizer = AutoTokenizer.from_pretrained(source, revision=revision)
-            try:
-                self.model = AutoModel.from_pretrained(source, revision=revision, attn_implementation="sdpa")
-            except (ValueError, ImportError):
-                self.model = AutoModel.from_pretrained(source, revision=revision, attn_implementation="eager")
-        except OSError as exc:
-            raise UnknownModelError(
-                f"could not load model {name!r} from {source} ({str(exc).splitlines()[0]}); "
-                "check the name or folder, or install a shipped model (`contextlens models`)"
-            ) from exc
-        if not getattr(self.tokenizer, "is_fast", False):
-            raise UnknownModelError(f"model {name!r} has no fast tokenizer, so character offsets are unavailable")
-        self.model.eval()
-        self._onnx: OnnxForward | None = None
+        self.revision = revision
+        self.exported_now = False
+        self._reference: Any = None  # the torch fp32 net an ONNX backbone is checked against
+        self._reference_lock = threading.Lock()
         if runtime == "onnx":
-            require_onnxruntime()  # the torch model stays fp32: it is what the graph is exported from
-        elif precision == "int8":
-            self.model = quantize(self.model)
-        self.config = self.model.config
-        self._onnx_lock = threading.Lock()
-        if self.tokenizer.pad_token_id is None:
-            self.tokenizer.pad_token = self.tokenizer.eos_token or self.tokenizer.unk_token
-        self.tokenizer = SerialTokenizer(self.tokenizer)
-        # hooks go on once, here, before any call: the eager twin (attention weights) is copied
-        # first, so it carries none of the main model's hooks
-        attention_net = layer_forward.eager_twin(self.model)
-        self._tap = layer_forward.LayerTap(self.model, self.num_layers, attention_net is self.model)
-        self._attention_tap = (
-            self._tap
-            if attention_net is self.model
-            else layer_forward.LayerTap(attention_net, self.num_layers, attention_weights=True)
-        )
+            require_onnxruntime()
+            if not lean_ready(name, str(source), precision):
+                self._export_once()
+            from contextlens.core.lean_net import LeanNet
+
+            self._net: Any = LeanNet(name, str(source), precision)
+            self.arrays = NUMPY
+        else:
+            from contextlens.core.torch_net import TorchNet
+
+            self._net = TorchNet(name, str(source), revision, precision, quantized=precision == "int8")
+            self.arrays = TORCH
+        self.config = self._net.config
+        self.tokenizer = SerialTokenizer(self._net.tokenizer)
+
+    def _export_once(self) -> None:
+        """Export and check this model's graph at this precision (torch fp32 is what it is made
+        from), then let the torch model go unless something asks for it again."""
+        from contextlens.core.onnx_runtime import OnnxForward
+
+        reference = self.torch_reference()
+        if reference.is_decoder:
+            raise InputError(
+                f"`runtime` onnx runs encoder models (minilm, mpnet), not the decoder {self.name!r}; "
+                "use `runtime` torch"
+            )
+        OnnxForward(reference)
+        self.exported_now = True
+        with self._reference_lock:
+            self._reference = None  # the lean net needs none of it: its memory goes
+
+    def torch_reference(self) -> Any:
+        """The torch fp32 net of this model, loaded on first need (the export, a comparison)."""
+        with self._reference_lock:
+            if self._reference is None:
+                if self.runtime == "torch" and self.precision == "fp32":
+                    self._reference = self._net
+                else:
+                    from contextlens.core.torch_net import TorchNet
+
+                    self._reference = TorchNet(self.name, str(self.source), self.revision, self.precision, False)
+            return self._reference
 
     # --- facts -----------------------------------------------------------------------------
 
@@ -93,7 +111,11 @@ class Backbone:
         if self.runtime == "onnx":
             rule = EXPORT_RULE if self.precision == "fp32" else f"{EXPORT_RULE}+{ORT_QUANT_RULE}"
             return f"{self.source}#onnx-{self.precision}:{rule}"
-        return str(self.source) if self.precision == "fp32" else f"{self.source}#{self.precision}:{QUANT_RULE}"
+        if self.precision == "fp32":
+            return str(self.source)
+        from contextlens.core.precision import QUANT_RULE
+
+        return f"{self.source}#{self.precision}:{QUANT_RULE}"
 
     @property
     def precision(self) -> str:
@@ -104,10 +126,17 @@ class Backbone:
         return self.backend.runtime
 
     @property
+    def model(self) -> Any:
+        """The torch network: this backbone's on the torch runtime; on ONNX Runtime the fp32
+        network its graph was exported from (loaded now if it was not)."""
+        return self._net.model if self.runtime == "torch" else self.torch_reference().model
+
+    @property
     def attention_model(self) -> Any:
         """The module tree attention weights come from: the model itself when it runs eager
         attention, else its eager twin (same weight tensors, its own config)."""
-        return self._attention_tap.net
+        self.require_torch("attention weights")
+        return self._net.attention_tap.net
 
     @property
     def num_layers(self) -> int:
@@ -135,7 +164,7 @@ class Backbone:
     def is_decoder(self) -> bool:
         """Decoders see left context only."""
         return not getattr(self.config, "is_encoder_decoder", False) and bool(
-            getattr(self.config, "is_decoder", False) or self.config.model_type in _DECODER_TYPES
+            getattr(self.config, "is_decoder", False) or self.config.model_type in DECODER_TYPES
         )
 
     def check_layers(self, layers: Sequence[int] | None) -> tuple[int, ...]:
@@ -177,57 +206,65 @@ class Backbone:
                     if tell is not None:
                         tell(done, len(items))
 
-    def pad(self, sequences: Sequence[Sequence[int]]) -> tuple[torch.Tensor, torch.Tensor]:
-        """Right-pad token id sequences: ``(ids, attention mask)`` (one vectorized fill, no
-        tensor per row)."""
-        lengths = np.fromiter(map(len, sequences), dtype=np.int64, count=len(sequences))
-        mask = np.arange(int(lengths.max())) < lengths[:, None]
-        ids = np.full(mask.shape, self.tokenizer.pad_token_id, dtype=np.int64)
-        ids[mask] = np.fromiter(chain.from_iterable(sequences), dtype=np.int64, count=int(lengths.sum()))
-        return torch.from_numpy(ids), torch.from_numpy(mask.astype(np.int64))
+    # --- the forward -----------------------------------------------------------------------
 
-    def run(self, ids: torch.Tensor, mask: torch.Tensor, hidden_states: bool, attentions: bool = False) -> Any:
+    def pad(self, sequences: Sequence[Sequence[int]]) -> tuple[Any, Any]:
+        """Right-pad token id sequences: ``(ids, attention mask)``, torch tensors on the torch
+        runtime, numpy arrays on ONNX Runtime (what :attr:`arrays` works on)."""
+        return self._net.pad(sequences)
+
+    def run(self, ids: Any, mask: Any, hidden_states: bool, attentions: bool = False) -> Any:
         """One forward pass of the torch model without gradients (attention weights, the model's
         own outputs: torch runtime only)."""
         self.require_torch("the model's full outputs")
-        net = self.attention_model if attentions else self.model
-        with torch.inference_mode():
-            return net(
-                input_ids=ids,
-                attention_mask=mask,
-                output_hidden_states=hidden_states,
-                output_attentions=attentions,
-            )
+        return self._net.run(ids, mask, hidden_states, attentions)
 
-    def run_layers(
-        self, ids: torch.Tensor, mask: torch.Tensor, layers: Sequence[int], keep: layer_forward.Keep | None = None
-    ) -> list[torch.Tensor]:
+    def run_layers(self, ids: Any, mask: Any, layers: Sequence[int], keep: Any = None) -> list[Any]:
         """``keep(state)`` at each requested layer (checked, 0..L) without running the blocks above
         the highest; see :func:`layer_forward.run_layers`."""
         if self.runtime == "onnx":
-            return self.onnx_forward().run_layers(ids, mask, layers, keep or (lambda h: h))
-        return self.run_torch_layers(ids, mask, layers, keep)
+            return self._net.run_layers(ids, mask, layers, keep)
+        return self._net.run_torch_layers(ids, mask, layers, keep)
 
-    def run_torch_layers(
-        self, ids: torch.Tensor, mask: torch.Tensor, layers: Sequence[int], keep: layer_forward.Keep | None = None
-    ) -> list[torch.Tensor]:
-        """:meth:`run_layers` on the torch model whatever the runtime (the ONNX export's reference)."""
-        return layer_forward.run_layers(self._tap, ids, mask, layers, keep)
+    def run_torch_layers(self, ids: Any, mask: Any, layers: Sequence[int], keep: Any = None) -> list[Any]:
+        """:meth:`run_layers` on the torch fp32 model whatever the runtime (the ONNX export's
+        reference; loads torch on an ONNX backbone)."""
+        net = self._net if self.runtime == "torch" else self.torch_reference()
+        return net.run_torch_layers(ids, mask, layers, keep)
 
-    def run_with_attentions(
-        self, ids: torch.Tensor, mask: torch.Tensor, top: int
-    ) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
-        """Hidden states 0..``top`` and the attention weights of blocks 1..``top`` from the eager
-        twin (torch runtime only); see :func:`layer_forward.run_with_attentions`."""
+    def run_with_attentions(self, ids: Any, mask: Any, top: int) -> tuple[list[Any], list[Any]]:
+        """Hidden states 0..``top`` and the attention weights of blocks 1..``top``: from the eager
+        twin on torch (:func:`layer_forward.run_with_attentions`), from the checked attention
+        graph on ONNX Runtime fp32 (:attr:`lean_attention`); refused otherwise."""
+        if self.lean_attention:
+            return self._net.graphs.run_with_attentions(ids, mask, top)
         self.require_torch("attention weights")
-        return layer_forward.run_with_attentions(self._attention_tap, ids, mask, top, self.num_heads)
+        return self._net.run_with_attentions(ids, mask, top)
 
-    def onnx_forward(self) -> OnnxForward:
-        """The ONNX Runtime graphs (exported and checked on first use, then cached on disk; one
-        export however many threads ask at once)."""
-        with self._onnx_lock:
-            if self._onnx is None:
-                self._onnx = OnnxForward(self)
+    @property
+    def lean_attention(self) -> bool:
+        """Whether attention weights come from this model's checked ONNX attention graph (fp32 on
+        ONNX Runtime, the graph within 1e-5 of torch's eager attention), not from torch."""
+        return self.runtime == "onnx" and self.precision == "fp32" and attention_ready(self.name, str(self.source))
+
+    def input_rows(self, ids: Sequence[int] | Any) -> Any:
+        """The input embedding rows of token ids (float32 numpy)."""
+        return self._net.input_rows(ids)
+
+    def position_rows(self, n: int) -> Any:
+        """The learned absolute position rows of positions 0..n-1 (float32 numpy), or None."""
+        return self._net.position_rows(n)
+
+    def onnx_forward(self) -> Any:
+        """The ONNX Runtime graphs: this backbone's own on ONNX Runtime; on torch, the export
+        made from this model (exported and checked on first use, then cached on disk)."""
+        if self.runtime == "onnx":
+            return self._net.graphs
+        with self._reference_lock:
+            if getattr(self, "_onnx", None) is None:
+                from contextlens.core.onnx_runtime import OnnxForward
+
+                self._onnx = OnnxForward(self.torch_reference())
             return self._onnx
 
     def require_torch(self, what: str) -> None:
@@ -237,9 +274,7 @@ class Backbone:
 
     def weight_bytes(self) -> int:
         """Bytes of the weights as this model runs them (int8 packed where quantized)."""
-        if self.runtime == "onnx":
-            return self.onnx_forward().weight_bytes()
-        return weight_bytes(self.model)
+        return self._net.weight_bytes()
 
 
 class SerialTokenizer:

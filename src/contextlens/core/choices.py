@@ -10,7 +10,8 @@ from __future__ import annotations
 from contextlens.errors import InputError
 
 PRECISIONS: tuple[str, ...] = ("fp32", "int8")
-RUNTIMES: tuple[str, ...] = ("torch", "onnx")
+RUNTIMES: tuple[str, ...] = ("torch", "onnx")  # what a result can have run on
+RUNTIME_CHOICES: tuple[str, ...] = ("auto", *RUNTIMES)  # what a caller may ask for (core/runtime_choice.py)
 POOLINGS: tuple[str, ...] = ("mean", "first", "last")
 
 
@@ -23,6 +24,13 @@ def check_precision(precision: str) -> str:
 def check_runtime(runtime: str) -> str:
     if runtime not in RUNTIMES:
         raise InputError(f"unknown runtime {runtime!r}; use one of {', '.join(RUNTIMES)}")
+    return runtime
+
+
+def check_runtime_choice(runtime: str) -> str:
+    """A runtime a caller may ask for: ``auto`` (resolved by core/runtime_choice.py) or a runtime."""
+    if runtime not in RUNTIME_CHOICES:
+        raise InputError(f"unknown runtime {runtime!r}; use one of {', '.join(RUNTIME_CHOICES)}")
     return runtime
 
 

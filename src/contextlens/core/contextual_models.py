@@ -25,6 +25,7 @@ import numpy as np
 from contextlens.core import alignment, arguments, extraction, text_pooling
 from contextlens.core.alignment import TokenizedOccurrence
 from contextlens.core.backbone import Backbone
+from contextlens.core.choices import check_precision, check_runtime
 from contextlens.core.extraction import (
     POOLINGS,
     ForwardPass,
@@ -34,9 +35,8 @@ from contextlens.core.extraction import (
     TokenStates,
 )
 from contextlens.core.occurrences import Occurrence
-from contextlens.core.onnx_runtime import check_runtime
-from contextlens.core.precision import check_precision
 from contextlens.core.resources import resolve_contextual
+from contextlens.core.runtime_choice import resolve_runtime
 from contextlens.core.text_pooling import TextPooling, sentence_config
 from contextlens.errors import InputError
 
@@ -61,6 +61,7 @@ class ContextualModel(Backbone):
     ):
         super().__init__(name, source, revision, precision, runtime)
         self.occurrence_cache = OccurrenceCache()
+        self.loaded_as: str | None = None  # the name or folder load_contextual was given
 
     @property
     def cache_size(self) -> int:
@@ -174,8 +175,10 @@ class ContextualModel(Backbone):
 def load_contextual(name_or_path: str = "mpnet", precision: str = "fp32", runtime: str = "torch") -> ContextualModel:
     """Load a contextual model by registry name, local folder or hub id; one instance per name,
     precision (``fp32``, exact, or ``int8``: see :mod:`contextlens.core.precision`) and runtime
-    (``torch``, the reference, or ``onnx``: see :mod:`contextlens.core.onnx_runtime`)."""
-    return _load(name_or_path, check_precision(precision), check_runtime(runtime))
+    (``torch``, the reference; ``onnx``: see :mod:`contextlens.core.onnx_runtime`; or ``auto``: ONNX
+    Runtime for an encoder, torch otherwise, see :mod:`contextlens.core.runtime_choice`)."""
+    precision = check_precision(precision)
+    return _load(name_or_path, precision, check_runtime(resolve_runtime(name_or_path, precision, runtime)))
 
 
 _LOADING = threading.Lock()
@@ -190,7 +193,18 @@ def _load(name_or_path: str, precision: str, runtime: str) -> ContextualModel:
 @lru_cache(maxsize=6)
 def _load_once(name_or_path: str, precision: str, runtime: str) -> ContextualModel:
     name, source, revision = resolve_contextual(name_or_path)
-    return ContextualModel(name, source, revision, precision, runtime)
+    model = ContextualModel(name, source, revision, precision, runtime)
+    model.loaded_as = name_or_path
+    return model
+
+
+def on_torch(model: ContextualModel) -> ContextualModel:
+    """The same model at the same precision on torch: itself on torch, else loaded now (once).
+    For what only torch gives (attention weights) when ``runtime="auto"`` chose ONNX Runtime for
+    the rest: the result then says torch, as it ran."""
+    if model.runtime == "torch":
+        return model
+    return load_contextual(model.loaded_as or str(model.source), model.precision, "torch")
 
 
 def as_contextual(model: ContextualModel | str | os.PathLike) -> ContextualModel:

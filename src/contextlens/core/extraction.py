@@ -16,10 +16,9 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
-import torch
 
 from contextlens.core import arguments
 from contextlens.core.alignment import TokenizedOccurrence, tokenize_many
@@ -150,7 +149,7 @@ def extract_targets(
     # (indices of the occurrences that use a sequence, the sequence): batches() sorts by the
     # second item, the sequence's length (sorting by the first left the batches unsorted)
     items = [(ns, ids) for ids, ns in groups.items()]
-    weight = model.model.get_input_embeddings().weight.detach()
+    ops = model.arrays  # torch tensors on the torch runtime, numpy arrays on ONNX Runtime
     # the tokens each occurrence pools: all of the word's for "mean", else the first or last
     spans = [
         t.target_positions
@@ -162,16 +161,15 @@ def extract_targets(
         ids, mask = model.pad([seq for _, seq in batch])
         width = ids.shape[1]
         index = [n for ns, _ in batch for n in ns]
-        flat = torch.tensor(
-            [row * width + p for row, (ns, _) in enumerate(batch) for n in ns for p in spans[n]], dtype=torch.long
-        )
+        positions = [row * width + p for row, (ns, _) in enumerate(batch) for n in ns for p in spans[n]]
+        flat = ops.index(positions)
         # (layers, target tokens of the batch, d): each layer reduced to its target rows at once,
         # into a buffer allocated before the forward (nothing of ours is allocated among the
         # forward's activations, where it would pin the heap and keep their memory from reuse)
-        buffer = torch.empty((len(layers), len(flat), model.hidden_size), dtype=weight.dtype)
-        model.run_layers(ids, mask, layers, keep=_rows_into(buffer, flat, layers))
-        gathered = buffer.float().numpy()
-        target_rows = weight.index_select(0, ids.view(-1).index_select(0, flat)).float().numpy()
+        buffer = ops.empty((len(layers), len(positions), model.hidden_size))
+        model.run_layers(ids, mask, layers, keep=_rows_into(ops, buffer, flat, layers))
+        gathered = ops.to_numpy(buffer)
+        target_rows = model.input_rows(np.asarray(ids).reshape(-1)[np.asarray(positions, dtype=np.int64)])
         # a word's rows are consecutive; targets of equal token counts are averaged together
         # (no BLAS call: a small threaded product costs more in thread wake-ups than in work)
         sizes = np.array([len(spans[n]) for n in index])
@@ -269,13 +267,12 @@ def forward_one(
         except LookupError:
             raise InputError(f"{model.name} does not return attention weights") from None
         seq = len(tok.input_ids)
-        att = torch.stack(weights)[:, 0].float().numpy().copy() if weights else np.zeros((0, model.num_heads, seq, seq))
+        att = model.arrays.stack_first(weights) if weights else np.zeros((0, model.num_heads, seq, seq))
     else:
         states = model.run_layers(ids, mask, tuple(range(top + 1)))
-    hidden = torch.stack(states)[:, 0].float().numpy().copy()
-    weight = model.model.get_input_embeddings().weight
-    rows = weight[torch.tensor(tok.input_ids)].detach().float().numpy().copy()
-    return ForwardPass(tok, hidden, att, rows, position_rows(model, len(tok.input_ids)))
+    hidden = model.arrays.stack_first(states)
+    rows = np.array(model.input_rows(tok.input_ids), dtype=np.float32)
+    return ForwardPass(tok, hidden, att, rows, model.position_rows(len(tok.input_ids)))
 
 
 def token_states(
@@ -303,7 +300,7 @@ def token_states(
         items.append((i, ids[: model.max_length], enc, truncated))
     results: list[TokenStates | None] = [None] * len(texts)
     for batch in model.batches([(i, ids) for i, ids, _, _ in items], batch_size, show_progress_bar, "tokens"):
-        stacked = torch.stack(model.run_layers(*model.pad([ids for _, ids in batch]), wanted))
+        stacked = model.arrays.stack(model.run_layers(*model.pad([ids for _, ids in batch]), wanted))
         for row, (i, ids) in enumerate(batch):
             _, _, enc, truncated = items[i]
             special = enc["special_tokens_mask"][: len(ids)]
@@ -314,33 +311,14 @@ def token_states(
                 tokens=tuple(model.tokenizer.convert_ids_to_tokens([ids[p] for p in keep])),
                 offsets=tuple(tuple(enc["offset_mapping"][p]) for p in keep),
                 layers=wanted,
-                states=stacked[:, row, keep, :].float().numpy().copy(),
+                states=model.arrays.select(stacked, row, keep),
                 truncated=truncated,
             )
     return results  # type: ignore[return-value]
 
 
-def position_rows(model: Backbone, n: int) -> np.ndarray | None:
-    """``(n, d)``: the learned absolute position embeddings of positions 0..n-1 of a text, where
-    the model has them (else None); the texts of a right-padded batch share them."""
-    emb = getattr(model.model, "embeddings", None)
-    table = getattr(emb, "position_embeddings", None)
-    if table is None or not hasattr(table, "weight"):
-        return None
-    if model.config.model_type in {"mpnet", "roberta", "xlm-roberta"}:
-        pad = model.tokenizer.pad_token_id  # positions start after the padding index
-        positions = torch.arange(pad + 1, pad + 1 + n)
-    else:
-        positions = torch.arange(n)
-    return table.weight[positions].detach().float().numpy().copy()
-
-
-def _rows_into(
-    buffer: torch.Tensor, flat: torch.Tensor, layers: Sequence[int]
-) -> Callable[[torch.Tensor], torch.Tensor]:
+def _rows_into(ops: Any, buffer: Any, flat: Any, layers: Sequence[int]) -> Callable[[Any], Any]:
     """What a hooked layer keeps: only the target rows (``flat`` indexes the batch's rows
     flattened, row * width + position), written into ``buffer[k]`` for ``layers[k]``. The hooks
-    fire in forward order, lowest layer first. ``index_select`` on the flat view, not
-    ``h[rows, positions]``: the same rows at a third of the cost."""
-    slots = iter([buffer[k] for k in sorted(range(len(layers)), key=lambda k: layers[k])])
-    return lambda h: torch.index_select(h.reshape(-1, h.shape[-1]), 0, flat, out=next(slots))
+    fire in forward order, lowest layer first."""
+    return ops.rows_into([buffer[k] for k in sorted(range(len(layers)), key=lambda k: layers[k])], flat)

@@ -33,10 +33,8 @@ import json
 import logging
 import os
 import shutil
-import threading
 import warnings
-from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -44,12 +42,25 @@ import numpy as np
 import torch
 
 from contextlens.core import atomic_files
-from contextlens.core.atomic_files import atomic_path
 from contextlens.core.choices import RUNTIMES, check_runtime  # noqa: F401 (the names callers import from here)
-from contextlens.core.disk_cache import cache_key
+from contextlens.core.onnx_graphs import (  # noqa: F401 (the names callers import from here)
+    ATTENTION,
+    ATTENTION_EXACT,
+    EXACT,
+    EXPORT_RULE,
+    INSTALL_HINT,
+    ORT_QUANT_RULE,
+    SESSIONS_KEPT,
+    OnnxGraphs,
+    check_file,
+    export_folder,
+    prune_to,
+    require_onnxruntime,
+    write_lean_tables,
+)
 from contextlens.core.precision import compare_states, drift_batch, drift_sentences
-from contextlens.core.resources import cache_dir, clean_leftovers, temp_dir_for
-from contextlens.errors import InputError, ModelLoadError, ModelNotInstalledError
+from contextlens.core.resources import temp_dir_for
+from contextlens.errors import InputError, ModelLoadError
 
 
 class TorchSource(Protocol):
@@ -68,21 +79,6 @@ class TorchSource(Protocol):
     def pad(self, sequences: Sequence[Sequence[int]]) -> tuple[torch.Tensor, torch.Tensor]: ...
 
     def run_torch_layers(self, ids: torch.Tensor, mask: torch.Tensor, layers: Sequence[int]) -> list[torch.Tensor]: ...
-
-EXACT = 1e-4  # the largest difference from torch an fp32 graph may show on the drift set
-EXPORT_RULE = "torchscript-opset17-bert-fusion-prepared-mask-v1"  # part of the export folder's key
-ORT_QUANT_RULE = "ort-dynamic-qint8-matmul-except-ffn-down-v1"  # part of an onnx int8 model's identity
-SESSIONS_KEPT = 3  # pruned graphs' sessions held at once (one per highest layer in use)
-INSTALL_HINT = "pip install 'contextlens[runtimes]' (onnxruntime, onnx), or use `runtime` torch"
-
-
-def require_onnxruntime() -> None:
-    """A typed error, not an ImportError, when the optional extra is missing."""
-    try:
-        import onnx  # noqa: F401
-        import onnxruntime  # noqa: F401
-    except ImportError as exc:
-        raise ModelNotInstalledError(f"ONNX Runtime is not installed: {INSTALL_HINT}") from exc
 
 
 class HiddenStates(torch.nn.Module):
@@ -140,6 +136,52 @@ def export_onnx(net: torch.nn.Module, num_layers: int, sample: tuple[torch.Tenso
         pin_head_count(
             path, int(net.config.num_attention_heads), net.config.hidden_size // net.config.num_attention_heads
         )
+
+
+class AttentionStates(torch.nn.Module):
+    """An eager model as a module returning its hidden states 0..L and its attention
+    probabilities 1..L as one tuple (the attention graph the exporter sees)."""
+
+    def __init__(self, net: torch.nn.Module):
+        super().__init__()
+        self.net = net
+        self.eval()
+
+    def forward(self, ids: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        out = self.net(input_ids=ids, attention_mask=mask, output_hidden_states=True, output_attentions=True)
+        return (*out.hidden_states, *out.attentions)
+
+
+def export_attention_onnx(
+    eager_net: torch.nn.Module, num_layers: int, sample: tuple[torch.Tensor, torch.Tensor], path: str
+) -> None:
+    """The eager model exported with its attention probabilities as outputs ``attn_1..L`` beside
+    ``hidden_0..L``, not fused (the fused attention never forms the probabilities)."""
+    outputs = [f"hidden_{k}" for k in range(num_layers + 1)] + [f"attn_{k}" for k in range(1, num_layers + 1)]
+    axes: dict[str, dict[int, str]] = {name: {0: "batch", 1: "sequence"} for name in ["input_ids", "attention_mask"]}
+    axes |= {f"hidden_{k}": {0: "batch", 1: "sequence"} for k in range(num_layers + 1)}
+    axes |= {f"attn_{k}": {0: "batch", 2: "sequence", 3: "keys"} for k in range(1, num_layers + 1)}
+    with warnings.catch_warnings(), torch.inference_mode():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(
+            AttentionStates(eager_net),
+            sample,
+            path,
+            dynamo=False,
+            input_names=["input_ids", "attention_mask"],
+            output_names=outputs,
+            dynamic_axes=axes,
+            opset_version=17,
+        )
+    eager_net.eval()
+
+
+def compare_attentions(reference: list[torch.Tensor], other: list[torch.Tensor], mask: torch.Tensor) -> list[float]:
+    """Per block: the largest absolute difference between two runs' attention probabilities, over
+    the real (unpadded) query tokens and every key."""
+    rows, queries = mask.bool().nonzero(as_tuple=True)
+    pairs = zip(reference, other, strict=True)
+    return [float((x[rows, :, queries] - y[rows, :, queries]).abs().max()) for x, y in pairs]
 
 
 def pin_head_count(path: str, heads: int, head_size: int) -> int:
@@ -211,84 +253,10 @@ def quantize_onnx(
     return len(chosen)
 
 
-def prune_to(graph_path: Path, outputs: Sequence[str], out: Path) -> None:
-    """Save the graph that computes only ``outputs``: the nodes they depend on, the initializers
-    those nodes read (still in the original's weights file, beside it), the graph's inputs."""
-    import onnx
-
-    model = onnx.load(str(graph_path), load_external_data=False)
-    graph = model.graph
-    producer = {name: node for node in graph.node for name in node.output}
-    needed: set[str] = set()
-    stack = list(outputs)
-    kept: set[int] = set()
-    while stack:
-        name = stack.pop()
-        if name in needed:
-            continue
-        needed.add(name)
-        node = producer.get(name)
-        if node is not None and id(node) not in kept:
-            kept.add(id(node))
-            stack.extend(i for i in node.input if i)
-            stack.extend(_subgraph_inputs(node))
-    nodes = [n for n in graph.node if id(n) in kept]
-    del graph.node[:]
-    graph.node.extend(nodes)
-    initializers = [t for t in graph.initializer if t.name in needed]
-    del graph.initializer[:]
-    graph.initializer.extend(initializers)
-    wanted = [o for o in graph.output if o.name in set(outputs)]
-    del graph.output[:]
-    graph.output.extend(wanted)
-    clean_leftovers(out)
-    with atomic_path(out) as tmp:
-        onnx.save_model(model, str(tmp))  # no raw data loaded: the weights stay in the shared file
-
-
-def _subgraph_inputs(node: Any) -> list[str]:
-    """Names a control-flow node's subgraphs read from the outer graph (none in these encoders)."""
-    names = []
-    for attr in node.attribute:
-        for sub in [attr.g] if attr.HasField("g") else list(attr.graphs):
-            for inner in sub.node:
-                names.extend(i for i in inner.input if i)
-                for inner_attr in inner.attribute:
-                    if inner_attr.HasField("g") or len(inner_attr.graphs):
-                        names.extend(_subgraph_inputs(inner))
-    return names
-
-
-def _weights_fingerprint(source: str) -> list[tuple[str, int, int]]:
-    """Name, size and mtime of a model folder's weight files: a changed file is a new export."""
-    folder = Path(source)
-    if not folder.is_dir():
-        return []
-    return sorted(
-        (p.name, p.stat().st_size, int(p.stat().st_mtime))
-        for p in folder.iterdir()
-        if p.suffix in {".safetensors", ".bin"}
-    )
-
-
-def export_folder(model: TorchSource) -> Path:
-    """Where this model's graphs live (keyed on its weights and the tool versions)."""
-    import onnxruntime
-    import transformers
-
-    key = cache_key(
-        EXPORT_RULE,
-        str(model.source),
-        _weights_fingerprint(str(model.source)),
-        torch.__version__,
-        transformers.__version__,
-        onnxruntime.__version__,
-    )
-    return cache_dir() / "onnx" / f"{model.name}-{key}"
-
-
-class OnnxForward:
-    """A model's graphs at one precision and their sessions: ``run_layers`` as in torch."""
+class OnnxForward(OnnxGraphs):
+    """:class:`~contextlens.core.onnx_graphs.OnnxGraphs` made from a loaded torch model: the graph
+    at its precision exported, checked and saved on first use (one export however many processes
+    ask at once), with the tables the lean path reads."""
 
     def __init__(self, model: TorchSource):
         require_onnxruntime()
@@ -297,27 +265,73 @@ class OnnxForward:
                 f"`runtime` onnx runs encoder models (minilm, mpnet), not the decoder {model.name!r}; "
                 "use `runtime` torch"
             )
+        super().__init__(model.name, str(model.source), model.precision, model.num_layers)
         self.model = model
-        self.precision = model.precision
-        self.folder = export_folder(model)
-        self.threads = torch.get_num_threads()
-        self._sessions: OrderedDict[int, Any] = OrderedDict()
-        self._sessions_lock = threading.Lock()  # sessions are made once; running one is thread-safe
-        self.check = self._ensure_built()
+        self._ensure_built()
 
     # --- building (once per machine) -------------------------------------------------------
 
-    @property
-    def full_graph(self) -> Path:
-        return self.folder / f"{self.precision}.onnx"
-
-    def _ensure_built(self) -> dict:
-        """The export folder and this precision's graph, built if missing; returns the check."""
-        if not (self.folder / "fp32-check.json").exists():
+    def _ensure_built(self) -> None:
+        """The export folder, this precision's graph and the lean tables, built if missing."""
+        if not check_file(self.folder, "fp32").exists():
             self._export()
-        if self.precision == "int8" and not (self.folder / "int8-check.json").exists():
+        if self.precision == "int8" and not check_file(self.folder, "int8").exists():
             self._quantize()
-        return json.loads((self.folder / f"{self.precision}-check.json").read_text())
+        if not (self.folder / "lean.json").exists():
+            self._write_lean_tables()
+        if self.precision == "fp32" and not check_file(self.folder, ATTENTION).exists():
+            self._export_attention()
+
+    def _write_lean_tables(self) -> None:
+        net = self.model.model
+        rows = net.get_input_embeddings().weight.detach().float().numpy()
+        table = getattr(getattr(net, "embeddings", None), "position_embeddings", None)
+        positions = None if table is None or not hasattr(table, "weight") else table.weight.detach().float().numpy()
+        offset = 0
+        if positions is not None and self.model.config.model_type in {"mpnet", "roberta", "xlm-roberta"}:
+            offset = int(self.model.tokenizer.pad_token_id) + 1  # positions start after the padding index
+        write_lean_tables(self.folder, rows, positions, offset)
+
+    def _export_attention(self) -> None:
+        """The attention graph (:func:`export_attention_onnx`), kept only if its probabilities are
+        within :data:`ATTENTION_EXACT` of torch's eager attention and its states within
+        :data:`EXACT`; the check is kept either way, so a refused graph is not exported again."""
+        tmp = temp_dir_for(self.folder / f"{ATTENTION}.onnx")
+        try:
+            self._try_attention_export(tmp)
+        except Exception as exc:  # noqa: BLE001 - a model the exporter cannot trace: torch gives its weights
+            reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            atomic_files.write_text(check_file(self.folder, ATTENTION), json.dumps({"ok": False, "error": reason}))
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    def _try_attention_export(self, tmp: Path) -> None:
+        import onnx
+
+        model = self.model
+        sample = model.pad([model.tokenizer(t)["input_ids"] for t in drift_sentences(2)])
+        raw = tmp / "raw.onnx"
+        export_attention_onnx(model.attention_tap.net, model.num_layers, sample, str(raw))
+        graph = onnx.load(str(raw))  # re-saved with its weights in a side file, which pruned graphs share
+        onnx.save_model(
+            graph, str(tmp / f"{ATTENTION}.onnx"), save_as_external_data=True, location=f"{ATTENTION}.onnx.data"
+        )
+        raw.unlink()
+        texts = drift_sentences()
+        ids, mask = drift_batch(model, texts)
+        top = model.num_layers
+        states, weights = model.run_with_attentions(ids, mask, top)
+        names = [f"hidden_{k}" for k in range(top + 1)] + [f"attn_{k}" for k in range(1, top + 1)]
+        feeds = {"input_ids": ids.numpy(), "attention_mask": mask.numpy()}
+        got = [torch.from_numpy(a) for a in self._session_for(tmp / f"{ATTENTION}.onnx").run(names, feeds)]
+        check = compare_states(states, got[: top + 1], mask) | {"sentences": len(texts)}
+        check["attention_max_abs_diff"] = compare_attentions(weights, got[top + 1 :], mask)
+        exact = max(check["attention_max_abs_diff"]) <= ATTENTION_EXACT and max(check["max_abs_diff"]) <= EXACT
+        check["ok"] = exact
+        if check["ok"]:
+            for name in (f"{ATTENTION}.onnx.data", f"{ATTENTION}.onnx"):  # the graph last
+                os.replace(tmp / name, self.folder / name)
+        atomic_files.write_text(check_file(self.folder, ATTENTION), json.dumps(check))
 
     def _export(self) -> None:
         model = self.model
@@ -370,60 +384,6 @@ class OnnxForward:
         layers = tuple(range(model.num_layers + 1))
         reference = model.run_torch_layers(ids, mask, layers)  # torch's, whatever the model's runtime
         session = self._session_for(graph)
-        got = [torch.from_numpy(a) for a in session.run([f"hidden_{k}" for k in layers], _feeds(ids, mask))]
+        feeds = {"input_ids": ids.numpy(), "attention_mask": mask.numpy()}
+        got = [torch.from_numpy(a) for a in session.run([f"hidden_{k}" for k in layers], feeds)]
         return compare_states(reference, got, mask) | {"sentences": len(texts)}
-
-    # --- running ---------------------------------------------------------------------------
-
-    def _session_for(self, path: Path) -> Any:
-        import onnxruntime as ort
-
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = self.threads
-        options.inter_op_num_threads = 1
-        options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-        options.log_severity_level = 3
-        return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
-
-    def session(self, highest: int) -> Any:
-        """The session of the graph pruned to layers 0..``highest`` (the full graph at the top).
-        Sessions follow torch's thread count (``--threads`` sets it once): a change since they
-        were made makes them anew, so ONNX Runtime never runs on a count torch no longer has."""
-        with self._sessions_lock:
-            if torch.get_num_threads() != self.threads:
-                self.threads = torch.get_num_threads()
-                self._sessions.clear()
-            found = self._sessions.get(highest)
-            if found is not None:
-                self._sessions.move_to_end(highest)
-                return found
-            if highest >= self.model.num_layers:
-                path = self.full_graph
-            else:
-                path = self.folder / f"{self.precision}-top{highest}.onnx"
-                if not path.exists():
-                    prune_to(self.full_graph, [f"hidden_{k}" for k in range(highest + 1)], path)
-            made = self._session_for(path)
-            self._sessions[highest] = made
-            if len(self._sessions) > SESSIONS_KEPT:
-                self._sessions.popitem(last=False)
-            return made
-
-    def run_layers(
-        self,
-        ids: torch.Tensor,
-        mask: torch.Tensor,
-        layers: Sequence[int],
-        keep: Callable[[torch.Tensor], torch.Tensor],
-    ) -> list[torch.Tensor]:
-        """``keep(state)`` at each of ``layers``; only the nodes up to the highest one run."""
-        states = self.session(max(layers)).run([f"hidden_{k}" for k in layers], _feeds(ids, mask))
-        return [keep(torch.from_numpy(state)) for state in states]
-
-    def weight_bytes(self) -> int:
-        """Bytes of this precision's graph and weights file as stored."""
-        return sum(p.stat().st_size for p in (self.full_graph, Path(f"{self.full_graph}.data")) if p.exists())
-
-
-def _feeds(ids: torch.Tensor, mask: torch.Tensor) -> dict[str, np.ndarray]:
-    return {"input_ids": ids.numpy(), "attention_mask": mask.numpy()}

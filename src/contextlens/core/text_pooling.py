@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Literal
 
 import numpy as np
-import torch
 
 from contextlens.core.backbone import Backbone
 from contextlens.errors import InputError
@@ -101,31 +100,21 @@ def pool_texts(
     out = np.zeros((len(layers), len(texts), model.hidden_size), dtype=np.float32)
     encoded = model.tokenizer(list(texts), truncation=True, max_length=limit, verbose=False)["input_ids"]
     items = list(enumerate(encoded))
+    ops = model.arrays  # torch tensors on the torch runtime, numpy arrays on ONNX Runtime
     for batch in model.batches(items, batch_size, show_progress_bar, "texts"):
         input_ids, mask = model.pad([ids for _, ids in batch])
-        m = mask.unsqueeze(-1).float()
-
-        def pool(states: torch.Tensor, m: torch.Tensor = m) -> torch.Tensor:
-            """Each layer pooled as it goes by, so a batch never holds whole layers."""
-            states = states.float()
-            if mode == "mean":
-                return (states * m).sum(1) / m.sum(1).clamp(min=1)
-            if mode == "cls":
-                return states[:, 0].clone()
-            return states.masked_fill(m == 0, -1e9).max(1).values
-
+        pool = ops.pooler(mask, mode)  # each layer pooled as it goes by: a batch never holds whole layers
         rows = [i for i, _ in batch]
         for k, pooled in enumerate(model.run_layers(input_ids, mask, layers, keep=pool)):
             if normalize:
-                pooled = torch.nn.functional.normalize(pooled, dim=-1)
-            out[k, rows] = pooled.numpy()
+                pooled = ops.normalize(pooled)
+            out[k, rows] = ops.to_numpy(pooled)
     return out
 
 
 def mean_input_rows(model: Backbone, texts: Sequence[str]) -> np.ndarray:
     """``(n, d)``: mean of the input rows of each text's tokens (specials excluded): the seed's
     "design mistake" kept as a retrieval baseline. No forward pass is needed."""
-    weight = model.model.get_input_embeddings().weight
     out = np.zeros((len(texts), model.hidden_size), dtype=np.float32)
     for i, text in enumerate(texts):
         if not isinstance(text, str) or not text.strip():
@@ -135,6 +124,5 @@ def mean_input_rows(model: Backbone, texts: Sequence[str]) -> np.ndarray:
         )["input_ids"]
         if not ids:
             raise InputError(f"text {i} has no tokens for {model.name}")
-        with torch.inference_mode():
-            out[i] = weight[torch.tensor(ids)].mean(0).float().numpy()
+        out[i] = model.arrays.mean_rows(model.input_rows(ids))
     return out

@@ -6,7 +6,8 @@ indexes by their served names, static models by their registry names). ``guard.G
 Host, origin and size before any route runs; every error answer is ``{"error", "status"}``.
 The model loads once (``load_contextual`` keeps one instance per name, precision and runtime) and
 is shared by the worker threads; every analysis runs on that instance (on ONNX Runtime, the pages
-that need attention weights answer with one error line: those come from the torch runtime only).
+that need attention weights answer with one error line where the model has none: torch, or an
+fp32 ONNX model's checked attention graph, give them).
 """
 
 import io
@@ -84,7 +85,7 @@ def create_app(
             "status": "ok",
             "model": model,
             "precision": precision,
-            "runtime": runtime,
+            "runtime": loaded.runtime,  # as resolved (runtime="auto" is torch or onnx)
             "busy": pool.pending,
             "workers": pool.workers,
         }

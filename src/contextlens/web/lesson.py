@@ -140,10 +140,12 @@ def _live_figure(kind: str, model: ContextualModel | str) -> str:
     if kind == "compare":
         figs = interactive_figures(run_compare(CompareRequest(sentences=BANK), model, {}))
     elif kind == "trace":
-        if as_contextual(model).runtime != "torch":  # the trace reads attention weights: torch only
+        loaded = as_contextual(model)
+        if loaded.runtime != "torch" and not loaded.lean_attention:  # the trace reads attention weights
             return (
-                '<p class="error">The trace needs attention weights, which come from the torch runtime; '
-                "this server runs ONNX Runtime (restart it without --runtime onnx to see the trace).</p>"
+                '<p class="error">The trace needs attention weights, which come from the torch runtime or an '
+                f"fp32 ONNX attention graph; this server runs ONNX Runtime {loaded.precision} (restart it with "
+                "--runtime torch to see the trace).</p>"
             )
         figs = interactive_figures(run_trace(TraceRequest(sentence=TRACE), model, {}))
     elif kind == "cost":

@@ -205,12 +205,12 @@ def run_neighbors(req: NeighborsRequest, _model: ContextualModel | str, __: dict
 
 
 def run_search(req: SearchRequest, _model: ContextualModel | str, indexes: dict[str, str]):
-    from contextlens.analyses.search.index import search_index
+    from contextlens.analyses.search.pg_index import search_folder
 
     if req.index not in indexes:
         served = ", ".join(sorted(indexes)) or "none (start serve with --index NAME=FOLDER)"
         raise InputError(f"no index named {req.index!r} is served; served indexes: {served}")
-    return search_index(indexes[req.index], req.query, req.k)
+    return search_folder(indexes[req.index], req.query, req.k)  # FAISS or pgvector, by the index's manifest
 
 
 _LESSON = "contextlens.analyses.lesson."

@@ -17,12 +17,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import torch
 
 from contextlens.core.alignment import tokenize_many
 from contextlens.core.backend import REFERENCE, Backend
 from contextlens.core.contextual_models import ContextualModel, as_contextual
-from contextlens.core.extraction import position_rows
 from contextlens.core.jsonable import plain_json
 from contextlens.core.occurrences import Occurrence
 from contextlens.core.similarity import normalize_rows
@@ -87,17 +85,17 @@ def input_row_share(
     kept = [[i for i, s in enumerate(tok.special) if not s] for tok in toks]
     items = [(k, tok.input_ids) for k, tok in enumerate(toks) if len(kept[k]) >= 2]
     layers = tuple(range(m.num_layers + 1))
-    weight = m.model.get_input_embeddings().weight.detach()
-    table = position_rows(m, max((len(ids) for _, ids in items), default=0))
+    table = m.position_rows(max((len(ids) for _, ids in items), default=0))
     own, other, pos, n = np.zeros(len(layers)), np.zeros(len(layers)), np.zeros(len(layers)), 0
     for batch in m.batches(items, batch_size, False, "input-row share"):
         ids, mask = m.pad([seq for _, seq in batch])
         sizes = np.array([len(kept[k]) for k, _ in batch])
         at = np.concatenate([kept[k] for k, _ in batch])  # each kept token's position in its text
-        flat = torch.from_numpy(np.repeat(np.arange(len(batch)), sizes) * ids.shape[1] + at)  # ... in the batch
+        positions = np.repeat(np.arange(len(batch)), sizes) * ids.shape[1] + at  # ... in the batch
+        flat = m.arrays.index(positions)
         states = m.run_layers(ids, mask, layers, keep=lambda h, flat=flat: h.reshape(-1, h.shape[-1])[flat])
-        hidden = normalize_rows(torch.stack(states).float().numpy().astype(np.float64))  # (L+1, t, d)
-        rows = normalize_rows(weight[ids.view(-1)[flat]].float().numpy().astype(np.float64))
+        hidden = normalize_rows(m.arrays.to_numpy(m.arrays.stack(states)).astype(np.float64))  # (L+1, t, d)
+        rows = normalize_rows(m.input_rows(np.asarray(ids).reshape(-1)[positions]).astype(np.float64))
         # each token against its neighbour's row (the one before it in its text; the first, the last's)
         starts = np.repeat(np.cumsum(sizes) - sizes, sizes)
         shifted = rows[starts + (np.arange(len(at)) - starts - 1) % np.repeat(sizes, sizes)]

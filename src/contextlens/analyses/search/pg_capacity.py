@@ -19,6 +19,13 @@ ivfbuild.c) and PostgreSQL's page layout (8,192-byte page, 24-byte header, 8-byt
   bytes per element (the value, 2m neighbour candidates of 16 bytes, the element; fitted on the
   NOTICE point at d = 384..1536, m = 8..32); past it pgvector says "hnsw graph no longer fits into
   maintenance_work_mem after N tuples" and builds on disk, several times slower.
+* **IVFFlat build memory**: the build adds up its arrays and checks the sum against
+  ``maintenance_work_mem`` before it allocates them, failing past it ("memory required is X MB,
+  maintenance_work_mem is Y MB"; no spill to disk): the centers, a sample of ``max(50·lists,
+  10000)`` slots (at most 291 per heap page: a TOASTed table has few pages, so a small sample),
+  then k-means's new centers, float sums ``lists·d`` and float32 bounds ``S·lists`` and ``lists²``
+  (S the rows sampled); items of ``MAXALIGN(VARSIZE)``, a 32-byte header per array. Exact:
+  ``--measure`` gets the error 1 kB under the prediction and a built index at it.
 * **IVFFlat**: a metapage, the list pages (``MAXALIGN(8 + VARSIZE)`` per centroid) and each list's
   own pages of ``MAXALIGN(8 + VARSIZE) + 4``-byte entries; lists are uneven, so the expected
   half-empty last page per list makes this an estimate, not an exact count.
@@ -56,6 +63,9 @@ TOAST_CHUNK = 1996  # TOAST_MAX_CHUNK_SIZE
 TOAST_POINTER = 18  # a varatt_external with its 2-byte header
 BTREE_LEAF_ENTRIES = 367  # toast index entries per leaf page (16-byte tuples, rightmost splits at 90%)
 NOTICE_RE = re.compile(r"after (\d+) tuples")
+IVFFLAT_ERROR_RE = re.compile(r"memory required is (\d+) MB")
+VECTOR_ARRAY_HEADER = 32  # VectorArrayData: three ints, a Size and a pointer
+MAX_HEAP_TUPLES = 291  # MaxHeapTuplesPerPage for 8 KiB pages
 
 
 def maxalign(x: int) -> int:
@@ -100,6 +110,28 @@ def ivfflat_pages(count: int, dim: int, dtype: str, lists: int) -> tuple[int, st
     return 1 + list_pages + entries, (
         f"{per_page} entries of {entry} B per page; 1 + {list_pages} list pages + lists x ~ceil(n/lists/{per_page})"
     )
+
+
+def ivfflat_build_memory(
+    count: int, dim: int, dtype: str, lists: int, heap_pages: int | None = None
+) -> tuple[int, str]:
+    """Bytes an IVFFlat build checks against ``maintenance_work_mem`` (pgvector 0.8.5, ivfbuild.c and
+    ivfkmeans.c), summed as it sums them: the centers, the sample, then k-means's arrays. The sample
+    is ``max(50·lists, 10000)`` slots, capped at 291 tuples per heap page (``heap_pages``, default
+    the predicted heap); with no more sampled rows than lists k-means is skipped with its arrays."""
+    if heap_pages is None:
+        heap_pages = table_parts(count, dim, dtype)["heap"] // PAGE
+    slots = max(min(max(50 * lists, 10_000), heap_pages * MAX_HEAP_TUPLES), 1)
+    taken = min(count, slots)
+    item = maxalign(value_size(dim, dtype))
+    used = 2 * VECTOR_ARRAY_HEADER + (lists + slots) * item  # centers, then the sample
+    formula = f"32 + lists x {item} (centers) + 32 + {slots:,} sample slots x {item}"
+    if taken <= lists:
+        return used, formula + " (no k-means: no more rows than lists)"
+    kmeans = VECTOR_ARRAY_HEADER + lists * item + 4 * lists * dim  # new centers, float sums
+    kmeans += 4 * (taken * lists + lists * lists + 2 * taken + 3 * lists)  # bounds, distances, counts
+    formula += f" + 32 + lists x {item} + 4*lists*d + 4*(S*lists + lists^2 + 2*S + 3*lists), S = {taken:,} rows sampled"
+    return used + kmeans, formula
 
 
 def table_parts(count: int, dim: int, dtype: str) -> dict[str, int]:
@@ -157,7 +189,7 @@ class PgCapacity:
     index_formula: str
     table: dict[str, int]
     table_bytes: int
-    build_memory_bytes: int | None  # maintenance_work_mem for an in-memory HNSW build
+    build_memory_bytes: int | None  # maintenance_work_mem: an in-memory HNSW build, or IVFFlat k-means at all
     build_memory_formula: str | None
     exact: bool  # whether the index page count is exact (HNSW vector/halfvec) or an estimate (bit, IVFFlat)
     measured: dict[str, Any] | None = None
@@ -180,11 +212,17 @@ def pg_estimate(config: PgIndexConfig, count: int, dim: int) -> PgCapacity:
         memory, memory_formula = count * per_element, f"n*(VARSIZE {value_size(dim, r.dtype)} + 32*m + 196)"
     elif r.type == "ivfflat":
         pages, formula = ivfflat_pages(count, dim, r.dtype, p["lists"])
+        memory, memory_formula = ivfflat_build_memory(count, dim, r.dtype, p["lists"])
     else:
         pages, formula = 0, "no index: an exact scan of the table"
     table = table_parts(count, dim, r.dtype)
     notes = []
-    if memory is not None:
+    if memory and r.type == "ivfflat":
+        notes.append(
+            f"past maintenance_work_mem ({memory:,} bytes needed) the IVFFlat build FAILS before k-means: "
+            f"ERROR: memory required is {memory // 2**20 + 1} MB"
+        )
+    elif memory is not None:
         notes.append(
             f"past maintenance_work_mem ({memory:,} bytes needed) pgvector builds the graph on disk, several "
             "times slower (NOTICE: hnsw graph no longer fits into maintenance_work_mem after N tuples)"
@@ -226,7 +264,9 @@ def pg_measure(
     config: PgIndexConfig, count: int, dim: int, dsn: str | None = None, seed: int = 0, memory_probe: bool = True
 ) -> PgCapacity:
     """:func:`pg_estimate`, plus the sizes of the real table and index built on ``count`` random unit
-    vectors, and (HNSW, ``memory_probe``) the NOTICE point of a build given a quarter of the memory."""
+    vectors, and (``memory_probe``) the build memory: for HNSW the NOTICE point of a build given a
+    quarter of the memory, for IVFFlat the error of a build given 1 kB less than predicted and the
+    success of one given 1 kB more."""
     result = pg_estimate(config, count, dim)
     resolved = config.resolved(dim)
     check_measurable(result, dsn)
@@ -236,6 +276,9 @@ def pg_measure(
         table = f"cl_capacity_{int(time.time() * 1e6)}"
         try:
             report = create_table(conn, table, x, resolved, maintenance_work_mem="1GB")
+            measured["heap_pages"] = conn.execute(
+                "SELECT pg_relation_size(%s::regclass, 'main') / 8192", (table,)
+            ).fetchone()[0]
             measured.update(
                 index_bytes=report.index_bytes, index_pages=report.index_bytes // PAGE,
                 table_bytes=report.table_bytes, total_bytes=report.total_bytes, build_seconds=report.seconds,
@@ -243,6 +286,8 @@ def pg_measure(
             )  # fmt: skip
         finally:
             conn.execute(f"DROP TABLE IF EXISTS {table}")
+        if resolved.type != "ivfflat" or not memory_probe:
+            measured.pop("heap_pages", None)
         if memory_probe and resolved.type == "hnsw" and result.build_memory_bytes:
             # a quarter of the predicted need, in whole MiB: pgvector's graph memory grows in 1 MiB blocks,
             # so the NOTICE point of a whole-MiB budget is that budget filled, within one element
@@ -257,5 +302,35 @@ def pg_measure(
             if points:
                 measured["bytes_per_element"] = budget_kb * 1024 / points[0]
                 measured["build_memory_bytes"] = round(count * budget_kb * 1024 / points[0])
+        if memory_probe and resolved.type == "ivfflat" and result.build_memory_bytes:
+            # the sample is capped by the heap's real page count (COPY may extend it past the prediction)
+            heap_pages = measured.pop("heap_pages")
+            predicted, _ = ivfflat_build_memory(count, dim, resolved.dtype, resolved.params["lists"], heap_pages)
+            measured["build_memory_predicted_on_heap_pages"] = {"heap_pages": heap_pages, "bytes": predicted}
+            measured.update(_ivfflat_memory_threshold(conn, table, x, resolved, predicted))
     result.measured = measured
     return result
+
+
+def _ivfflat_memory_threshold(conn, table: str, x: np.ndarray, config: PgIndexConfig, predicted: int) -> dict:
+    """Build with ``maintenance_work_mem`` one kB under and one kB over the predicted need (PostgreSQL
+    counts it in kB): pgvector's error on the first and a built index on the second pin it exactly."""
+    import psycopg
+
+    below, above = max(1024, math.ceil(predicted / 1024) - 1), max(1024, math.ceil(predicted / 1024))
+    out: dict[str, Any] = {"memory_probe_kb": [below, above]}
+    for budget_kb, key in ((below, "below"), (above, "above")):
+        try:
+            create_table(conn, table, x, config, maintenance_work_mem=f"{budget_kb}kB")
+            out[f"build_{key}"] = "built"
+        except psycopg.errors.ProgramLimitExceeded as exc:
+            message = (exc.diag.message_primary or str(exc)).strip()
+            out[f"build_{key}"] = message
+            found = IVFFLAT_ERROR_RE.search(message)
+            if found:
+                out["error_mb"] = int(found.group(1))
+        finally:
+            conn.execute(f"DROP TABLE IF EXISTS {table}")
+    if out["build_below"] != "built" and out["build_above"] == "built":
+        out["build_memory_bytes"] = above * 1024  # the need lies in (below, above] kB
+    return out

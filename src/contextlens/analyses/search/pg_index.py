@@ -488,3 +488,15 @@ def search_pg_index(
     )
     (result,) = index.search(encoder, [query], k)
     return result
+
+
+def search_folder(
+    folder: Path | str, query: str, k: int = 10, model: ContextualModel | str | None = None
+) -> SearchResult:
+    """Search the index in ``folder`` with its own engine (FAISS or pgvector, from its manifest), as
+    the web's ``/api/search`` does: the same answer as ``index search FOLDER QUERY --json``."""
+    from contextlens.analyses.search.index import search_index
+
+    if engine_of(folder) == "pgvector":
+        return search_pg_index(folder, query, k, model=model)
+    return search_index(folder, query, k, model=model)

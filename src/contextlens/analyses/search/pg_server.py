@@ -18,9 +18,15 @@ It listens on a Unix socket in ``cluster/sock`` (mode 0700) and on no TCP port, 
 authentication: only its owner (and root) can reach the socket.
 
 :func:`embedded_server` is a context manager: the first user starts the server (initdb first if
-the cluster is new), every user holds a shared lock while inside, and the last one out stops
-it. Starting and stopping happen under an exclusive lock, so concurrent first starts are safe;
-initdb writes to a temporary folder renamed into place, so a killed initdb leaves nothing half-made.
+the cluster is new) and every user holds a shared lock while inside. The server then **stays up
+between commands** (a CLI search would otherwise pay 1.5-2 s to start and stop it): the last one out
+touches ``last_use`` and leaves a detached *reaper* process (at most one per cluster, holding
+``reaper.lock``) that stops the server once nobody has used it for ``idle_seconds``
+(``$CONTEXTLENS_PG_IDLE_SECONDS``, default 300; 0 stops it at once, as the last user leaves).
+``contextlens index server stop`` stops it now. Starting and stopping happen under an exclusive
+lock, and the reaper stops the server only when it can take the users' lock exclusively (nobody
+inside) and the last use is older than the timeout, so concurrent users are safe; initdb writes to
+a temporary folder renamed into place, so a killed initdb leaves nothing half-made.
 """
 
 from __future__ import annotations
@@ -31,7 +37,9 @@ import importlib.util
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -43,6 +51,8 @@ DATABASE = "contextlens"
 NOBODY = 65534
 SOCKET_NAME = ".s.PGSQL.5432"
 SUN_PATH_MAX = 107  # bytes of a Unix socket path (Linux: sun_path[108] with the NUL)
+IDLE_SECONDS = 300.0  # how long the embedded server waits for the next user before it stops
+IDLE_ENV = "CONTEXTLENS_PG_IDLE_SECONDS"
 
 
 class DatabaseError(ContextlensError):
@@ -145,12 +155,27 @@ class Cluster:
         self.run("pg_ctl", "stop", "-w", "-m", "fast", "-D", "{dir}/data", check=False)
 
 
+def idle_seconds() -> float:
+    """The idle timeout: ``$CONTEXTLENS_PG_IDLE_SECONDS`` (seconds, 0 = stop at once), default 300."""
+    raw = os.environ.get(IDLE_ENV, "")
+    try:
+        value = float(raw) if raw.strip() else IDLE_SECONDS
+    except ValueError as exc:
+        raise DatabaseError(f"${IDLE_ENV} must be a number of seconds, got {raw!r}") from exc
+    if not value >= 0:
+        raise DatabaseError(f"${IDLE_ENV} must be 0 or more seconds, got {raw!r}")
+    return value
+
+
 @contextlib.contextmanager
-def embedded_server(root: Path | str | None = None) -> Iterator[str]:
+def embedded_server(root: Path | str | None = None, idle: float | None = None) -> Iterator[str]:
     """The running embedded server's connection string, for the time of the ``with`` block.
 
-    The first user in starts it (after initdb for a new cluster); the last one out stops it.
+    The first user in starts it (after initdb for a new cluster). When the last one leaves, the
+    server stays up for ``idle`` seconds more (default :func:`idle_seconds`) for the next command,
+    then a reaper process stops it; with ``idle`` 0 the last one out stops it at once.
     """
+    idle = idle_seconds() if idle is None else float(idle)
     cluster = Cluster(Path(root) if root is not None else None)
     cluster.prepare()
     with _locked(cluster.root / "start.lock", fcntl.LOCK_EX):
@@ -169,15 +194,116 @@ def embedded_server(root: Path | str | None = None) -> Iterator[str]:
         yield cluster.conninfo
     finally:
         with _locked(cluster.root / "start.lock", fcntl.LOCK_EX):
+            (cluster.root / "last_use").touch()
             fcntl.flock(users, fcntl.LOCK_UN)
             try:
                 fcntl.flock(users, fcntl.LOCK_EX | fcntl.LOCK_NB)  # nobody else inside: the last one out
             except BlockingIOError:
-                pass
+                last = False
             else:
-                cluster.stop()
+                last = True
+                if idle <= 0:
+                    cluster.stop()
             finally:
                 users.close()
+        if last and idle > 0:
+            _spawn_reaper(cluster.root, idle)
+
+
+def _spawn_reaper(root: Path, idle: float) -> None:
+    """A detached process that stops the server after ``idle`` seconds without a user (it exits at
+    once if another reaper already watches this cluster)."""
+    package_parent = str(Path(__file__).resolve().parents[3])  # this contextlens, however it was found
+    path = os.pathsep.join(p for p in (package_parent, os.environ.get("PYTHONPATH", "")) if p)
+    subprocess.Popen(
+        [sys.executable, "-m", "contextlens.analyses.search.pg_server", "reap", str(root), repr(idle)],
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+        close_fds=True, cwd="/", env={**os.environ, "PYTHONPATH": path},
+    )  # fmt: skip
+
+
+def reap(root: Path | str, idle: float) -> str:
+    """Wait until nobody has used the server for ``idle`` seconds, then stop it; returns why it ended.
+
+    Only one reaper per cluster (``reaper.lock``); it keeps watching while users come and go, and
+    gives its lock up while holding the start lock, so a user who starts the server just after it
+    has gone always leaves a reaper of its own."""
+    try:
+        return _reap(Cluster(Path(root)), idle)
+    except FileNotFoundError:  # the cluster's folder was removed meanwhile: nothing left to stop
+        return "cluster removed"
+
+
+def _reap(cluster: Cluster, idle: float) -> str:
+    with open(cluster.root / "reaper.lock", "a+") as reaper:
+        try:
+            fcntl.flock(reaper, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return "another reaper watches this cluster"
+        while True:
+            try:
+                last = (cluster.root / "last_use").stat().st_mtime
+            except FileNotFoundError:
+                last = 0.0
+            wait = last + idle - time.time()
+            if wait > 0:
+                time.sleep(min(wait, idle) + 0.05)
+                continue
+            with _locked(cluster.root / "start.lock", fcntl.LOCK_EX):
+                if not cluster.running():
+                    fcntl.flock(reaper, fcntl.LOCK_UN)
+                    return "not running"
+                with open(cluster.root / "users.lock", "a+") as users:
+                    try:
+                        fcntl.flock(users, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    except BlockingIOError:
+                        busy = True  # someone is inside; they touch last_use when they leave
+                    else:
+                        busy = False
+                        recent = (cluster.root / "last_use").stat().st_mtime + idle > time.time()
+                        if not recent:
+                            cluster.stop()
+                            fcntl.flock(reaper, fcntl.LOCK_UN)
+                            return "stopped after idle"
+            time.sleep(min(idle, 5.0) if busy else 0.05)
+
+
+def server_status(root: Path | str | None = None) -> dict:
+    """Whether the embedded server runs, for how long it has been idle, and whether it is in use."""
+    cluster = Cluster(Path(root) if root is not None else None)
+    running = cluster.folder.is_dir() and cluster.initialised() and cluster.running()
+    in_use = False
+    if running:
+        with open(cluster.root / "users.lock", "a+") as users:
+            try:
+                fcntl.flock(users, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                in_use = True
+    try:
+        idle_for = time.time() - (cluster.root / "last_use").stat().st_mtime
+    except FileNotFoundError:
+        idle_for = None
+    return {"running": running, "in_use": in_use, "idle_seconds": idle_for if running and not in_use else None,
+            "idle_timeout_seconds": idle_seconds(), "data": str(cluster.folder)}  # fmt: skip
+
+
+def stop_server(root: Path | str | None = None) -> bool:
+    """Stop the embedded server now; False when it was not running. Refused while a command uses it."""
+    cluster = Cluster(Path(root) if root is not None else None)
+    if not (cluster.folder.is_dir() and cluster.initialised()):
+        return False
+    with _locked(cluster.root / "start.lock", fcntl.LOCK_EX):
+        if not cluster.running():
+            return False
+        with open(cluster.root / "users.lock", "a+") as users:
+            try:
+                fcntl.flock(users, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError as exc:
+                raise DatabaseError(
+                    "the embedded PostgreSQL is in use by another contextlens command; stop it when that ends"
+                ) from exc
+            cluster.stop()
+    return True
 
 
 @contextlib.contextmanager
@@ -227,3 +353,8 @@ def connect(conninfo: str):
         conn.close()
         raise DatabaseError(f"the database has no pgvector extension ({exc}); install pgvector there") from exc
     return conn
+
+
+if __name__ == "__main__":  # the reaper: python -m contextlens.analyses.search.pg_server reap ROOT SECONDS
+    if len(sys.argv) == 4 and sys.argv[1] == "reap":
+        reap(sys.argv[2], float(sys.argv[3]))

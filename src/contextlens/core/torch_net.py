@@ -1,0 +1,132 @@
+"""A transformer loaded with transformers and torch: the reference forward pass.
+
+Why apart from :mod:`contextlens.core.backbone`: the backbone also runs without torch (the lean
+ONNX path of :mod:`contextlens.core.lean_net`), so everything that imports torch or transformers
+lives here and is imported only when a torch forward is needed. :class:`TorchNet` is also what an
+ONNX export is made from (:class:`contextlens.core.onnx_runtime.TorchSource`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import torch
+
+from contextlens.core import layer_forward, threads
+from contextlens.core.model_facts import DECODER_TYPES
+from contextlens.core.padding import pad_arrays
+from contextlens.core.precision import quantize, weight_bytes
+from contextlens.errors import UnknownModelError
+
+
+class TorchNet:
+    """The tokenizer and network of a model folder, loaded by transformers, with the hooks of
+    :mod:`contextlens.core.layer_forward` installed once. ``precision`` is the precision results
+    are made at; the network is quantized to int8 only when ``quantized``."""
+
+    def __init__(self, name: str, source: str, revision: str | None, precision: str, quantized: bool):
+        from transformers import AutoModel, AutoTokenizer
+        from transformers.utils import logging as hf_logging
+
+        threads.sync_torch()  # a --threads chosen before torch was imported
+        hf_logging.set_verbosity_error()
+        hf_logging.disable_progress_bar()
+        self.name, self.source, self.precision = name, source, precision
+        try:
+            self.tokenizer = AutoTokenizer.from_pretrained(source, revision=revision)
+            try:
+                self.model = AutoModel.from_pretrained(source, revision=revision, attn_implementation="sdpa")
+            except (ValueError, ImportError):
+                self.model = AutoModel.from_pretrained(source, revision=revision, attn_implementation="eager")
+        except OSError as exc:
+            raise UnknownModelError(
+                f"could not load model {name!r} from {source} ({str(exc).splitlines()[0]}); "
+                "check the name or folder, or install a shipped model (`contextlens models`)"
+            ) from exc
+        if not getattr(self.tokenizer, "is_fast", False):
+            raise UnknownModelError(f"model {name!r} has no fast tokenizer, so character offsets are unavailable")
+        self.model.eval()
+        if quantized:
+            self.model = quantize(self.model)
+        self.config = self.model.config
+        if self.tokenizer.pad_token_id is None:
+            self.tokenizer.pad_token = self.tokenizer.eos_token or self.tokenizer.unk_token
+        self.num_layers = int(self.config.num_hidden_layers)
+        # hooks go on once, here, before any call: the eager twin (attention weights) is copied
+        # first, so it carries none of the main model's hooks
+        attention_net = layer_forward.eager_twin(self.model)
+        self.tap = layer_forward.LayerTap(self.model, self.num_layers, attention_net is self.model)
+        self.attention_tap = (
+            self.tap
+            if attention_net is self.model
+            else layer_forward.LayerTap(attention_net, self.num_layers, attention_weights=True)
+        )
+
+    # --- what an export needs (TorchSource) ------------------------------------------------
+
+    @property
+    def max_length(self) -> int:
+        tok_max = int(self.tokenizer.model_max_length)
+        if tok_max < 100_000:
+            return tok_max
+        pos = getattr(self.config, "max_position_embeddings", None)
+        return int(pos) if pos else 512
+
+    @property
+    def is_decoder(self) -> bool:
+        return not getattr(self.config, "is_encoder_decoder", False) and bool(
+            getattr(self.config, "is_decoder", False) or self.config.model_type in DECODER_TYPES
+        )
+
+    def pad(self, sequences: Sequence[Sequence[int]]) -> tuple[torch.Tensor, torch.Tensor]:
+        ids, mask = pad_arrays(sequences, int(self.tokenizer.pad_token_id))
+        return torch.from_numpy(ids), torch.from_numpy(mask)
+
+    def run_torch_layers(
+        self, ids: Any, mask: Any, layers: Sequence[int], keep: layer_forward.Keep | None = None
+    ) -> list[torch.Tensor]:
+        return layer_forward.run_layers(self.tap, torch.as_tensor(ids), torch.as_tensor(mask), layers, keep)
+
+    # --- the rest of the torch forward -----------------------------------------------------
+
+    def run(self, ids: Any, mask: Any, hidden_states: bool, attentions: bool = False) -> Any:
+        net = self.attention_tap.net if attentions else self.model
+        with torch.inference_mode():
+            return net(
+                input_ids=torch.as_tensor(ids),
+                attention_mask=torch.as_tensor(mask),
+                output_hidden_states=hidden_states,
+                output_attentions=attentions,
+            )
+
+    def run_with_attentions(self, ids: Any, mask: Any, top: int) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+        heads = int(self.config.num_attention_heads)
+        return layer_forward.run_with_attentions(
+            self.attention_tap, torch.as_tensor(ids), torch.as_tensor(mask), top, heads
+        )
+
+    def input_rows(self, ids: Sequence[int] | np.ndarray) -> np.ndarray:
+        """The input embedding rows of token ids, as float32."""
+        weight = self.model.get_input_embeddings().weight
+        index = torch.as_tensor(np.asarray(ids, dtype=np.int64))
+        return weight.index_select(0, index).detach().float().numpy()
+
+    def position_rows(self, n: int) -> np.ndarray | None:
+        """``(n, d)``: the learned absolute position embeddings of positions 0..n-1 of a text,
+        where the model has them (else None); the texts of a right-padded batch share them."""
+        emb = getattr(self.model, "embeddings", None)
+        table = getattr(emb, "position_embeddings", None)
+        if table is None or not hasattr(table, "weight"):
+            return None
+        if self.config.model_type in {"mpnet", "roberta", "xlm-roberta"}:
+            pad = self.tokenizer.pad_token_id  # positions start after the padding index
+            positions = torch.arange(pad + 1, pad + 1 + n)
+        else:
+            positions = torch.arange(n)
+        return table.weight[positions].detach().float().numpy().copy()
+
+    def weight_bytes(self) -> int:
+        return weight_bytes(self.model)
+
