@@ -85,3 +85,37 @@ def test_cli_plot_draws_the_reliability_diagram(tmp_path):
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["rule"]["reliability"]
     assert png.read_bytes()[:4] == b"\x89PNG" and png.stat().st_size > 10_000
+
+
+def test_logistic_is_fitted_on_train_lemmas_that_dev_and_test_never_see(minilm):
+    """Issue 19: fit on train lemmas, layer and threshold on dev, accuracy and calibration on test;
+    eval wic's dev and test pairs are exactly those of the suite (its numbers unchanged)."""
+    from contextlens.analyses.benchmarks.datasets import build_wic
+    from contextlens.analyses.benchmarks.suite import SEED, SIZES, build_suite, build_wic_train_set
+    from contextlens.core import wordnet as wn
+
+    suite = build_suite("quick")
+    assert suite.wic.pairs == build_wic(wn.usage_examples(), max_lemmas=SIZES["quick"].wic_lemmas, seed=SEED).pairs
+    train = build_wic_train_set("quick").wic
+    held = suite.wic.pairs
+    assert {p.split for p in train.pairs} == {"train"} and len(train.pairs) == 2 * SIZES["quick"].wic_train_lemmas
+    assert not {p.lemma for p in train.pairs} & {p.lemma for p in held}
+    held_texts = {t.lower() for p in held for t in (p.first.text, p.second.text)}
+    assert not {t.lower() for p in train.pairs for t in (p.first.text, p.second.text)} & held_texts
+    assert sum(p.same for p in train.pairs) == len(train.pairs) // 2  # balanced like dev and test
+    rule = same_sense_rule(minilm, "auto", "quick")
+    assert rule.train_pairs == len(train.pairs) and rule.train_lemmas == SIZES["quick"].wic_train_lemmas
+    d = rule.to_dict()["logistic"]
+    assert d["fitted_on"].startswith("train pairs") and 0 <= d["test_accuracy_of_p_at_least_half"] <= 1
+
+
+def test_full_train_set_is_disjoint_and_sized():
+    from contextlens.analyses.benchmarks.suite import build_suite, build_wic_train_set
+
+    train, suite = build_wic_train_set("full").wic, build_suite("full")
+    counts = train.counts["train"]
+    assert (counts["pairs"], counts["same"], counts["different"]) == (1000, 500, 500)  # 500 (lemma, pos)
+    assert 450 < counts["lemmas"] <= 500
+    assert train.counts["eligible_lemma_pos"] > 1000
+    assert suite.wic.counts["dev"]["pairs"] == 606 and suite.wic.counts["test"]["pairs"] == 1394  # as before
+    assert not {p.lemma for p in train.pairs} & {p.lemma for p in suite.wic.pairs}

@@ -144,6 +144,31 @@ def test_corpus_contextuality_on_an_extraction(folder):
         corpus_contextuality(folder, min_contexts=17)
 
 
+def test_corpus_contextuality_reports_the_papers_centred_mev(folder):
+    """The corpus variant has both MEVs (issue 19): the centred one is sklearn's PCA explained-variance
+    ratio of the word's occurrences, each beside its random-word baseline; the table names both."""
+    from sklearn.decomposition import PCA
+
+    from contextlens.analyses.corpus.contextuality import corpus_contextuality
+    from contextlens.analyses.corpus.folder import layer_matrix, read_rows
+
+    result = corpus_contextuality(folder, min_contexts=10)
+    x = layer_matrix(read_rows(folder, columns=["layer_5"]), "layer_5")  # 16 sentences, one "bank" each
+    expected = PCA(n_components=1).fit(x.astype(np.float64)).explained_variance_ratio_[0]
+    assert result.value(layer=5, metric="mev_centred") == pytest.approx(expected, abs=1e-6)
+    for layer in (0, 5, 6):
+        centred, raw = result.value(layer=layer, metric="mev_centred"), result.value(layer=layer, metric="mev")
+        assert 1 / 15 <= centred < raw
+        baseline = result.value(layer=layer, metric="mev_centred_baseline")
+        assert result.value(layer=layer, metric="mev_centred_adjusted") == pytest.approx(centred - baseline)
+    assert set(result.meta["mev_definitions"]) == {"mev", "mev_centred"}
+    assert result.meta["published"]["bert_base_cased"]["baseline"][12] == 0.477
+    table = run_cli("eval", "contextuality", "--corpus", str(folder), "--min-contexts", "10")
+    assert table.returncode == 0, table.stderr
+    text = " ".join(table.stdout.split())
+    assert "MEV pca" in text and "MEV pca = the paper's MEV" in text
+
+
 def test_an_int8_extraction_is_labelled_with_int8_sense_vectors(tmp_path, minilm):
     """Both sides of the label's cosine come from the precision the occurrences were extracted at."""
     from contextlens.analyses.corpus.senses import sense_vectors_of
@@ -164,3 +189,56 @@ def test_an_int8_extraction_is_labelled_with_int8_sense_vectors(tmp_path, minilm
         label = cluster.gloss["synset"]
         assert cluster.gloss["cosine"] == pytest.approx(by_precision["int8"][label], abs=1e-4)
         assert by_precision["int8"][label] != pytest.approx(by_precision["fp32"][label], abs=1e-4)
+
+
+TILT = [
+    "The pilot let the plane bank sharply to the left.",
+    "Small aircraft bank gently before they turn onto final approach.",
+    "The glider began to bank as it circled in the rising air.",
+    "Watch the jet bank hard over the coast before landing.",
+    "The plane began to bank to the right.",
+    "Pilots bank the aircraft into the turn.",
+    "The fighter jets bank and climb.",
+    "Birds bank in the wind above the cliff.",
+]
+
+
+def test_pos_auto_names_a_verb_sense_for_a_verb_cluster(tmp_path, minilm):
+    """Issue 19: under --pos auto one part of speech labelled every cluster, so the verb uses of
+    "bank" (to tilt) got a noun sense; each cluster now takes its own nearest part of speech."""
+    corpus = tmp_path / "bank.txt"
+    corpus.write_text("\n".join(MONEY + TILT) + "\n")
+    extract_corpus(str(corpus), ["bank"], tmp_path / "out", model="minilm", layers=[6])
+    result = induce_senses(tmp_path / "out", "bank", layer=6, k=2)
+    assert result.pos == "n" and result.pos_per_cluster  # over all occurrences the noun wins
+    money, tilt = result.clusters[result.labels[0]], result.clusters[result.labels[8]]
+    assert {result.labels[i] for i in range(8)} == {money.cluster} and money is not tilt
+    assert ".n." in money.gloss["synset"] and money.gloss["pos"] == "n"
+    assert tilt.gloss["synset"] == "bank.v.01" and tilt.gloss["pos"] == "v"  # "tip laterally"
+    nouns = induce_senses(tmp_path / "out", "bank", layer=6, k=2, pos="n")
+    assert not nouns.pos_per_cluster and all(c.gloss["pos"] == "n" for c in nouns.clusters)
+
+
+def test_an_occurrence_is_never_both_typical_and_ambiguous(folder):
+    result = induce_senses(folder, "bank", layer=5, k=2, examples=5)  # clusters of 8: 5 typical, 3 left
+    for c in result.clusters:
+        typical = {(e["doc_id"], e["marked"]) for e in c.typical}
+        ambiguous = {(e["doc_id"], e["marked"]) for e in c.ambiguous}
+        assert len(typical) == 5 and not typical & ambiguous and len(ambiguous) == c.size - 5
+
+
+def test_cluster_words_skip_proper_names_and_are_never_blank():
+    from contextlens.analyses.corpus.senses import _distinctive
+
+    rows = [
+        {"sentence": s}
+        for s in (
+            "He works at the New York bank on loans.",
+            "The New York bank raised loans.",
+            "A New bank opened downtown with loans.",
+            "The river bank flooded.",  # a cluster of one sentence: no word seen twice
+        )
+    ]
+    words = _distinctive(rows, np.array([0, 0, 0, 1]), 2, "bank")
+    assert words[0][0] == "loans" and "new" not in words[0] and "york" not in words[0]
+    assert words[1] == ["flooded", "river"]  # the single sentence's words, not a blank label

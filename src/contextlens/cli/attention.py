@@ -67,12 +67,12 @@ def attention_cmd(
             console.rule(f"[bold]{i}. {escape(m.occurrence.marked())}")
             if m.window is not None:
                 console.print(window_note(m.occurrence.text, m.window))
-            table = Table(title=f"attention of “{escape(' '.join(m.target_tokens))}” — {result.model}")
+            table = Table(title=f"attention of “{escape(' '.join(m.display_target_tokens))}” — {result.model}")
             table.add_column("token")
             table.add_column(f"L{result.layer} H{result.head}", justify="right")
             table.add_column(f"L{result.layer} head mean", justify="right")
             table.add_column(f"rollout to L{m.num_layers}", justify="right")
-            for t, tok in enumerate(m.tokens):
+            for t, tok in enumerate(m.display_tokens):
                 if exclude_special and m.special[t]:
                     continue
                 style = "bold" if t in m.target_positions else ("dim" if m.special[t] else None)
@@ -88,7 +88,8 @@ def attention_cmd(
             tops.add_column("layer", justify="right")
             tops.add_column("tokens")
             for lay in range(1, m.num_layers + 1):
-                tops.add_row(str(lay), escape(", ".join(f"{tok} {w:.2f}" for tok, w in m.top(lay, result.top_k))))
+                top = m.top(lay, result.top_k, display=True)
+                tops.add_row(str(lay), escape(", ".join(f"{tok} {w:.2f}" for tok, w in top)))
             console.print(tops)
         if exclude_special:
             console.print("special tokens excluded; every row renormalised over the remaining tokens")

@@ -20,7 +20,7 @@ from rich.markup import escape
 from contextlens.core.choices import check_precision, check_runtime_choice
 from contextlens.core.model_facts import ModelFacts, model_facts
 from contextlens.core.resources import DEFAULT_CONTEXTUAL, DEFAULT_STATIC
-from contextlens.errors import OutputPathError
+from contextlens.errors import InputError, OutputPathError
 from contextlens.reports.output_paths import check_output_path
 
 if TYPE_CHECKING:  # both import torch or gensim: a command loads them only once its input is checked
@@ -218,6 +218,40 @@ def fmt(x: float | None, digits: int = 4) -> str:
 
 
 LayerOpt = Annotated[int, typer.Option("--layer", "-l", help="Hidden-state layer (0..L, negative from the top).")]
+AutoLayerOpt = Annotated[
+    str,
+    typer.Option(
+        "--layer",
+        "-l",
+        help="Hidden-state layer (0..L, negative from the top), or auto: the layer eval wic picks on dev lemmas "
+        "for this model (best sense separation).",
+    ),
+]
+
+
+def layer_text(layer: str) -> int | str:
+    """--layer as typed: ``"auto"`` or a layer number, read before any model loads."""
+    if layer.strip().lower() == "auto":
+        return "auto"
+    try:
+        return int(layer.strip())
+    except ValueError:
+        raise InputError(f"--layer must be auto or a layer number, got {layer!r}") from None
+
+
+def layer_numbers_to_check(layer: int | str) -> list[int]:
+    """The --layer to check against config.json before the weights load (none for auto)."""
+    return [] if layer == "auto" else [layer]  # type: ignore[list-item]
+
+
+def choose_auto_layer(model: ContextualModel, layer: int | str, task: str = "sense") -> None:
+    """For --layer auto, the benchmark's choice made here first, so that its one-time encoding runs
+    under a note and a progress bar (stderr); the analysis then reads the choice from memory."""
+    if layer != "auto":
+        return
+    from contextlens.analyses.benchmarks.layer_choice import choose_layer
+    with encoding_progress(model.name) as progress:
+        choose_layer(model, task, progress=progress, announce=note)
 TemplateOpt = Annotated[
     str, typer.Option("--template", help="Neutral sentence for a lone word; '[{word}]' marks where it goes.")
 ]
@@ -300,3 +334,30 @@ def print_model_kind(name: str) -> None:
     kind = model_kind(name)
     if kind is not None:
         console.print(f"[dim]{escape(kind.summary)}[/dim]")
+
+
+@contextmanager
+def encoding_progress(model: str) -> Iterator[Callable[[int, int], None]]:
+    """A progress bar on stderr for the one-time encoding of the shared benchmark sentences.
+
+    It appears only when encoding actually runs (not on a cache hit) and only on a terminal,
+    so that piped output and error messages stay clean.
+    """
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    progress = Progress(*columns, console=err_console, transient=True, disable=not err_console.is_terminal)
+    task = None
+
+    def update(done: int, total: int) -> None:
+        nonlocal task
+        if task is None:
+            progress.start()
+            task = progress.add_task(f"{model}: encoding benchmark sentences (once, then cached)", total=total)
+        progress.update(task, completed=done, total=total)
+
+    try:
+        yield update
+    finally:
+        if task is not None:
+            progress.stop()

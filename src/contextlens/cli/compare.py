@@ -75,7 +75,7 @@ def compare_cmd(
 def render_comparison(result: Comparison) -> None:
     """Sentences, then one row per layer with its random-word baseline and a bar, then the two
     static baselines, then what the numbers mean for these sentences."""
-    for i, (o, toks) in enumerate(zip(result.occurrences, result.target_tokens, strict=True), 1):
+    for i, (o, toks) in enumerate(zip(result.occurrences, result.display_target_tokens, strict=True), 1):
         cut = "  [yellow](cut to a window around the target)[/yellow]" if result.truncated[i - 1] else ""
         console.print(f"[bold]{i}.[/bold] {escape(o.marked())}  [dim]tokens: {escape(' '.join(toks))}[/dim]{cut}")
     print_model_kind(result.model)

@@ -21,6 +21,7 @@ from contextlens.cli.common import (
     console,
     contextual_option,
     err_console,
+    layer_text,
     note,
     print_json,
     status_line,
@@ -33,6 +34,17 @@ corpus_app = typer.Typer(
     help="Corpora: list the installed ones, extract every occurrence of words.", no_args_is_help=True
 )
 app.add_typer(corpus_app, name="corpus")
+
+
+FolderLayerOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--layer",
+        "-l",
+        help="An extracted layer (default: the top), or auto: the layer eval wic picks on dev "
+        "lemmas for the folder's model.",
+    ),
+]
 
 
 @corpus_app.command("list")
@@ -230,7 +242,7 @@ def search_cmd(
     like: Annotated[
         str, typer.Option("--like", help='An example occurrence, the word in brackets: "The river [bank] flooded."')
     ],
-    layer: Annotated[int | None, typer.Option("--layer", "-l", help="An extracted layer (default: the top).")] = None,
+    layer: FolderLayerOpt = None,
     top: Annotated[int, typer.Option("--top", "-k", help="How many occurrences to show.")] = 20,
     model: Annotated[
         str | None, typer.Option("--model", "-m", help="Must be the folder's own model (default: it is).")
@@ -261,7 +273,9 @@ def search_cmd(
         return contextual_option(name, precision, threads, runtime)
 
     with as_flags(top="--top", layer="--layer", like="--like", sense="--sense"):
-        result = search_occurrences(folder, like, layer, top, loader=load, sense=sense, senses=senses)
+        result = search_occurrences(
+            folder, like, None if layer is None else layer_text(layer), top, loader=load, sense=sense, senses=senses
+        )
     if json_out:
         print_json(result.to_dict())
         return
@@ -307,7 +321,7 @@ def export_cmd(
     format: Annotated[
         str, typer.Option("--format", help="projector: the Embedding Projector's vectors.tsv + metadata.tsv.")
     ] = "projector",
-    layer: Annotated[int | None, typer.Option("--layer", "-l", help="An extracted layer (default: the top).")] = None,
+    layer: FolderLayerOpt = None,
     out: Annotated[
         Path | None, typer.Option("--out", "-o", help="Folder for the files (default: FOLDER/projector-layer_L).")
     ] = None,
@@ -321,7 +335,7 @@ def export_cmd(
     if out is not None:
         check_output_folder(out)  # a file, or a place that cannot be written, is refused here
     with as_flags(layer="--layer", out="--out"):
-        result = export_projector(folder, out, layer)
+        result = export_projector(folder, out, None if layer is None else layer_text(layer))
     if json_out:
         print_json(result.to_dict())
         return

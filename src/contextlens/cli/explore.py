@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
@@ -12,21 +12,27 @@ from rich.table import Table
 from contextlens.cli import app
 from contextlens.cli.common import (
     DEFAULT_MODEL,
+    AutoLayerOpt,
     HtmlOpt,
     JsonOpt,
-    LayerOpt,
     ModelOpt,
     PlotOpt,
     PrecisionOpt,
     RuntimeOpt,
     ThreadsOpt,
+    choose_auto_layer,
     console,
     contextual_option,
     figures_after,
     fmt,
     fmt_p,
+    layer_numbers_to_check,
+    layer_text,
     print_json,
 )
+
+if TYPE_CHECKING:
+    from contextlens.analyses.lesson.polysemy import Exploration
 
 
 @app.command("explore")
@@ -37,7 +43,7 @@ def explore_cmd(
     sentences: Annotated[
         Path | None, typer.Option("--sentences", help="TSV file: word<TAB>sense<TAB>sentence with \\[target].")
     ] = None,
-    layer: LayerOpt = -1,
+    layer: AutoLayerOpt = "-1",
     model: ModelOpt = DEFAULT_MODEL,
     precision: PrecisionOpt = "fp32",
     runtime: RuntimeOpt = "auto",
@@ -54,28 +60,35 @@ def explore_cmd(
 
     data = load_sense_sentences(sentences) if sentences is not None else None
     source = str(sentences) if sentences is not None else None
-    contextual = contextual_option(model, precision, threads, runtime, layers=[layer])
-    result = explore(words or [], contextual, data, layer, permutations, seed, source=source, show_progress_bar=True)
+    wanted = layer_text(layer)
+    contextual = contextual_option(model, precision, threads, runtime, layers=layer_numbers_to_check(wanted))
+    choose_auto_layer(contextual, wanted)
+    result = explore(words or [], contextual, data, wanted, permutations, seed, source=source, show_progress_bar=True)
     with figures_after(plot, html, result, "contextlens explore"):
         if json_out:
             print_json(result.to_dict())
             return
-        table = Table(title=f"polysemy explorer — {result.model}, layer {result.layer}, ranked by spread")
-        for col in ("rank", "word", "sentences", "senses", "spread", "same", "cross", "gap", "p"):
+        table = Table(title=f"polysemy explorer — {result.model}, {result.layer_label}, ranked by spread")
+        with_base = result.baseline is not None
+        columns = ("#", "word", "sents", "senses", "spread") + (("pct",) if with_base else ())
+        for col in columns + ("same", "cross", "gap", "p"):
             table.add_column(col, justify="left" if col == "word" else "right", no_wrap=True)
         for i, w in enumerate(result.words, 1):
+            base = w.chosen_baseline
             table.add_row(
                 str(i),
                 escape(w.word),
                 str(len(w.occurrences)),
                 str(len(w.distinct_senses)) if w.distinct_senses else "-",
                 fmt(w.spread, 3),
+                *((f"{base['percentile']:.0f}",) if base is not None else ()),
                 fmt(w.same_sense_cosine, 3),
                 fmt(w.cross_sense_cosine, 3),
                 fmt(w.gap, 3),
                 fmt_p(w.p_value),
             )
         console.print(table)
+        print_baseline_line(result)
         labelled = [w for w in result.words if w.labelled]
         if labelled:
             per_layer = Table(title="separation gap (same − cross sense cosine) per layer, permutation p in brackets")
@@ -105,3 +118,19 @@ def explore_cmd(
                 console.print(m)
                 for i, o in enumerate(w.occurrences, 1):
                     console.print(f"  [dim]{i}. {escape(o.marked())}[/dim]")
+
+
+def print_baseline_line(result: Exploration) -> None:
+    """The random-word baseline at the chosen layer, and what pct and − random mean (or why there is none)."""
+    if result.baseline is None:
+        if result.baseline_missing:
+            console.print(f"[dim]no random-word baseline: {escape(result.baseline_missing)}[/dim]")
+        return
+    b = result.baseline.layer(result.layer)
+    console.print(
+        f"[dim]random-word baseline at layer {result.layer}: mean cosine {b.mean:.3f} (5-95%: {b.p5:.3f} to "
+        f"{b.p95:.3f}) over random pairs of different words in unrelated sentences; pct: the share of those pairs "
+        f"at or below the word's mean pairwise cosine (1 − spread) (the JSON also has that cosine minus the mean). "
+        f"{escape(result.baseline.describe())}[/dim]",
+        soft_wrap=True,
+    )

@@ -18,7 +18,10 @@ from contextlens.cli.common import (
     ThreadsOpt,
     console,
     contextual_option,
+    encoding_progress,
     fmt,
+    layer_text,
+    note,
     print_json,
 )
 from contextlens.errors import InputError
@@ -40,6 +43,14 @@ KindOpt = Annotated[
     typer.Option("--kind", help="Encoder kind: sentence (default), hidden-mean, or input-row (the baseline)."),
 ]
 LayerOpt = Annotated[int | None, typer.Option("--layer", help="Layer for --kind hidden-mean (default: last).")]
+BuildLayerOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--layer",
+        help="Layer for --kind hidden-mean (default: last), or auto: the layer with the best retrieval MRR on "
+        "dev WordNet synsets for this model.",
+    ),
+]
 IndexTypeOpt = Annotated[
     str,
     typer.Option("--index", help="Index type: flat (exact), hnsw, ivfpq, sq8, binary; pgvector: flat, hnsw, ivfflat."),
@@ -70,7 +81,7 @@ def index_build(
         str, typer.Option("--model", "-m", help="Contextual model: mpnet (default), minilm, ...")
     ] = "mpnet",
     kind: KindOpt = None,
-    layer: LayerOpt = None,
+    layer: BuildLayerOpt = None,
     index: IndexTypeOpt = "flat",
     engine: EngineOpt = "faiss",
     dsn: DsnOpt = None,
@@ -131,8 +142,19 @@ def index_build(
     check_index_folder(check_output_folder(out), force)  # and that --out can take an index
     documents = load_documents(docs)
     kind = check_kind(kind or "sentence")  # before the model loads
-    layers = [layer] if kind == "hidden-mean" and layer is not None else []
-    encoder = make_encoder(contextual_option(model, precision, threads, runtime, layers=layers), kind, layer)
+    wanted = None if layer is None else layer_text(layer)
+    if wanted == "auto" and kind != "hidden-mean":
+        raise InputError(f"--layer auto is for --kind hidden-mean; a {kind} encoder has no layer to choose")
+    layers = [wanted] if kind == "hidden-mean" and wanted not in (None, "auto") else []
+    contextual = contextual_option(model, precision, threads, runtime, layers=layers)  # type: ignore[arg-type]
+    choice = None
+    if wanted == "auto":
+        from contextlens.analyses.benchmarks.layer_choice import choose_layer
+
+        with encoding_progress(contextual.name) as progress:
+            choice = choose_layer(contextual, "retrieval", progress=progress, announce=note)
+        wanted = choice.layer
+    encoder = make_encoder(contextual, kind, wanted)  # type: ignore[arg-type]
     if engine == "pgvector":
         with contextlib.nullcontext() if json_out else console.status("loading the vectors into PostgreSQL..."):
             built = PgVectorIndex.build(
@@ -146,8 +168,10 @@ def index_build(
         )
         folder = built.save(out, model_source=encoder.model.source, force=force)
     if json_out:
-        print_json(read_manifest(folder))
+        print_json(read_manifest(folder) | ({"layer_choice": choice.to_dict()} if choice is not None else {}))
         return
+    if choice is not None:
+        console.print(f"[dim]{escape(choice.label())}[/dim]")
     p = built.config.params
     params_text = ", ".join(f"{k}={v}" for k, v in p.items()) or "no parameters"
     console.print(

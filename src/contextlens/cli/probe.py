@@ -13,9 +13,9 @@ from contextlens.cli import app
 from contextlens.cli.common import (
     DEFAULT_MODEL,
     DEFAULT_STATIC_MODEL,
+    AutoLayerOpt,
     HtmlOpt,
     JsonOpt,
-    LayerOpt,
     ModelOpt,
     OccurrenceOpt,
     PlotOpt,
@@ -26,9 +26,12 @@ from contextlens.cli.common import (
     ThreadsOpt,
     WordOpt,
     check_model,
+    choose_auto_layer,
     console,
     contextual_option,
     figures_after,
+    layer_numbers_to_check,
+    layer_text,
     print_json,
     static_option,
 )
@@ -55,7 +58,7 @@ def probe_cmd(
         Path | None, typer.Option("--anchor-sentences", help="TSV file: anchor<TAB>sentence with \\[anchor].")
     ] = None,
     template: TemplateOpt = "The word is [{word}].",
-    layer: LayerOpt = -1,
+    layer: AutoLayerOpt = "-1",
     model: ModelOpt = DEFAULT_MODEL,
     precision: PrecisionOpt = "fp32",
     runtime: RuntimeOpt = "auto",
@@ -74,11 +77,13 @@ def probe_cmd(
     texts, anchor_words = split_anchor_words(sentences, list(anchors or []))
     given = load_anchor_sentences(anchor_sentences) if anchor_sentences is not None else None
     occs = locate_all(texts, word, occurrence)
-    check_model(model, precision, runtime, layers=[layer])
+    wanted = layer_text(layer)
+    check_model(model, precision, runtime, layers=layer_numbers_to_check(wanted))
     anchors_to_check = [a.strip() for a in anchor_words if is_single_word(a.strip())]
     static_model = static_option(static, [o.word for o in occs] + anchors_to_check, optional=True)
     contextual = contextual_option(model, precision, threads, runtime)
-    result = probe(occs, anchor_words, contextual, given, template=template, layer=layer, static=static_model)
+    choose_auto_layer(contextual, wanted)
+    result = probe(occs, anchor_words, contextual, given, template=template, layer=wanted, static=static_model)
     with figures_after(plot, html, result, "contextlens probe"):
         if json_out:
             print_json(result.to_dict())
@@ -89,15 +94,42 @@ def probe_cmd(
             table.add_column("layer", justify="right")
             for a in result.anchors:
                 table.add_column(escape(a), justify="right")
+            bands = result.layer_baselines()
+            if bands[0] is not None:
+                table.add_column("random", justify="right")
+                table.add_column("5-95%", justify="right")
             for k, (lay, best) in enumerate(zip(result.layers, s.best_per_layer, strict=True)):
                 cells = [f"[bold]{v:.4f}[/bold]" if j == best else f"{v:.4f}" for j, v in enumerate(s.scores[k])]
+                if bands[k] is not None:
+                    cells += [f"{bands[k]['mean']:.3f}", f"{bands[k]['p5']:.2f}–{bands[k]['p95']:.2f}"]
                 table.add_row(str(lay), *cells, style="on grey15" if lay == result.layer else None)
             if result.static_scores is not None:
                 table.add_section()
-                table.add_row("static", *(f"{v:.4f}" for v in result.static_scores[i]), style="blue")
+                blanks = [""] * (2 if bands[0] is not None else 0)
+                table.add_row("static", *(f"{v:.4f}" for v in result.static_scores[i]), *blanks, style="blue")
             console.print(table)
-            console.print(f"at layer {result.layer} the closest anchor is [bold]{escape(result.best_anchor(i))}[/bold]")
+            best = result.best_anchor(i)
+            beside = result.beside(i)
+            where = ""
+            if beside is not None:
+                b, score = beside[best], result.at()[i][result.anchors.index(best)]
+                where = (
+                    f" (cosine {score:.3f}: above {b['percentile']:.1f}% of random pairs of different words at "
+                    f"that layer, {b['adjusted']:+.3f} over their mean)"
+                )
+            at = escape(result.layer_label)
+            console.print(f"at {at} the closest anchor is [bold]{escape(best)}[/bold]{escape(where)}", soft_wrap=True)
         sources = ", ".join(f"{a}: {s}" for a, s in zip(result.anchors, result.anchor_sources, strict=True))
         console.print(f"anchors ({escape(sources)}); template {escape(repr(result.template))}")
+        for line in result.notes:
+            console.print(f"[dim]{escape(line)}[/dim]")
+        if result.baseline is not None:
+            console.print(
+                f"[dim]random: mean cosine of random pairs of different words in unrelated sentences at that layer "
+                f"(5-95%: the middle 90% of them); {escape(result.baseline.describe())}[/dim]",
+                soft_wrap=True,
+            )
+        elif result.baseline_missing:
+            console.print(f"[dim]no random-word baseline: {escape(result.baseline_missing)}[/dim]")
         if result.static_scores is not None:
             console.print(f"static = cosine of {escape(result.static_model or '')} vectors: the same in every sentence")

@@ -21,7 +21,10 @@ from contextlens.cli.common import (
     check_model,
     console,
     contextual_option,
+    encoding_progress,
     figures_after,
+    layer_numbers_to_check,
+    layer_text,
     print_json,
 )
 from contextlens.core.occurrences import locate_all
@@ -53,17 +56,15 @@ def same_sense_cmd(
     occs = locate_all(sentences, word, occurrence)
     if len(occs) != 2:
         raise InputError(f"same-sense compares exactly two sentences, got {len(occs)}")
-    wanted: int | str = "auto"
-    if layer.strip().lower() != "auto":
-        try:
-            wanted = int(layer)
-        except ValueError:
-            raise InputError(f"--layer must be auto or a layer number, got {layer!r}") from None
-    check_model(model, precision, runtime, layers=() if wanted == "auto" else (wanted,))  # type: ignore[arg-type]
+    wanted = layer_text(layer)
+    check_model(model, precision, runtime, layers=layer_numbers_to_check(wanted))
     contextual = contextual_option(model, precision, threads, runtime)
-    from contextlens.analyses.lesson.same_sense import same_sense
+    from contextlens.analyses.lesson.same_sense import same_sense, same_sense_rule
 
-    answer = same_sense(occs[0], occs[1], contextual, wanted, "quick" if quick else "full")
+    size = "quick" if quick else "full"
+    with encoding_progress(contextual.name) as progress:  # the rule's one-time encoding, under a bar
+        same_sense_rule(contextual, wanted, size, progress)
+    answer = same_sense(occs[0], occs[1], contextual, wanted, size)
     with figures_after(plot, None, answer, "contextlens same-sense"):
         if json_out:
             print_json(answer.to_dict())
@@ -85,7 +86,8 @@ def render_answer(answer: SameSenseAnswer) -> None:
     console.print(
         f"this rule on {r.test_pairs:,} held-out test pairs ({r.test_lemmas:,} lemmas never seen in tuning): "
         f"accuracy {r.test_accuracy:.3f} (chance {r.chance:.3f}; dev {r.dev_accuracy:.3f} on {r.dev_pairs:,} pairs); "
-        f"P(same) from a logistic fit on the dev pairs, expected calibration error on test {r.test_ece:.3f}",
+        f"P(same) from a logistic fit on {r.train_pairs:,} train pairs ({r.train_lemmas:,} lemmas in neither dev "
+        f"nor test), expected calibration error on test {r.test_ece:.3f}",
         soft_wrap=True,
     )
     if answer.baseline_mean is not None:

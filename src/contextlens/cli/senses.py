@@ -6,9 +6,20 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 
 from contextlens.cli import app
-from contextlens.cli.common import HtmlOpt, JsonOpt, PlotOpt, console, figures_after, print_json
+from contextlens.cli.common import (
+    HtmlOpt,
+    JsonOpt,
+    PlotOpt,
+    console,
+    encoding_progress,
+    figures_after,
+    layer_text,
+    note,
+    print_json,
+)
 from contextlens.cli.params import as_flags
 
 senses_app = typer.Typer(help="Sense induction on an extraction folder (see `corpus extract`).", no_args_is_help=True)
@@ -19,7 +30,15 @@ app.add_typer(senses_app, name="senses")
 def induce_cmd(
     folder: Annotated[Path, typer.Argument(help="A folder written by `contextlens corpus extract`.")],
     word: Annotated[str, typer.Option("--word", "-w", help="One of the folder's targets.")],
-    layer: Annotated[int | None, typer.Option("--layer", "-l", help="An extracted layer (default: the top).")] = None,
+    layer: Annotated[
+        str | None,
+        typer.Option(
+            "--layer",
+            "-l",
+            help="An extracted layer (default: the top), or auto: the layer eval wic picks on dev "
+            "lemmas for the folder's model (best sense separation).",
+        ),
+    ] = None,
     k: Annotated[
         str, typer.Option("--k", help="auto (silhouette over 2..8, 1 if none separates) or a number.")
     ] = "auto",
@@ -43,26 +62,34 @@ def induce_cmd(
 
     if k != "auto" and not k.isdigit():
         raise InputError(f"--k {k!r}: give auto or a number between 1 and 8")
+    wanted = None if layer is None else layer_text(layer)
+    choice = None
     with as_flags(word="--word", layer="--layer", k="--k", pos="--pos", sense_vectors="--sense-vectors"):
+        if wanted == "auto":  # the choice first, under a note and a progress bar when it encodes
+            choice = auto_layer_of_folder(folder)
         result = induce_senses(
-            folder, word, layer, k if k == "auto" else int(k), pos=pos.strip().lower(), sense_vectors=sense_vectors
+            folder, word, wanted, k if k == "auto" else int(k), pos=pos.strip().lower(), sense_vectors=sense_vectors
         )
     with figures_after(plot, html, result, f"senses of {word}"):
         if json_out:
             print_json(result.to_dict())
             return
         sil = ", ".join(f"k={kk}: {v:.3f}" for kk, v in result.silhouettes.items())
+        where = escape(choice.label()) if choice is not None else f"layer {result.layer}"
         console.print(
-            f"[bold]{result.word}[/bold]: {len(result.labels)} occurrences, {result.model} layer "
-            f"{result.layer} -> [bold]k={result.k}[/bold]",
+            f"[bold]{result.word}[/bold]: {len(result.labels)} occurrences, {result.model} {where} "
+            f"-> [bold]k={result.k}[/bold]",
             soft_wrap=True,
         )
         console.print(f"[dim]{result.criterion}; silhouettes {sil}[/dim]", soft_wrap=True)
         if result.pos is not None:
             scores = ", ".join(f"{p} {v:.3f}" for p, v in result.pos_scores.items())
+            which = (
+                "each cluster's nearest part of speech" if result.pos_per_cluster else f"{POS_NAMES[result.pos]} senses"
+            )
             console.print(
-                f"[dim]labels: WordNet {POS_NAMES[result.pos]} senses from {result.sense_vectors} "
-                f"(mean nearest-sense cosine: {scores})[/dim]",
+                f"[dim]labels: WordNet senses from {result.sense_vectors}, {which} (mean nearest-sense cosine "
+                f"over all occurrences: {scores})[/dim]",
                 soft_wrap=True,
             )
         for c in result.clusters:
@@ -79,3 +106,16 @@ def induce_cmd(
                 console.print(f"  typical   {e['score']:.3f}  {e['marked']}", soft_wrap=True, markup=False)
             for e in c.ambiguous:
                 console.print(f"  ambiguous {e['score']:+.3f}  {e['marked']}", soft_wrap=True, markup=False)
+
+
+def auto_layer_of_folder(folder: Path):
+    """--layer auto for an extraction folder: its model's sense layer, chosen here with a note and a
+    progress bar when the benchmark sentences must be encoded (cached after)."""
+    from contextlens.analyses.benchmarks.layer_choice import choose_layer
+    from contextlens.analyses.corpus.manifest import require_manifest
+    from contextlens.core.contextual_models import load_contextual
+
+    manifest = require_manifest(folder)
+    model = load_contextual(manifest.model, manifest.precision, manifest.runtime)
+    with encoding_progress(model.name) as progress:
+        return choose_layer(model, "sense", progress=progress, announce=note)

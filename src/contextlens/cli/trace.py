@@ -87,7 +87,7 @@ def trace_cmd(
         toks = Table(title="1-3. tokens, ids and input rows (the static embedding table)")
         for col in ("pos", "token", "id", "input row norm", "position row norm"):
             toks.add_column(col, justify="left" if col == "token" else "right")
-        for i, (t, d) in enumerate(zip(result.tokens, result.token_ids, strict=True)):
+        for i, (t, d) in enumerate(zip(result.display_tokens, result.token_ids, strict=True)):
             pos = "-" if result.position_row_norms is None else f"{result.position_row_norms[i]:.3f}"
             style = "bold" if i in result.target_positions else ("dim" if result.special[i] else None)
             toks.add_row(str(i), escape(t), str(d), f"{result.input_row_norms[i]:.3f}", pos, style=style)
@@ -103,15 +103,22 @@ def trace_cmd(
             console.print(
                 "4. positions: this model has no learned absolute position rows (relative or rotary positions)"
             )
-        layers = Table(title=f"5-6. the target's hidden state per layer (“{escape(' '.join(result.target_tokens))}”)")
+        target = escape(" ".join(result.display_target_tokens))
+        layers = Table(title=f"5-6. the target's hidden state per layer (“{target}”)")
         for col in ("layer", "cosine to input row", "norm", "attends most to (head mean of this block)"):
             layers.add_column(col, justify="left" if col.startswith("attends") else "right")
         for t in result.layers:
-            attended = ", ".join(f"{tok} {w:.2f}" for tok, w in t.top_attended) or "- (embedding output)"
+            shown = t.top_display or [tok for tok, _ in t.top_attended]
+            attended = ", ".join(f"{tok} {w:.2f}" for tok, (_, w) in zip(shown, t.top_attended, strict=True))
+            attended = attended or "- (embedding output)"
             layers.add_row(str(t.layer), fmt(t.cosine_to_input_row), f"{t.norm:.2f}", escape(attended))
         console.print(layers)
         console.print(f"[dim]cosine to input row: {INPUT_ROW_COSINE_MEANS}[/dim]")
         console.print(f"target input row norm: {result.target_input_row_norm:.3f}")
+        for line in result.notes:
+            console.print(f"[dim]{escape(line)}[/dim]")
+        if result.shown is not None and result.shown != result.tokens:
+            console.print("[dim]tokens shown decoded from byte-level BPE: ␣ is the space a token starts with[/dim]")
         if share is not None:
             _share_table(share)
 

@@ -69,16 +69,7 @@ def divergence_figure(result: Comparison, title: str | None = None, labels: list
             ax.plot(layers, result.matrices[:, i, j], lw=1, alpha=0.55, color=color, label=label)
         ax.plot(layers, result.layer_cosines, marker="o", lw=2.6, color="#c2410c", label="mean over pairs")
     bands = result.layer_baselines()
-    if bands and bands[0] is not None:
-        ax.fill_between(
-            layers,
-            [b["p5"] for b in bands],
-            [b["p95"] for b in bands],
-            color="#9ca3af",
-            alpha=0.25,
-            label="random words, 5-95th pct",
-        )
-        ax.plot(layers, [b["mean"] for b in bands], color="#6b7280", ls="--", lw=1.2, label="random words, mean")
+    baseline_band(ax, layers, bands)
     if result.static_cosine is not None:
         ax.axhline(result.static_cosine, color="#1d4ed8", ls="--", lw=1.6, label=f"static ({result.static_model})")
     ax.axhline(result.input_row_cosine, color="#15803d", ls=":", lw=2, label="input row (embedding table)")
@@ -100,3 +91,19 @@ def divergence_figure(result: Comparison, title: str | None = None, labels: list
     ax.grid(alpha=0.3)
     ax.legend(loc="lower left", fontsize=8)
     return fig
+
+
+def baseline_band(ax: plt.Axes, layers: list[int], bands: list[dict[str, float] | None]) -> None:
+    """The random-word baseline per layer as a grey 5-95th percentile band with its mean dashed
+    (compare, explore and probe draw the same band); nothing without a baseline."""
+    if not bands or bands[0] is None:
+        return
+    ax.fill_between(
+        layers,
+        [b["p5"] for b in bands],
+        [b["p95"] for b in bands],
+        color="#9ca3af",
+        alpha=0.25,
+        label="random words, 5-95th pct",
+    )
+    ax.plot(layers, [b["mean"] for b in bands], color="#6b7280", ls="--", lw=1.2, label="random words, mean")

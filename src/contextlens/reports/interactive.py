@@ -119,28 +119,34 @@ def write_page(figures: Sequence[go.Figure], path: Path | str, title: str) -> Pa
     return atomic_files.write_text(path, page(title, "\n".join(figure_div(f) for f in figures)))
 
 
+def baseline_band(fig: go.Figure, layers: list[int], bands: list[dict[str, float] | None]) -> None:
+    """The random-word baseline per layer: a grey 5-95th percentile band and its mean dashed
+    (compare, explore, probe); nothing without a baseline."""
+    if not bands or bands[0] is None:
+        return
+    fig.add_scatter(x=layers, y=[b["p95"] for b in bands], mode="lines", line={"width": 0}, showlegend=False)
+    fig.add_scatter(
+        x=layers,
+        y=[b["p5"] for b in bands],
+        mode="lines",
+        line={"width": 0},
+        fill="tonexty",
+        fillcolor="rgba(156,163,175,0.3)",
+        name="random words, 5-95th pct",
+    )
+    fig.add_scatter(
+        x=layers,
+        y=[b["mean"] for b in bands],
+        mode="lines",
+        line={"color": "#6b7280", "dash": "dash", "width": 1},
+        name="random words, mean",
+    )
+
+
 def divergence_figures(result: Comparison) -> list[go.Figure]:
     """Interactive version of the divergence figure: cosine of the target against layer."""
     fig = go.Figure()
-    bands = result.layer_baselines()
-    if bands and bands[0] is not None:
-        fig.add_scatter(x=result.layers, y=[b["p95"] for b in bands], mode="lines", line={"width": 0}, showlegend=False)
-        fig.add_scatter(
-            x=result.layers,
-            y=[b["p5"] for b in bands],
-            mode="lines",
-            line={"width": 0},
-            fill="tonexty",
-            fillcolor="rgba(156,163,175,0.3)",
-            name="random words, 5-95th pct",
-        )
-        fig.add_scatter(
-            x=result.layers,
-            y=[b["mean"] for b in bands],
-            mode="lines",
-            line={"color": "#6b7280", "dash": "dash", "width": 1},
-            name="random words, mean",
-        )
+    baseline_band(fig, result.layers, result.layer_baselines())
     if result.n == 2:
         fig.add_scatter(
             x=result.layers,
@@ -214,7 +220,7 @@ def same_sense_figures(answer: SameSenseAnswer) -> list[go.Figure]:
             f"(chance {rule.chance:.3f}), ECE {rule.test_ece:.3f}"
         ),
         height=420,
-        xaxis={"title": "P(same sense), logistic fit on dev pairs", "range": [0, 1]},
+        xaxis={"title": "P(same sense), logistic fit on train lemmas (neither dev nor test)", "range": [0, 1]},
         yaxis={"title": "share of test pairs that are the same sense", "range": [0, 1.05]},
     )
     return [fig]
@@ -237,6 +243,7 @@ def explore_figures(result: Exploration) -> list[go.Figure]:
             customdata=np.array(w.p_values),
             hovertemplate="layer %{x}: gap %{y:.3f}, p=%{customdata:.4f}",
         )
+    figs.append(_mean_cosine_figure(result))
     gap.add_hline(y=0, line_color="#444")
     gap.update_layout(
         **LAYOUT,
@@ -247,6 +254,31 @@ def explore_figures(result: Exploration) -> list[go.Figure]:
         yaxis_title="same-sense − cross-sense cosine",
     )
     return figs + [gap]
+
+
+def _mean_cosine_figure(result: Exploration) -> go.Figure:
+    """Each word's mean pairwise cosine (1 - spread) per layer over the random-word band."""
+    fig = go.Figure()
+    first = result.words[0]
+    baseline_band(fig, first.layers, first.layer_baselines())
+    for i, w in enumerate(result.words):
+        fig.add_scatter(
+            x=w.layers,
+            y=w.mean_cosines,
+            mode="lines+markers",
+            name=plain(w.word),
+            line={"color": COLOURS[i % len(COLOURS)]},
+            hovertemplate="layer %{x}: mean cosine %{y:.3f}",
+        )
+    fig.update_layout(
+        **LAYOUT,
+        height=420,
+        title=f"Mean pairwise cosine per layer (1 − spread) beside random pairs of different words — "
+        f"{plain(result.model)}",
+        xaxis_title="layer (0 = embedding output)",
+        yaxis_title="cosine",
+    )
+    return fig
 
 
 def _word_figure(w: WordExploration, low: float) -> go.Figure:
@@ -340,7 +372,7 @@ def attention_figures(result: AttentionResult) -> list[go.Figure]:
     row_max = max(float(m.head_mean.max()) for m in result.maps)  # one colour scale for all panels
     grid_max = max(float(m.matrix(result.layer, result.head).max()) for m in result.maps)
     for col, m in enumerate(result.maps, 1):
-        labels = token_labels(m.tokens, m.target_positions)
+        labels = token_labels(m.display_tokens, m.target_positions)
         layers = [str(i) for i in range(1, m.num_layers + 1)]
         rows.add_trace(
             go.Heatmap(
@@ -397,6 +429,21 @@ def probe_figures(result: ProbeResult) -> list[go.Figure]:
             text=[f"{v:.2f}" for v in scores[:, j]],
             textposition="outside",
         )
+    base = result.layer_baselines()[result.layers.index(result.layer)]
+    if base is not None:
+        n = len(result.sentences)  # over the contextual sentences only: the static scores have no such baseline
+        bars.add_shape(
+            type="rect", xref="x", x0=-0.5, x1=n - 0.5, y0=base["p5"], y1=base["p95"],
+            fillcolor="rgba(156,163,175,0.3)", line_width=0, layer="below",
+        )  # fmt: skip
+        bars.add_shape(
+            type="line", xref="x", x0=-0.5, x1=n - 0.5, y0=base["mean"], y1=base["mean"],
+            line={"color": "#6b7280", "dash": "dash"},
+        )  # fmt: skip
+        bars.add_annotation(
+            x=-0.5, y=base["p95"], xanchor="left", yanchor="bottom", showarrow=False,
+            text="random words: mean (dashed), 5-95th pct (grey)",
+        )  # fmt: skip
     bars.update_layout(
         **LAYOUT,
         barmode="group",
@@ -405,6 +452,7 @@ def probe_figures(result: ProbeResult) -> list[go.Figure]:
         title=f"Sense probe at layer {result.layer} — {plain(result.model)}",
     )
     lines = go.Figure()
+    baseline_band(lines, result.layers, result.layer_baselines())
     dashes = ["solid", "dash", "dot", "dashdot"]
     for i, s in enumerate(result.sentences):
         for j, anchor in enumerate(result.anchors):
@@ -458,7 +506,7 @@ def trace_figures(result: Trace) -> list[go.Figure]:
         col=1,
         secondary_y=True,
     )
-    labels = token_labels(result.tokens, result.target_positions)
+    labels = token_labels(result.display_tokens, result.target_positions)
     fig.add_trace(
         go.Heatmap(
             z=result.attention_rows.T,

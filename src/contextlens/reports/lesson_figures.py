@@ -20,6 +20,7 @@ from contextlens.analyses.lesson.probe import ProbeResult  # noqa: E402
 from contextlens.analyses.lesson.ranking import Ranking  # noqa: E402
 from contextlens.analyses.lesson.same_sense import SameSenseAnswer  # noqa: E402
 from contextlens.analyses.lesson.trace import Trace  # noqa: E402
+from contextlens.reports.figures import baseline_band  # noqa: E402
 
 SENSE_COLOURS = ["#c2410c", "#1d4ed8", "#15803d", "#7c3aed", "#0e7490", "#be123c", "#a16207"]
 
@@ -47,7 +48,8 @@ def explore_figure(result: Exploration) -> plt.Figure:
     for row, w in enumerate(words):
         _heatmap(fig.add_subplot(grid[row, 0]), w, low)
         _pca(fig.add_subplot(grid[row, 1]), w)
-    _gap_lines(fig.add_subplot(grid[len(words), :]), result)
+    _gap_lines(fig.add_subplot(grid[len(words), 0]), result)
+    _mean_cosine_lines(fig.add_subplot(grid[len(words), 1]), result)
     fig.suptitle(
         f"Polysemy explorer — {result.model}, layer {result.layer} (words ranked by spread)", fontsize=14, y=1.0
     )
@@ -129,6 +131,20 @@ def _gap_lines(ax: plt.Axes, result: Exploration) -> None:
     ax.grid(alpha=0.3)
 
 
+def _mean_cosine_lines(ax: plt.Axes, result: Exploration) -> None:
+    """Each word's mean pairwise cosine (1 - spread) per layer over the random-word band."""
+    first = result.words[0]
+    baseline_band(ax, first.layers, first.layer_baselines())
+    for i, w in enumerate(result.words):
+        ax.plot(w.layers, w.mean_cosines, marker="o", lw=2, color=SENSE_COLOURS[i % len(SENSE_COLOURS)], label=w.word)
+    ax.set_xlabel("layer (0 = embedding output)")
+    ax.set_ylabel("mean pairwise cosine (1 − spread)")
+    ax.set_xticks(first.layers)
+    ax.set_title("Each word's mean cosine beside random pairs of different words", fontsize=10)
+    ax.legend(fontsize=7, ncol=2)
+    ax.grid(alpha=0.3)
+
+
 def slope_figure(result: Ranking) -> plt.Figure:
     """Slope chart: each pair's rank under the static cosine (left) and the contextual cosine (right)."""
     n = len(result.pairs)
@@ -184,16 +200,16 @@ def attention_figure(result: AttentionResult) -> plt.Figure:
         ax = axes[0, col]
         data = amap.head_mean.T  # (seq, L)
         im = ax.imshow(data, cmap="magma_r", aspect="auto", vmin=0, vmax=max(float(data.max()), 1e-9))
-        ax.set_yticks(range(len(amap.tokens)), _token_labels(amap.tokens, amap.target_positions), fontsize=8)
+        ax.set_yticks(range(len(amap.tokens)), _token_labels(amap.display_tokens, amap.target_positions), fontsize=8)
         ax.set_xticks(range(amap.num_layers), [str(i) for i in range(1, amap.num_layers + 1)], fontsize=8)
         ax.set_xlabel("attention layer (block)")
-        target = " ".join(amap.target_tokens)
+        target = " ".join(amap.display_target_tokens)
         ax.set_title(f"{textwrap.fill(amap.occurrence.marked(), 60)}\n“{target}” attends to (head mean)", fontsize=9)
         plt.colorbar(im, ax=ax, fraction=0.04, pad=0.02)
         ax = axes[1, col]
         m = amap.matrix(result.layer, result.head)
         im = ax.imshow(m, cmap="magma_r", vmin=0, vmax=max(float(m.max()), 1e-9))
-        labels = _token_labels(amap.tokens, amap.target_positions)
+        labels = _token_labels(amap.display_tokens, amap.target_positions)
         ax.set_yticks(range(len(labels)), labels, fontsize=8)
         ax.set_xticks(range(len(labels)), labels, fontsize=8, rotation=60, ha="right")
         ax.set_ylabel("from token (query)")
@@ -238,11 +254,18 @@ def probe_figure(result: ProbeResult) -> plt.Figure:
     if groups:
         bars.axvline(len(result.sentences) - 0.5, color="#999", ls=":", lw=1)
     bars.axhline(0, color="#444", lw=0.8)
+    base = result.layer_baselines()[result.layers.index(result.layer)]
+    if base is not None:  # over the contextual sentences only: the static scores have no such baseline
+        span = [-0.5, len(result.sentences) - 0.5]
+        bars.fill_between(span, base["p5"], base["p95"], color="#9ca3af", alpha=0.25, zorder=0,
+                          label="random words, 5-95th pct")  # fmt: skip
+        bars.plot(span, [base["mean"]] * 2, color="#6b7280", ls="--", lw=1.2, label="random words, mean")
     bars.set_ylim(min(0.0, float(scores.min()) * 1.15), max(0.05, float(scores.max()) * 1.15))
     bars.set_ylabel("cosine with the anchor")
     bars.set_title(f"target vs anchors at layer {result.layer}", fontsize=10)
     bars.legend(fontsize=8)
     styles = ["-", "--", ":", "-."]
+    baseline_band(lines, result.layers, result.layer_baselines())
     for i, s in enumerate(result.sentences):
         for j, anchor in enumerate(result.anchors):
             short = textwrap.shorten(s.occurrence.marked(), 30, placeholder="…")
@@ -289,10 +312,12 @@ def trace_figure(result: Trace) -> plt.Figure:
     twin.set_ylabel("norm of the hidden state", color="#1d4ed8")
     handles = left.get_legend_handles_labels()[0] + twin.get_legend_handles_labels()[0]
     left.legend(handles, [h.get_label() for h in handles], fontsize=8, loc="lower left")
-    left.set_title(f"“{' '.join(result.target_tokens)}”: how much of the input row is left", fontsize=10)
+    left.set_title(f"“{' '.join(result.display_target_tokens)}”: how much of the input row is left", fontsize=10)
     data = result.attention_rows.T
     im = right.imshow(data, cmap="magma_r", aspect="auto", vmin=0, vmax=max(float(data.max()), 1e-9))
-    right.set_yticks(range(len(result.tokens)), _token_labels(result.tokens, result.target_positions), fontsize=8)
+    right.set_yticks(
+        range(len(result.tokens)), _token_labels(result.display_tokens, result.target_positions), fontsize=8
+    )
     right.set_xticks(range(data.shape[1]), [str(i) for i in range(1, data.shape[1] + 1)], fontsize=8)
     right.set_xlabel("attention layer (block)")
     right.set_title("what the target attends to (head mean)", fontsize=10)
@@ -324,7 +349,7 @@ def same_sense_figure(answer: SameSenseAnswer) -> plt.Figure:
     ax.axvline(answer.probability, color="#c2410c", lw=2, label=f"this pair: P(same) = {answer.probability:.2f}")
     ax.set_xlim(0, 1)
     ax.set_ylim(0, 1.05)
-    ax.set_xlabel("P(same sense), logistic fit on dev pairs")
+    ax.set_xlabel("P(same sense), logistic fit on train lemmas (neither dev nor test)")
     ax.set_ylabel("share of test pairs that are the same sense")
     ax.set_title(
         f"same-sense rule — {rule.model}, layer {rule.layer}: test accuracy {rule.test_accuracy:.3f} "

@@ -116,7 +116,8 @@ def lesson_sections(lesson: Lesson) -> list[Section]:
             "6. Trace: from token to hidden state",
             "The pipeline for one target: its tokens and ids, its input row, the position information added at the "
             "embedding step, and then at every layer how much of the input row is left and what it attended to.",
-            f"tokens {' '.join(t.tokens)}; target input-row norm {t.target_input_row_norm:.3f}; cosine to the input "
+            f"tokens {' '.join(t.display_tokens)}; target input-row norm {t.target_input_row_norm:.3f}; cosine to the "
+            "input "
             f"row {t.layers[0].cosine_to_input_row:.3f} at layer 0 and {t.layers[-1].cosine_to_input_row:.3f} at layer "
             f"{last.layer}.",
             ix.trace_figures(t),

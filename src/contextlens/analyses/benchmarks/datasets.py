@@ -81,37 +81,75 @@ def build_wic(
     ``max_lemmas`` keeps a seeded sample of the qualifying lemmas.
     """
     groups = group_by_lemma(examples)
-    qualifying = sorted(
-        k for k, senses in groups.items() if len(senses) >= 2 and any(len(v) >= 2 for v in senses.values())
-    )
+    qualifying = _qualifying(groups)
     if max_lemmas is not None and len(qualifying) > max_lemmas:
         qualifying = sorted(random.Random(seed).sample(qualifying, max_lemmas))
     splits = split_lemmas([lemma for lemma, _ in qualifying], dev_share, seed)
     pairs: list[WicPair] = []
     for lemma, pos in qualifying:
-        senses = groups[(lemma, pos)]
-        rng = _rng(seed, lemma, pos)
-        rich = sorted(s for s, v in senses.items() if len(v) >= 2)
-        anchor_sense = rng.choice(rich)
-        a, b = rng.sample(senses[anchor_sense], 2)
-        other_sense = rng.choice(sorted(s for s in senses if s != anchor_sense))
-        c = rng.choice(senses[other_sense])
-        split = splits[lemma]
-        pairs.append(WicPair(lemma, pos, a, b, True, split))
-        pairs.append(WicPair(lemma, pos, a, c, False, split))
+        pairs.extend(_lemma_pairs(groups, (lemma, pos), seed, splits[lemma]))
     counts = {
-        "qualifying_lemma_pos": sum(1 for s in groups.values() if len(s) >= 2 and any(len(v) >= 2 for v in s.values())),
+        "qualifying_lemma_pos": len(_qualifying(groups)),
         "lemma_pos_used": len(qualifying),
     }
     for name in ("dev", "test"):
-        chosen = [p for p in pairs if p.split == name]
-        counts[name] = {
-            "pairs": len(chosen),
-            "same": sum(p.same for p in chosen),
-            "different": sum(not p.same for p in chosen),
-            "lemmas": len({p.lemma for p in chosen}),
-        }
+        counts[name] = _split_counts([p for p in pairs if p.split == name])
     return WicData(pairs, counts)
+
+
+def _qualifying(groups: dict[Key, dict[str, list[UsageExample]]]) -> list[Key]:
+    return sorted(k for k, senses in groups.items() if len(senses) >= 2 and any(len(v) >= 2 for v in senses.values()))
+
+
+def _lemma_pairs(groups: dict[Key, dict[str, list[UsageExample]]], key: Key, seed: int, split: str) -> list[WicPair]:
+    """One same-sense and one different-sense pair of a qualifying (lemma, pos), seeded by the lemma."""
+    lemma, pos = key
+    senses = groups[key]
+    rng = _rng(seed, lemma, pos)
+    rich = sorted(s for s, v in senses.items() if len(v) >= 2)
+    anchor_sense = rng.choice(rich)
+    a, b = rng.sample(senses[anchor_sense], 2)
+    other_sense = rng.choice(sorted(s for s in senses if s != anchor_sense))
+    c = rng.choice(senses[other_sense])
+    return [WicPair(lemma, pos, a, b, True, split), WicPair(lemma, pos, a, c, False, split)]
+
+
+def _split_counts(pairs: Sequence[WicPair]) -> dict[str, int]:
+    return {
+        "pairs": len(pairs),
+        "same": sum(p.same for p in pairs),
+        "different": sum(not p.same for p in pairs),
+        "lemmas": len({p.lemma for p in pairs}),
+    }
+
+
+def build_wic_train(
+    examples: Sequence[UsageExample], held_out: WicData, *, max_lemmas: int | None = None, seed: int = 0
+) -> WicData:
+    """Train pairs beside a dev/test set, for a fit (same-sense's logistic) that dev and test never see.
+
+    The same construction as :func:`build_wic` (one same- and one different-sense pair per lemma,
+    seeded by the lemma) over the qualifying (lemma, pos) that ``held_out`` did not draw, keeping
+    only lemmas in neither its dev nor its test split and pairs whose texts occur in none of its
+    pairs; ``max_lemmas`` keeps a seeded sample. ``held_out`` itself is untouched, so `eval wic`'s
+    numbers stay exactly what they were.
+    """
+    groups = group_by_lemma(examples)
+    used_lemmas = {p.lemma for p in held_out.pairs}
+    used_texts = {t.lower() for p in held_out.pairs for t in (p.first.text, p.second.text)}
+    candidates = []
+    for key in _qualifying(groups):
+        if key[0] in used_lemmas:
+            continue
+        pairs = _lemma_pairs(groups, key, seed, "train")
+        if all(t.lower() not in used_texts for p in pairs for t in (p.first.text, p.second.text)):
+            candidates.append((key, pairs))
+    eligible = len(candidates)
+    if max_lemmas is not None and len(candidates) > max_lemmas:
+        picked = set(random.Random(f"{seed}|train").sample(range(len(candidates)), max_lemmas))
+        candidates = [c for i, c in enumerate(candidates) if i in picked]
+    pairs = [p for _, ps in candidates for p in ps]
+    return WicData(pairs, {"train": _split_counts(pairs), "eligible_lemma_pos": eligible})
 
 
 # --- word sense disambiguation ------------------------------------------------------------
@@ -156,9 +194,7 @@ def build_wsd(
     lemmas and scored on lemmas it never saw.
     """
     groups = group_by_lemma(examples)
-    qualifying = sorted(
-        k for k, senses in groups.items() if len(senses) >= 2 and any(len(v) >= 2 for v in senses.values())
-    )
+    qualifying = _qualifying(groups)
     if max_lemmas is not None and len(qualifying) > max_lemmas:
         qualifying = sorted(random.Random(seed + 1).sample(qualifying, max_lemmas))
     splits = split_lemmas([lemma for lemma, _ in qualifying], dev_share, seed)

@@ -54,8 +54,9 @@ class WordNetTask:
     definitions: list[str]  # corpus: the definitions of the same synsets, same order
 
 
-def load_wordnet_task(sample: int, seed: int = 0) -> WordNetTask:
-    """A seeded sample of synsets that have a usage example: (example, definition) pairs."""
+def load_wordnet_task(sample: int, seed: int = 0, definitions: bool = True) -> WordNetTask:
+    """A seeded sample of synsets that have a usage example: (example, definition) pairs
+    (``definitions=False``: the synsets and examples only, without opening the WordNet reader)."""
     from contextlens.core.wordnet import usage_examples, wordnet
 
     first: dict[str, str] = {}
@@ -68,8 +69,10 @@ def load_wordnet_task(sample: int, seed: int = 0) -> WordNetTask:
         raise InputError(f"`sample` {sample} exceeds the {len(names)} synsets that have a usage example")
     rng = np.random.default_rng(seed)
     picked = sorted(rng.choice(len(names), size=sample, replace=False))
-    reader = wordnet()
     synsets = [names[i] for i in picked]
+    if not definitions:
+        return WordNetTask(synsets, [first[s] for s in synsets], [])
+    reader = wordnet()
     return WordNetTask(synsets, [first[s] for s in synsets], [reader.synset(s).definition() for s in synsets])
 
 

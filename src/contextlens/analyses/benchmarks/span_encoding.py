@@ -18,7 +18,7 @@ import numpy as np
 
 from contextlens.core.alignment import tokenize_many
 from contextlens.core.contextual_models import ContextualModel
-from contextlens.core.disk_cache import cache_key, cached_arrays
+from contextlens.core.disk_cache import cache_key, cache_path, cached_arrays
 from contextlens.core.extraction import Progress, extract_targets
 from contextlens.core.occurrences import Occurrence
 from contextlens.errors import InputError
@@ -56,7 +56,7 @@ def encode_spans(
     use_cache: bool = True,
 ) -> SpanEncoding:
     """Hidden states (all layers) and input rows of every span, one forward pass per text."""
-    key = cache_key("spans", SPAN_ENCODING_VERSION, model.name, model.identity, list(texts), list(spans))
+    key = _key(model, texts, spans)
 
     def compute() -> dict[str, np.ndarray]:
         hidden, rows = _encode(model, texts, spans, chunk_size, progress)
@@ -64,6 +64,15 @@ def encode_spans(
 
     arrays = cached_arrays(f"spans-{_safe(model.name)}", key, compute, enabled=use_cache)
     return SpanEncoding(model.name, arrays["hidden"].astype(np.float32), arrays["input_rows"])
+
+
+def _key(model: ContextualModel, texts: Sequence[str], spans: Sequence[Span]) -> str:
+    return cache_key("spans", SPAN_ENCODING_VERSION, model.name, model.identity, list(texts), list(spans))
+
+
+def is_encoded(model: ContextualModel, texts: Sequence[str], spans: Sequence[Span]) -> bool:
+    """Whether :func:`encode_spans` would read these spans from the disk cache (no forward pass)."""
+    return cache_path(f"spans-{_safe(model.name)}", _key(model, texts, spans)).exists()
 
 
 def _encode(

@@ -18,7 +18,7 @@ from typing import Any
 
 from contextlens.analyses.benchmarks import contextuality as ctx
 from contextlens.analyses.benchmarks import similarity as sim
-from contextlens.analyses.benchmarks.datasets import WicData, WsdData, build_wic, build_wsd
+from contextlens.analyses.benchmarks.datasets import WicData, WsdData, build_wic, build_wic_train, build_wsd
 from contextlens.analyses.benchmarks.result import BenchmarkResult, record_precision
 from contextlens.analyses.benchmarks.span_encoding import Progress, Span, SpanEncoding, encode_spans
 from contextlens.analyses.benchmarks.wic import evaluate_wic
@@ -39,11 +39,12 @@ class SuiteSize:
     contexts_per_word: int
     contextuality_words: int
     contextuality_sentences: int
+    wic_train_lemmas: int = 500  # same-sense's logistic fit: lemmas in neither dev nor test
 
 
 SIZES = {
     "full": SuiteSize(1000, 500, 3, None, 5, 200, 300),
-    "quick": SuiteSize(30, 12, 2, 30, 2, 12, 12),
+    "quick": SuiteSize(30, 12, 2, 30, 2, 12, 12, wic_train_lemmas=30),
 }
 
 
@@ -143,6 +144,38 @@ def build_suite(size: str = "full") -> Suite:
         b.span_index,
         counts,
     )
+
+
+@dataclass
+class WicTrain:
+    """Word-in-context train pairs (lemmas in neither the suite's dev nor test) over their own texts."""
+
+    wic: WicData
+    texts: list[str]
+    spans: list[Span]
+    rows: list[tuple[int, int]]  # each pair's two rows in ``spans``
+
+
+@functools.cache
+def build_wic_train_set(size: str = "full") -> WicTrain:
+    """The train pairs beside the suite's WiC dev/test (:func:`datasets.build_wic_train`): a set
+    of its own, encoded apart, so the suite (and every cached benchmark encoding) is unchanged."""
+    suite = build_suite(size)
+    wic = build_wic_train(wn.usage_examples(), suite.wic, max_lemmas=SIZES[size].wic_train_lemmas, seed=SEED)
+    b = _Builder()
+    rows = [
+        (b.span(p.first.text, p.first.start, p.first.end), b.span(p.second.text, p.second.start, p.second.end))
+        for p in wic.pairs
+    ]
+    return WicTrain(wic, b.texts, b.spans, rows)
+
+
+def encode_wic_train(
+    model: ContextualModel, size: str, progress: Progress | None = None
+) -> tuple[WicTrain, SpanEncoding]:
+    """The train pairs' spans through ``model`` (disk-cached like the suite)."""
+    train = build_wic_train_set(size)
+    return train, encode_spans(model, train.texts, train.spans, progress=progress)
 
 
 def encode_suite(

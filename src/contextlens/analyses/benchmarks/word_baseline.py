@@ -25,6 +25,7 @@ from contextlens.core.disk_cache import cache_key, cached_arrays
 from contextlens.core.extraction import Pooling
 from contextlens.core.occurrences import ALPHA_WORD_RE, Occurrence
 from contextlens.core.similarity import normalize_rows
+from contextlens.core.wordnet import WordNetNotInstalledError
 
 BASELINE_VERSION = 1
 N_SENTENCES = 200  # one random word from each: 200 words, about 19,800 pairs of different words
@@ -80,6 +81,16 @@ class CosineBaseline:
         (``layer=None``: the input rows)."""
         q = self.input_row[:-2] if layer is None else self.quantiles[layer]
         return float(np.interp(cosine, q, QUANTILES * 100.0, left=0.0, right=100.0))
+
+    def beside(self, layer: int | None, cosine: float) -> dict[str, float]:
+        """What a reader needs beside one cosine at ``layer`` (None: the input rows): the random-word
+        mean, std and 5th/50th/95th percentiles, the cosine's percentile among them and cosine - mean
+        (Ethayarajh's adjusted value). The one helper compare, explore, probe and same-sense use."""
+        b = self.input_row_baseline() if layer is None else self.layer(layer)
+        return {
+            "mean": b.mean, "std": b.std, "p5": b.p5, "p50": b.p50, "p95": b.p95,
+            "percentile": self.percentile(layer, cosine), "adjusted": cosine - b.mean,
+        }  # fmt: skip
 
     def describe(self) -> str:
         return (
@@ -194,3 +205,14 @@ def random_word_baseline(
     """
     wn.check_installed()
     return _cached(model, pooling, n_sentences, seed)
+
+
+def baseline_or_reason(
+    model: ContextualModel, pooling: Pooling = "mean"
+) -> tuple[CosineBaseline | None, str | None]:
+    """The baseline, or None and why there is none (WordNet not installed): a result then says so
+    instead of failing, since its cosines stand without it."""
+    try:
+        return random_word_baseline(model, pooling), None
+    except WordNetNotInstalledError as exc:
+        return None, str(exc)

@@ -123,10 +123,31 @@ def require_manifest(folder: Path) -> Manifest:
     return manifest
 
 
-def pick_layer(manifest: Manifest, layer: int | None, folder: Path) -> int:
-    """An extracted layer of the folder: ``layer`` (negative counts from the top), default the top."""
+def pick_layer(manifest: Manifest, layer: int | str | None, folder: Path) -> int:
+    """An extracted layer of the folder: ``layer`` (negative counts from the top), default the top;
+    ``"auto"``: the layer `eval wic` chooses on dev lemmas for the folder's model at its precision
+    and runtime (:func:`auto_layer`), which must be one the folder extracted."""
+    from contextlens.analyses.benchmarks.layer_choice import layer_request
+
+    wanted = None if layer is None else layer_request(layer)
+    if wanted == "auto":
+        choice = auto_layer(manifest)
+        if choice.layer not in manifest.layers:
+            raise InputError(
+                f"`layer` auto is {choice.label()} for {manifest.model}, which {folder} did not extract "
+                f"(extracted layers: {manifest.layers}); extract it, or give one of those layers"
+            )
+        return choice.layer
     top = manifest.layers[-1]
-    layer = top if layer is None else (top + 1 + layer if layer < 0 else layer)
-    if layer not in manifest.layers:
-        raise InputError(f"layer {layer} is not in {folder}; extracted layers: {manifest.layers}")
-    return layer
+    number = top if wanted is None else (top + 1 + wanted if wanted < 0 else wanted)  # type: ignore[operator]
+    if number not in manifest.layers:
+        raise InputError(f"layer {number} is not in {folder}; extracted layers: {manifest.layers}")
+    return number
+
+
+def auto_layer(manifest: Manifest):  # -> LayerChoice (benchmarks: imported when asked, it loads torch)
+    """The sense layer `--layer auto` stands for, for the folder's own model, precision and runtime."""
+    from contextlens.analyses.benchmarks.layer_choice import choose_layer
+    from contextlens.core.contextual_models import load_contextual
+
+    return choose_layer(load_contextual(manifest.model, manifest.precision, manifest.runtime), "sense")

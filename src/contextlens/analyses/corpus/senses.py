@@ -43,8 +43,9 @@ from contextlens.errors import ContextlensError, InputError, TargetNotFoundError
 POS_NAMES = {"n": "noun", "v": "verb", "a": "adjective", "r": "adverb"}
 SENSE_VECTORS = ("gloss", "examples", "both")
 POS_RULE = (
-    "auto: the part of speech whose senses are nearest the occurrences on average "
-    "(mean over occurrences of the cosine to the nearest sense of that part of speech)"
+    "auto: per cluster, the part of speech whose senses are nearest the cluster's occurrences on average "
+    "(mean over occurrences of the cosine to the nearest sense of that part of speech); pos and pos_scores: "
+    "the same rule over every occurrence"
 )
 
 
@@ -101,6 +102,7 @@ class SenseInduction:
     labels: np.ndarray = field(repr=False)
     coords: np.ndarray = field(repr=False)  # (n, 2) PCA projection of the unit vectors
     sentences: list[str] = field(repr=False)
+    pos_per_cluster: bool = False  # --pos auto: each cluster labelled from its own nearest part of speech
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -113,6 +115,7 @@ class SenseInduction:
             "silhouettes": {str(k): round(v, 4) for k, v in self.silhouettes.items()},
             "pos": self.pos,
             "pos_rule": POS_RULE,
+            "pos_per_cluster": self.pos_per_cluster,
             "pos_scores": self.pos_scores,
             "sense_vectors": self.sense_vectors,
             "clusters": [c.__dict__ for c in self.clusters],
@@ -153,7 +156,6 @@ def induce_senses(
     chosen_pos, pos_scores = choose_pos(x, senses, pos) if senses else (None, {})
     if pos != "auto" and not senses:
         raise InputError(f"`pos` {pos}: {word!r} has no WordNet senses (or WordNet is not installed)")
-    labels_from = [s for s in senses if s.pos == chosen_pos]
     words = _distinctive(rows, labels, chosen, word)
     clusters = []
     for c in range(chosen):
@@ -161,17 +163,21 @@ def induce_senses(
         own = sims[members, c]
         other = np.max(np.delete(sims[members], c, axis=1), axis=1) if chosen > 1 else np.full(len(members), -1.0)
         margin = own - other
-        typical = [_example(rows[i], float(sims[i, c])) for i in members[np.argsort(-own)[:examples]]]
-        ambiguous = [
-            _example(rows[i], float(margin[j]))
-            for j, i in zip(np.argsort(margin)[:examples], members[np.argsort(margin)[:examples]], strict=True)
-        ]
+        typical_at = list(np.argsort(-own)[:examples])
+        typical = [_example(rows[members[j]], float(own[j])) for j in typical_at]
+        # an occurrence is typical or ambiguous, never both (a small cluster lists fewer ambiguous ones)
+        ambiguous_at = [j for j in np.argsort(margin) if j not in typical_at][:examples]
+        ambiguous = [_example(rows[members[j]], float(margin[j])) for j in ambiguous_at]
+        # --pos auto: each cluster's own part of speech (a verb use of "bank" gets a verb sense)
+        cluster_pos = choose_pos(x[members], senses, "auto")[0] if senses and pos == "auto" else chosen_pos
+        labels_from = [s for s in senses if s.pos == cluster_pos]
         gloss = None
         if labels_from:
             cos = [float(s.vector @ centroids[c]) for s in labels_from]
             best = labels_from[int(np.argmax(cos))]
             gloss = {
                 "synset": best.synset,
+                "pos": best.pos,
                 "definition": best.definition,
                 "cosine": round(max(cos), 4),
                 "examples": best.examples,
@@ -192,6 +198,7 @@ def induce_senses(
         labels,
         coords,
         [r["sentence"] for r in rows],
+        pos_per_cluster=bool(senses) and pos == "auto",
     )
 
 
@@ -208,10 +215,18 @@ def _distinctive(rows: list[dict], labels: np.ndarray, k: int, word: str, top: i
     from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
     counts = [Counter() for _ in range(k)]
+    capitalised, inside = Counter(), Counter()  # mid-sentence uses of a word, and those capitalised
     for row, c in zip(rows, labels, strict=True):
-        for w in {t.lower() for t in ALPHA_WORD_RE.findall(row["sentence"])}:
+        found = list(ALPHA_WORD_RE.finditer(row["sentence"]))
+        for m in found[1:]:
+            inside[m.group().lower()] += 1
+            capitalised[m.group().lower()] += m.group()[0].isupper()
+        for w in {m.group().lower() for m in found}:
             if w != word and w not in ENGLISH_STOP_WORDS and len(w) > 2:
                 counts[c][w] += 1
+    # part of a proper name (capitalised in most of its mid-sentence uses: "New" York, "Azizi" Bank):
+    # it names one bank, not a sense, so it does not label a cluster
+    names = {w for w, n in inside.items() if capitalised[w] > n / 2}
     total = Counter()
     for cnt in counts:
         total.update(cnt)
@@ -220,12 +235,15 @@ def _distinctive(rows: list[dict], labels: np.ndarray, k: int, word: str, top: i
     for c in range(k):
         n_in = sum(counts[c].values())
         n_out = sum(total.values()) - n_in
-        scores = {
+        score = {
             w: math.log((counts[c][w] + 1) / (n_in + vocab)) - math.log((total[w] - counts[c][w] + 1) / (n_out + vocab))
             for w in counts[c]
-            if counts[c][w] >= 2 or k == 1
         }
-        out.append([w for w, _ in sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:top]])
+        candidates = [w for w in counts[c] if w not in names]
+        # words seen twice or more in the cluster; a small cluster with none falls back to single ones
+        # (never a blank label while the cluster has a content word)
+        chosen = [w for w in candidates if counts[c][w] >= 2 or k == 1] or candidates
+        out.append(sorted(chosen, key=lambda w: (-score[w], w))[:top])
     return out
 
 

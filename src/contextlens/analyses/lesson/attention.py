@@ -25,6 +25,7 @@ from contextlens.core.contextual_models import ContextualModel, as_contextual
 from contextlens.core.jsonable import plain_json
 from contextlens.core.model_facts import attention_layer
 from contextlens.core.occurrences import Occurrence
+from contextlens.core.token_text import display_tokens, is_byte_level
 from contextlens.errors import InputError
 
 
@@ -43,6 +44,11 @@ class AttentionMap:
     exclude_special: bool = False
     truncated: bool = False
     window: tuple[int, int] | None = None  # characters of the sentence kept when it was cut to fit
+    shown: list[str] | None = None  # the tokens for reading (core/token_text.py: Ġbank -> ␣bank)
+
+    @property
+    def display_tokens(self) -> list[str]:
+        return self.tokens if self.shown is None else self.shown
 
     @property
     def num_layers(self) -> int:
@@ -56,6 +62,10 @@ class AttentionMap:
     def target_tokens(self) -> list[str]:
         return [self.tokens[p] for p in self.target_positions]
 
+    @property
+    def display_target_tokens(self) -> list[str]:
+        return [self.display_tokens[p] for p in self.target_positions]
+
     def row(self, layer: int, head: int | None = None) -> np.ndarray:
         """The target's attention at ``layer`` (1..L), one head or (None) the head mean."""
         return self.head_mean[layer - 1] if head is None else self.weights[layer - 1, head]
@@ -65,18 +75,20 @@ class AttentionMap:
         m = self.full[layer - 1]
         return m.mean(axis=0) if head is None else m[head]
 
-    def top(self, layer: int, k: int = 3, head: int | None = None) -> list[tuple[str, float]]:
-        """The ``k`` tokens the target attends to most at ``layer``."""
+    def top(self, layer: int, k: int = 3, head: int | None = None, display: bool = False) -> list[tuple[str, float]]:
+        """The ``k`` tokens the target attends to most at ``layer`` (``display``: as read, Ġ decoded)."""
         row = self.row(layer, head)
         candidates = [i for i in range(len(row)) if not (self.exclude_special and self.special[i])]
         order = sorted(candidates, key=lambda i: -row[i])[:k]
-        return [(self.tokens[i], float(row[i])) for i in order]
+        tokens = self.display_tokens if display else self.tokens
+        return [(tokens[i], float(row[i])) for i in order]
 
     @plain_json
     def to_dict(self, layer: int | None = None, head: int | None = None) -> dict[str, object]:
         out: dict[str, object] = {
             **self.occurrence.to_dict(),
             "tokens": self.tokens,
+            "display_tokens": self.display_tokens,
             "special": self.special,
             "target_positions": self.target_positions,
             "target_tokens": self.target_tokens,
@@ -214,4 +226,5 @@ def _attention_map(
         exclude_special=exclude_special,
         truncated=tok.truncated,
         window=tok.window if tok.truncated else None,
+        shown=display_tokens(tok.tokens, is_byte_level(model.tokenizer)),
     )

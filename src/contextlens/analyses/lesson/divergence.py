@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from contextlens.analyses.benchmarks.word_baseline import CosineBaseline, random_word_baseline
+from contextlens.analyses.benchmarks.word_baseline import CosineBaseline, baseline_or_reason
+from contextlens.analyses.lesson.left_context import left_context_note
 from contextlens.analyses.lesson.sense_gap import same_and_cross
 from contextlens.core import arguments
 from contextlens.core.backend import REFERENCE, Backend
@@ -29,7 +30,7 @@ from contextlens.core.occurrences import Occurrence
 from contextlens.core.resources import DEFAULT_CONTEXTUAL
 from contextlens.core.similarity import cosine_matrix
 from contextlens.core.static_models import StaticModel, as_static
-from contextlens.core.wordnet import WordNetNotInstalledError
+from contextlens.core.token_text import display_tokens, is_byte_level
 from contextlens.errors import InputError
 
 
@@ -52,6 +53,12 @@ class Comparison:
     baseline: CosineBaseline | None = field(default=None, repr=False)  # random-word cosines
     baseline_missing: str | None = None  # why there is no baseline (WordNet not installed)
     left_context_only: bool = False  # a decoder: each target sees only the words to its left
+    byte_level: bool = False  # the tokenizer is byte-level BPE: tokens are shown decoded (core/token_text.py)
+
+    @property
+    def display_target_tokens(self) -> list[list[str]]:
+        """Each target's tokens for reading (Ġbank -> ␣bank); ``target_tokens`` stay raw."""
+        return [display_tokens(t, self.byte_level) for t in self.target_tokens]
 
     @property
     def model_kind(self) -> ModelKind | None:
@@ -122,21 +129,7 @@ class Comparison:
         in it and cosine - mean; None per layer when there is no baseline."""
         if self.baseline is None:
             return [None] * len(self.layers)
-        out = []
-        for layer, cos in zip(self.layers, self.layer_cosines, strict=True):
-            b = self.baseline.layer(layer)
-            out.append(
-                {
-                    "mean": b.mean,
-                    "std": b.std,
-                    "p5": b.p5,
-                    "p50": b.p50,
-                    "p95": b.p95,
-                    "percentile": self.baseline.percentile(layer, cos),
-                    "adjusted": cos - b.mean,
-                }
-            )
-        return out
+        return [self.baseline.beside(layer, cos) for layer, cos in zip(self.layers, self.layer_cosines, strict=True)]
 
     def notes(self) -> list[str]:
         """What the numbers under the table mean for these sentences (never a fixed sentence that
@@ -166,15 +159,8 @@ class Comparison:
                     f"layer 0 is {cos0:.4f}, not 1.0: it is the embedding layer's output, the input row plus a "
                     f"position embedding{where}, layer-normalised, before any attention"
                 )
-        if self.left_context_only:
-            seen = "; ".join(
-                f"{i}: {o.text[: o.start].strip()!r}" if o.text[: o.start].strip() else f"{i}: nothing"
-                for i, o in enumerate(self.occurrences, 1)
-            )
-            out.append(
-                f"{self.model} is a decoder: each target sees only the words to its left ({seen}); "
-                "words after it that decide the sense are invisible to it"
-            )
+        if self.left_context_only and (note := left_context_note(self.model, self.occurrences)):
+            out.append(note)
         if self.n > 2:
             out.append("lowest pair: the least alike pair of sentences at that layer, numbered as above")
         if self.baseline is not None:
@@ -195,8 +181,10 @@ class Comparison:
             "static_model": self.static_model,
             "pooling": self.pooling,
             "sentences": [
-                {**o.to_dict(), "tokens": toks, "truncated": tr}
-                for o, toks, tr in zip(self.occurrences, self.target_tokens, self.truncated, strict=True)
+                {**o.to_dict(), "tokens": toks, "display_tokens": shown, "truncated": tr}
+                for o, toks, shown, tr in zip(
+                    self.occurrences, self.target_tokens, self.display_target_tokens, self.truncated, strict=True
+                )
             ],
             "layers": [
                 {"layer": layer, "cosine": cos}
@@ -262,12 +250,7 @@ def compare(
     # provenance-checked: hidden states of one model at one layer, input rows with input rows
     matrices = np.stack([cosine_matrix([e.hidden_state(layer) for e in encodings]) for layer in wanted])
     input_rows = cosine_matrix([e.input_row() for e in encodings])
-    base, missing = None, None
-    if baseline:
-        try:
-            base = random_word_baseline(model, pooling)
-        except WordNetNotInstalledError as exc:
-            missing = str(exc)
+    base, missing = baseline_or_reason(model, pooling) if baseline else (None, None)
     return Comparison(
         model=model.name,
         backend=model.backend,
@@ -284,6 +267,7 @@ def compare(
         baseline=base,
         baseline_missing=missing,
         left_context_only=bool(getattr(model, "is_decoder", False)),
+        byte_level=is_byte_level(model.tokenizer),
     )
 
 

@@ -9,6 +9,10 @@ layer. Two numbers summarise it:
   One pair of sentences can mislead, so the gap comes with a permutation-test p-value: the sense
   labels are shuffled (fixed seed) and the p-value is the share of shuffles whose gap is at least
   the observed one, ``(1 + count) / (1 + permutations)``.
+
+Beside each layer's mean pairwise cosine (and the same- and cross-sense means) stands the model's
+random-word baseline at that layer (analyses/benchmarks/word_baseline.py, the one compare uses):
+its mean and spread, and where the cosine falls among random pairs of different words.
 """
 
 from __future__ import annotations
@@ -27,7 +31,9 @@ from contextlens.core.similarity import cosine_matrix
 from contextlens.data.sense_sentences import SenseSentence, load_sense_sentences
 from contextlens.errors import InputError
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # torch: imported once the input is read
+    from contextlens.analyses.benchmarks.layer_choice import LayerChoice
+    from contextlens.analyses.benchmarks.word_baseline import CosineBaseline
     from contextlens.core.contextual_models import ContextualModel
 
 
@@ -81,6 +87,31 @@ class WordExploration:
     p_values: list[float] | None
     pca: np.ndarray = field(repr=False)  # (n, 2) at the chosen layer
     pca_explained: list[float]
+    baseline: CosineBaseline | None = field(default=None, repr=False)  # the model's random-word cosines
+
+    @property
+    def mean_cosines(self) -> list[float]:
+        """Mean pairwise cosine per layer (1 - spread)."""
+        return [1.0 - s for s in self.spreads]
+
+    def layer_baselines(self) -> list[dict[str, float] | None]:
+        """Per layer, the random-word baseline beside the mean pairwise cosine (compare's helper),
+        with the same- and cross-sense means' percentiles where senses are labelled."""
+        if self.baseline is None:
+            return [None] * len(self.layers)
+        out = []
+        for k, layer in enumerate(self.layers):
+            row = self.baseline.beside(layer, self.mean_cosines[k])
+            if self.same_sense is not None and self.cross_sense is not None:
+                row["same_sense_percentile"] = self.baseline.percentile(layer, self.same_sense[k])
+                row["cross_sense_percentile"] = self.baseline.percentile(layer, self.cross_sense[k])
+            out.append(row)
+        return out
+
+    @property
+    def chosen_baseline(self) -> dict[str, float] | None:
+        """The baseline beside the mean pairwise cosine at the chosen layer."""
+        return self.layer_baselines()[self.layers.index(self.layer)]
 
     @property
     def labelled(self) -> bool:
@@ -135,6 +166,8 @@ class WordExploration:
             "word": self.word,
             "layer": self.layer,
             "spread": self.spread,
+            "mean_cosine": 1.0 - self.spread,
+            "baseline": self.chosen_baseline,
             "gap": self.gap,
             "p_value": self.p_value,
             "no_gap_reason": self.no_gap_reason,
@@ -152,8 +185,9 @@ class WordExploration:
                     "gap": None if self.gaps is None else self.gaps[k],
                     "p_value": None if self.p_values is None else self.p_values[k],
                     "matrix": self.matrices[k].tolist(),
+                    "baseline": base,
                 }
-                for k, layer in enumerate(self.layers)
+                for k, (layer, base) in enumerate(zip(self.layers, self.layer_baselines(), strict=True))
             ],
             "pca": {"coordinates": self.pca.tolist(), "explained_variance_ratio": self.pca_explained},
         }
@@ -170,6 +204,14 @@ class Exploration:
     source: str
     words: list[WordExploration]
     backend: Backend = REFERENCE  # the model's precision and runtime (core/backend.py)
+    baseline: CosineBaseline | None = field(default=None, repr=False)  # random-word cosines
+    baseline_missing: str | None = None  # why there is no baseline (WordNet not installed)
+    layer_choice: LayerChoice | None = field(default=None, repr=False)  # set when the layer was "auto"
+
+    @property
+    def layer_label(self) -> str:
+        """``layer 6`` or ``layer 6 (auto: best sense separation on dev lemmas (eval wic))``."""
+        return self.layer_choice.label() if self.layer_choice is not None else f"layer {self.layer}"
 
     @property
     def p_floor(self) -> float:
@@ -191,6 +233,7 @@ class Exploration:
             "model": self.model,
             **self.backend.to_dict(),
             "layer": self.layer,
+            "layer_choice": None if self.layer_choice is None else self.layer_choice.to_dict(),
             "source": self.source,
             "spread_definition": "1 - mean off-diagonal cosine",
             "gap_definition": "mean same-sense cosine - mean cross-sense cosine",
@@ -200,6 +243,11 @@ class Exploration:
                 "alternative": "greater",
                 "smallest_possible_p": self.p_floor,
             },
+            "baseline": None if self.baseline is None else self.baseline.to_dict(),
+            "baseline_missing": self.baseline_missing,
+            "baseline_definition": "random: mean cosine of random pairs of different words in unrelated sentences "
+            "at that layer; percentile: the share of those pairs at or below the word's mean pairwise cosine; "
+            "adjusted: that cosine minus the random mean",
             "ranking": [w.word for w in self.words],
             "words": [w.to_dict() for w in self.words],
         }
@@ -209,26 +257,33 @@ def explore(
     words: Sequence[str],
     model: ContextualModel | str,
     sentences: Sequence[SenseSentence] | None = None,
-    layer: int = -1,
+    layer: int | str = -1,
     permutations: int = 1000,
     seed: int = 0,
     source: str | None = None,
     show_progress_bar: bool = False,
+    baseline: bool = True,
 ) -> Exploration:
     """Explore each word over its sentences (built-in set when ``sentences`` is None).
 
     An empty ``words`` means every word in the sentences. Raises InputError for a word with no
-    (or only one) sentence and for a layer out of range.
+    (or only one) sentence and for a layer out of range. ``layer="auto"``: the layer `eval wic`
+    chooses on dev lemmas for this model (best sense separation; analyses/benchmarks/layer_choice.py).
+    ``baseline=True`` sets the model's
+    random-word cosine baseline beside each layer (as compare does; without WordNet the result
+    says why it has none).
     """
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise InputError(f"`seed` must be a whole number of at least 0, got {seed!r}")  # numpy refuses a negative one
-    from contextlens.core.contextual_models import as_contextual  # torch, once the input is read
+    from contextlens.analyses.benchmarks.layer_choice import resolve_layer  # torch, once the input is read
+    from contextlens.analyses.benchmarks.word_baseline import baseline_or_reason
+    from contextlens.core.contextual_models import as_contextual
 
     model = as_contextual(model)
     if sentences is None:
         sentences = load_sense_sentences()
         source = source or "built-in polysemy set"
-    (chosen,) = model.check_layers([layer])
+    chosen, choice = resolve_layer(model, layer, "sense")
     by_word: dict[str, list[SenseSentence]] = {}
     for s in sentences:
         by_word.setdefault(s.word, []).append(s)
@@ -254,6 +309,9 @@ def explore(
         start += len(group)
         results.append(_explore_word(w, group, encs, chosen, permutations, seed))
     results.sort(key=lambda r: -r.spread)
+    base, missing = baseline_or_reason(model) if baseline else (None, None)
+    for r in results:
+        r.baseline = base
     return Exploration(
         model.name,
         chosen,
@@ -262,6 +320,9 @@ def explore(
         source or "given sentences",
         results,
         backend=model.backend,
+        baseline=base,
+        baseline_missing=missing,
+        layer_choice=choice,
     )
 
 

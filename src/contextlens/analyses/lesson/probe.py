@@ -11,6 +11,11 @@ what carries the sense.
 With a static model the same anchors are scored with static vectors too: one score per anchor,
 identical for every sentence, which is the lesson's point. Anchors (and targets) must then be in
 the static model's vocabulary, which also catches misspelt anchors.
+
+Each score stands beside the model's random-word baseline at its layer (the helper compare uses,
+analyses/benchmarks/word_baseline.py): an anchor in a template sentence and the target in the
+user's are two different words in unrelated sentences, exactly what that baseline samples, so a
+score's percentile there says whether the anchor is closer than an unrelated word would be.
 """
 
 from __future__ import annotations
@@ -30,7 +35,9 @@ from contextlens.core.static_models import StaticModel, as_static
 from contextlens.data import read_tsv
 from contextlens.errors import ContextlensError, DataFileError, InputError, OutOfVocabularyError
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # torch: imported once the input is read
+    from contextlens.analyses.benchmarks.layer_choice import LayerChoice
+    from contextlens.analyses.benchmarks.word_baseline import CosineBaseline
     from contextlens.core.contextual_models import ContextualModel
 
 ANCHOR_COLUMNS = "anchor<TAB>sentence with the anchor in [brackets]"
@@ -93,6 +100,39 @@ class ProbeResult:
     static_model: str | None = None
     static_scores: np.ndarray | None = field(default=None, repr=False)  # (sentences, anchors)
     backend: Backend = REFERENCE  # the model's precision and runtime (core/backend.py)
+    baseline: CosineBaseline | None = field(default=None, repr=False)  # random-word cosines
+    baseline_missing: str | None = None  # why there is no baseline (WordNet not installed)
+    layer_choice: LayerChoice | None = field(default=None, repr=False)  # set when the layer was "auto"
+    left_context_only: bool = False  # a decoder: each target sees only the words to its left
+
+    @property
+    def notes(self) -> list[str]:
+        """What the reader must know to read the scores (a decoder's blind right side)."""
+        from contextlens.analyses.lesson.left_context import left_context_note
+
+        note = left_context_note(self.model, [s.occurrence for s in self.sentences]) if self.left_context_only else None
+        return [note] if note else []
+
+    @property
+    def layer_label(self) -> str:
+        """``layer 6`` or ``layer 6 (auto: best sense separation on dev lemmas (eval wic))``."""
+        return self.layer_choice.label() if self.layer_choice is not None else f"layer {self.layer}"
+
+    def layer_baselines(self) -> list[dict[str, float] | None]:
+        """Per layer, the random-word distribution (mean, std, p5, p50, p95); None per layer without one."""
+        if self.baseline is None:
+            return [None] * len(self.layers)
+        return [self.baseline.layer(layer).to_dict() for layer in self.layers]
+
+    def beside(self, sentence: int, layer: int | None = None) -> dict[str, dict[str, float]] | None:
+        """Per anchor, the baseline beside sentence ``sentence``'s score at ``layer`` (default: the
+        chosen one): mean, percentile, score - mean."""
+        if self.baseline is None:
+            return None
+        layer = self.layer if layer is None else layer
+        k = self.layers.index(layer)
+        scores = self.sentences[sentence].scores[k]
+        return {a: self.baseline.beside(layer, float(v)) for a, v in zip(self.anchors, scores, strict=True)}
 
     def at(self, layer: int | None = None) -> np.ndarray:
         """(sentences, anchors) scores at ``layer`` (default: the chosen layer)."""
@@ -119,6 +159,7 @@ class ProbeResult:
             **self.backend.to_dict(),
             "static_model": self.static_model,
             "layer": self.layer,
+            "layer_choice": None if self.layer_choice is None else self.layer_choice.to_dict(),
             "template": self.template,
             "anchors": [
                 {"word": a, "representation": s} for a, s in zip(self.anchors, self.anchor_sources, strict=True)
@@ -129,6 +170,7 @@ class ProbeResult:
                     "tokens": s.target_tokens,
                     "scores": dict(zip(self.anchors, self.at()[i].tolist(), strict=True)),
                     "best_anchor": self.best_anchor(i),
+                    "baseline": self.beside(i),
                     "static_scores": None
                     if self.static_scores is None
                     else dict(zip(self.anchors, self.static_scores[i].tolist(), strict=True)),
@@ -139,6 +181,12 @@ class ProbeResult:
                 }
                 for i, s in enumerate(self.sentences)
             ],
+            "baseline": None if self.baseline is None else self.baseline.to_dict(),
+            "notes": self.notes,
+            "baseline_missing": self.baseline_missing,
+            "baseline_definition": "per anchor at the chosen layer: mean, spread and percentiles of the cosines of "
+            "random pairs of different words in unrelated sentences; percentile: the share of those pairs at or "
+            "below the score; adjusted: the score minus the random mean",
         }
 
 
@@ -148,15 +196,20 @@ def probe(
     model: ContextualModel | str,
     anchor_sentences: Mapping[str, Sequence[Occurrence]] | None = None,
     template: str = LONE_WORD_TEMPLATE,
-    layer: int = -1,
+    layer: int | str = -1,
     static: StaticModel | str | None = None,
+    baseline: bool = True,
 ) -> ProbeResult:
     """Score each target against each anchor at every layer (0..L), and with ``static`` vectors.
 
     Anchors with sentences in ``anchor_sentences`` are the mean of their hidden states there; the
     rest stand in ``template``. Raises InputError / OutOfVocabularyError for unusable anchors.
+    ``baseline=True`` sets the model's random-word cosine baseline beside each score. ``layer="auto"``:
+    the layer `eval wic` chooses on dev lemmas for this model (analyses/benchmarks/layer_choice.py).
     """
-    from contextlens.core.contextual_models import as_contextual  # torch, once the input is read
+    from contextlens.analyses.benchmarks.layer_choice import resolve_layer  # torch, once the input is read
+    from contextlens.analyses.benchmarks.word_baseline import baseline_or_reason
+    from contextlens.core.contextual_models import as_contextual
 
     model = as_contextual(model)
     static = None if static is None else as_static(static)
@@ -170,7 +223,7 @@ def probe(
     anchors = [check_anchor(a, model) for a in anchors]
     if len({a.lower() for a in anchors}) != len(anchors):
         raise InputError("an anchor is named twice; give each anchor word once")
-    (chosen,) = model.check_layers([layer])
+    chosen, choice = resolve_layer(model, layer, "sense")
     layers = list(model.check_layers(None))
     static_scores = None
     if static is not None:  # before the forward pass, so a misspelt anchor fails at once
@@ -197,6 +250,7 @@ def probe(
             ]
         )
         sentences.append(ProbedSentence(occ, enc.target_tokens, scores))
+    base, missing = baseline_or_reason(model) if baseline else (None, None)
     return ProbeResult(
         model.name,
         layers,
@@ -208,4 +262,8 @@ def probe(
         static_model=static.name if static is not None else None,
         static_scores=static_scores,
         backend=model.backend,
+        baseline=base,
+        baseline_missing=missing,
+        layer_choice=choice,
+        left_context_only=bool(getattr(model, "is_decoder", False)),
     )

@@ -3,23 +3,31 @@
 Why: people ask for a threshold that says whether two uses of a word share a sense; `eval wic`
 already tunes one per layer on dev lemmas (WordNet usage-example pairs, analyses/benchmarks/
 wic.py) and measures it on held-out test lemmas. Here that very rule answers the user's pair:
-the layer `eval wic` picks on dev (``layer="auto"``, or one given), its dev-tuned cosine
-threshold, and beside the answer the rule's dev and test accuracy and chance, so the answer
-comes with how often the rule is right. The probability is a logistic fit of "same" on the
-cosine over the same dev pairs (at that layer), with its expected calibration error on the
-test pairs; the decision itself is the threshold's, so its accuracy is `eval wic`'s.
+the layer `eval wic` picks on dev (``layer="auto"``, the shared resolver of
+analyses/benchmarks/layer_choice.py, or one given), its dev-tuned cosine threshold, and beside
+the answer the rule's dev and test accuracy and chance, so the answer comes with how often the
+rule is right; the decision is the threshold's, so its test accuracy is `eval wic`'s.
+
+The probability is a logistic fit of "same" on the cosine (at that layer) over *train* pairs:
+the same construction over WordNet lemmas in neither dev nor test, whose texts occur in no dev
+or test pair (datasets.build_wic_train; `eval wic`'s dev and test are untouched). Its expected
+calibration error is measured on the test pairs. Train lemmas for the fit, dev lemmas for the
+layer and threshold, test lemmas for the accuracy and the calibration.
 """
 
 from __future__ import annotations
 
-import functools
+import threading
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from contextlens.analyses.benchmarks.suite import build_suite, encode_suite
+from contextlens.analyses.benchmarks.layer_choice import TASKS, resolve_layer
+from contextlens.analyses.benchmarks.span_encoding import Progress
+from contextlens.analyses.benchmarks.suite import build_suite, encode_suite, encode_wic_train
 from contextlens.analyses.benchmarks.wic import accuracy, evaluate_wic
 from contextlens.analyses.benchmarks.word_baseline import random_word_baseline
+from contextlens.analyses.lesson.left_context import left_context_note
 from contextlens.core import arguments
 from contextlens.core.backend import Backend
 from contextlens.core.contextual_models import ContextualModel, as_contextual
@@ -53,6 +61,9 @@ class SameSenseRule:
     intercept: float
     test_ece: float  # expected calibration error of P(same) on the test pairs (10 equal-width bins)
     reliability: list[dict[str, float]] = field(default_factory=list, repr=False)
+    train_pairs: int = 0  # the logistic's pairs: lemmas in neither dev nor test
+    train_lemmas: int = 0
+    logistic_test_accuracy: float = float("nan")  # P(same) >= 0.5 as the decision, on the test pairs
 
     def probability(self, cos: float) -> float:
         return float(1.0 / (1.0 + np.exp(-(self.coef * cos + self.intercept))))
@@ -71,7 +82,14 @@ class SameSenseRule:
             "dev_pairs": self.dev_pairs,
             "test_pairs": self.test_pairs,
             "test_lemmas": self.test_lemmas,
-            "logistic": {"coef": self.coef, "intercept": self.intercept, "fitted_on": "dev pairs"},
+            "logistic": {
+                "coef": self.coef,
+                "intercept": self.intercept,
+                "fitted_on": "train pairs: WordNet lemmas in neither dev nor test, texts in no dev or test pair",
+                "train_pairs": self.train_pairs,
+                "train_lemmas": self.train_lemmas,
+                "test_accuracy_of_p_at_least_half": self.logistic_test_accuracy,
+            },
             "test_ece": self.test_ece,
             "reliability": self.reliability,
         }
@@ -86,6 +104,7 @@ class SameSenseAnswer:
     rule: SameSenseRule
     baseline_mean: float | None = None  # random-word baseline at the rule's layer
     baseline_percentile: float | None = None
+    left_context_only: bool = False  # a decoder: each target sees only the words to its left
 
     @property
     def same(self) -> bool:
@@ -109,6 +128,8 @@ class SameSenseAnswer:
                 "the decision (threshold, tuned for accuracy) and the probability (logistic fit) disagree: "
                 "this pair sits between them, near the rule's boundary"
             )
+        if self.left_context_only and (note := left_context_note(self.rule.model, self.occurrences)):
+            out.append(note)
         kind = model_kind(self.rule.model)
         if kind is not None:
             out.append(kind.summary)
@@ -152,25 +173,38 @@ def reliability_bins(prob: np.ndarray, same: np.ndarray, bins: int = ECE_BINS) -
     return float(ece), table
 
 
-@functools.lru_cache(maxsize=8)
-def _rule(model: ContextualModel, layer: int | None, size: str) -> SameSenseRule:
+_rules: dict[tuple[ContextualModel, int, bool, str], SameSenseRule] = {}  # rules made in this process
+_rules_lock = threading.Lock()
+
+
+def _rule(model: ContextualModel, chosen: int, auto: bool, size: str, progress: Progress | None) -> SameSenseRule:
+    key = (model, chosen, auto, size)
+    with _rules_lock:
+        if key in _rules:
+            return _rules[key]
+    rule = _make_rule(model, chosen, auto, size, progress)  # outside the lock: other models' calls go on
+    with _rules_lock:
+        return _rules.setdefault(key, rule)
+
+
+def _make_rule(model: ContextualModel, chosen: int, auto: bool, size: str, progress: Progress | None) -> SameSenseRule:
     suite = build_suite(size)
-    enc, _ = encode_suite(model, size)
+    enc, _ = encode_suite(model, size, progress)
     result = evaluate_wic(suite.wic, suite.wic_rows, enc.hidden, enc.input_rows, enc.model, None)
-    best = result.meta["best_layer"]
-    chosen = best["layer_by_dev"] if layer is None else layer
+    if auto:  # the resolver's choice is eval wic's own
+        assert chosen == result.meta["best_layer"]["layer_by_dev"]
 
     def value(split: str, metric: str) -> float:
         return float(result.select(system=enc.model, layer=chosen, split=split, metric=metric)[0]["value"])
 
     pairs = suite.wic.pairs
-    a = enc.hidden[[i for i, _ in suite.wic_rows], chosen, :]
-    b = enc.hidden[[j for _, j in suite.wic_rows], chosen, :]
-    cos = row_cosines(a, b)
+    cos = _pair_cosines(enc.hidden, suite.wic_rows, chosen)
     split = np.array([p.split for p in pairs])
     same = np.array([p.same for p in pairs], dtype=bool)
     dev, test = split == "dev", split == "test"
-    coef, intercept = _fit_logistic(cos[dev], same[dev])
+    train, train_enc = encode_wic_train(model, size, progress)
+    train_same = np.array([p.same for p in train.wic.pairs], dtype=bool)
+    coef, intercept = _fit_logistic(_pair_cosines(train_enc.hidden, train.rows, chosen), train_same)
     prob = 1.0 / (1.0 + np.exp(-(coef * cos[test] + intercept)))
     ece, table = reliability_bins(prob, same[test])
     threshold = value("dev", "threshold")
@@ -181,7 +215,7 @@ def _rule(model: ContextualModel, layer: int | None, size: str) -> SameSenseRule
         backend=model.backend,
         size=size,
         layer=chosen,
-        layer_choice="auto: best dev accuracy (eval wic)" if layer is None else "given",
+        layer_choice=f"auto: {TASKS['sense']}" if auto else "given",
         threshold=threshold,
         dev_accuracy=value("dev", "accuracy"),
         test_accuracy=test_accuracy,
@@ -193,32 +227,32 @@ def _rule(model: ContextualModel, layer: int | None, size: str) -> SameSenseRule
         intercept=intercept,
         test_ece=ece,
         reliability=table,
+        train_pairs=len(train.wic.pairs),
+        train_lemmas=train.wic.counts["train"]["lemmas"],
+        logistic_test_accuracy=float(np.mean((prob >= 0.5) == same[test])),
     )
 
 
+def _pair_cosines(hidden: np.ndarray, rows: list[tuple[int, int]], layer: int) -> np.ndarray:
+    return row_cosines(hidden[[i for i, _ in rows], layer, :], hidden[[j for _, j in rows], layer, :])
+
+
 def same_sense_rule(
-    model: ContextualModel | str = DEFAULT_CONTEXTUAL, layer: int | str = "auto", size: str = "full"
+    model: ContextualModel | str = DEFAULT_CONTEXTUAL,
+    layer: int | str = "auto",
+    size: str = "full",
+    progress: Progress | None = None,
 ) -> SameSenseRule:
     """The dev-tuned rule for ``model`` at ``layer`` (``"auto"``: the layer `eval wic` picks on dev).
 
-    The first call for a model encodes the benchmark sentences (cached on disk afterwards).
+    The first call for a model encodes the benchmark sentences and the train pairs (cached on
+    disk afterwards); ``progress`` follows that encoding.
     """
     if size not in ("full", "quick"):
         raise InputError(f"`size` must be 'full' or 'quick', got {size!r}")
     model = as_contextual(model)
-    layer = layer.strip().lower() if isinstance(layer, str) else layer
-    wanted = None if layer == "auto" else model.check_layers([_layer_request(layer)])[0]
-    return _rule(model, wanted, size)
-
-
-def _layer_request(layer: object) -> int:
-    """``"auto"`` is handled by the caller; a number, or a str holding one (a CLI or web field)."""
-    if isinstance(layer, str):
-        try:
-            return int(layer.strip())
-        except ValueError:
-            raise InputError(f"`layer` must be auto or a layer number, got {layer!r}") from None
-    return arguments.layer_number(layer)
+    chosen, choice = resolve_layer(model, layer, "sense", size=size, progress=progress)
+    return _rule(model, chosen, choice is not None, size, progress)
 
 
 def same_sense(
@@ -236,4 +270,7 @@ def same_sense(
     enc = model.encode_occurrences(occs, layers=[rule.layer])
     cos = float(cosine_values(enc[0].hidden[0], enc[1].hidden[0]))
     base = random_word_baseline(model)
-    return SameSenseAnswer(occs, cos, rule, base.layer(rule.layer).mean, base.percentile(rule.layer, cos))
+    return SameSenseAnswer(
+        occs, cos, rule, base.layer(rule.layer).mean, base.percentile(rule.layer, cos),
+        left_context_only=bool(getattr(model, "is_decoder", False)),
+    )  # fmt: skip

@@ -13,11 +13,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from contextlens.analyses.lesson.attention import check_top_k, renormalise_without
+from contextlens.analyses.lesson.left_context import left_context_note
 from contextlens.core.backend import REFERENCE, Backend
 from contextlens.core.contextual_models import ContextualModel, as_contextual
 from contextlens.core.jsonable import plain_json
 from contextlens.core.occurrences import Occurrence
 from contextlens.core.similarity import cosine_values
+from contextlens.core.token_text import display_tokens, is_byte_level
 
 # What "cosine to the input row" is: not a comparison of two embeddings of one kind (a hidden
 # state and an input row are different kinds, and core.similarity.cosine refuses to compare
@@ -36,6 +38,7 @@ class TraceLayer:
     cosine_to_input_row: float
     norm: float
     top_attended: list[tuple[str, float]]  # from block ``layer``'s attention; empty at layer 0
+    top_display: list[str] = field(default_factory=list)  # the same tokens for reading (Ġ decoded)
 
     @plain_json
     def to_dict(self) -> dict[str, object]:
@@ -43,7 +46,12 @@ class TraceLayer:
             "layer": self.layer,
             "cosine_to_input_row": self.cosine_to_input_row,
             "norm": self.norm,
-            "top_attended": [{"token": t, "weight": w} for t, w in self.top_attended],
+            "top_attended": [
+                {"token": t, "display": d, "weight": w}
+                for (t, w), d in zip(
+                    self.top_attended, self.top_display or [t for t, _ in self.top_attended], strict=True
+                )
+            ],
         }
 
 
@@ -69,10 +77,26 @@ class Trace:
     truncated: bool = False
     window: tuple[int, int] | None = None  # characters of the sentence kept when it was cut to fit
     backend: Backend = REFERENCE  # the model's precision and runtime (core/backend.py)
+    shown: list[str] | None = None  # the tokens for reading (core/token_text.py: Ġbank -> ␣bank)
+    left_context_only: bool = False  # a decoder: the target sees only the words to its left
+
+    @property
+    def display_tokens(self) -> list[str]:
+        return self.tokens if self.shown is None else self.shown
 
     @property
     def target_tokens(self) -> list[str]:
         return [self.tokens[p] for p in self.target_positions]
+
+    @property
+    def display_target_tokens(self) -> list[str]:
+        return [self.display_tokens[p] for p in self.target_positions]
+
+    @property
+    def notes(self) -> list[str]:
+        """What the reader must know to read the result (a decoder's blind right side)."""
+        note = left_context_note(self.model, [self.occurrence]) if self.left_context_only else None
+        return [note] if note else []
 
     @plain_json
     def to_dict(self) -> dict[str, object]:
@@ -86,14 +110,22 @@ class Trace:
                 {
                     "position": i,
                     "token": t,
+                    "display": shown,
                     "id": d,
                     "special": s,
                     "target": i in self.target_positions,
                     "input_row_norm": n,
                     "position_row_norm": None if self.position_row_norms is None else self.position_row_norms[i],
                 }
-                for i, (t, d, s, n) in enumerate(
-                    zip(self.tokens, self.token_ids, self.special, self.input_row_norms, strict=True)
+                for i, (t, shown, d, s, n) in enumerate(
+                    zip(
+                        self.tokens,
+                        self.display_tokens,
+                        self.token_ids,
+                        self.special,
+                        self.input_row_norms,
+                        strict=True,
+                    )
                 )
             ],
             "target_tokens": self.target_tokens,
@@ -104,6 +136,8 @@ class Trace:
             "exclude_special": self.exclude_special,
             "cosine_to_input_row_means": INPUT_ROW_COSINE_MEANS,
             "layers": [layer.to_dict() for layer in self.layers],
+            "left_context_only": self.left_context_only,
+            "notes": self.notes,
         }
 
 
@@ -127,14 +161,19 @@ def trace(occurrence: Occurrence, model: ContextualModel | str, top_k: int = 3, 
     if exclude_special:
         att_rows = renormalise_without(att_rows, tok.special)
     layers = []
+    shown = display_tokens(tok.tokens, is_byte_level(model.tokenizer))
     for layer in range(fp.hidden_states.shape[0]):
         state = fp.hidden_states[layer][targets].astype(np.float64).mean(axis=0)
         top: list[tuple[str, float]] = []
         if layer > 0:
             row = att_rows[layer - 1]
             candidates = [i for i in range(len(row)) if not (exclude_special and tok.special[i])]
-            top = [(tok.tokens[i], float(row[i])) for i in sorted(candidates, key=lambda i: -row[i])[:top_k]]
-        layers.append(TraceLayer(layer, cosine_values(state, target_row), float(np.linalg.norm(state)), top))
+            order = sorted(candidates, key=lambda i: -row[i])[:top_k]
+            top = [(tok.tokens[i], float(row[i])) for i in order]
+            shown_top = [shown[i] for i in order]
+        else:
+            shown_top = []
+        layers.append(TraceLayer(layer, cosine_values(state, target_row), float(np.linalg.norm(state)), top, shown_top))
     return Trace(
         model=model.name,
         backend=model.backend,
@@ -154,4 +193,6 @@ def trace(occurrence: Occurrence, model: ContextualModel | str, top_k: int = 3, 
         exclude_special=exclude_special,
         truncated=tok.truncated,
         window=tok.window if tok.truncated else None,
+        shown=shown,
+        left_context_only=bool(getattr(model, "is_decoder", False)),
     )

@@ -8,11 +8,10 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from contextlens.analyses.benchmarks.result import BenchmarkResult
 from contextlens.cli import app
-from contextlens.cli.common import console, err_console, note
+from contextlens.cli.common import console, encoding_progress, err_console, note  # noqa: F401 (re-exported)
 
 eval_app = typer.Typer(
     help="Benchmarks on real data: wic, wsd, wsi, similarity, contextuality, layers, retrieval, static.",
@@ -27,31 +26,6 @@ QuickOpt = Annotated[
 
 def size_name(quick: bool) -> str:
     return "quick" if quick else "full"
-
-
-@contextmanager
-def encoding_progress(model: str) -> Iterator[Callable[[int, int], None]]:
-    """A progress bar on stderr for the one-time encoding of the shared benchmark sentences.
-
-    It appears only when encoding actually runs (not on a cache hit) and only on a terminal,
-    so that piped output and error messages stay clean.
-    """
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    progress = Progress(*columns, console=err_console, transient=True, disable=not err_console.is_terminal)
-    task = None
-
-    def update(done: int, total: int) -> None:
-        nonlocal task
-        if task is None:
-            progress.start()
-            task = progress.add_task(f"{model}: encoding benchmark sentences (once, then cached)", total=total)
-        progress.update(task, completed=done, total=total)
-
-    try:
-        yield update
-    finally:
-        if task is not None:
-            progress.stop()
 
 
 @contextmanager

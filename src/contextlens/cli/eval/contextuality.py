@@ -133,13 +133,7 @@ def _contextuality_tables(results: list[BenchmarkResult]) -> None:
             table.add_row(str(r["layer"]), *(fmt(r[m], 3) for m in metrics))
         console.print(table)
         if centred:
-            console.print(
-                "[dim]MEV pca = the paper's MEV (a PCA of the word's occurrences centred on their mean; the "
-                "paper's BERT means are 0.020-0.040 at layers 3-12, words with many more contexts); MEV raw = "
-                "sigma_1^2/sum sigma^2 of the uncentred matrix, which counts the shared mean direction as "
-                "explained. With n contexts the pca MEV is at least 1/(n-1), the raw one 1/n.[/dim]",
-                soft_wrap=True,
-            )
+            _mev_note()
         c = result.meta["counts"]
         console.print(
             f"{c['words']} words x up to {c['max_contexts_per_word']} contexts ({c['word_occurrences']} occurrences); "
@@ -149,6 +143,17 @@ def _contextuality_tables(results: list[BenchmarkResult]) -> None:
         timing_footer(result)
     for metric, finding in results[0].meta["paper_findings"].items():
         console.print(f"[dim]paper ({metric}): {finding}[/dim]")
+
+
+def _mev_note() -> None:
+    """What the two MEV columns are (the WordNet and the corpus table)."""
+    console.print(
+        "[dim]MEV pca = the paper's MEV (a PCA of the word's occurrences centred on their mean; the "
+        "paper's BERT means are 0.020-0.040 at layers 3-12, words with many more contexts); MEV raw = "
+        "sigma_1^2/sum sigma^2 of the uncentred matrix, which counts the shared mean direction as "
+        "explained. With n contexts the pca MEV is at least 1/(n-1), the raw one 1/n.[/dim]",
+        soft_wrap=True,
+    )
 
 
 def _corpus_result(
@@ -191,15 +196,21 @@ def _corpus_result(
 
 
 def _corpus_table(result: BenchmarkResult) -> None:
-    from contextlens.analyses.benchmarks.contextuality import TABLE_METRICS, table_rows
+    from contextlens.analyses.benchmarks.contextuality import CENTRED_METRICS, TABLE_METRICS, table_rows
 
     c = result.meta["counts"]
+    rows = table_rows(result)
+    centred = bool(rows) and all(m in rows[0] for m in CENTRED_METRICS)
     table = Table(title=f"how contextual on a corpus? (Ethayarajh 2019) — {result.model}")
-    for col in ("layer", "anisotropy", "self-sim", "adjusted", "intra-sent", "adjusted", "MEV raw", "adjusted"):
+    headers = ("layer", "anisotropy", "self-sim", "adjusted", "intra-sent", "adjusted", "MEV raw", "adjusted")
+    for col in headers + (("MEV pca", "adjusted") if centred else ()):
         table.add_column(col, justify="right")
-    for r in table_rows(result):
-        table.add_row(str(r["layer"]), *(fmt(r[m], 3) for m in TABLE_METRICS))
+    metrics = TABLE_METRICS + (CENTRED_METRICS if centred else ())
+    for r in rows:
+        table.add_row(str(r["layer"]), *(fmt(r.get(m), 3) for m in metrics))
     console.print(table)
+    if centred:
+        _mev_note()
     per = c["contexts_per_word"]
     console.print(
         f"{c['words']} words with >= {c['min_contexts']} contexts (min {per['min']}, median {per['median']}, "

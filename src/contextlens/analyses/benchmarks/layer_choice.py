@@ -1,0 +1,249 @@
+"""``--layer auto``: the layer the matching benchmark chose on held-out dev data, for this model.
+
+Why: every benchmark already picks a layer on dev data, and a user who asks "the layer that works
+best for this task" should get that layer, named as such, not a guess. One resolver for every
+command that takes a layer (compare's neighbours explore and probe, same-sense, senses, corpus
+search and export, index):
+
+* ``"sense"``: the layer with the best dev accuracy of `eval wic`'s cosine threshold (WordNet
+  word-in-context pairs, dev lemmas; analyses/benchmarks/wic.py): the layer whose cosine best
+  separates "same sense" from "different sense";
+* ``"retrieval"``: the hidden-mean layer with the best MRR on a dev sample of WordNet synsets (a
+  usage example finds its synset's definition, as in `eval retrieval`'s WordNet task), disjoint
+  from the synsets that task reports on.
+
+The choice needs the benchmark's sentences encoded once per model (the suite's cache, minutes for
+mpnet); the chosen layer itself is cached on disk per model, backend and data, so the second
+call costs a file read.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from contextlens.analyses.benchmarks.span_encoding import Progress, is_encoded
+from contextlens.core import arguments
+from contextlens.core.backend import Backend
+from contextlens.core.contextual_models import ContextualModel, as_contextual
+from contextlens.core.disk_cache import cache_key, cached_arrays
+from contextlens.errors import InputError
+
+CHOICE_VERSION = 1
+TASKS = {
+    "sense": "best sense separation on dev lemmas (eval wic)",
+    "retrieval": "best retrieval MRR on dev synsets (WordNet example -> definition)",
+}
+DEFAULT_SIZE = "full"  # the benchmark data auto chooses on ("quick": the small subset tests use)
+RETRIEVAL_DEV_SYNSETS = 300  # WordNet synsets not in eval retrieval's 1,000, seed 1
+Announce = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class LayerChoice:
+    """The layer ``auto`` stands for, why, and what it scored on the dev data."""
+
+    model: str
+    backend: Backend
+    task: str
+    layer: int
+    metric: str
+    score: float  # the dev score at that layer
+    data: str
+
+    @property
+    def reason(self) -> str:
+        return TASKS[self.task]
+
+    def label(self) -> str:
+        """``layer 9 (auto: best sense separation on dev lemmas (eval wic))``."""
+        return f"layer {self.layer} (auto: {self.reason})"
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "layer": self.layer,
+            "auto": True,
+            "task": self.task,
+            "reason": self.reason,
+            "metric": self.metric,
+            "dev_score": self.score,
+            "data": self.data,
+            "model": self.model,
+            **self.backend.to_dict(),
+        }
+
+
+def is_auto(layer: object) -> bool:
+    return isinstance(layer, str) and layer.strip().lower() == "auto"
+
+
+def layer_request(layer: object) -> int | str:
+    """``"auto"``, or a layer number (an int, or a str holding one: a CLI or web field), checked for
+    its type here and for its range once the model is known."""
+    if is_auto(layer):
+        return "auto"
+    if isinstance(layer, str):
+        try:
+            return int(layer.strip())
+        except ValueError:
+            raise InputError(f"`layer` must be auto or a layer number, got {layer!r}") from None
+    return arguments.layer_number(layer)
+
+
+def check_task(task: str) -> str:
+    if task not in TASKS:
+        raise InputError(f"`task` must be one of {', '.join(TASKS)}, got {task!r}")
+    return task
+
+
+def choose_layer(
+    model: ContextualModel | str,
+    task: str = "sense",
+    *,
+    size: str | None = None,
+    progress: Progress | None = None,
+    announce: Announce | None = None,
+) -> LayerChoice:
+    """The layer the ``task``'s benchmark chose on dev data for ``model`` (cached on disk).
+
+    ``announce`` is told, once, when the choice has to be computed (the benchmark sentences are
+    encoded then, minutes for mpnet); ``progress`` follows that encoding.
+    """
+    check_task(task)
+    size = DEFAULT_SIZE if size is None else size
+    if size not in ("full", "quick"):
+        raise InputError(f"`size` must be 'full' or 'quick', got {size!r}")
+    return _choose(as_contextual(model), task, size, progress, announce)
+
+
+def resolve_layer(
+    model: ContextualModel,
+    layer: int | str,
+    task: str = "sense",
+    *,
+    size: str | None = None,
+    progress: Progress | None = None,
+    announce: Announce | None = None,
+) -> tuple[int, LayerChoice | None]:
+    """A layer request as a layer number of ``model`` (negative ones from the top), with the choice
+    when it was ``"auto"`` (None when a number was given)."""
+    wanted = layer_request(layer)
+    if wanted == "auto":
+        choice = choose_layer(model, task, size=size, progress=progress, announce=announce)
+        return choice.layer, choice
+    (number,) = model.check_layers([wanted])
+    return number, None
+
+
+def _choose(
+    model: ContextualModel, task: str, size: str, progress: Progress | None, announce: Announce | None
+) -> LayerChoice:
+    return (_sense if task == "sense" else _retrieval)(model, size, progress, announce)
+
+
+_memory: dict[tuple[str, str, str, str], LayerChoice] = {}  # choices made in this process
+_lock = threading.Lock()
+
+
+def _remember(model: ContextualModel, task: str, size: str, make: Callable[[], LayerChoice]) -> LayerChoice:
+    key = (model.name, str(model.identity), task, size)
+    with _lock:
+        if key in _memory:
+            return _memory[key]
+    choice = make()  # outside the lock: other models' calls go on
+    with _lock:
+        return _memory.setdefault(key, choice)
+
+
+def _sense(model: ContextualModel, size: str, progress: Progress | None, announce: Announce | None) -> LayerChoice:
+    from contextlens.analyses.benchmarks.suite import build_suite, encode_suite
+    from contextlens.analyses.benchmarks.wic import evaluate_wic
+
+    def make() -> LayerChoice:
+        from contextlens.analyses.benchmarks.datasets import build_wic
+        from contextlens.analyses.benchmarks.suite import SEED, SIZES
+        from contextlens.core import wordnet as wn
+
+        wn.check_installed()
+        # the key from eval wic's pairs alone (about a second), not the whole suite (several)
+        wic = build_wic(wn.usage_examples(), max_lemmas=SIZES[size].wic_lemmas, seed=SEED)
+        pairs = [(p.first.text, p.first.start, p.second.text, p.second.start, p.same, p.split) for p in wic.pairs]
+        key = cache_key("layer-choice", CHOICE_VERSION, "sense", model.name, model.identity, size, pairs)
+
+        def compute() -> dict[str, np.ndarray]:
+            suite = build_suite(size)
+            if announce is not None and not is_encoded(model, suite.texts, suite.spans):
+                announce(
+                    f"--layer auto: choosing {model.name}'s layer on eval wic's dev lemmas; this encodes the "
+                    f"{len(suite.spans):,} benchmark sentences once (about 3 minutes for minilm, 16-26 for mpnet "
+                    "on 2 cores), then the choice is read from the cache"
+                )
+            enc, _ = encode_suite(model, size, progress)
+            result = evaluate_wic(suite.wic, suite.wic_rows, enc.hidden, enc.input_rows, enc.model, None)
+            best = result.meta["best_layer"]["layer_by_dev"]
+            dev = result.select(system=enc.model, layer=best, split="dev", metric="accuracy")[0]["value"]
+            return {"layer": np.array(best), "score": np.array(dev)}
+
+        arrays = cached_arrays("layer-choice", key, compute)
+        counts = wic.counts["dev"]
+        return LayerChoice(
+            model.name, model.backend, "sense", int(arrays["layer"]), "dev accuracy", float(arrays["score"]),
+            f"WordNet 3.0 word-in-context pairs ({size}): {counts['pairs']} dev pairs, {counts['lemmas']} lemmas",
+        )  # fmt: skip
+
+    return _remember(model, "sense", size, make)
+
+
+def retrieval_dev_task(size: str = "full", definitions: bool = True):
+    """Dev synsets for the retrieval choice: a seed-1 sample of synsets with a usage example, none
+    of them among the synsets `eval retrieval` reports on (its seed-0 sample of 1,000; 100 quick)."""
+    from contextlens.analyses.benchmarks.retrieval import WordNetTask, load_wordnet_task
+    from contextlens.core.wordnet import wordnet
+
+    n = RETRIEVAL_DEV_SYNSETS if size == "full" else 40
+    reported = set(load_wordnet_task(1000 if size == "full" else 100, 0, definitions=False).synsets)
+    pool = load_wordnet_task(n + 1100, 1, definitions=False)
+    keep = [i for i, s in enumerate(pool.synsets) if s not in reported][:n]
+    synsets = [pool.synsets[i] for i in keep]
+    defs = [wordnet().synset(s).definition() for s in synsets] if definitions else []
+    return WordNetTask(synsets, [pool.examples[i] for i in keep], defs)
+
+
+def _retrieval(model: ContextualModel, size: str, progress: Progress | None, announce: Announce | None) -> LayerChoice:
+    from contextlens.analyses.benchmarks.retrieval import wordnet_scores
+    from contextlens.analyses.search.encoders import hidden_means_every_layer
+    from contextlens.core.similarity import normalize_rows
+
+    def make() -> LayerChoice:
+        task = retrieval_dev_task(size, definitions=False)  # the key needs no WordNet reader (seconds)
+        key = cache_key("layer-choice", CHOICE_VERSION, "retrieval", model.name, model.identity, size, task.synsets)
+
+        def compute() -> dict[str, np.ndarray]:
+            nonlocal task
+            task = retrieval_dev_task(size)
+            if announce is not None:
+                announce(
+                    f"--layer auto: choosing {model.name}'s retrieval layer on {len(task.synsets)} dev synsets; "
+                    "this encodes them once (about a minute for mpnet), then reads the choice from the cache"
+                )
+            texts = task.examples + task.definitions
+            layers = hidden_means_every_layer(model, texts)
+            n = len(task.examples)
+            mrr = []
+            for x in layers:
+                u = normalize_rows(np.asarray(x, dtype=np.float64))
+                mrr.append(wordnet_scores(u[:n] @ u[n:].T)["mrr"])
+            best = int(np.argmax(mrr))  # ties: the lower layer
+            return {"layer": np.array(best), "score": np.array(mrr[best])}
+
+        arrays = cached_arrays("layer-choice", key, compute)
+        return LayerChoice(
+            model.name, model.backend, "retrieval", int(arrays["layer"]), "dev MRR", float(arrays["score"]),
+            f"WordNet 3.0: {len(task.synsets)} dev synsets (usage example -> definition among them), seed 1, "
+            "none of eval retrieval's",
+        )  # fmt: skip
+
+    return _remember(model, "retrieval", size, make)
