@@ -289,7 +289,7 @@ def search_occurrences(
     seconds = time.perf_counter() - started  # the encoding and the search (the baseline is cached on disk)
     base = _baseline(model, manifest.pooling, layer) if baseline else None
     if base is not None:
-        hits = [replace(h, baseline_percentile=base.percentile(layer, h.cosine)) for h in hits]
+        hits = [replace(h, baseline_percentile=base.beside(layer, h.cosine)["percentile"]) for h in hits]
     if senses or word is not None:
         hits = _with_senses(folder, layer, hits, ids, labelled)
     return OccurrenceSearch(
