@@ -22,6 +22,15 @@ with a match split). Both scans must find the same occurrences (the script check
 
     python benchmarks/corpus.py --scan --corpus enwiki --words bank,spring,state
 
+``--ray-scaling`` runs Ray with 1 actor and with 2 (1 torch thread each, a local Ray of 2 CPUs)
+on every WordNet usage example (48,339 lines) with 20 frequent words, alternated, best of
+``--repeats``: the whole job's time (Ray, actors and model loads included) as a ratio.
+
+    python benchmarks/corpus.py --ray-scaling --repeats 2
+
+``--read`` times the enwiki reader alone (decompression, XML, markup filter) with gensim's
+``filter_wiki`` and with ``analyses/corpus/wiki_markup.py`` (the same documents, checked).
+
 ``--limit`` puts the local engine beside its limit, measured in the same run: reading the corpus
 + the regex scan + splitting only the matched paragraphs + the bare forward pass on exactly the
 matched occurrences at the job's layers, as a ratio limit / ours.
@@ -49,6 +58,8 @@ MIB = 1024 * 1024
 
 
 def _one(engine: str, corpus: str, words: list[str], model: str, threads: int, opts: dict, queue) -> None:
+    """One engine in this (fresh) process. ``opts["actor_threads"]``: torch threads per Ray actor
+    (default: ``threads`` shared among the actors)."""
     import torch
 
     from contextlens.analyses.corpus.extract import extract_corpus
@@ -58,10 +69,18 @@ def _one(engine: str, corpus: str, words: list[str], model: str, threads: int, o
     load_contextual(model, opts["precision"])
     out = Path(tempfile.mkdtemp(prefix="cl-bench-"))
     actors = {"local": 1, "ray1": 1, "ray2": 2}[engine]
+    opts = dict(opts)
+    actor_threads = opts.pop("actor_threads", None)
     if engine != "local":
         import ray
 
         ray.init(num_cpus=threads, include_dashboard=False, log_to_driver=False)
+    first_rows: list[float] = []
+
+    def progress(stats) -> None:  # when the first chunk's rows came back (start-up and model loads before)
+        if stats.chunks_written and not first_rows:
+            first_rows.append(time.perf_counter())
+
     start = time.perf_counter()
     result = extract_corpus(
         corpus,
@@ -71,7 +90,8 @@ def _one(engine: str, corpus: str, words: list[str], model: str, threads: int, o
         layers=None,
         engine="local" if engine == "local" else "ray",
         actors=actors,
-        threads=threads if engine == "local" else None,
+        threads=threads if engine == "local" else actor_threads,
+        progress=progress,
         **opts,
     )
     seconds = time.perf_counter() - start
@@ -85,6 +105,8 @@ def _one(engine: str, corpus: str, words: list[str], model: str, threads: int, o
             "engine": engine,
             "corpus": corpus,
             "seconds": round(seconds, 2),
+            "to_first_rows_s": round(first_rows[0] - start, 2) if first_rows else None,
+            "chunks": result.stats.chunks_written,
             "sentences": result.stats.sentences,  # split (now: only the paragraphs holding a target)
             "paragraphs": getattr(result.stats, "paragraphs", None),  # read (None before issue 21)
             "paragraphs_skipped": getattr(result.stats, "paragraphs_skipped", None),  # never split
@@ -92,7 +114,7 @@ def _one(engine: str, corpus: str, words: list[str], model: str, threads: int, o
             "sentences_per_s": round(result.stats.sentences / seconds, 1),
             "occurrences_per_s": round(result.manifest.counts["rows"] / seconds, 1),
             "driver_peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-            # each actor's own peak (the actor pool restarts per window of chunks: one entry per process)
+            # each actor's own peak (one entry per actor process: the pool lives for the whole job)
             "actor_peak_rss_mib": [round(peak / MIB, 1) for peak, _ in result.stats.actor_rss.values()],
             "load_average": [round(x, 2) for x in os.getloadavg()],
         }
@@ -184,6 +206,36 @@ def scan_benchmark(corpus: str, words: list[str], forms: bool, as_json: bool) ->
         raise SystemExit("the two scans found different occurrences")
 
 
+def read_benchmark(repeats: int) -> None:
+    """The enwiki reader alone: with gensim's ``filter_wiki`` (before) and with ours
+    (:mod:`contextlens.analyses.corpus.wiki_markup`), alternated, best of ``repeats``; the same
+    documents required."""
+    from gensim.corpora.wikicorpus import filter_wiki as gensim_filter
+
+    from contextlens.analyses.corpus.readers import _enwiki
+
+    load_before = os.getloadavg()
+    times: dict[str, list[float]] = {"gensim filter_wiki (before)": [], "wiki_markup (now)": []}
+    docs = {}
+    for _ in range(repeats):
+        for name, fn in zip(times, (gensim_filter, None), strict=True):
+            start = time.perf_counter()
+            docs[name] = list(_enwiki(fn))
+            times[name].append(time.perf_counter() - start)
+    same = len({tuple(d) for d in docs.values()}) == 1
+    chars = sum(len(p) for d in docs["wiki_markup (now)"] for p in d.pieces)
+    n = len(docs["wiki_markup (now)"])
+    print(f"enwiki reader (bz2 + XML + markup filter): {n} documents, {chars:,} characters")
+    for name, runs in times.items():
+        print(f"{name:28} best {min(runs):6.2f} s  (runs {', '.join(f'{x:.2f}' for x in runs)})")
+    before, now = (min(r) for r in times.values())
+    loads = [load_before, os.getloadavg()]
+    print(f"# reader speed-up {before / now:.2f}x; same documents: {same}; load average before "
+          f"{'/'.join(f'{x:.1f}' for x in loads[0])}, after {'/'.join(f'{x:.1f}' for x in loads[1])}")  # fmt: skip
+    if not same:
+        raise SystemExit("the two filters gave different documents")
+
+
 def limit_benchmark(corpus: str, words: list[str], model_name: str, threads: int, opts: dict, repeats: int) -> None:
     """The local engine beside its limit, in one process: reading + the regex scan + splitting the
     matched paragraphs + the bare forward on exactly the matched occurrences at the job's layers
@@ -203,34 +255,118 @@ def limit_benchmark(corpus: str, words: list[str], model_name: str, threads: int
     layers = model.check_layers(None)
     matcher = Matcher(form_table(words, opts["forms"]))
     model.encode_occurrences([in_template("bank")])  # one forward before the clocks: both start warm
+    import contextlens.core.extraction as extraction
+
+    inner = {"wall": 0.0, "cpu": 0.0}
+    bare = extraction.extract_targets
+
+    def timed_forward(*args, **kwargs):  # the forward inside ours, on the same clocks
+        wall, cpu = time.perf_counter(), time.process_time()
+        try:
+            return bare(*args, **kwargs)
+        finally:
+            inner["wall"] += time.perf_counter() - wall
+            inner["cpu"] += time.process_time() - cpu
+
     limits, ours = [], []
     for _ in range(repeats):  # alternated, best of each: the machine's load moves between runs
+        cpu0 = time.process_time()
         start = time.perf_counter()
         docs = [(d.doc_id, d.pieces) for d in read_corpus(corpus)]
         read_s = time.perf_counter() - start
         start = time.perf_counter()
         counts, found = scan_documents(docs, matcher)
         scan_s = time.perf_counter() - start
-        start = time.perf_counter()
+        start, cpu1 = time.perf_counter(), time.process_time()
         toks = tokenize_many(model, [f.occurrence for f in found])
         extract_targets(model, toks, layers, "mean", 32)
         forward_s = time.perf_counter() - start
-        limits.append((read_s + scan_s + forward_s, read_s, scan_s, forward_s))
+        cpu2 = time.process_time()
+        limits.append((read_s + scan_s + forward_s, read_s, scan_s, forward_s, cpu2 - cpu0, cpu2 - cpu1))
         out = Path(tempfile.mkdtemp(prefix="cl-limit-"))
-        start = time.perf_counter()
-        result = extract_corpus(corpus, words, out / "x", model=model_name, loader=lambda *_: model, **opts)
-        ours.append(time.perf_counter() - start)
+        inner.update(wall=0.0, cpu=0.0)
+        extraction.extract_targets = timed_forward
+        start, cpu0 = time.perf_counter(), time.process_time()
+        try:
+            result = extract_corpus(corpus, words, out / "x", model=model_name, loader=lambda *_: model, **opts)
+        finally:
+            extraction.extract_targets = bare
+        ours.append((time.perf_counter() - start, inner["wall"], time.process_time() - cpu0, inner["cpu"]))
         shutil.rmtree(out, ignore_errors=True)
-    limit_s, read_s, scan_s, forward_s = min(limits)
-    ours_s = min(ours)
+    limit_s, read_s, scan_s, forward_s, limit_cpu, forward_cpu = min(limits)
+    ours_s, ours_forward, ours_cpu, ours_forward_cpu = min(ours)
     print(f"{corpus}: {counts.paragraphs:,} paragraphs, {counts.paragraphs_split:,} split, {len(found):,} "
           f"occurrences; {model_name} {opts['precision']}, layers 0-{layers[-1]}, {threads} thread(s)")  # fmt: skip
     print(f"best of {repeats}, alternated; all runs: limit {', '.join(f'{x[0]:.1f}' for x in limits)} s, "
-          f"ours {', '.join(f'{x:.1f}' for x in ours)} s")  # fmt: skip
+          f"ours {', '.join(f'{x[0]:.1f}' for x in ours)} s")  # fmt: skip
     print(f"limit: read {read_s:.2f} s + scan {scan_s:.2f} s + bare forward {forward_s:.2f} s = {limit_s:.2f} s")
-    print(f"ours (extract_corpus, local, shards written): {ours_s:.2f} s, {result.manifest.counts['rows']:,} rows")
-    print(f"limit / ours = {limit_s / ours_s:.2f} (1.0 = nothing spent beyond the limit); "
+    print(f"ours (extract_corpus, local, shards written): {ours_s:.2f} s, {result.manifest.counts['rows']:,} rows; "
+          f"its forward {ours_forward:.2f} s, everything else {ours_s - ours_forward:.2f} s "
+          f"(the limit's read + scan: {read_s + scan_s:.2f} s)")  # fmt: skip
+    print(f"limit / ours = {limit_s / ours_s:.2f} wall clock (1.0 = nothing spent beyond the limit); "
           f"load average {'/'.join(f'{x:.1f}' for x in os.getloadavg())}, {os.cpu_count()} CPUs")  # fmt: skip
+    print(f"CPU seconds of this process (less moved by other processes' load): limit {limit_cpu:.2f} "
+          f"(forward {forward_cpu:.2f}), ours {ours_cpu:.2f} (forward {ours_forward_cpu:.2f}); "
+          f"limit / ours = {limit_cpu / ours_cpu:.2f}")  # fmt: skip
+
+
+SCALING_WORDS = "time,make,take,give,get,go,come,run,set,put,line,point,light,work,hold,turn,break,head,play,cut"
+
+
+def wordnet_examples() -> str:
+    """Every usage example of WordNet 3.0, one a line (a file: reading it costs next to nothing,
+    so the job is the scan and the forward pass)."""
+    path = Path(tempfile.gettempdir()) / "cl-bench-wordnet-examples.txt"
+    if not path.exists():
+        from contextlens.core.wordnet import wordnet
+
+        lines = [e.strip() for s in wordnet().all_synsets() for e in s.examples() if e.strip()]
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return str(path)
+
+
+def ray_scaling(words: list[str], model: str, opts: dict, repeats: int, as_json: bool) -> None:
+    """Ray with 1 actor against Ray with 2 on the same job (each actor 1 torch thread, a local Ray
+    of 2 CPUs), alternated, each run a fresh process with its own Ray; best of ``repeats``."""
+    corpus = wordnet_examples()
+    opts = {**opts, "actor_threads": 1}
+    load_before = os.getloadavg()
+    runs: dict[str, list[dict]] = {"ray1": [], "ray2": []}
+    for _ in range(repeats):
+        for engine in ("ray1", "ray2"):
+            runs[engine].append(run(engine, corpus, words, model, 2, opts))
+    best = {e: min(rows, key=lambda r: r["seconds"]) for e, rows in runs.items()}
+    one, two = best["ray1"], best["ray2"]
+    assert one["occurrences"] == two["occurrences"], "the two runs found different occurrences"
+    result = {
+        "corpus": "WordNet 3.0 usage examples (one a line)",
+        "words": words,
+        "model": model,
+        "occurrences": one["occurrences"],
+        "chunks": one["chunks"],
+        "runs": runs,
+        "speedup_2_over_1": round(one["seconds"] / two["seconds"], 2),
+        "load_average_before": [round(x, 2) for x in load_before],
+        "load_average_after": [round(x, 2) for x in os.getloadavg()],
+    }
+    if as_json:
+        json.dump(result, sys.stdout, indent=2)
+        return
+    print(f"{result['corpus']}: {one['occurrences']:,} occurrences of {len(words)} words, {one['chunks']} chunks; "
+          f"model {model} {opts['precision']}, all layers; 1 torch thread per actor, local Ray of 2 CPUs")  # fmt: skip
+    print(f"{'engine':8} {'runs (s)':20} {'best s':>7} {'to first rows s':>16} {'occ/s':>7} {'driver MiB':>10}  "
+          f"actors' peak MiB  load 1 min")  # fmt: skip
+    for engine, rows in runs.items():
+        b = best[engine]
+        peaks = ", ".join(f"{x:,.0f}" for x in b["actor_peak_rss_mib"])
+        print(f"{engine:8} {', '.join(str(r['seconds']) for r in rows):20} {b['seconds']:7} {b['to_first_rows_s']:16} "
+              f"{b['occurrences_per_s']:7} {b['driver_peak_rss_mib']:10,.0f}  {peaks:16}  "
+              f"{b['load_average'][0]}")  # fmt: skip
+    print(f"# 2 actors / 1 actor: {result['speedup_2_over_1']}x on the whole job (Ray start, actor start and "
+          f"model loads included; "
+          f"'to first rows': start-up plus the first block of chunks); target 1.6x")  # fmt: skip
+    print(f"# load average (1/5/15 min) before {'/'.join(f'{x:.1f}' for x in load_before)}, after "
+          f"{'/'.join(f'{x:.1f}' for x in os.getloadavg())}; {os.cpu_count()} CPUs")  # fmt: skip
 
 
 def main() -> None:
@@ -241,14 +377,26 @@ def main() -> None:
     ap.add_argument("--engines", nargs="+", default=["local", "ray1", "ray2"])
     ap.add_argument("--scale", type=int, default=10, help="also run the local engine on the corpus repeated N times")
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--scale-engine", default="local", choices=["local", "ray1", "ray2"], help="engine of the Nx run")
     ap.add_argument("--forms", action="store_true", help="also match inflected forms (WordNet)")
     ap.add_argument("--precision", default="fp32", choices=["fp32", "int8"])
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--scan", action="store_true", help="time reading and the scan before vs now (no model)")
     ap.add_argument("--limit", action="store_true", help="the local engine beside its limit (read+scan+bare forward)")
-    ap.add_argument("--repeats", type=int, default=3, help="--limit: runs of each, alternated (best kept)")
+    ap.add_argument(
+        "--repeats", type=int, default=3, help="--limit/--ray-scaling: runs of each, alternated (best kept)"
+    )
+    ap.add_argument("--read", action="store_true", help="the enwiki reader alone: gensim's markup filter vs ours")
+    ap.add_argument("--ray-scaling", action="store_true", help="Ray 2 actors vs 1 on WordNet's examples (20 words)")
     args = ap.parse_args()
     words = args.words.split(",")
+    if args.read:
+        read_benchmark(args.repeats)
+        return
+    if args.ray_scaling:
+        words = words if "--words" in sys.argv else SCALING_WORDS.split(",")
+        ray_scaling(words, args.model, {"forms": args.forms, "precision": args.precision}, args.repeats, args.json)
+        return
     if args.scan:
         scan_benchmark(args.corpus, words, args.forms, args.json)
         return
@@ -266,7 +414,7 @@ def main() -> None:
     started, load_before = time.perf_counter(), os.getloadavg()
     rows = [run(e, args.corpus, words, args.model, args.threads, opts) for e in args.engines]
     if args.scale > 1:
-        row = run("local", repeated(args.corpus, args.scale), words, args.model, args.threads, opts)
+        row = run(args.scale_engine, repeated(args.corpus, args.scale), words, args.model, args.threads, opts)
         row["corpus"] = f"{args.corpus} x{args.scale}"
         rows.append(row)
     if args.json:

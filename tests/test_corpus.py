@@ -284,6 +284,42 @@ def test_ray_engine_gives_the_local_rows(tmp_path):
         np.testing.assert_allclose(x, y, atol=1e-3, rtol=0)
 
 
+@pytest.mark.slow
+def test_ray_streams_through_one_actor_pool_resumes_and_reports_reader_errors(tmp_path):
+    """One Ray Data stream for the whole job: 150 chunks (more than the 64-per-actor window the
+    pool used to restart at) are encoded by at most 2 actor processes, each loading the model
+    once; a resumed job encodes only the missing chunks; a reader's error is its own one line."""
+    ray = pytest.importorskip("ray")
+    from contextlens.analyses.corpus.folder import shards
+
+    corpus = _corpus(tmp_path / "c.txt", 150)
+    common = dict(model="minilm", layers=[6], chunk_chars=1)
+    local = extract_corpus(str(corpus), ["bank"], tmp_path / "local", **common)
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        out = tmp_path / "ray"
+        first = extract_corpus(str(corpus), ["bank"], out, engine="ray", actors=2, **common)
+        assert first.stats.chunks_written == 150 and first.stats.read.documents == 150
+        assert 0 < len(first.stats.actor_rss) <= 2  # one pool for the job (per window: 4 processes)
+        assert keys(read_rows(out)) == keys(read_rows(tmp_path / "local"))
+        assert first.manifest.counts == local.manifest.counts
+        written = shards(out)
+        for path in written[::3]:
+            path.unlink()
+        manifest = json.loads((out / "manifest.json").read_text())
+        (out / "manifest.json").write_text(json.dumps(manifest | {"complete": False, "counts": {}}))
+        again = extract_corpus(str(corpus), ["bank"], out, engine="ray", actors=2, **common)
+        assert (again.stats.chunks_written, again.stats.chunks_skipped) == (50, 100)
+        assert again.manifest.counts == local.manifest.counts
+        assert keys(read_rows(out)) == keys(read_rows(tmp_path / "local"))
+        bad = tmp_path / "bad.txt"
+        bad.write_bytes(b"The bank opened.\n\xff\xfe broken\n")
+        with pytest.raises(DataFileError, match=r"bad.txt:2: not UTF-8"):
+            extract_corpus(str(bad), ["bank"], tmp_path / "bad", engine="ray", on_error="stop", **common)
+    finally:
+        ray.shutdown()
+
+
 def test_unreachable_ray_address_is_one_line(tmp_path, capsys):
     pytest.importorskip("ray")
     corpus = _corpus(tmp_path / "c.txt", 2)

@@ -109,3 +109,43 @@ def test_vector_values_are_arrow_arrays_over_the_same_bytes():
         assert time.perf_counter() - start < 0.05  # pa.array on float16 took 0.76 s here
         assert got.equals(pa.array(np.ascontiguousarray(m).reshape(-1)))
     assert len(_values(np.zeros((0, 384), dtype=np.float16))) == 0
+
+
+def test_the_fast_markup_filter_gives_gensims_text_on_every_enwiki_page():
+    """wiki_markup.filter_wiki is gensim's filter_wiki, faster: the same text on all 206 pages of
+    the installed sample, and the same template removal on nested, unbalanced and tripled braces."""
+    import bz2
+
+    from gensim.corpora import wikicorpus as gensim_wiki
+
+    from contextlens.analyses.corpus import wiki_markup
+    from contextlens.analyses.corpus.readers import ENWIKI_FILE, _gensim_data
+
+    with bz2.open(_gensim_data(ENWIKI_FILE), "rb") as fh:
+        pages = [text for _, text, _ in gensim_wiki.extract_pages(fh)]
+    assert len(pages) == 206
+    for text in pages:
+        assert wiki_markup.filter_wiki(text) == gensim_wiki.filter_wiki(text)
+    for s in ("{{a}}", "{{{a}}}", "x{{a{{b}}c}}y", "{{", "}}{{x", "a{b}c{{d}", "{{a}}}}{{b}}", "{{{{a}}}}z", "{"):
+        assert wiki_markup.remove_template(s) == gensim_wiki.remove_template(s), s
+
+
+def test_the_local_engine_encodes_a_few_hundred_occurrences_in_one_call(tmp_path, minilm, monkeypatch):
+    """300 occurrences over 9 chunks go to the core in ONE extraction call, sorted by length
+    together: in groups of 256 (8 batches) Lee's forward padded 39% more tokens (24,940 vs 17,940)."""
+    import contextlens.core.extraction as extraction
+    from contextlens.analyses.corpus.extract import extract_corpus
+
+    calls: list[int] = []
+    bare = extraction.extract_targets
+
+    def counted(model, toks, *args, **kwargs):
+        calls.append(len(toks))
+        return bare(model, toks, *args, **kwargs)
+
+    monkeypatch.setattr(extraction, "extract_targets", counted)
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("".join(f"Line {i}: the bank {'opened' if i % 2 else 'closed early'}.\n" for i in range(300)))
+    done = extract_corpus(str(corpus), ["bank"], tmp_path / "out", model="minilm", layers=[1], chunk_chars=1000)
+    assert done.manifest.counts["rows"] == 300 and done.manifest.counts["shards"] == 9
+    assert calls == [300]

@@ -146,3 +146,86 @@ def test_a_format_2_folder_is_still_searched_and_read(folder, tmp_path, minilm):
     assert {h.sentence for h in result.hits} == set(MONEY) and result.hits[0].paragraph_index is None
     rows = _Rows.read(old)
     assert len(rows.contexts) == 9 and all(len(k) == 2 for k in rows.contexts)
+
+
+def test_a_search_index_temporary_left_by_kill_9_is_removed(tmp_path):
+    """A build killed (SIGKILL) while writing the index leaves its temporary beside the shards;
+    clean_temporaries (an extraction's start) and the next index build remove it, and keep a
+    live writer's."""
+    import signal
+    import subprocess
+    import sys
+
+    from contextlens.analyses.corpus.folder import clean_search_temporaries, clean_temporaries
+
+    writer = (
+        "import sys, time\n"
+        "from contextlens.core.atomic_files import atomic_path\n"
+        "with atomic_path(sys.argv[1]) as tmp:\n"
+        "    tmp.write_bytes(b'half an index')\n"
+        "    print('writing', flush=True)\n"
+        "    time.sleep(120)\n"
+    )
+    faiss_path, _ = index_paths(tmp_path, 6)
+    proc = subprocess.Popen([sys.executable, "-c", writer, str(faiss_path)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "writing"
+        left = list(tmp_path.glob(".search-*"))
+        assert len(left) == 1 and left[0].name.endswith(f".tmp-{proc.pid}")
+        clean_temporaries(tmp_path)
+        assert left[0].exists()  # its writer is alive: kept
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        assert left[0].exists()  # kill -9 ran no clean-up
+        clean_temporaries(tmp_path)
+        assert not list(tmp_path.glob(".search-*"))
+        (tmp_path / f".search-layer_3.json.0a1b2c3d.tmp-{proc.pid}").write_text("{")  # another layer's
+        clean_search_temporaries(tmp_path)
+        assert not list(tmp_path.glob(".search-*"))
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_sense_restricts_and_labels_hits_with_the_induction_and_the_baseline(folder, minilm, capsys):
+    """--sense K searches only the occurrences `senses induce` put in sense K; --senses labels each
+    hit with it; each cosine has its percentile among the model's random-word cosines (compare's)."""
+    from contextlens.analyses.benchmarks.word_baseline import random_word_baseline
+    from contextlens.analyses.corpus.senses import induce_senses
+
+    induced = induce_senses(folder, "bank", 6)
+    assert induced.k == 2
+    river_sense = int(induced.labels[0])  # rows of bank in chunk order: the river sentences first
+    by_sentence = dict(zip(induced.sentences, induced.labels.tolist(), strict=True))
+    assert {by_sentence[s] for s in RIVER} == {river_sense} and {by_sentence[s] for s in MONEY} == {1 - river_sense}
+    like = "She paid the [bank] a visit about her loan."
+    only = search_occurrences(folder, like, 6, top=10, model=minilm, sense=river_sense)
+    assert {h.sentence for h in only.hits} == set(RIVER)  # the money sentences are nearer, but excluded
+    assert only.sense == river_sense and {h.sense for h in only.hits} == {river_sense}
+    everything = search_occurrences(folder, like, 6, top=10, model=minilm)
+    assert [h.sense for h in everything.hits] == [None] * len(everything.hits)  # labels only when asked
+    cos = {h.sentence: h.cosine for h in everything.hits}
+    assert all(abs(cos[h.sentence] - h.cosine) < 1e-5 for h in only.hits)  # the same cosines, fewer rows
+    base = random_word_baseline(minilm, "mean")
+    assert all(h.baseline_percentile == base.percentile(6, h.cosine) for h in everything.hits)
+    assert everything.to_dict()["baseline"]["mean"] == round(base.layer(6).mean, 4)
+    labelled = search_occurrences(folder, like, 6, top=10, model=minilm, senses=True)
+    assert {h.sentence: h.sense for h in labelled.hits if h.target == "bank"} == {
+        s: by_sentence[s] for s in RIVER + MONEY
+    }
+    assert labelled.to_dict()["senses"]["bank"]["clusters"][river_sense]["synset"] == "bank.n.01"
+    assert [h.sense for h in labelled.hits if h.target == "spring"] == [None]  # one occurrence: no induction
+    with pytest.raises(InputError, match=r"`sense` 2: 'bank' has 2 induced sense\(s\)"):
+        search_occurrences(folder, like, 6, model=minilm, sense=2)
+    with pytest.raises(InputError, match="'loan' is not"):
+        search_occurrences(folder, "A [loan] was approved.", 6, model=minilm, sense=0)
+    with pytest.raises(SystemExit) as stop:
+        main(["corpus", "search", str(folder), "--like", like, "--sense", str(river_sense), "--top", "2"])
+    out, err = capsys.readouterr()
+    assert stop.value.code in (0, None), err
+    assert "pct" in out and f"sense {river_sense} of the example's word" in out and "bank.n.01" in out
+    assert "100.0" in out and "[bank]" in out
+    with pytest.raises(SystemExit) as stop:
+        main(["corpus", "search", str(folder), "--like", like, "--sense", "5"])
+    _, err = capsys.readouterr()
+    assert stop.value.code == 2 and err.count("\n") == 1 and "--sense 5" in err, err

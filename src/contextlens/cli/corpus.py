@@ -247,10 +247,18 @@ def search_cmd(
     model: Annotated[
         str | None, typer.Option("--model", "-m", help="Must be the folder's own model (default: it is).")
     ] = None,
+    sense: Annotated[
+        int | None,
+        typer.Option("--sense", help="Only the example word's occurrences induced into this sense (0..k-1)."),
+    ] = None,
+    senses: Annotated[
+        bool, typer.Option("--senses", help="Label each hit with its induced sense (as `senses induce`).")
+    ] = False,
     threads: ThreadsOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """The occurrences in FOLDER most like an example occurrence (cosine at the folder's layer)."""
+    """The occurrences in FOLDER most like an example occurrence (cosine at the folder's layer,
+    with its percentile among random-word cosines)."""
     from contextlens.analyses.corpus.manifest import require_manifest
 
     manifest = require_manifest(folder)
@@ -264,8 +272,10 @@ def search_cmd(
     def load(name: str, precision: str, runtime: str):  # the folder's model, its drift on stderr
         return contextual_option(name, precision, threads, runtime)
 
-    with as_flags(top="--top", layer="--layer", like="--like"):
-        result = search_occurrences(folder, like, None if layer is None else layer_text(layer), top, loader=load)
+    with as_flags(top="--top", layer="--layer", like="--like", sense="--sense"):
+        result = search_occurrences(
+            folder, like, None if layer is None else layer_text(layer), top, loader=load, sense=sense, senses=senses
+        )
     if json_out:
         print_json(result.to_dict())
         return
@@ -278,11 +288,30 @@ def search_cmd(
         f"search {result.search_seconds * 1000:.0f} ms",
         soft_wrap=True,
     )
+    if result.baseline is not None:
+        b = result.baseline
+        console.print(
+            f"[dim]baseline: random different-word pairs at layer {result.layer}: mean {b['mean']:.3f}, "
+            f"5-95% {b['p5']:.3f}-{b['p95']:.3f}; 'pct' = the share of them at or below the cosine[/dim]",
+            soft_wrap=True,
+        )
+    if result.sense is not None:
+        console.print(f"only the occurrences induced into sense {result.sense} of the example's word")
+    for word, found in result.senses.items():
+        named = "; ".join(
+            f"{c['cluster']}: {c['synset'] or ', '.join(c['distinctive_words'][:3]) or '-'} ({c['size']})"
+            for c in found["clusters"]
+        )
+        console.print(f"[dim]senses of {escape(word)} (induced, k={found['k']}): {escape(named)}[/dim]", soft_wrap=True)
+    labelled = bool(result.senses)
     table = Table(show_edge=False, pad_edge=False)
-    for col, justify in (("#", "right"), ("cosine", "right"), ("occurrence", "left"), ("document", "left")):
+    columns = [("#", "right"), ("cosine", "right"), ("pct", "right")] + ([("sense", "right")] if labelled else [])
+    for col, justify in columns + [("occurrence", "left"), ("document", "left")]:
         table.add_column(col, justify=justify)
     for h in result.hits:
-        table.add_row(str(h.rank), f"{h.cosine:.3f}", escape(h.marked), escape(h.doc_id))
+        pct = "-" if h.baseline_percentile is None else f"{h.baseline_percentile:.1f}"
+        sense_cell = ["-" if h.sense is None else str(h.sense)] if labelled else []
+        table.add_row(str(h.rank), f"{h.cosine:.3f}", pct, *sense_cell, escape(h.marked), escape(h.doc_id))
     console.print(table)
 
 

@@ -16,15 +16,20 @@ import pyarrow as pa
 
 from contextlens.analyses.corpus import ray_engine
 from contextlens.analyses.corpus.chunks import JobSpec, ScannedChunk, encode_scanned, scan_chunk
-from contextlens.analyses.corpus.targets import Document
+from contextlens.analyses.corpus.readers import ReadStats
+from contextlens.analyses.corpus.stream import Chunk, PendingChunks
 from contextlens.errors import InputError
 
 ENGINES = ("local", "ray")
 # The local engine encodes the occurrences of consecutive chunks together, up to this many
 # batches' worth or this many chunks: rare targets give a few occurrences a chunk, and a batch
-# per chunk would be mostly padding and overhead. A kill loses at most one group's shards.
-GROUP_BATCHES = 8
-GROUP_CHUNKS = 64
+# per chunk would be mostly padding and overhead. The core sorts a call's occurrences by length
+# into batches, so each call pays for one long-tailed, part-padded last batch: with 8 batches a
+# group, Lee's 312 occurrences went in groups of 267 + 45 and the forward padded to 24,940
+# tokens against 17,940 in one call (+39%, +42% CPU time, benchmarks/corpus.py --limit). A kill
+# loses at most one group's shards.
+GROUP_BATCHES = 32
+GROUP_CHUNKS = 256
 Written = Callable[[int, pa.Table], None]
 
 
@@ -56,7 +61,7 @@ def prepare(engine: str, address: str | None, actors: int, threads: int | None) 
     return ray_engine.actor_threads(actors, threads, address)
 
 
-def grouped(spec: JobSpec, chunks: Iterator[tuple[int, list[Document]]]) -> Iterator[list[ScannedChunk]]:
+def grouped(spec: JobSpec, chunks: Iterator[Chunk]) -> Iterator[list[ScannedChunk]]:
     """Consecutive chunks, scanned, in groups of about ``GROUP_BATCHES`` batches of occurrences."""
     group: list[ScannedChunk] = []
     found = 0
@@ -73,18 +78,22 @@ def grouped(spec: JobSpec, chunks: Iterator[tuple[int, list[Document]]]) -> Iter
 def run(
     engine: str,
     spec: JobSpec,
-    chunks: Iterator[tuple[int, list[Document]]],
+    pending: PendingChunks,
     written: Written,
+    read_stats: ReadStats,
     loaded=None,
     address: str | None = None,
     actors: int = 1,
     threads: int | None = None,
     memory: ray_engine.Memory | None = None,
 ) -> None:
-    """Encode ``chunks`` and call ``written`` with each chunk's rows (``memory``: Ray actors' RSS)."""
+    """Encode the ``pending`` chunks and call ``written`` with each chunk's rows (``read_stats``:
+    what the reader saw; ``memory``: Ray actors' RSS)."""
     if engine == "local":
-        for group in grouped(spec, chunks):
+        for group in grouped(spec, pending.chunks(read_stats)):
             for number, table in encode_scanned(loaded, spec, group):
                 written(number, table)
         return
-    ray_engine.run_ray(spec, chunks, written, address=address, actors=actors, threads=threads, memory=memory)
+    ray_engine.run_ray(
+        spec, pending, written, read_stats, address=address, actors=actors, threads=threads, memory=memory
+    )

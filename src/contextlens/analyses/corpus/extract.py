@@ -15,7 +15,7 @@ duplicated and no missing row. The manifest
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -28,13 +28,14 @@ from contextlens.analyses.corpus.folder import (
     clean_temporaries,
     done_shards,
     shard_counts,
-    shard_path,
+    shard_number,
     shard_scan_counts,
     write_shard,
 )
 from contextlens.analyses.corpus.manifest import DEFAULT_CHUNK_CHARS, FORMAT, Manifest, check_settings, read_manifest
-from contextlens.analyses.corpus.readers import ReadStats, check_readable, describe, empty_message, read_corpus
-from contextlens.analyses.corpus.targets import Document, Matcher, ScanCounts, form_table, parse_targets
+from contextlens.analyses.corpus.readers import ReadStats, check_readable, describe, empty_message
+from contextlens.analyses.corpus.stream import PendingChunks
+from contextlens.analyses.corpus.targets import Matcher, ScanCounts, form_table, parse_targets
 from contextlens.errors import InputError, TargetNotFoundError
 
 MAX_LISTED = 10  # absent targets named in an error; the rest are counted
@@ -99,20 +100,6 @@ class ExtractConfig:
 
 
 Loader = Callable[[str, str, str], object]  # (model, precision, runtime) -> a loaded ContextualModel
-
-
-def chunked(docs: Iterator[Document], min_chars: int) -> Iterator[tuple[int, list[Document]]]:
-    """Whole documents grouped into numbered chunks of at least ``min_chars`` characters."""
-    chunk: list[Document] = []
-    number = size = 0
-    for doc in docs:
-        chunk.append(doc)
-        size += sum(len(p) for p in doc[1])
-        if size >= min_chars:
-            yield number, chunk
-            number, chunk, size = number + 1, [], 0
-    if chunk:
-        yield number, chunk
 
 
 def model_identity(name: str) -> tuple[str | None, str | None]:
@@ -280,17 +267,12 @@ def _manifest(source: str, words: tuple[str, ...], config: ExtractConfig, loaded
 def _encode(source, folder, config, spec, loaded, threads, done, stats, progress) -> None:
     """Hand the chunks without a shard to the engine; write each one's rows as its shard."""
 
-    def pending() -> Iterator[tuple[int, list[Document]]]:
-        docs = ((d.doc_id, d.pieces) for d in read_corpus(source, stats.read, config.on_error))
-        for number, chunk in chunked(docs, config.chunk_chars):
-            path = shard_path(folder, number)
-            if path.name in done:
-                stats.chunks_skipped += 1
-                stats.add(shard_scan_counts(path))
-                if progress:
-                    progress(stats)
-                continue
-            yield number, chunk
+    for name in sorted(done):  # a resumed job: what the shards already written read
+        stats.chunks_skipped += 1
+        stats.add(shard_scan_counts(folder / name))
+    if done and progress:
+        progress(stats)
+    pending = PendingChunks(source, config.chunk_chars, config.on_error, frozenset(shard_number(n) for n in done))
 
     def written(number: int, table: pa.Table) -> None:
         write_shard(folder, number, table)
@@ -309,7 +291,7 @@ def _encode(source, folder, config, spec, loaded, threads, done, stats, progress
 
         torch.set_num_threads(threads)
     engines.run(
-        config.engine, spec, pending(), written, loaded=loaded, address=config.address,
+        config.engine, spec, pending, written, stats.read, loaded=loaded, address=config.address,
         actors=config.actors, threads=threads, memory=memory,
     )  # fmt: skip
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -21,19 +22,32 @@ from contextlens.analyses.corpus.chunks import table_counts
 from contextlens.analyses.corpus.manifest import MANIFEST
 from contextlens.analyses.corpus.targets import ScanCounts
 from contextlens.core.atomic_files import atomic_path
+from contextlens.core.resources import clean_leftovers
 from contextlens.errors import DataFileError, InputError
 
 SHARD_GLOB = "part-*.parquet"
 TEMP_GLOB = ".part-*.parquet.*tmp-*"  # core.atomic_files names: .<name>.<random>.tmp-<pid>
+SEARCH_TEMP_GLOB = ".search-*.tmp-*"  # a search index's files (.faiss, .json) half-written
 
 
 def shard_path(folder: Path, chunk: int) -> Path:
     return folder / f"part-{chunk:06d}.parquet"
 
 
+def shard_number(name: str) -> int:
+    """The chunk number of a shard's file name (``part-000012.parquet`` -> 12)."""
+    return int(name[len("part-") : -len(".parquet")])
+
+
 def shards(folder: Path) -> list[Path]:
     """The folder's shards in chunk order."""
     return sorted(Path(folder).glob(SHARD_GLOB))
+
+
+def shards_fingerprint(folder: Path) -> list[list[Any]]:
+    """The folder's shards as they are now: name, bytes, modification time, in chunk order (what
+    an index or an induction built from them remembers, to tell when they changed)."""
+    return [[p.name, p.stat().st_size, p.stat().st_mtime_ns] for p in shards(folder)]
 
 
 def write_shard(folder: Path, chunk: int, table: pa.Table) -> None:
@@ -43,9 +57,19 @@ def write_shard(folder: Path, chunk: int, table: pa.Table) -> None:
 
 
 def clean_temporaries(folder: Path) -> None:
-    """Remove the half-written shards a killed job left (never renamed into place)."""
+    """Remove the half-written shards a killed job left (never renamed into place), and what a
+    killed search-index build left."""
     for tmp in folder.glob(TEMP_GLOB):
         tmp.unlink(missing_ok=True)
+    clean_search_temporaries(folder)
+
+
+def clean_search_temporaries(folder: Path) -> None:
+    """Remove the temporaries of search indexes (any layer) whose writer is dead; a live build's
+    (another process searching this folder now) are kept."""
+    for tmp in Path(folder).glob(SEARCH_TEMP_GLOB):
+        name = tmp.name[1:].rsplit(".", 2)[0]  # .<name>.<random>.tmp-<pid> -> <name>
+        clean_leftovers(Path(folder) / name)
 
 
 def _damaged(path: Path, why: object) -> DataFileError:

@@ -11,6 +11,12 @@ index's size and sha256); both are written atomically, the description last, so 
 the old index or none, and an index whose shards changed (or that does not read back whole, with
 its size, count and dimension) is rebuilt. A process keeps the index it opened while the files
 stay the same.
+
+Beside each cosine: its percentile among the model's random-word cosines at that layer (the
+baseline ``compare`` shows, :func:`contextlens.analyses.benchmarks.word_baseline.random_word_baseline`:
+a cosine of 0.6 means little in a layer where unrelated words already reach 0.5), and with
+``senses`` the hit's induced sense (:mod:`.hit_senses`); ``sense=K`` searches only the occurrences
+of the example's word that were induced into sense K.
 """
 
 from __future__ import annotations
@@ -24,11 +30,19 @@ from typing import Any
 import numpy as np
 
 from contextlens.analyses.corpus.chunks import layer_column
-from contextlens.analyses.corpus.folder import layer_matrix, read_table, shard_schema, shards
+from contextlens.analyses.corpus.folder import (
+    clean_search_temporaries,
+    layer_matrix,
+    read_table,
+    shard_schema,
+    shards,
+    shards_fingerprint,
+)
+from contextlens.analyses.corpus.hit_senses import word_senses
 from contextlens.analyses.corpus.manifest import Manifest, pick_layer, require_manifest
+from contextlens.analyses.corpus.targets import form_table
 from contextlens.core import atomic_files
 from contextlens.core.arguments import whole_number
-from contextlens.core.resources import clean_leftovers
 from contextlens.errors import InputError, ProvenanceMismatchError
 
 INDEX_FORMAT = "contextlens-occurrence-index/1"
@@ -38,11 +52,6 @@ HIT_COLUMNS = ("doc_id", "paragraph_index", "sentence_index", "sentence", "start
 def index_paths(folder: Path, layer: int) -> tuple[Path, Path]:
     """(FAISS index, its description) of one layer, beside the shards."""
     return folder / f"search-{layer_column(layer)}.faiss", folder / f"search-{layer_column(layer)}.json"
-
-
-def _fingerprint(folder: Path) -> list[list[Any]]:
-    """The shards an index was built from: name, bytes, modification time, in chunk order."""
-    return [[p.name, p.stat().st_size, p.stat().st_mtime_ns] for p in shards(folder)]
 
 
 @dataclass
@@ -87,7 +96,7 @@ def open_index(folder: Path | str, layer: int | None = None, rebuild: bool = Fal
 def _state(folder: Path, layer: int) -> list[list[Any]]:
     """The shards and the index files as they are now: a change to any of them reopens the index."""
     files = [p for p in index_paths(folder, layer) if p.is_file()]
-    return _fingerprint(folder) + [[p.name, p.stat().st_size, p.stat().st_mtime_ns] for p in files]
+    return shards_fingerprint(folder) + [[p.name, p.stat().st_size, p.stat().st_mtime_ns] for p in files]
 
 
 def _open_index(folder: Path, layer: int, rebuild: bool) -> OccurrenceIndex:
@@ -99,7 +108,7 @@ def _open_index(folder: Path, layer: int, rebuild: bool) -> OccurrenceIndex:
 
     manifest = require_manifest(folder)
     faiss_path, meta_path = index_paths(folder, layer)
-    fingerprint = _fingerprint(folder)
+    fingerprint = shards_fingerprint(folder)
     started = time.perf_counter()
     if not rebuild and meta_path.is_file() and faiss_path.is_file():
         try:
@@ -124,8 +133,7 @@ def _open_index(folder: Path, layer: int, rebuild: bool) -> OccurrenceIndex:
         raise InputError(f"{folder} holds no occurrences to search")
     index = build_faiss_index(np.concatenate(vectors), IndexConfig())
     blob = serialized_bytes(index)
-    for path in (faiss_path, meta_path):
-        clean_leftovers(path)  # what a killed build left (a live build's temporaries are kept)
+    clean_search_temporaries(folder)  # what killed builds left, any layer (a live build's are kept)
     atomic_files.write_bytes(faiss_path, blob)
     meta = {
         "format": INDEX_FORMAT,
@@ -154,6 +162,8 @@ class OccurrenceHit:
     end: int
     target: str
     form: str | None
+    baseline_percentile: float | None = None  # share (0-100) of random-word cosines at or below
+    sense: int | None = None  # the hit's induced sense (cluster of its word), with ``senses``
 
     @property
     def marked(self) -> str:
@@ -172,6 +182,8 @@ class OccurrenceHit:
             "marked": self.marked,
             "target": self.target,
             "form": self.form,
+            "baseline_percentile": None if self.baseline_percentile is None else round(self.baseline_percentile, 1),
+            "sense": self.sense,
         }
 
 
@@ -189,6 +201,9 @@ class OccurrenceSearch:
     index_built: bool = False
     index_seconds: float = 0.0
     search_seconds: float = 0.0
+    baseline: dict[str, Any] | None = None  # the random-word baseline at the layer (None: no WordNet)
+    senses: dict[str, Any] = field(default_factory=dict)  # word -> its induced senses (with ``senses``)
+    sense: int | None = None  # the sense the search was restricted to
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -201,6 +216,9 @@ class OccurrenceSearch:
             "searched": self.searched,
             "index": {"built": self.index_built, "seconds": round(self.index_seconds, 3), "type": "flat (exact)"},
             "search_seconds": round(self.search_seconds, 4),
+            "baseline": self.baseline,
+            "sense": self.sense,
+            "senses": self.senses,
             "hits": [h.to_dict() for h in self.hits],
         }
 
@@ -218,11 +236,23 @@ def check_model_is_the_folders(manifest: Manifest, model, folder: Path) -> None:
 
 
 def search_occurrences(
-    folder: Path | str, like: str, layer: int | None = None, top: int = 20, model=None, loader=None
+    folder: Path | str,
+    like: str,
+    layer: int | None = None,
+    top: int = 20,
+    model=None,
+    loader=None,
+    *,
+    sense: int | None = None,
+    senses: bool = False,
+    baseline: bool = True,
 ) -> OccurrenceSearch:
     """The ``top`` occurrences of ``folder`` nearest (cosine) to the example ``like`` (marker syntax:
     ``"The river [bank] flooded."``), encoded by the folder's model (``model``: an already loaded
-    one, refused unless it is the folder's; ``loader``: how to load it, default the core's)."""
+    one, refused unless it is the folder's; ``loader``: how to load it, default the core's).
+    ``sense``: only the occurrences of the example's word induced into that sense (0..k-1, as
+    ``senses induce`` numbers them); ``senses``: each hit's induced sense; ``baseline``: each
+    cosine's percentile among the model's random-word cosines at the layer."""
     import time
 
     from contextlens.core.occurrences import parse_marked
@@ -232,22 +262,102 @@ def search_occurrences(
     top = whole_number(top, "top", minimum=1)
     layer = pick_layer(manifest, layer, folder)
     example = parse_marked(like)  # checked before a model loads
+    word = _example_word(manifest, example, folder) if sense is not None else None
+    if sense is not None:
+        sense = whole_number(sense, "sense", minimum=0)
     if model is None:
         if loader is None:
             from contextlens.core.contextual_models import load_contextual as loader
         model = loader(manifest.model, manifest.precision, manifest.runtime)
     check_model_is_the_folders(manifest, model, folder)
     found = open_index(folder, layer)
+    labelled: dict[str, Any] = {}
+    allowed = None
+    if word is not None:
+        labelled[word] = word_senses(folder, word, layer)
+        k = labelled[word].induction.k
+        if sense >= k:
+            raise InputError(
+                f"`sense` {sense}: {word!r} has {k} induced sense(s) in {folder} at layer {layer} (0..{k - 1}); "
+                "see `contextlens senses induce`"
+            )
+        allowed = labelled[word].rows_of(sense)
     started = time.perf_counter()
     enc = model.encode_occurrences([example], layers=[layer], pooling=manifest.pooling)[0]
-    from contextlens.analyses.search.index_config import IndexConfig, search_faiss
-
-    scores, ids = search_faiss(found.index, IndexConfig("flat", {}, "float32"), enc.hidden[:1], top)
-    hits = _hits(found, [int(i) for i in ids[0] if i >= 0], [float(s) for s in scores[0]])
+    ids, scores = _nearest(found, enc.hidden[:1], top, allowed)
+    hits = _hits(found, ids, scores)
+    seconds = time.perf_counter() - started  # the encoding and the search (the baseline is cached on disk)
+    base = _baseline(model, manifest.pooling, layer) if baseline else None
+    if base is not None:
+        hits = [replace(h, baseline_percentile=base.beside(layer, h.cosine)["percentile"]) for h in hits]
+    if senses or word is not None:
+        hits = _with_senses(folder, layer, hits, ids, labelled)
     return OccurrenceSearch(
         folder, like, manifest.model, manifest.backend.label, layer, found.total, hits,
-        found.built, found.seconds, time.perf_counter() - started,
+        found.built, found.seconds, seconds,
+        None if base is None else {**_rounded(base.layer(layer).to_dict()), "about": base.describe()},
+        {w: s.to_dict() for w, s in labelled.items()}, sense,
     )  # fmt: skip
+
+
+def _rounded(values: dict[str, Any]) -> dict[str, Any]:
+    return {k: round(v, 4) if isinstance(v, float) else v for k, v in values.items()}
+
+
+def _example_word(manifest: Manifest, example, folder: Path) -> str:
+    """The folder's target the example's bracketed word is (itself or, with forms, one of its forms)."""
+    said = example.text[example.start : example.end].lower()
+    owner = dict(form_table(manifest.targets, manifest.forms)) if manifest.forms else {}
+    word = said if said in manifest.targets else owner.get(said)
+    if word is None:
+        raise InputError(
+            f"`sense` needs the example's word to be a target of {folder}; {said!r} is not "
+            f"(targets: {', '.join(manifest.targets)})"
+        )
+    return word
+
+
+def _nearest(found: OccurrenceIndex, query: np.ndarray, top: int, allowed: np.ndarray | None):
+    """(row numbers, cosines) of the ``top`` nearest rows, among ``allowed`` rows when given
+    (their vectors read back from the exact index: the same unit vectors, the same cosines)."""
+    from contextlens.analyses.search.index_config import IndexConfig, normalize, search_faiss
+
+    if allowed is None:
+        scores, ids = search_faiss(found.index, IndexConfig("flat", {}, "float32"), query, top)
+        kept = [(int(i), float(x)) for i, x in zip(ids[0], scores[0], strict=True) if i >= 0]
+        return [i for i, _ in kept], [x for _, x in kept]
+    if not len(allowed):
+        return [], []
+    cos = found.index.reconstruct_batch(allowed.astype(np.int64)) @ normalize(query)[0]
+    order = np.argsort(-cos, kind="stable")[:top]
+    return [int(allowed[i]) for i in order], [float(cos[i]) for i in order]
+
+
+def _baseline(model, pooling: str, layer: int):
+    """The model's random-word baseline (cached on disk); None when WordNet is not installed."""
+    from contextlens.analyses.benchmarks.word_baseline import random_word_baseline
+    from contextlens.core.wordnet import WordNetNotInstalledError
+
+    try:
+        return random_word_baseline(model, pooling)
+    except WordNetNotInstalledError:
+        return None
+
+
+def _with_senses(folder: Path, layer: int, hits: list[OccurrenceHit], ids: list[int], labelled: dict) -> list:
+    """Each hit with its induced sense (a word with under 3 occurrences has none)."""
+    out = []
+    for hit, row in zip(hits, ids, strict=True):
+        if hit.target not in labelled:
+            try:
+                labelled[hit.target] = word_senses(folder, hit.target, layer)
+            except InputError:
+                labelled[hit.target] = None
+        found = labelled[hit.target]
+        out.append(replace(hit, sense=None if found is None else found.label_of(row)))
+    for w in [w for w, s in labelled.items() if s is None]:
+        del labelled[w]
+    return out
 
 
 def _hits(found: OccurrenceIndex, ids: list[int], scores: list[float]) -> list[OccurrenceHit]:

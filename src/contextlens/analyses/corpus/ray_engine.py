@@ -1,37 +1,42 @@
-"""The Ray engine: Ray Data ``from_items`` -> ``map_batches`` on an actor pool -> the same rows.
+"""The Ray engine: one Ray Data stream, reader -> ``map_batches`` on an actor pool -> the driver.
 
-The driver only reads the corpus (the readers are this package's own) and hands Ray windows of
-pending chunks of whole documents; each actor loads the model once (at the job's precision,
-``torch`` threads set explicitly to its CPU share, so actors never oversubscribe a node) and
-runs the local engine's functions (:func:`.chunks.scan_chunk`, :func:`.chunks.encode_scanned`,
-on up to ``BATCH_CHUNKS`` chunks a call): it finds the targets, splits the paragraphs that hold
-one and encodes them, returning each chunk's rows as an Arrow IPC
-buffer with the actor's memory (peak and current RSS). The driver writes the shards, so
-resuming works exactly as with the local engine.
+One dataset for the whole job: a single read task (:class:`CorpusSource`, on the driver's node,
+where the corpus is) reads the corpus and yields the pending chunks as it goes, ``BATCH_CHUNKS``
+a block; ``map_batches`` hands them to a fixed pool of ``actors`` actors (:class:`ChunkEncoder`),
+each of which loads the model ONCE for the job (at the job's precision, ``torch`` threads set
+explicitly to its CPU share, so actors never oversubscribe a node) and runs the local engine's
+functions (:func:`.chunks.scan_chunk`, :func:`.chunks.encode_scanned` on the chunks of a
+block): it finds the targets, splits the paragraphs that hold one and encodes them, returning
+each chunk's rows as an Arrow IPC buffer with the actor's memory (peak and current RSS). Ray
+Data's streaming executor bounds what is in flight between the reader, the actors and the
+driver (backpressure), so memory does not grow with the corpus. The driver writes the shards,
+so resuming works exactly as with the local engine; the read task's last row carries what the
+reader saw (documents, lines skipped), merged into the driver's counts.
 """
 
 from __future__ import annotations
 
-import itertools
 import json
 import logging
 import os
 import resource
 import socket
 from collections.abc import Callable, Iterator
+from dataclasses import asdict
 
+import numpy as np
 import pyarrow as pa
 
 from contextlens.analyses.corpus.chunks import JobSpec, encode_scanned, scan_chunk
-from contextlens.analyses.corpus.targets import Document
-from contextlens.errors import InputError
+from contextlens.analyses.corpus.readers import ReadStats
+from contextlens.analyses.corpus.stream import PendingChunks, merge_read_stats
+from contextlens.errors import ContextlensError, InputError
 
-# Chunks handed to Ray at a time, per actor: bounds the driver's memory (a chunk is ~32 kB of
-# text); the actor pool (and its model load) is started once per window.
-WINDOW_CHUNKS_PER_ACTOR = 64
-# Chunks an actor encodes in one extraction call (their occurrences sorted into batches together,
-# as the local engine groups chunks): few occurrences a chunk would otherwise be a padded batch each.
+# Chunks in a block of the stream = chunks an actor encodes in one extraction call (their
+# occurrences sorted into batches together, as the local engine groups chunks): few occurrences
+# a chunk would otherwise be a padded batch each. A block is ~8 x 32 kB of text.
 BATCH_CHUNKS = 8
+END = -1  # the chunk number of the read task's last row: what the reader saw, as JSON
 Memory = Callable[[int, int, int], None]  # (actor pid, peak RSS, RSS at its last chunk), bytes
 
 
@@ -47,8 +52,50 @@ def _rss_bytes() -> tuple[int, int]:
     return max(peak, now), now
 
 
+class CorpusSource:
+    """The job's pending chunks as a Ray Data source: ONE read task, on the driver's node (the
+    corpus is read where the driver reads it), streaming blocks of ``BATCH_CHUNKS`` chunks."""
+
+    def __init__(self, pending: PendingChunks):
+        self.pending = pending
+
+    def datasource(self):
+        from ray.data.block import BlockMetadata
+        from ray.data.datasource import Datasource, ReadTask
+
+        pending = self.pending
+
+        class _Source(Datasource):
+            supports_distributed_reads = False  # Ray: "only launch read tasks on the driver's node"
+
+            def estimate_inmemory_data_size(self):
+                return None
+
+            def get_name(self):
+                return "contextlens_corpus"
+
+            def get_read_tasks(self, parallelism, per_task_row_limit=None, data_context=None):
+                meta = BlockMetadata(num_rows=None, size_bytes=None, exec_stats=None, input_files=None)
+                return [ReadTask(lambda: read_blocks(pending), meta)]
+
+        return _Source()
+
+
+def read_blocks(pending: PendingChunks) -> Iterator[pa.Table]:
+    """The read task: one block per pending chunk (its number, its documents as JSON), then one
+    with the reader's counts. Ray Data bundles ``BATCH_CHUNKS`` of them into an actor's call."""
+    stats = ReadStats()
+    for number, chunk in pending.chunks(stats):
+        yield _block(number, json.dumps([[d, list(p)] for d, p in chunk]))
+    yield _block(END, json.dumps(asdict(stats)))
+
+
+def _block(number: int, docs: str) -> pa.Table:
+    return pa.table({"chunk": pa.array([number], pa.int64()), "docs": pa.array([docs], pa.string())})
+
+
 class ChunkEncoder:
-    """A Ray Data actor: one model per actor, reused for every chunk it is given."""
+    """A Ray Data actor: one model per actor, loaded once and reused for every chunk of the job."""
 
     def __init__(self, spec: JobSpec, threads: int):
         import torch
@@ -60,20 +107,32 @@ class ChunkEncoder:
         self.model = load_contextual(spec.model, spec.precision, spec.runtime)
 
     def __call__(self, batch: dict) -> dict:
-        chunks, payloads = [], []
-        scanned = [
-            scan_chunk(self.spec, int(number), [(d, tuple(p)) for d, p in json.loads(docs)])
-            for number, docs in zip(batch["chunk"], batch["docs"], strict=True)
-        ]
-        for number, table in encode_scanned(self.model, self.spec, scanned):  # one forward call per batch
+        out: dict[str, list] = {"chunk": [], "rows": [], "read": []}
+        scanned = []
+        for number, docs in zip(batch["chunk"], batch["docs"], strict=True):
+            if int(number) == END:  # the reader's counts, passed through
+                out["chunk"].append(END)
+                out["rows"].append(b"")
+                out["read"].append(str(docs))
+                continue
+            scanned.append(scan_chunk(self.spec, int(number), [(d, tuple(p)) for d, p in json.loads(docs)]))
+        for number, table in encode_scanned(self.model, self.spec, scanned):  # one forward call per block
             sink = pa.BufferOutputStream()
             with pa.ipc.new_stream(sink, table.schema) as writer:
                 writer.write_table(table)
-            chunks.append(number)
-            payloads.append(sink.getvalue().to_pybytes())
+            out["chunk"].append(number)
+            out["rows"].append(sink.getvalue().to_pybytes())
+            out["read"].append("")
         peak, now = _rss_bytes()
-        n = len(chunks)
-        return {"chunk": chunks, "rows": payloads, "pid": [os.getpid()] * n, "peak": [peak] * n, "rss": [now] * n}
+        n = len(out["chunk"])
+        return {
+            "chunk": np.array(out["chunk"], dtype=np.int64),
+            "rows": np.array(out["rows"], dtype=object),
+            "read": np.array(out["read"], dtype=object),
+            "pid": np.full(n, os.getpid(), dtype=np.int64),
+            "peak": np.full(n, peak, dtype=np.int64),
+            "rss": np.full(n, now, dtype=np.int64),
+        }
 
 
 def check_address(address: str) -> None:
@@ -100,7 +159,7 @@ def start_ray(address: str | None, cpus: int | None = None):
     except ImportError:
         raise InputError("`engine` ray needs Ray: pip install 'contextlens[corpus-ray]'") from None
     if ray.is_initialized():
-        return ray
+        return _quiet(ray)
     kwargs = {"include_dashboard": False, "log_to_driver": False, "configure_logging": False}
     if address is not None:
         check_address(address)
@@ -110,8 +169,13 @@ def start_ray(address: str | None, cpus: int | None = None):
             raise InputError(f"cannot join the Ray cluster at {address}: {str(exc).splitlines()[0]}") from None
     else:
         ray.init(num_cpus=cpus or os.cpu_count() or 1, **kwargs)
+    return _quiet(ray)
+
+
+def _quiet(ray):
+    """No progress bars nor per-dataset log lines of Ray Data: the face draws its own progress."""
+    logging.getLogger("ray.data").setLevel(logging.ERROR)  # before: turning the bars off logs a warning
     ray.data.DataContext.get_current().enable_progress_bars = False
-    logging.getLogger("ray.data").setLevel(logging.WARNING)
     return ray
 
 
@@ -138,34 +202,70 @@ def check_threads(actors: int, threads: int, total: int) -> None:
 
 def run_ray(
     spec: JobSpec,
-    chunks: Iterator[tuple[int, list[Document]]],
+    pending: PendingChunks,
     written,
+    read_stats: ReadStats,
     address: str | None = None,
     actors: int = 1,
     threads: int | None = None,
     memory: Memory | None = None,
     cpus: int | None = None,
 ) -> None:
-    """Encode ``chunks`` on ``actors`` Ray actors of ``threads`` threads each (default: the
-    cluster's CPUs shared among the actors), calling ``written`` with each chunk's rows."""
+    """Encode the ``pending`` chunks on ``actors`` Ray actors of ``threads`` threads each (default:
+    the cluster's CPUs shared among the actors), calling ``written`` with each chunk's rows; what
+    the reader saw is added to ``read_stats``."""
     threads = actor_threads(actors, threads, address, cpus)
     ray = start_ray(address, cpus)
-    window = WINDOW_CHUNKS_PER_ACTOR * actors
-    while True:
-        batch = list(itertools.islice(chunks, window))
-        if not batch:
-            return
-        items = [{"chunk": n, "docs": json.dumps([[d, list(p)] for d, p in docs])} for n, docs in batch]
-        ds = ray.data.from_items(items, override_num_blocks=min(len(items), 4 * actors)).map_batches(
+    context = ray.data.DataContext.get_current()
+    saved = context.target_max_block_size
+    # Ray Data coalesces a task's output into blocks of up to this many bytes (128 MiB by
+    # default): the whole corpus of a read task would reach the actors as one block, read to
+    # the end first and then encoded by one actor. One byte: each chunk is its own block, handed
+    # on as soon as it is read (the dataset keeps the setting it was created with).
+    context.target_max_block_size = 1
+    try:
+        ds = ray.data.read_datasource(
+            CorpusSource(pending).datasource(),
+            override_num_blocks=1,
+            num_cpus=0,  # reading takes no actor's CPU
+        ).map_batches(
             ChunkEncoder,
             fn_constructor_kwargs={"spec": spec, "threads": threads},
             batch_size=BATCH_CHUNKS,
-            compute=ray.data.ActorPoolStrategy(size=actors),
+            compute=ray.data.ActorPoolStrategy(size=actors),  # fixed: each actor loads the model once
             num_cpus=threads,
             batch_format="numpy",
         )
+    finally:
+        context.target_max_block_size = saved
+    try:
         for row in ds.iter_rows():
+            number = int(row["chunk"])
+            if number == END:
+                merge_read_stats(read_stats, ReadStats(**json.loads(row["read"])))
+                continue
             table = pa.ipc.open_stream(pa.py_buffer(row["rows"])).read_all()
             if memory is not None:
                 memory(int(row["pid"]), int(row["peak"]), int(row["rss"]))
-            written(int(row["chunk"]), table)
+            written(number, table)
+    except Exception as exc:
+        cause = _our_error(exc)
+        if cause is None:
+            raise
+        raise cause from None
+
+
+def _our_error(exc: BaseException) -> ContextlensError | None:
+    """The contextlens error a Ray task raised (a non-UTF-8 line with ``on_error`` stop), found in
+    the chain Ray wraps it in, so the face reports its one line."""
+    seen: set[int] = set()
+    todo: list[BaseException | None] = [exc]
+    while todo:
+        e = todo.pop()
+        if e is None or id(e) in seen:
+            continue
+        seen.add(id(e))
+        if isinstance(e, ContextlensError) and type(e).__module__.startswith("contextlens."):
+            return e  # (Ray's own wrapper also subclasses it, with a traceback for a message: skipped)
+        todo += [e.__cause__, e.__context__, getattr(e, "cause", None)]
+    return None
