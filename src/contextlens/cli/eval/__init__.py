@@ -5,13 +5,15 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from contextlens.analyses.benchmarks.result import BenchmarkResult
 from contextlens.cli import app
 from contextlens.cli.common import console, encoding_progress, err_console, note  # noqa: F401 (re-exported)
+
+if TYPE_CHECKING:  # numpy comes with it: `--help` must not pay for it
+    from contextlens.analyses.benchmarks.result import BenchmarkResult
 
 eval_app = typer.Typer(
     help="Benchmarks on real data: wic, wsd, wsi, similarity, contextuality, layers, retrieval, static.",
