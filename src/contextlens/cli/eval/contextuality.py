@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.table import Table
 
-from contextlens.analyses.benchmarks.result import BenchmarkResult
 from contextlens.cli.common import (
     DEFAULT_MODEL,
     JsonOpt,
@@ -24,6 +23,9 @@ from contextlens.cli.common import (
 from contextlens.cli.eval import QuickOpt, encoding_progress, eval_app, plot_after, size_name, timing_footer
 from contextlens.cli.params import as_flags
 from contextlens.errors import InputError
+
+if TYPE_CHECKING:  # numpy comes with it: `--help` must not pay for it
+    from contextlens.analyses.benchmarks.result import BenchmarkResult
 
 CORPUS_FLAGS = {
     "source": "--corpus",

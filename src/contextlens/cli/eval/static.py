@@ -3,15 +3,17 @@ Lee retrieval, encode speed and memory - in one table."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
-from contextlens.analyses.benchmarks.result import BenchmarkResult
 from contextlens.cli.common import JsonOpt, PlotOpt, ThreadsOpt, console, contextual_option, fmt, note, print_json
 from contextlens.cli.eval import QuickOpt, eval_app, plot_after, size_name
+
+if TYPE_CHECKING:  # numpy comes with it: `--help` must not pay for it
+    from contextlens.analyses.benchmarks.result import BenchmarkResult
 
 
 def _with_coverage(result: BenchmarkResult, system: str, task: str) -> str:

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.table import Table
 
-from contextlens.analyses.benchmarks.result import BenchmarkResult
 from contextlens.cli.common import (
     DEFAULT_MODEL,
     JsonOpt,
@@ -32,6 +31,9 @@ from contextlens.cli.eval import (
     size_name,
     timing_footer,
 )
+
+if TYPE_CHECKING:  # numpy comes with it: `--help` must not pay for it
+    from contextlens.analyses.benchmarks.result import BenchmarkResult
 
 
 @eval_app.command("wsd")

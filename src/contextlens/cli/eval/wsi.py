@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.table import Table
 
-from contextlens.analyses.benchmarks.result import BenchmarkResult
 from contextlens.cli.common import (
     DEFAULT_MODEL,
     DEFAULT_STATIC_MODEL,
@@ -31,6 +32,9 @@ from contextlens.cli.eval import (
     size_name,
     timing_footer,
 )
+
+if TYPE_CHECKING:  # numpy comes with it: `--help` must not pay for it
+    from contextlens.analyses.benchmarks.result import BenchmarkResult
 
 
 @eval_app.command("wsi")
