@@ -61,9 +61,16 @@ def figure_div(fig: go.Figure) -> str:
 def page(title: str, body: str) -> str:
     """A complete HTML page with plotly.js inlined, so it opens offline."""
     return f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{html.escape(title)}</title>
 <style>
+*, *::before, *::after {{ box-sizing: border-box; }}
 body {{ font-family: sans-serif; max-width: 1200px; margin: 1.5em auto; padding: 0 1em; color: #1f2937; }}
+.plotly-graph-div, img {{ max-width: 100%; }}
+table {{ display: block; overflow-x: auto; max-width: 100%; }}
+pre, code {{ white-space: pre-wrap; overflow-wrap: anywhere; }}
+@media (max-width: 640px) {{ body {{ padding: 0 .5em; margin: .5em auto; }} h1 {{ font-size: 1.35em; }} }}
 h1 {{ font-size: 1.7em; }} h2 {{ border-bottom: 1px solid #d1d5db; padding-bottom: .2em; margin-top: 2em; }}
 p.explain {{ font-size: 1.05em; line-height: 1.45; }} p.numbers {{ color: #374151; }}
 table {{ border-collapse: collapse; margin: .6em 0; font-size: .92em; }}
@@ -167,26 +174,29 @@ def divergence_figures(result: Comparison) -> list[go.Figure]:
             name="mean over pairs",
             line={"color": COLOURS[0], "width": 3},
         )
+    # the static and input-row lines are flat and, for one word, both at 1.0: drawn as legend traces,
+    # the static one wide and pale, the input row dotted on top of it, so both stay visible
+    ends = [result.layers[0], result.layers[-1]]
     if result.static_cosine is not None:
-        fig.add_hline(
-            y=result.static_cosine,
-            line_dash="dash",
-            line_color=COLOURS[1],
-            annotation_text=plain(f"static ({result.static_model})"),
-            annotation_position="bottom right",
-        )
-    fig.add_hline(
-        y=result.input_row_cosine,
-        line_dash="dot",
-        line_color=COLOURS[2],
-        annotation_text="input row",
-        annotation_position="top right",
-    )
+        fig.add_scatter(
+            x=ends, y=[result.static_cosine] * 2, mode="lines", name=plain(f"static ({result.static_model})"),
+            line={"color": COLOURS[1], "width": 9}, opacity=0.3,
+        )  # fmt: skip
+    fig.add_scatter(
+        x=ends, y=[result.input_row_cosine] * 2, mode="lines", name="input row (embedding table)",
+        line={"color": COLOURS[2], "width": 2.5, "dash": "dot"},
+    )  # fmt: skip
+    worst = result.most_divergent_layer
+    fig.add_annotation(
+        x=worst, y=result.layer_cosines[result.layers.index(worst)], text=f"most divergent: layer {worst}",
+        showarrow=True, arrowhead=0, ax=0, ay=-30, font={"color": "#b91c1c"},
+    )  # fmt: skip
     words = "/".join(sorted({o.word.lower() for o in result.occurrences}))
     fig.update_layout(
         **LAYOUT,
         title=plain(f"“{words}” across {result.n} sentences — {result.model}"),
-        height=450,
+        height=470,
+        legend={"orientation": "h", "x": 0, "y": -0.22},  # below: at the side it covered the band
         xaxis_title="layer (0 = embedding output)",
         yaxis_title="cosine similarity",
     )
@@ -331,34 +341,46 @@ def slope_figures(result: Ranking) -> list[go.Figure]:
     return [fig]
 
 
+def attention_grid_title(result: AttentionResult, layer: int | None = None, head: int | None = None) -> str:
+    """The token × token figure's title at ``layer``/``head`` (default: the result's)."""
+    note = " (special tokens excluded, rows renormalised)" if result.maps[0].exclude_special else ""
+    layer = result.layer if layer is None else layer
+    head = result.head if head is None else head
+    return f"Layer {layer}, head {head}: token × token, the target's row outlined{note}"
+
+
 def attention_figures(result: AttentionResult) -> list[go.Figure]:
-    """Token × layer heatmap of each target's head-mean row, then token × token at the chosen layer/head."""
+    """Per target: its head-mean row per layer, its rollout row per layer, then token × token at the
+    chosen layer and head with the target's row outlined (the last figure: a face swaps its z)."""
     n = len(result.maps)
     titles = [plain(textwrap.shorten(m.occurrence.marked(), 50, placeholder="…")) for m in result.maps]
     rows = make_subplots(rows=1, cols=n, subplot_titles=titles, horizontal_spacing=0.15)
+    rolled = make_subplots(rows=1, cols=n, subplot_titles=titles, horizontal_spacing=0.15)
     grid = make_subplots(rows=1, cols=n, subplot_titles=titles, horizontal_spacing=0.15)
     row_max = max(float(m.head_mean.max()) for m in result.maps)  # one colour scale for all panels
+    roll_max = max(float(m.rollout.max()) for m in result.maps)
     grid_max = max(float(m.matrix(result.layer, result.head).max()) for m in result.maps)
     for col, m in enumerate(result.maps, 1):
         labels = token_labels(m.tokens, m.target_positions)
         layers = [str(i) for i in range(1, m.num_layers + 1)]
-        rows.add_trace(
-            go.Heatmap(
-                z=m.head_mean.T,
-                x=layers,
-                y=labels,
-                colorscale="Magma",
-                reversescale=True,
-                zmin=0,
-                zmax=row_max,
-                showscale=col == n,
-                hovertemplate="layer %{x}, %{y}: %{z:.3f}<extra></extra>",
-            ),
-            row=1,
-            col=col,
-        )
-        rows.update_yaxes(autorange="reversed", row=1, col=col)
-        rows.update_xaxes(title="attention layer (block)", row=1, col=col)
+        for fig, z, top, what in ((rows, m.head_mean, row_max, "head mean"), (rolled, m.rollout, roll_max, "rollout")):
+            fig.add_trace(
+                go.Heatmap(
+                    z=z.T,
+                    x=layers,
+                    y=labels,
+                    colorscale="Magma",
+                    reversescale=True,
+                    zmin=0,
+                    zmax=top,
+                    showscale=col == n,
+                    hovertemplate=f"layer %{{x}}, to %{{y}}: %{{z:.3f}} ({what})<extra></extra>",
+                ),
+                row=1,
+                col=col,
+            )
+            fig.update_yaxes(autorange="reversed", title="attended token" if col == 1 else None, row=1, col=col)
+            fig.update_xaxes(title="attention layer (block)", row=1, col=col)
         grid.add_trace(
             go.Heatmap(
                 z=m.matrix(result.layer, result.head),
@@ -374,11 +396,22 @@ def attention_figures(result: AttentionResult) -> list[go.Figure]:
             row=1,
             col=col,
         )
-        grid.update_yaxes(autorange="reversed", row=1, col=col)
+        grid.update_yaxes(autorange="reversed", title="from (attending token)" if col == 1 else None, row=1, col=col)
+        grid.update_xaxes(title="to (attended token)", row=1, col=col)
+        axis = "" if col == 1 else str(col)
+        for t in m.target_positions:  # the target's row: what the other figures show, outlined
+            grid.add_shape(
+                type="rect", xref=f"x{axis}", yref=f"y{axis}", x0=-0.5, x1=len(labels) - 0.5, y0=t - 0.5, y1=t + 0.5,
+                line={"color": "#2563eb", "width": 3}, fillcolor="rgba(0,0,0,0)",
+            )  # fmt: skip
     note = " (special tokens excluded, rows renormalised)" if result.maps[0].exclude_special else ""
     rows.update_layout(**LAYOUT, height=460, title=f"What the target attends to, per layer (head mean){note}")
-    grid.update_layout(**LAYOUT, height=520, title=f"Layer {result.layer}, head {result.head}: token × token{note}")
-    return [rows, grid]
+    rolled.update_layout(
+        **LAYOUT, height=460,
+        title=f"Attention rollout of the target: carried through the residual stream up to each layer{note}",
+    )  # fmt: skip
+    grid.update_layout(**LAYOUT, height=520, title=attention_grid_title(result))
+    return [rows, rolled, grid]
 
 
 def probe_figures(result: ProbeResult) -> list[go.Figure]:

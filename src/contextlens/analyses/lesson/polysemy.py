@@ -14,7 +14,7 @@ layer. Two numbers summarise it:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -81,6 +81,15 @@ class WordExploration:
     p_values: list[float] | None
     pca: np.ndarray = field(repr=False)  # (n, 2) at the chosen layer
     pca_explained: list[float]
+    pcas: np.ndarray | None = field(default=None, repr=False)  # (layers, n, 2): the PCA at every layer
+    pcas_explained: list[list[float]] | None = None  # per layer: what the two components explain
+
+    def at_layer(self, layer: int) -> WordExploration:
+        """The same word shown at another of its layers (a face's layer slider; no new forward)."""
+        k = self.layers.index(layer)
+        if self.pcas is None or self.pcas_explained is None:
+            raise InputError(f"the PCA of {self.word!r} was kept at layer {self.layer} only")
+        return replace(self, layer=layer, pca=self.pcas[k], pca_explained=self.pcas_explained[k])
 
     @property
     def labelled(self) -> bool:
@@ -170,6 +179,11 @@ class Exploration:
     source: str
     words: list[WordExploration]
     backend: Backend = REFERENCE  # the model's precision and runtime (core/backend.py)
+
+    def at_layer(self, layer: int) -> Exploration:
+        """The same words shown (and ranked by spread) at another layer: a face's layer slider."""
+        words = sorted((w.at_layer(layer) for w in self.words), key=lambda w: -w.spread)
+        return replace(self, layer=layer, words=words)
 
     @property
     def p_floor(self) -> float:
@@ -291,6 +305,8 @@ def _explore_word(word, group, encs, chosen, permutations, seed) -> WordExplorat
         p_values=pvals,
         pca=_pca(stack[layers.index(chosen)]),
         pca_explained=_pca_explained(stack[layers.index(chosen)]),
+        pcas=np.stack([_pca(x) for x in stack]),
+        pcas_explained=[_pca_explained(x) for x in stack],
     )
 
 
