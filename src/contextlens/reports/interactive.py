@@ -58,6 +58,17 @@ def figure_div(fig: go.Figure) -> str:
     return fig.to_html(full_html=False, include_plotlyjs=False, include_mathjax=False, config=PLOT_CONFIG)
 
 
+# On a phone a figure of side-by-side panels keeps its width and scrolls in its box: squeezed to
+# 390 px its subplot titles print over each other (the same rule as the web pages' page.js).
+PANELS_JS = """
+document.querySelectorAll('.plotly-graph-div').forEach(function (d) {
+  if (!d.layout || !d.layout.xaxis2) return;
+  d.classList.add('panels'); d.parentNode.classList.add('panel-box');
+  if (window.innerWidth < 640) Plotly.Plots.resize(d);
+});
+"""
+
+
 def page(title: str, body: str) -> str:
     """A complete HTML page with plotly.js inlined, so it opens offline."""
     return f"""<!DOCTYPE html>
@@ -70,7 +81,10 @@ body {{ font-family: sans-serif; max-width: 1200px; margin: 1.5em auto; padding:
 .plotly-graph-div, img {{ max-width: 100%; }}
 table {{ display: block; overflow-x: auto; max-width: 100%; }}
 pre, code {{ white-space: pre-wrap; overflow-wrap: anywhere; }}
-@media (max-width: 640px) {{ body {{ padding: 0 .5em; margin: .5em auto; }} h1 {{ font-size: 1.35em; }} }}
+@media (max-width: 640px) {{
+  body {{ padding: 0 .5em; margin: .5em auto; }} h1 {{ font-size: 1.35em; }}
+  .panel-box {{ overflow-x: auto; }} .plotly-graph-div.panels {{ min-width: 720px; }}
+}}
 h1 {{ font-size: 1.7em; }} h2 {{ border-bottom: 1px solid #d1d5db; padding-bottom: .2em; margin-top: 2em; }}
 p.explain {{ font-size: 1.05em; line-height: 1.45; }} p.numbers {{ color: #374151; }}
 table {{ border-collapse: collapse; margin: .6em 0; font-size: .92em; }}
@@ -81,6 +95,7 @@ th {{ background: #f3f4f6; }} td.text {{ text-align: left; }}
 </head><body>
 <h1>{html.escape(title)}</h1>
 {body}
+<script>{PANELS_JS}</script>
 </body></html>
 """
 

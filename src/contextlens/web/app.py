@@ -199,7 +199,7 @@ def result_html(page: Page, values: dict[str, Any], result) -> str:
     if views.has_views(page.name):
         shown = views.page_views(page.name, result)
         slots = views.views_script(shown) + views.figure_slots(shown)
-        return pages.result_block(page.name, query, [], result.to_dict(), views=slots)
+        return pages.result_block(page.name, query, [], None, views=slots)
     numbers = tables.numbers(page.name, result)
     return pages.result_block(page.name, query, figure_divs(page, result), result.to_dict(), numbers)
 

@@ -63,6 +63,7 @@ pre { background: #f3f4f6; padding: .6em; overflow-x: auto; max-height: 24em; }
   textarea, input[type=text], select { width: 100%; }
   input[type=range] { width: 80%; }
   small.hint { display: block; }
+  .panel-box { overflow-x: auto; } .plotly-graph-div.panels { min-width: 720px; }
   h1 { font-size: 1.4em; }
 }
 """

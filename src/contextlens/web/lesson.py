@@ -251,7 +251,8 @@ def _quiz_html(model: ContextualModel | str, q: int | None, a: int | None, seed:
             result = check(QuizAnswer(question=i, answer=a))
             verdict = (
                 '<p class="ok" id="verdict">Right.</p>' if result["correct"]
-                else f'<p class="error" id="verdict">Not quite: the answer is option {result["right_answer"]}.</p>'
+                else f'<p class="error" id="verdict">Not quite: the answer is '
+                f"“{html.escape(question.options[question.right])}”.</p>"
             )  # fmt: skip
             feedback = f"{verdict}<p>{html.escape(question.explanation)}</p>"
         shown = "" if q == i and a is not None else " hidden"

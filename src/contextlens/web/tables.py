@@ -34,7 +34,7 @@ def table(head: Sequence[str], rows: Sequence[Sequence[Any]], caption: str = "",
 
 def kind_line(model: str) -> str:
     kind = model_kind(model)
-    return "" if kind is None else f'<p class="dim" id="model-kind">{esc(model)}: {esc(kind.summary)}</p>'
+    return "" if kind is None else f'<p class="dim" id="model-kind">{esc(kind.summary)}</p>'
 
 
 def compare_numbers(result) -> str:
@@ -72,9 +72,7 @@ def compare_numbers(result) -> str:
         f"<ol class='sentences' id='tokenization'>{lines}</ol>{kind_line(result.model)}"
         + table(head, rows, f"{result.model}: cosine of the target's hidden states, layer by layer", marked)
         + f"<p id='most-divergent'>most divergent layer: <b>{worst}</b> "
-        f"(cosine {fmt(result.most_divergent_cosine)})</p>"
-        + base
-        + (f"<ul class='dim'>{notes}</ul>" if notes else "")
+        f"(cosine {fmt(result.most_divergent_cosine)})</p>" + base + (f"<ul class='dim'>{notes}</ul>" if notes else "")
     )
 
 

@@ -12,6 +12,14 @@
     });
   }
 
+  // --- phones: a figure of side-by-side panels keeps its width and scrolls inside its box -------
+  function panels(div) {
+    if (!div.layout || !div.layout.xaxis2) return;
+    div.classList.add("panels");
+    if (div.parentNode) div.parentNode.classList.add("panel-box");
+    if (window.innerWidth < 640 && window.Plotly) window.Plotly.Plots.resize(div);
+  }
+
   // --- views: every layer / head the page may show, drawn on demand ---------------------------
   function setupViews() {
     var el = document.getElementById("views");
@@ -38,6 +46,7 @@
         var fig = doc.figures[f];
         window.Plotly.react(div, fig.data, fig.layout || {}, doc.config);
         if (drawn[i] === undefined) showClicked(div);
+        panels(div);
         drawn[i] = f;
       });
       document.getElementById("view-numbers").innerHTML = doc.numbers[view.numbers];
@@ -131,7 +140,7 @@
   }
 
   document.addEventListener("DOMContentLoaded", function () {
-    document.querySelectorAll(".plotly-graph-div").forEach(showClicked);
+    document.querySelectorAll(".plotly-graph-div").forEach(function (d) { showClicked(d); panels(d); });
     setupViews();
     setupQuiz();
   });
