@@ -226,6 +226,13 @@ def test_slider_pages_carry_every_view_and_the_numbers(client):
     views = json.loads(attention.split('id="views">', 1)[1].split("</script>", 1)[0].replace("<\\/", "</"))
     assert len(views["views"]) == 6 * 12 and views["current"] == "layer=2&head=1"
     assert len(views["figures"]) == 2 + 6 * 12  # the two per-layer heatmaps once, a token map per head
+    rank = client.get("/rank?layer=3").text
+    views = json.loads(rank.split('id="views">', 1)[1].split("</script>", 1)[0].replace("<\\/", "</"))
+    assert sorted(views["views"]) == [f"layer={k}" for k in range(7)] and views["current"] == "layer=3"
+    at_two = client.post("/api/rank", json={"layer": 2}).json()
+    assert (
+        f"Kendall τ-b = <b>{at_two['kendall_tau_b']:.4f}</b>" in views["numbers"][views["views"]["layer=2"]["numbers"]]
+    )
 
 
 def test_the_page_frame_fits_a_phone_and_has_a_favicon(client):

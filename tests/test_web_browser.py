@@ -444,3 +444,24 @@ def test_clicking_every_modebar_button_of_an_html_report_offline(browser, tmp_pa
     assert _click_every_modebar_button(pg) >= 5
     context.close()
     assert leaks == []
+
+
+def test_clicking_every_modebar_button_of_the_demo_report_offline(browser, demo_run):
+    """The whole HTML report (`contextlens demo`, every section's figures) opened from file:// with
+    every other request aborted: every modebar button of every figure clicked, none attempted."""
+    out, folder = demo_run
+    assert out.returncode == 0, out.stderr
+    leaks: list[str] = []
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, accept_downloads=True)
+    context.route(
+        "**/*",
+        lambda r: r.continue_() if r.request.url.startswith("file://") else (leaks.append(r.request.url), r.abort()),
+    )
+    pg = context.new_page()
+    pg.goto((folder / "report.html").as_uri())
+    pg.wait_for_selector(".js-plotly-plot .main-svg", timeout=30_000)
+    figures = len(pg.query_selector_all(".js-plotly-plot"))
+    assert figures >= 14
+    assert _click_every_modebar_button(pg) >= 5 * figures
+    context.close()
+    assert leaks == []

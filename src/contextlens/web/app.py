@@ -71,6 +71,7 @@ def create_app(
     pool = WorkerPool(workers, queue)
     served = dict(indexes or {})
     app.state.model, app.state.pool, app.state.indexes = model, pool, served
+    app.state.loaded = loaded
 
     app.add_middleware(Guard, bound=host)
 
@@ -181,9 +182,14 @@ def _routes(
             body = note + pages.form(page.name, example, None, extra, layers, heads)
             return HTMLResponse(pages.frame(page.title, body, model, pages.WHAT.get(page.name, "")))
         status, error, block = 200, None, ""
+
+        def rerun(layer: int):  # the same request at another layer (rank: each layer is its own forward)
+            req = page.request.model_validate({**values, "layer": layer})
+            return page.run(req, app.state.loaded, served)
+
         try:
             result = await compute(page, values)
-            block = await app.state.pool.run(lambda: result_html(page, values, result))
+            block = await app.state.pool.run(lambda: result_html(page, values, result, rerun, layers))
         except Exception as exc:  # noqa: BLE001 - shown beside the input, never a trace
             status, error = error_status(exc)
         body = note + pages.form(page.name, values, error, extra, layers, heads) + block
@@ -192,12 +198,12 @@ def _routes(
     app.get(f"/{page.name}", include_in_schema=False)(html_page)
 
 
-def result_html(page: Page, values: dict[str, Any], result) -> str:
+def result_html(page: Page, values: dict[str, Any], result, rerun=None, layers: int | None = None) -> str:
     """The result under the form: every view the sliders may show (web/views.py) or the figures,
     and the numbers beside them (web/tables.py)."""
     query = pages.request_to_query(page.name, values)
     if views.has_views(page.name):
-        shown = views.page_views(page.name, result)
+        shown = views.page_views(page.name, result, rerun, layers)
         slots = views.views_script(shown) + views.figure_slots(shown)
         return pages.result_block(page.name, query, [], None, views=slots)
     numbers = tables.numbers(page.name, result)

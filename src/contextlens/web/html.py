@@ -19,7 +19,7 @@ from contextlens.web.runs import PAGES
 
 URL_NAMES = {"sentences": "s"}  # short names in links: /compare?s=...&s=...
 SLIDER_PAGES = {"explore", "attention", "probe", "rank"}  # a layer slider
-IN_PAGE = {"explore", "attention", "probe"}  # the slider redraws in the page (web/views.py); rank submits
+IN_PAGE = {"explore", "attention", "probe", "rank"}  # the sliders redraw in the page (web/views.py)
 WORD_LISTS = {"words", "anchors", "positive", "negative"}  # split on spaces and commas; others per line
 EXAMPLES: dict[str, dict[str, Any]] = {
     "compare": {"sentences": ["I sat on the river [bank].", "I opened a [bank] account.", "The [bank] approved it."]},

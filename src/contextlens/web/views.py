@@ -16,7 +16,7 @@ from typing import Any
 from contextlens.reports.figure_registry import interactive_figures
 from contextlens.web.tables import numbers
 
-CONTROLS = {"explore": ("layer",), "attention": ("layer", "head"), "probe": ("layer",)}  # what picks a view
+CONTROLS = {"explore": ("layer",), "attention": ("layer", "head"), "probe": ("layer",), "rank": ("layer",)}
 
 
 def view_key(values: dict[str, int]) -> str:
@@ -24,8 +24,18 @@ def view_key(values: dict[str, int]) -> str:
     return "&".join(f"{k}={v}" for k, v in values.items())
 
 
-def _settings(name: str, result: Any) -> tuple[dict[str, int], list[tuple[dict[str, int], Callable[[], Any]]]]:
-    """The result's own setting and, per possible setting, how to get the result shown that way."""
+def _settings(
+    name: str, result: Any, rerun: Callable[[int], Any] | None, layers: int | None
+) -> tuple[dict[str, int], list[tuple[dict[str, int], Callable[[], Any]]]]:
+    """The result's own setting and, per possible setting, how to get the result shown that way.
+    Rank is the one page whose other layers need new forwards (``rerun``: the same request at a
+    layer; ``layers``: the model's top layer): its words stand alone in a template, so each layer is
+    one short batch of them."""
+    if name == "rank" and rerun is not None and layers is not None:
+        return {"layer": result.layer}, [
+            ({"layer": lay}, (lambda: result) if lay == result.layer else (lambda lay=lay: rerun(lay)))
+            for lay in range(layers + 1)
+        ]
     if name == "explore":
         layers = result.words[0].layers
         return {"layer": result.layer}, [({"layer": lay}, lambda lay=lay: result.at_layer(lay)) for lay in layers]
@@ -48,12 +58,14 @@ def has_views(name: str) -> bool:
     return name in CONTROLS
 
 
-def page_views(name: str, result: Any) -> dict[str, Any]:
+def page_views(
+    name: str, result: Any, rerun: Callable[[int], Any] | None = None, layers: int | None = None
+) -> dict[str, Any]:
     """{"current", "controls", "figures" (plotly JSON, each once), "numbers" (HTML, each once),
     "views": {key: {"figures": [index per div], "numbers": index}}}."""
     from contextlens.reports.interactive import PLOT_CONFIG
 
-    current, settings = _settings(name, result)
+    current, settings = _settings(name, result, rerun, layers)
     figures: dict[str, int] = {}
     tables: dict[str, int] = {}
     views: dict[str, dict[str, Any]] = {}
