@@ -242,3 +242,15 @@ def test_the_page_frame_fits_a_phone_and_has_a_favicon(client):
     icon = client.get("/favicon.ico")
     assert icon.status_code == 200 and icon.headers["content-type"] == "image/x-icon"
     assert client.get("/static/page.js").headers["content-type"].startswith("text/javascript")
+
+
+def test_the_quiz_right_answer_is_not_the_giveaway_longest_option():
+    """Passed 4/5 by always taking the longest option before; now at most 2 right answers are longest,
+    and no place wins more than 2 of 5 in any shuffle (lesson.option_orders)."""
+    from contextlens.web.lesson import QUIZ, option_orders
+
+    longest = [len(q.options[q.right]) == max(len(o) for o in q.options) for q in QUIZ]
+    assert sum(longest) <= 2
+    for seed in range(200):
+        places = [order.index(q.right) for q, order in zip(QUIZ, option_orders(seed), strict=True)]
+        assert max(places.count(k) for k in range(3)) <= 2, (seed, places)

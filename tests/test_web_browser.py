@@ -158,6 +158,7 @@ def test_screenshots_of_every_page_at_phone_and_desktop_width(browser, server, t
             path = "/search"
         pg.goto(server + path)
         pg.wait_for_load_state("networkidle")
+        pg.wait_for_timeout(400)  # plotly's resize to the figure's box (page.js) is asynchronous
         assert pg.evaluate("document.querySelector('meta[name=viewport]') !== null")
         assert pg.evaluate("window.innerWidth") == width
         wide = pg.evaluate("document.documentElement.scrollWidth")
@@ -412,6 +413,8 @@ def test_clicking_every_modebar_button_with_the_network_cut_sends_nothing_away(b
         pg.goto(server + SHOT_PAGES[name])
         pg.wait_for_selector(".js-plotly-plot .main-svg", timeout=30_000)
         titles = pg.eval_on_selector_all(".modebar-btn", "bs => bs.map(b => b.getAttribute('data-title'))")
+        labels = pg.eval_on_selector_all(".modebar-btn", "bs => bs.map(b => b.getAttribute('aria-label'))")
+        assert None not in labels, (name, labels)  # a keyboard user hears what each button does
         assert not [t for t in titles if t and ("Share" in t or "Studio" in t or "Cloud" in t)], (name, titles)
         total += _click_every_modebar_button(pg)
     context.close()

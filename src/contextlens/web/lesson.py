@@ -50,7 +50,7 @@ QUIZ: tuple[Question, ...] = (
         (
             "It has no static embeddings; everything is contextual",
             "In a fixed row of its embedding table, the same in every sentence",
-            "In the GloVe vector of the word",
+            "In the GloVe vector of the word, which the model downloads when it loads",
         ),
         1,
         "Every token starts as a fixed row of the model's own embedding table; attention builds on top of it. "
@@ -60,9 +60,9 @@ QUIZ: tuple[Question, ...] = (
     Question(
         "Is a contextual embedding always the better choice?",
         (
-            "Yes, contextual always wins",
-            "It depends on the task: static vectors need no forward pass and still rank similar words well",
-            "No, static vectors are always better",
+            "Yes: a contextual vector is better for every task, whatever it costs to compute",
+            "It depends on the task: static vectors are cheaper and still rank similar words well",
+            "No: static vectors are always better, since they need no forward pass at all",
         ),
         1,
         "For fast retrieval or word similarity a static table needs no forward pass; for meaning in context the "
@@ -72,7 +72,7 @@ QUIZ: tuple[Question, ...] = (
     Question(
         "Can you compare the hidden state of “bank” from one model with the hidden state of “bank” from another?",
         (
-            "Yes, cosine works across any two models",
+            "Yes: cosine works across any two models, since both give unit-length vectors",
             "Only if both have the same number of dimensions",
             "No: each model has its own representation space",
         ),
@@ -84,7 +84,7 @@ QUIZ: tuple[Question, ...] = (
     Question(
         "Once attention has run, is the initial embedding table useless?",
         (
-            "Yes, attention replaces it",
+            "Yes: after the first layer, attention replaces it entirely",
             "No: it is the input every layer builds on",
             "It matters only for the last layer",
         ),
@@ -96,9 +96,9 @@ QUIZ: tuple[Question, ...] = (
     Question(
         "Is word2vec (a static model) obsolete and wrong?",
         (
-            "Yes, it gives wrong answers",
-            "No: it is limited for context but a fast, compact representation that still works for similarity",
-            "Yes, because it cannot do analogies",
+            "Yes: its vectors are wrong, so its neighbours and analogies make no sense",
+            "No: it cannot see context, but it is fast, compact and still good at similarity",
+            "Yes, because it cannot do analogies such as man:king::woman:queen",
         ),
         1,
         "Static vectors cannot tell the river bank from the money bank (their line is flat at cosine 1 in the "

@@ -12,6 +12,13 @@
     });
   }
 
+  // --- keyboard and screen readers: each modebar button says what it does ----------------------
+  function labelButtons(div) {
+    div.querySelectorAll(".modebar-btn").forEach(function (b) {
+      if (!b.getAttribute("aria-label") && b.getAttribute("data-title")) b.setAttribute("aria-label", b.getAttribute("data-title"));
+    });
+  }
+
   // --- phones: a figure of side-by-side panels keeps its width and scrolls inside its box -------
   function panels(div) {
     if (!div.layout || !div.layout.xaxis2) return;
@@ -47,6 +54,7 @@
         window.Plotly.react(div, fig.data, fig.layout || {}, doc.config);
         if (drawn[i] === undefined) showClicked(div);
         panels(div);
+        labelButtons(div);
         drawn[i] = f;
       });
       document.getElementById("view-numbers").innerHTML = doc.numbers[view.numbers];
@@ -140,7 +148,7 @@
   }
 
   document.addEventListener("DOMContentLoaded", function () {
-    document.querySelectorAll(".plotly-graph-div").forEach(function (d) { showClicked(d); panels(d); });
+    document.querySelectorAll(".plotly-graph-div").forEach(function (d) { showClicked(d); panels(d); labelButtons(d); });
     setupViews();
     setupQuiz();
   });
