@@ -44,6 +44,7 @@ textarea { width: 60em; max-width: 100%; height: 5.5em; } input[type=text] { wid
 input[type=range] { width: 20em; max-width: 70%; vertical-align: middle; }
 small.hint { color: #6b7280; }
 fieldset.options { border: 0; padding: 0; margin: .3em 0; }
+textarea + small.hint { display: block; }
 .error { color: #b91c1c; font-weight: bold; margin: .4em 0; }
 .ok { color: #15803d; font-weight: bold; } .links a { margin-right: 1em; }
 .dim { color: #6b7280; } p.what { font-size: 1.05em; }
