@@ -254,3 +254,58 @@ def test_the_quiz_right_answer_is_not_the_giveaway_longest_option():
     for seed in range(200):
         places = [order.index(q.right) for q, order in zip(QUIZ, option_orders(seed), strict=True)]
         assert max(places.count(k) for k in range(3)) <= 2, (seed, places)
+
+
+def _decoded(x):
+    """A plotly JSON value with numpy arrays as plain lists (plotly writes them as base64 ``bdata``)."""
+    import base64
+
+    import numpy as np
+
+    if isinstance(x, dict) and "bdata" in x:
+        arr = np.frombuffer(base64.b64decode(x["bdata"]), dtype=np.dtype(x["dtype"]))
+        return (arr.reshape([int(k) for k in str(x["shape"]).split(",")]) if "shape" in x else arr).tolist()
+    return x
+
+
+def _same_figure(a, b, path: str = "") -> None:
+    a, b = _decoded(a), _decoded(b)
+    if isinstance(a, dict):
+        assert set(a) == set(b), (path, set(a) ^ set(b))
+        for k in a:
+            _same_figure(a[k], b[k], f"{path}.{k}")
+    elif isinstance(a, list):
+        assert len(a) == len(b), path
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            _same_figure(x, y, f"{path}[{i}]")
+    elif isinstance(a, float) or isinstance(b, float):
+        assert abs(a - b) < 1e-3, (path, a, b)  # the views round to 4 decimals
+    else:
+        assert a == b, (path, a, b)
+
+
+def test_the_fast_views_draw_the_figures_a_run_at_that_setting_draws(minilm):
+    """web/views.py swaps values into drawn figures instead of drawing 35-72 anew: every swapped
+    figure equals the one drawn for that layer (and head) from scratch."""
+    from dataclasses import replace
+
+    from contextlens.reports.figure_registry import interactive_figures
+    from contextlens.web import views
+    from contextlens.web.runs import AttentionRequest, ExploreRequest, run_attention, run_explore
+
+    def shown(doc, key):
+        return [json.loads(doc["figures"][k]) for k in doc["views"][key]["figures"]]
+
+    result = run_explore(ExploreRequest(words=["bank", "bat"], permutations=50), minilm, {})
+    doc = views.page_views("explore", result)
+    for layer in (0, 3):
+        fresh = [json.loads(f.to_json()) for f in interactive_figures(result.at_layer(layer))]
+        # the word figures; the gap-per-layer figure is one for all layers (its colours stay put)
+        _same_figure(fresh[:-1], shown(doc, f"layer={layer}")[:-1])
+    result = run_attention(
+        AttentionRequest(sentences=["The [bank] approved the loan.", "The river [bank] flooded."]), minilm, {}
+    )
+    doc = views.page_views("attention", result)
+    for layer, head in ((1, 0), (4, 7)):
+        fresh = [json.loads(f.to_json()) for f in interactive_figures(replace(result, layer=layer, head=head))]
+        _same_figure(fresh, shown(doc, f"layer={layer}&head={head}"))

@@ -274,29 +274,40 @@ def explore_figures(result: Exploration) -> list[go.Figure]:
     return figs + [gap]
 
 
-def _word_figure(w: WordExploration, low: float) -> go.Figure:
-    labels = [plain(f"{i}. {s or ''}") for i, s in enumerate(w.senses, 1)]
+def word_figure_parts(w: WordExploration) -> dict[str, object]:
+    """What a word's figure shows at its layer: the one source of the figure below and of a face that
+    swaps these into a drawn figure to show another layer (web/views.py)."""
     texts = [plain(textwrap.shorten(o.marked(), 70, placeholder="…")) for o in w.occurrences]
+    n = len(texts)
+    gap = "" if w.gap is None else f", gap {w.gap:+.3f} (p={w.p_value:.3f})"
+    senses = list(dict.fromkeys(w.senses))
+    return {
+        "texts": texts,
+        "z": w.matrix,
+        "hover": [[f"{texts[i]}<br>{texts[j]}<br>cosine {w.matrix[i, j]:.3f}" for j in range(n)] for i in range(n)],
+        "senses": senses,
+        "pca": [[i for i, s in enumerate(w.senses) if s == sense] for sense in senses],
+        "subtitles": (f"cosine at layer {w.layer}", f"PCA of the hidden states at layer {w.layer}"),
+        "title": f"“{plain(w.word)}” — spread {w.spread:.3f}{gap}",
+    }
+
+
+def _word_figure(w: WordExploration, low: float) -> go.Figure:
+    parts = word_figure_parts(w)
+    labels = [plain(f"{i}. {s or ''}") for i, s in enumerate(w.senses, 1)]
+    texts = parts["texts"]
     fig = make_subplots(
-        rows=1,
-        cols=2,
-        column_widths=[0.55, 0.45],
-        horizontal_spacing=0.12,
-        subplot_titles=(f"cosine at layer {w.layer}", f"PCA of the hidden states at layer {w.layer}"),
+        rows=1, cols=2, column_widths=[0.55, 0.45], horizontal_spacing=0.12, subplot_titles=parts["subtitles"]
     )
-    hover = [
-        [f"{texts[i]}<br>{texts[j]}<br>cosine {w.matrix[i, j]:.3f}" for j in range(len(texts))]
-        for i in range(len(texts))
-    ]
     fig.add_trace(
         go.Heatmap(
-            z=w.matrix,
+            z=parts["z"],
             x=labels,
             y=labels,
             colorscale="Viridis",
             zmin=low,
             zmax=1.0,
-            text=hover,
+            text=parts["hover"],
             hoverinfo="text",
             colorbar={"x": 0.5, "len": 0.9},
         ),
@@ -304,8 +315,7 @@ def _word_figure(w: WordExploration, low: float) -> go.Figure:
         col=1,
     )
     fig.update_yaxes(autorange="reversed", row=1, col=1)
-    for k, sense in enumerate(dict.fromkeys(w.senses)):
-        idx = [i for i, s in enumerate(w.senses) if s == sense]
+    for k, (sense, idx) in enumerate(zip(parts["senses"], parts["pca"], strict=True)):
         fig.add_trace(
             go.Scatter(
                 x=w.pca[idx, 0],
@@ -321,8 +331,7 @@ def _word_figure(w: WordExploration, low: float) -> go.Figure:
             row=1,
             col=2,
         )
-    gap = "" if w.gap is None else f", gap {w.gap:+.3f} (p={w.p_value:.3f})"
-    fig.update_layout(**LAYOUT, height=480, title=f"“{plain(w.word)}” — spread {w.spread:.3f}{gap}")
+    fig.update_layout(**LAYOUT, height=480, title=parts["title"])
     return fig
 
 

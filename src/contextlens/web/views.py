@@ -69,11 +69,8 @@ def page_views(
     figures: dict[str, int] = {}
     tables: dict[str, int] = {}
     views: dict[str, dict[str, Any]] = {}
-    draw = (
-        _attention_drawer(result)
-        if name == "attention"
-        else lambda view: [f.to_json() for f in interactive_figures(view)]
-    )
+    drawers = {"attention": _attention_drawer, "explore": _explore_drawer}  # fast paths, same figures
+    draw = drawers[name](result) if name in drawers else lambda view: [f.to_json() for f in interactive_figures(view)]
     for values, shown in settings:
         view = shown()
         fig_ids = [figures.setdefault(f, len(figures)) for f in draw(view)]
@@ -107,6 +104,39 @@ def _attention_drawer(result: Any) -> Callable[[Any], list[str]]:
         data = [dict(t, z=np.round(z, 4), zmax=top) for t, z in zip(grid_doc["data"], zs, strict=True)]
         layout = dict(grid_doc["layout"], title=dict(grid_doc["layout"]["title"], text=attention_grid_title(view)))
         return [*fixed_json, to_json_plotly({"data": data, "layout": layout})]
+
+    return draw
+
+
+def _explore_drawer(result: Any) -> Callable[[Any], list[str]]:
+    """The explorer's figures per layer, fast: each word's figure is drawn once and its heatmap, PCA
+    points, colour floor and titles swapped per layer (``interactive.word_figure_parts``, the figure's
+    own source); the gap-per-layer figure is the same at every layer (35 figures drawn anew took 3.4 s
+    for the five built-in words)."""
+    import numpy as np
+    from plotly.io.json import to_json_plotly
+
+    from contextlens.reports.interactive import word_figure_parts
+
+    *words, gap = interactive_figures(result)
+    docs = {w.word: f.to_plotly_json() for w, f in zip(result.words, words, strict=True)}
+    gap_json = gap.to_json()
+
+    def draw(view: Any) -> list[str]:
+        out = []
+        for w in view.words:
+            doc, parts = docs[w.word], word_figure_parts(w)
+            heat, *points = doc["data"]
+            data = [dict(heat, z=np.round(parts["z"], 4), text=parts["hover"], zmin=view.colour_floor)]
+            data += [
+                dict(t, x=np.round(w.pca[idx, 0], 4), y=np.round(w.pca[idx, 1], 4))
+                for t, idx in zip(points, parts["pca"], strict=True)
+            ]
+            layout = dict(doc["layout"], title=dict(doc["layout"]["title"], text=parts["title"]))
+            notes = doc["layout"]["annotations"]
+            layout["annotations"] = [dict(a, text=t) for a, t in zip(notes, parts["subtitles"], strict=True)]
+            out.append(to_json_plotly({"data": data, "layout": layout}))
+        return [*out, gap_json]
 
     return draw
 
