@@ -62,7 +62,7 @@ def figure_div(fig: go.Figure) -> str:
 # 390 px its subplot titles print over each other (the same rule as the web pages' page.js).
 PANELS_JS = """
 document.querySelectorAll('.plotly-graph-div').forEach(function (d) {
-  if (!d.layout || !d.layout.xaxis2) return;
+  if (!d.layout || !(d.layout.xaxis2 || (d.layout.meta && d.layout.meta.wide))) return;
   d.classList.add('panels'); d.parentNode.classList.add('panel-box');
   if (window.innerWidth < 640) Plotly.Plots.resize(d);
 });
@@ -358,6 +358,7 @@ def slope_figures(result: Ranking) -> list[go.Figure]:
         **LAYOUT,
         height=max(500, 28 * len(result.pairs) + 150),
         showlegend=False,
+        meta={"wide": True},  # its pair labels need the width: a phone scrolls it in its box
         title=f"{len(result.pairs)} pairs: {result.inversions} inversions, Kendall τ = "
         f"{result.kendall_tau:.3f} ({plain(result.static_model)} vs {plain(result.model)} layer {result.layer})",
     )

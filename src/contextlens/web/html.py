@@ -60,7 +60,7 @@ pre { background: #f3f4f6; padding: .6em; overflow-x: auto; max-height: 24em; }
 @media (max-width: 640px) {
   body { padding: 0 .5em; margin: .5em auto; }
   nav .model { float: none; display: block; }
-  label { display: block; min-width: 0; font-weight: bold; }
+  form > div > label { display: block; min-width: 0; font-weight: bold; }
   textarea, input[type=text], select { width: 100%; }
   input[type=range] { width: 80%; }
   small.hint { display: block; }

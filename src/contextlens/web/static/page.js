@@ -19,9 +19,10 @@
     });
   }
 
-  // --- phones: a figure of side-by-side panels keeps its width and scrolls inside its box -------
+  // --- phones: a figure of side-by-side panels (or marked wide) keeps its width and scrolls in its box -------
   function panels(div) {
-    if (!div.layout || !div.layout.xaxis2) return;
+    var wide = div.layout && (div.layout.xaxis2 || (div.layout.meta && div.layout.meta.wide));
+    if (!wide) return;
     div.classList.add("panels");
     if (div.parentNode) div.parentNode.classList.add("panel-box");
     if (window.innerWidth < 640 && window.Plotly) window.Plotly.Plots.resize(div);
