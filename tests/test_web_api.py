@@ -167,7 +167,10 @@ def test_own_sentences_on_explore_equal_the_cli_with_the_same_tsv_file(client, c
     tsv = tmp_path / "bat.tsv"
     tsv.write_text("".join(f"bat\t{line.split(' | ')[0]}\t{line.split(' | ')[1]}\n" for line in OWN_SENTENCES))
     api = client.post("/api/explore", json={"sentences": OWN_SENTENCES, "permutations": 50}).json()
-    code, out, _ = cli(["explore", "--sentences", str(tsv), "--permutations", "50", "-m", "minilm", "--json"], capsys)
+    code, out, _ = cli(
+        ["explore", "--sentences", str(tsv), "--permutations", "50", "-m", "minilm", "--runtime", "torch", "--json"],
+        capsys,
+    )  # the server runs torch, as asked
     assert code == 0
     expected = json.loads(out)
     assert api["source"] == "your sentences" and expected["source"] == str(tsv)
@@ -182,7 +185,7 @@ def test_own_pairs_on_rank_equal_the_cli_with_the_same_tsv_file(client, capsys, 
     tsv = tmp_path / "pairs.tsv"
     tsv.write_text("cup\tmug\ncar\tbus\ndog\tcat\n")
     api = client.post("/api/rank", json={"pairs": pairs}).json()
-    code, out, _ = cli(["rank", str(tsv), "-m", "minilm", "--json"], capsys)
+    code, out, _ = cli(["rank", str(tsv), "-m", "minilm", "--runtime", "torch", "--json"], capsys)  # as the server
     assert code == 0
     expected = json.loads(out)
     assert {**api, "source": None} == {**expected, "source": None} and api["source"] == "your pairs"

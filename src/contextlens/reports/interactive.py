@@ -252,9 +252,14 @@ def same_sense_figures(answer: SameSenseAnswer) -> list[go.Figure]:
 
 
 def explore_figures(result: Exploration) -> list[go.Figure]:
-    """Per word a heatmap and a PCA scatter; then the separation gap per layer for all words."""
+    """Per word a heatmap and a PCA scatter; then the figures across layers for all words."""
     low = result.colour_floor  # one colour scale for every word
-    figs = [_word_figure(w, low) for w in result.words]
+    return [_word_figure(w, low) for w in result.words] + explore_layer_figures(result)
+
+
+def explore_layer_figures(result: Exploration) -> list[go.Figure]:
+    """The explorer's figures across layers (the same at every chosen layer, the words in the result's
+    order): each word's mean cosine beside the random-word band, then the separation gap per layer."""
     gap = go.Figure()
     for i, w in enumerate(result.words):
         if w.gaps is None:
@@ -268,7 +273,6 @@ def explore_figures(result: Exploration) -> list[go.Figure]:
             customdata=np.array(w.p_values),
             hovertemplate="layer %{x}: gap %{y:.3f}, p=%{customdata:.4f}",
         )
-    figs.append(_mean_cosine_figure(result))
     gap.add_hline(y=0, line_color="#444")
     gap.update_layout(
         **LAYOUT,
@@ -278,7 +282,7 @@ def explore_figures(result: Exploration) -> list[go.Figure]:
         xaxis_title="layer (0 = embedding output)",
         yaxis_title="same-sense − cross-sense cosine",
     )
-    return figs + [gap]
+    return [_mean_cosine_figure(result), gap]
 
 
 def _mean_cosine_figure(result: Exploration) -> go.Figure:

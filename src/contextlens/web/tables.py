@@ -77,10 +77,14 @@ def compare_numbers(result) -> str:
 
 
 def explore_numbers(result) -> str:
-    """The explorer's summary at the result's layer: spread, same, cross, gap and p per word."""
+    """The explorer's summary at the result's layer: spread, the random-word percentile of the mean
+    pairwise cosine (as ``contextlens explore`` prints it), same, cross, gap and p per word."""
+    with_base = result.baseline is not None
     rows = [
-        [i, w.word, len(w.occurrences), len(w.distinct_senses) or "-", fmt(w.spread), fmt(w.same_sense_cosine),
-         fmt(w.cross_sense_cosine), "-" if w.gap is None else f"{w.gap:+.3f}", fmt(w.p_value, 4)]
+        [i, w.word, len(w.occurrences), len(w.distinct_senses) or "-", fmt(w.spread)]
+        + ([_pct(w.chosen_baseline)] if with_base else [])
+        + [fmt(w.same_sense_cosine), fmt(w.cross_sense_cosine), "-" if w.gap is None else f"{w.gap:+.3f}",
+           fmt(w.p_value, 4)]
         for i, w in enumerate(result.words, 1)
     ]  # fmt: skip
     reasons = "".join(
@@ -88,11 +92,14 @@ def explore_numbers(result) -> str:
     )
     return (
         table(
-            ["rank", "word", "sentences", "senses", "spread", "same", "cross", "gap", "p"],
+            ["rank", "word", "sentences", "senses", "spread"]
+            + (["pct among random"] if with_base else [])
+            + ["same", "cross", "gap", "p"],
             rows,
-            f"{result.model}, layer {result.layer}, ranked by spread ({result.source})",
+            f"{result.model}, {result.layer_label}, ranked by spread ({result.source})",
         )  # fmt: skip
         + (f"<ul class='dim'>{reasons}</ul>" if reasons else "")
+        + _baseline_line(result, "the word's mean pairwise cosine (1 − spread)")
         + f"<p class='dim'>spread = 1 − mean pairwise cosine; same / cross: mean same-sense / cross-sense cosine; "
         f"gap = same − cross; p: one-sided permutation test, {result.permutations} shuffles of the sense labels, "
         f"seed {result.seed} (the smallest possible p is {result.p_floor:.4f})</p>"
@@ -109,9 +116,9 @@ def attention_numbers(result) -> str:
         order = sorted(range(len(ro)), key=lambda j: -ro[j])[:k]
         rows.append([
             m.occurrence.marked(),
-            ", ".join(f"{t} {w:.2f}" for t, w in m.top(result.layer, k, result.head)),
-            ", ".join(f"{t} {w:.2f}" for t, w in m.top(result.layer, k)),
-            ", ".join(f"{m.tokens[j]} {ro[j]:.2f}" for j in order),
+            ", ".join(f"{t} {w:.2f}" for t, w in m.top(result.layer, k, result.head, display=True)),
+            ", ".join(f"{t} {w:.2f}" for t, w in m.top(result.layer, k, display=True)),
+            ", ".join(f"{m.display_tokens[j]} {ro[j]:.2f}" for j in order),
         ])  # fmt: skip
     head = ["sentence", f"layer {result.layer}, head {result.head}", "head mean", f"rollout up to layer {result.layer}"]
     return kind_line(result.model) + table(head, rows, f"top {k} tokens the target attends to — {result.model}")
@@ -125,8 +132,35 @@ def probe_numbers(result) -> str:
     ]
     rows += [[f"static {result.static_model}: {w} (any sentence)", *[f"{v:.3f}" for v in row], ""]
              for w, row in result.static_groups()]  # fmt: skip
-    return kind_line(result.model) + table(
-        ["sentence", *result.anchors, "closest anchor"], rows, f"cosine with each anchor at layer {result.layer}"
+    if result.baseline is not None:
+        b = result.baseline.layer(result.layer)
+        rows.append([f"random pairs of different words (5-95%: {b.p5:.3f} to {b.p95:.3f})",
+                     *[f"{b.mean:.3f}"] * len(result.anchors), ""])  # fmt: skip
+    notes = "".join(f"<li>{esc(n)}</li>" for n in result.notes)
+    return (
+        kind_line(result.model)
+        + table(
+            ["sentence", *result.anchors, "closest anchor"], rows, f"cosine with each anchor at {result.layer_label}"
+        )  # fmt: skip
+        + _baseline_line(result, "each cosine")
+        + (f"<ul class='dim'>{notes}</ul>" if notes else "")
+    )
+
+
+def _pct(base: dict[str, float] | None) -> str:
+    return "-" if base is None else f"{base['percentile']:.0f}"
+
+
+def _baseline_line(result, what: str) -> str:
+    """The random-word baseline at the result's layer, or why there is none (explore, probe)."""
+    if result.baseline is None:
+        why = result.baseline_missing
+        return f"<p class='dim'>no random-word baseline: {esc(why)}</p>" if why else ""
+    b = result.baseline.layer(result.layer)
+    return (
+        f"<p class='dim' id='baseline'>random-word baseline at layer {result.layer}: mean cosine {b.mean:.3f} "
+        f"(5-95%: {b.p5:.3f} to {b.p95:.3f}) over random pairs of different words in unrelated sentences, to read "
+        f"{esc(what)} against; pct: the share of those pairs at or below it. {esc(result.baseline.describe())}</p>"
     )
 
 
@@ -136,7 +170,7 @@ def trace_numbers(result) -> str:
         [i, t, d, f"{result.input_row_norms[i]:.3f}",
          "-" if result.position_row_norms is None else f"{result.position_row_norms[i]:.3f}",
          "target" if i in result.target_positions else ("special" if result.special[i] else "")]
-        for i, (t, d) in enumerate(zip(result.tokens, result.token_ids, strict=True))
+        for i, (t, d) in enumerate(zip(result.display_tokens, result.token_ids, strict=True))
     ]  # fmt: skip
     marked = set(result.target_positions)
     if result.has_learned_positions:
@@ -149,7 +183,8 @@ def trace_numbers(result) -> str:
         pos = "4. positions: this model has no learned absolute position rows (relative or rotary positions)."
     layers = [
         [t.layer, fmt(t.cosine_to_input_row), f"{t.norm:.2f}",
-         ", ".join(f"{tok} {w:.2f}" for tok, w in t.top_attended) or "- (embedding output)"]
+         ", ".join(f"{tok} {w:.2f}" for tok, (_, w) in zip(t.top_display or [tok for tok, _ in t.top_attended],
+                                                         t.top_attended, strict=True)) or "- (embedding output)"]
         for t in result.layers
     ]  # fmt: skip
     k = max((len(t.top_attended) for t in result.layers), default=0)
@@ -165,9 +200,15 @@ def trace_numbers(result) -> str:
         + table(
             ["layer", "cosine to input row", "norm", f"attends most to (top {k}, head mean)"],
             layers,
-            f"5-6. the target's hidden state per layer (“{' '.join(result.target_tokens)}”)",
+            f"5-6. the target's hidden state per layer (“{' '.join(result.display_target_tokens)}”)",
         )  # fmt: skip
         + f"<p class='dim'>target input row norm: {result.target_input_row_norm:.3f}</p>"
+        + "".join(f"<p class='dim'>{esc(n)}</p>" for n in result.notes)
+        + (
+            "<p class='dim'>tokens shown decoded from byte-level BPE: ␣ is the space a token starts with</p>"
+            if result.shown is not None and result.shown != result.tokens
+            else ""
+        )
     )
 
 
