@@ -22,7 +22,7 @@ from starlette.exceptions import HTTPException
 from contextlens.core.contextual_models import load_contextual
 from contextlens.reports.figure_registry import interactive_figures, static_figure
 from contextlens.web import html as pages
-from contextlens.web import lesson
+from contextlens.web import lesson, model_view
 from contextlens.web.guard import HEADERS, Guard
 from contextlens.web.runs import PAGES, Page
 from contextlens.web.serving import Busy, WorkerPool, error_status, validation_message, without_paths
@@ -106,6 +106,7 @@ def create_app(
     for page in PAGES.values():
         _routes(app, page, compute, label, served, layers)
     lesson.routes(app, pool, loaded, label)
+    model_view.routes(app, pool, loaded, label)
     app.router.on_shutdown.append(pool.shutdown)
     return app
 
