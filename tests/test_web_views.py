@@ -227,3 +227,33 @@ def test_sense_map_slider_redraws_in_the_page_and_a_clicked_dot_lists_its_neares
     assert first[0].text_content() == "1" and float(first[1].text_content()) == pytest.approx(1.0, abs=1e-3)
     if SHOTS:
         page.screenshot(path=str(Path(SHOTS) / "web-sense-map-nearest.png"), full_page=True)
+
+
+# --- the lesson's two new sections ------------------------------------------------------------
+
+
+@needs_chromium
+def test_the_lessons_kinds_and_cost_tables_show_and_fit_a_phone(browser, server):
+    for width in (1280, 390):
+        context = browser.new_context(viewport={"width": width, "height": 900})
+        pg = context.new_page()
+        pg.goto(f"{server}/lesson")
+        kinds = pg.query_selector_all("#kinds tr")
+        assert len(kinds) == 5  # a header and four kinds
+        assert [c.text_content() for c in kinds[1].query_selector_all("td")][:4] == [
+            "static word vector", "glove-50d", "one word type, any sentence", "50",
+        ]  # fmt: skip
+        assert len(pg.query_selector_all("#cost tr")) == 7
+        # a wide table scrolls inside its box; the page itself is no wider than the window
+        assert pg.evaluate("document.querySelector('#kinds').parentElement.clientWidth") <= width
+        if SHOTS:
+            Path(SHOTS).mkdir(parents=True, exist_ok=True)
+            for name in ("kinds", "cost"):  # from the section's sentence to the end of its table, page coordinates
+                top, bottom = pg.evaluate(
+                    "n => [document.getElementById(n + '-what').getBoundingClientRect().top + scrollY,"
+                    " document.getElementById(n).getBoundingClientRect().bottom + scrollY]",
+                    name,
+                )
+                clip = {"x": 0, "y": top - 40, "width": width, "height": bottom - top + 50}
+                pg.screenshot(path=str(Path(SHOTS) / f"web-lesson-{name}-{width}.png"), clip=clip, full_page=True)
+        context.close()
