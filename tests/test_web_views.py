@@ -120,6 +120,11 @@ def test_model_view_cells_are_the_apis_per_head_rows(client, minilm):
     row = re.search(r'id="cell-3-5"[^>]*data-row="([^"]+)"', page.text).group(1)
     assert [float(v) for v in row.split(",")] == pytest.approx(doc["per_head"][2][5], abs=1e-4)
     assert "6 layers x 12 heads = 72 heads of minilm" in page.text
+    top = re.search(r'<table id="model-view-top">.*?</table>', page.text).group(0)
+    assert top.count("<tr>") == 7  # a header and one row per layer, the numbers beside the strips
+    first = max(range(len(doc["tokens"])), key=lambda i: doc["head_mean"][0][i])
+    assert f"<tr><td>1</td><td>{doc['tokens'][first]} {doc['head_mean'][0][first]:.2f}" in top
+    assert 'class="tok target"' in page.text  # the target's token button is marked
 
 
 def test_model_view_bad_marker_is_one_line_beside_the_input(client):

@@ -67,9 +67,16 @@ def grid(document: dict[str, Any], query: dict[str, Any]) -> str:
     tokens, special, exclude = sent["tokens"], sent["special"], sent["exclude_special"]
     per_head, mean, roll = sent["per_head"], sent["head_mean"], sent["rollout"]
     layers, heads = len(per_head), len(per_head[0])
+    targets = set(sent["target_positions"])
     chips = "".join(
-        f'<button type="button" class="tok" data-t="{i}" aria-pressed="false">{html.escape(t)}</button>'
+        f'<button type="button" class="tok{" target" if i in targets else ""}" data-t="{i}" aria-pressed="false">'
+        f"{html.escape(t)}</button>"
         for i, t in enumerate(tokens)
+    )
+    summary = "".join(
+        f"<tr><td>{layer}</td><td>{html.escape(_top(tokens, mean[layer - 1], special, exclude))}</td>"
+        f"<td>{html.escape(_top(tokens, roll[layer - 1], special, exclude))}</td></tr>"
+        for layer in range(1, len(per_head) + 1)
     )
     head_row = "".join(f"<th>h{h}</th>" for h in range(heads)) + "<th>mean</th><th>rollout</th>"
     rows = []
@@ -104,7 +111,9 @@ def grid(document: dict[str, Any], query: dict[str, Any]) -> str:
         "that head's token map; click a token to highlight it in every head.</p>"
         f'<div class="tokens" id="tokens">{chips}</div>'
         f'<div class="mvwrap"><table class="mv" id="model-view"><tr><th></th>{head_row}</tr>{"".join(rows)}</table>'
-        f"</div><script>{SCRIPT}</script>"
+        "</div><h3>Most attended, per layer</h3>"
+        '<table id="model-view-top"><tr><th>layer</th><th>head mean: top tokens (weight)</th>'
+        f"<th>rollout: top tokens (weight)</th></tr>{summary}</table><script>{SCRIPT}</script>"
     )
 
 
@@ -115,7 +124,7 @@ STYLE = """
 .mv .mean rect { fill: #6b7280; } .mv .rollout rect { fill: #15803d; }
 .mv a.cell:focus, .mv a.cell:hover { outline: 2px solid #f59e0b; display: block; }
 .tokens { margin: .5em 0; } .tok { margin: 2px; font-size: 13px; }
-.tok[aria-pressed=true] { background: #dc2626; color: #fff; }
+.tok[aria-pressed=true] { background: #dc2626; color: #fff; } .tok.target { font-weight: bold; border: 2px solid #111; }
 """
 
 SCRIPT = """
