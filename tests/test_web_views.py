@@ -262,3 +262,23 @@ def test_the_lessons_kinds_and_cost_tables_show_and_fit_a_phone(browser, server)
                 clip = {"x": 0, "y": top - 40, "width": width, "height": bottom - top + 50}
                 pg.screenshot(path=str(Path(SHOTS) / f"web-lesson-{name}-{width}.png"), clip=clip, full_page=True)
         context.close()
+
+
+NEW_PAGES = {
+    "model-view": "/model-view?sentence=The+river+[bank]+flooded.",
+    "sense-map": "/sense-map?corpus=demo&word=bank",
+}
+
+
+@pytest.mark.skipif(not SHOTS, reason="set CONTEXTLENS_WEB_SCREENSHOTS=folder to write the docs screenshots")
+def test_screenshots_of_the_new_views_at_390_and_1280(browser, server):
+    out = Path(SHOTS)
+    out.mkdir(parents=True, exist_ok=True)
+    for width in (390, 1280):
+        context = browser.new_context(viewport={"width": width, "height": 900})
+        pg = context.new_page()
+        for name, path in NEW_PAGES.items():
+            pg.goto(server + path)
+            pg.wait_for_load_state("networkidle")
+            pg.screenshot(path=str(out / f"web-{name}-{width}.png"), full_page=True)
+        context.close()

@@ -126,23 +126,25 @@ SCRIPT = """
 (function () {
   var doc = JSON.parse(document.getElementById('sense-data').textContent);
   var slider = document.getElementById('layer'), out = document.getElementById('layer-out');
+  var WIDE = '<div style="overflow-x:auto;max-width:100%">';  // a wide table scrolls in its box on a phone
   var colours = ['#1d4ed8', '#dc2626', '#15803d', '#d97706', '#7c3aed', '#0891b2', '#db2777', '#4b5563'];
   function esc(s) { var d = document.createElement('div'); d.textContent = s; return d.innerHTML; }
   function hover(o) {
     var s = o.sentence, a = o.start, b = o.end;
     return esc(s.slice(Math.max(0, a - 60), a)) + '<b>' + esc(s.slice(a, b)) + '</b>' + esc(s.slice(b, b + 60));
   }
-  function senseName(s) {
-    var g = s.gloss ? s.gloss.synset + ' (cos ' + s.gloss.cosine.toFixed(2) + ')' : 'no WordNet label';
-    var w = s.distinctive_words.slice(0, 3).join(', ');
-    return 'sense ' + (s.cluster + 1) + ': ' + (w ? w + ' · ' : '') + g;
+  function senseName(s) {  // short: a phone's legend does not wrap; the table below has the full names
+    var w = s.distinctive_words.slice(0, 2).join(', ');
+    var g = s.gloss ? s.gloss.synset : '';
+    var name = 'sense ' + (s.cluster + 1) + ' (' + s.size + ')' + (w ? ': ' + w : '') + (g ? ' · ' + g : '');
+    return name.length > 38 ? name.slice(0, 37) + '…' : name;
   }
   function draw() {
     var L = doc.layers[+slider.value], traces = [];
     out.textContent = 'layer ' + L.layer; slider.setAttribute('aria-valuetext', 'layer ' + L.layer);
     L.senses.forEach(function (s) {
       var idx = []; L.labels.forEach(function (c, i) { if (c === s.cluster) idx.push(i); });
-      traces.push({type: 'scatter', mode: 'markers', name: esc(senseName(s)) + ' · ' + s.size,
+      traces.push({type: 'scatter', mode: 'markers', name: esc(senseName(s)),
         x: idx.map(function (i) { return L.x[i]; }), y: idx.map(function (i) { return L.y[i]; }),
         customdata: idx, text: idx.map(function (i) { return hover(doc.occurrences[i]); }),
         hovertemplate: '%{text}<extra></extra>', marker: {size: 9, color: colours[s.cluster % colours.length]}});
@@ -156,8 +158,8 @@ SCRIPT = """
         '</td><td>' + (s.gloss ? esc(s.gloss.synset + ': ' + s.gloss.definition) + ' (' + s.gloss.cosine.toFixed(3) +
         ')' : '—') + '</td></tr>';
     }).join('');
-    document.getElementById('summary').innerHTML = '<table id="senses"><tr><th>sense</th><th>occurrences</th>' +
-      '<th>distinctive words</th><th>nearest WordNet sense (cosine)</th></tr>' + rows + '</table>' +
+    document.getElementById('summary').innerHTML = WIDE + '<table id="senses"><tr><th>sense</th><th>occurrences</th>' +
+      '<th>distinctive words</th><th>nearest WordNet sense (cosine)</th></tr>' + rows + '</table></div>' +
       '<p>silhouette per k: ' + esc(Object.entries(L.silhouettes).map(function (e) {
         return 'k=' + e[0] + ' ' + e[1].toFixed(3); }).join(', ')) + ' (k = 1 when none reaches the floor)</p>';
     var u = new URL(location.href); u.searchParams.set('layer', L.layer); history.replaceState(null, '', u);
@@ -170,9 +172,10 @@ SCRIPT = """
       .then(function (r) { return r.json(); }).then(function (d) {
         if (d.error) { box.innerHTML = '<p class="error">error: ' + esc(d.error) + '</p>'; return; }
         box.innerHTML = '<p id="nearest-of">Nearest to: ' + hover(o) + ' (layer ' + d.layer + ', ' + d.searched +
-          ' occurrences searched)</p><table id="nearest-table"><tr><th>rank</th><th>cosine</th><th>occurrence</th>' +
-          '</tr>' + d.hits.map(function (h) { return '<tr><td>' + h.rank + '</td><td>' + h.cosine.toFixed(4) +
-          '</td><td>' + hover(h) + '</td></tr>'; }).join('') + '</table>';
+          ' occurrences searched)</p>' + WIDE + '<table id="nearest-table">' +
+          '<tr><th>rank</th><th>cosine</th><th>occurrence</th></tr>' + d.hits.map(function (h) {
+            return '<tr><td>' + h.rank + '</td><td>' + h.cosine.toFixed(4) + '</td><td>' + hover(h) + '</td></tr>';
+          }).join('') + '</table></div>';
       }).catch(function (e) { box.innerHTML = '<p class="error">error: ' + esc(String(e)) + '</p>'; });
   }
   slider.addEventListener('input', draw);
