@@ -1,7 +1,7 @@
 """Load test of `contextlens serve` for answers, not status codes: 20 clients on mixed endpoints.
 
 Usage: python benchmarks/serve.py [--model minilm] [--clients 20] [--per-endpoint 12] [--workers 2]
-                                  [--no-health] [--json FILE]
+                                  [--threads N] [--no-health] [--json FILE]
 
 The request set: ``--per-endpoint`` requests for each of compare, explore, attention, trace,
 probe, rank and same-sense, every one with inputs of its own (a numbered sentence, another layer,
@@ -14,6 +14,12 @@ the set; they load GloVe and tune the same-sense rule):
    other; its answers are the reference and its requests/s the one-worker sequential rate;
 2. **concurrent**: `--workers W`, ``--clients`` threads take the same requests from one shared
    queue (in a seeded shuffled order) until it is empty.
+
+Then, in this process, the **bare sequential compute**: the same analyses the endpoints run
+(``web.runs.PAGES[...].run``) called one after the other on one loaded model with serve's torch
+threads, no HTTP, after the same warm-up: the floor a sequential server cannot beat. On a loaded
+machine the HTTP baseline also pays the scheduler's wake-up latency for every hand-off between its
+threads, which the concurrent run overlaps; the bare rate does not, so both ratios are printed.
 
 Printed per endpoint: requests, p50 / p95 latency of the concurrent run beside the sequential
 one, and answers equal to the sequential ones (JSON documents compared exactly); then the
@@ -207,7 +213,34 @@ def health_phase(base: str) -> dict:
     }
 
 
-def table(requests: list[tuple[str, dict]], seq: dict, conc: dict) -> list[dict]:
+def bare(model: str, requests: list[tuple[str, dict]], threads: int | None = None) -> dict:
+    """The endpoints' analyses called in this process, one after the other (no HTTP, no pool)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+    import torch
+
+    from contextlens.cli.common import default_threads
+    from contextlens.core.contextual_models import load_contextual
+    from contextlens.web.runs import PAGES
+
+    torch.set_num_threads(threads or default_threads())  # as serve sets them
+    loaded = load_contextual(model)
+
+    def run(endpoint: str, body: dict) -> dict:
+        page = PAGES[endpoint]
+        return json.loads(json.dumps(page.run(page.request.model_validate(body), loaded, {}).to_dict()))
+
+    for endpoint, body in WARM.items():
+        run(endpoint, body)
+    times, answers = [0.0] * len(requests), [None] * len(requests)
+    t0 = time.perf_counter()
+    for i, (endpoint, body) in enumerate(requests):
+        t1 = time.perf_counter()
+        answers[i] = run(endpoint, body)
+        times[i] = time.perf_counter() - t1
+    return {"wall": time.perf_counter() - t0, "times": times, "answers": answers, "errors": []}
+
+
+def table(requests: list[tuple[str, dict]], seq: dict, conc: dict, alone: dict) -> list[dict]:
     rows = []
     for endpoint in ENDPOINTS:
         idx = [i for i, (e, _) in enumerate(requests) if e == endpoint]
@@ -219,7 +252,9 @@ def table(requests: list[tuple[str, dict]], seq: dict, conc: dict) -> list[dict]
             "p95_ms": round(pct([conc["times"][i] for i in idx], 95), 1),
             "sequential_p50_ms": round(pct([seq["times"][i] for i in idx], 50), 1),
             "sequential_p95_ms": round(pct([seq["times"][i] for i in idx], 95), 1),
+            "bare_p50_ms": round(pct([alone["times"][i] for i in idx], 50), 1),
             "equal_to_sequential": same,
+            "bare_equal_to_sequential": sum(1 for i in idx if alone["answers"][i] == seq["answers"][i]),
         })  # fmt: skip
     return rows
 
@@ -231,13 +266,15 @@ def main() -> None:
     parser.add_argument("--per-endpoint", type=int, default=12)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--threads", type=int, default=None, help="serve's --threads (torch intra-op threads)")
     parser.add_argument("--no-health", action="store_true")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     requests = request_set(args.per_endpoint)
     out: dict = {"model": args.model, "workers": args.workers, "clients": args.clients, "cpus": os.cpu_count(),
+                 "threads": args.threads,
                  "load_average_before": os.getloadavg()[0]}  # fmt: skip
-    seq = served(args.model, 1, lambda base: sequential(base, requests))
+    seq = served(args.model, 1, lambda base: sequential(base, requests), args.threads)
     health: dict = {}
 
     def run_concurrent(base: str) -> dict:
@@ -246,9 +283,11 @@ def main() -> None:
             health.update(health_phase(base))
         return result
 
-    conc = served(args.model, args.workers, run_concurrent)
-    rows = table(requests, seq, conc)
+    conc = served(args.model, args.workers, run_concurrent, args.threads)
+    alone = bare(args.model, requests, args.threads)
+    rows = table(requests, seq, conc, alone)
     seq_rate, conc_rate = len(requests) / seq["wall"], len(requests) / conc["wall"]
+    bare_rate = len(requests) / alone["wall"]
     out.update(
         requests=len(requests),
         per_endpoint=rows,
@@ -256,7 +295,9 @@ def main() -> None:
                     "errors": len(seq["errors"])},
         concurrent={"seconds": round(conc["wall"], 2), "requests_per_s": round(conc_rate, 2),
                     "errors": len(conc["errors"]), "first_errors": conc["errors"][:3]},
+        bare={"seconds": round(alone["wall"], 2), "requests_per_s": round(bare_rate, 2)},
         throughput_ratio=round(conc_rate / seq_rate, 2),
+        throughput_ratio_to_bare=round(conc_rate / bare_rate, 2),
         answers_equal=sum(r["equal_to_sequential"] for r in rows),
         load_average_after=os.getloadavg()[0],
     )  # fmt: skip
@@ -265,13 +306,18 @@ def main() -> None:
     load = out["load_average_before"]
     print(f"{args.model}, {len(requests)} requests, {args.clients} clients on --workers {args.workers} "
           f"vs 1 client on --workers 1 (baseline); {os.cpu_count()} CPUs, load {load:.1f}")  # fmt: skip
-    print("| endpoint | requests | p50 ms | p95 ms | sequential p50 ms | sequential p95 ms | answers = sequential |")
-    print("|---|---|---|---|---|---|---|")
+    print("| endpoint | requests | p50 ms | p95 ms | sequential p50 ms | sequential p95 ms | bare p50 ms "
+          "| answers = sequential | bare = sequential |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         print(f"| {r['endpoint']} | {r['requests']} | {r['p50_ms']} | {r['p95_ms']} | {r['sequential_p50_ms']} | "
-              f"{r['sequential_p95_ms']} | {r['equal_to_sequential']} of {r['requests']} |")  # fmt: skip
+              f"{r['sequential_p95_ms']} | {r['bare_p50_ms']} | {r['equal_to_sequential']} of {r['requests']} | "
+              f"{r['bare_equal_to_sequential']} of {r['requests']} |")  # fmt: skip
+    load = os.getloadavg()[0]
+    print(f"load average after: {load:.1f}")
     print(f"throughput: {conc_rate:.2f} requests/s concurrent vs {seq_rate:.2f} sequential (one worker) = "
-          f"{conc_rate / seq_rate:.2f}x; errors: {len(conc['errors'])} concurrent, {len(seq['errors'])} sequential; "
+          f"{conc_rate / seq_rate:.2f}x; bare sequential compute {bare_rate:.2f} requests/s = "
+          f"{conc_rate / bare_rate:.2f}x; errors: {len(conc['errors'])} concurrent, {len(seq['errors'])} sequential; "
           f"answers equal: {out['answers_equal']} of {len(requests)}")  # fmt: skip
     if health:
         print(json.dumps(health))
