@@ -60,7 +60,7 @@ def _k(value: str) -> str | int:
     if value == "auto":
         return value
     if not value.isdigit():
-        raise InputError(f"k must be auto or a number of senses 1..8, got {value!r}")
+        raise InputError(f"`k` must be auto or a number of senses 1..8, got {value!r}")
     return int(value)
 
 

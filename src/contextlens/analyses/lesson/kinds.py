@@ -69,7 +69,7 @@ def three_kinds(
     occurrences of one word. Raises InputError unless there are exactly two of the same word."""
     occs = [parse_marked(o) if isinstance(o, str) else o for o in occurrences]
     if len(occs) != 2:
-        raise InputError(f"give exactly two texts with the same [target], got {len(occs)}")
+        raise InputError(f"`occurrences`: give exactly two texts with the same [target], got {len(occs)}")
     if occs[0].word.lower() != occs[1].word.lower():
         raise InputError(f"the two targets differ ({occs[0].word!r}, {occs[1].word!r}); mark the same word in both")
     model, static = as_contextual(model), as_static(static)
