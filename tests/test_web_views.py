@@ -282,3 +282,15 @@ def test_screenshots_of_the_new_views_at_390_and_1280(browser, server):
             pg.wait_for_load_state("networkidle")
             pg.screenshot(path=str(out / f"web-{name}-{width}.png"), full_page=True)
         context.close()
+
+
+def test_model_view_on_onnx_runtime_is_one_line(minilm_onnx):
+    from fastapi.testclient import TestClient
+
+    from contextlens.web.app import create_app
+
+    page = TestClient(create_app("minilm", runtime="onnx"), base_url="http://127.0.0.1").get(
+        "/model-view", params={"sentence": SENTENCE}
+    )
+    assert page.status_code == 400 and 'id="error"' in page.text and "Traceback" not in page.text
+    assert "torch" in page.text  # attention weights come from the torch runtime, and the line says so
