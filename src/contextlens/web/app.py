@@ -24,7 +24,7 @@ from starlette.exceptions import HTTPException
 from contextlens.core.contextual_models import load_contextual
 from contextlens.reports.figure_registry import interactive_figures, static_figure
 from contextlens.web import html as pages
-from contextlens.web import lesson, tables, views
+from contextlens.web import lesson, model_view, sense_map, tables, views
 from contextlens.web.guard import HEADERS, Guard
 from contextlens.web.runs import PAGES, Page
 from contextlens.web.serving import Busy, WorkerPool, error_status, validation_message, without_paths
@@ -60,9 +60,11 @@ def create_app(
     precision: str = "fp32",
     runtime: str = "torch",
     host: str = "127.0.0.1",
+    corpora: dict[str, str] | None = None,
 ):
     """The web face for ``model`` at ``precision`` on ``runtime``; ``indexes`` maps a served name to
-    an index folder; ``host`` is the bound address (a request's ``Host`` must name it or loopback)."""
+    an index folder, ``corpora`` a served name to a corpus extraction folder;
+    ``host`` is the bound address (a request's ``Host`` must name it or loopback)."""
     loaded = load_contextual(model, precision, runtime)
     layers = loaded.num_layers  # the weights loaded just above, once, before the server starts
     heads = getattr(loaded, "num_heads", None)
@@ -116,6 +118,8 @@ def create_app(
     @app.get("/", include_in_schema=False)
     async def index() -> HTMLResponse:
         items = "".join(f'<li><a href="/{n}">{n}</a>: {p.title}</li>' for n, p in PAGES.items())
+        items += '<li><a href="/model-view">model-view</a>: every attention head of every layer at once</li>'
+        items += '<li><a href="/sense-map">sense-map</a>: one word across a served corpus, coloured by sense</li>'
         body = f'<p>Start with <a href="/lesson">the lesson</a>, or open one analysis:</p><ul>{items}</ul>'
         return HTMLResponse(pages.frame("contextlens", body, label))
 
@@ -126,6 +130,8 @@ def create_app(
     for page in PAGES.values():
         _routes(app, page, compute, label, served, layers, heads)
     lesson.routes(app, pool, loaded, label)
+    model_view.routes(app, pool, loaded, label)
+    sense_map.routes(app, pool, loaded, label, dict(corpora or {}))
     app.router.on_shutdown.append(pool.shutdown)
     return app
 

@@ -20,6 +20,7 @@ from pydantic import Field
 
 from contextlens.core.contextual_models import ContextualModel, as_contextual
 from contextlens.web import html as pages
+from contextlens.web import kinds
 from contextlens.web.runs import (
     CompareRequest,
     NeighborsRequest,
@@ -151,7 +152,9 @@ def _live_figure(kind: str, model: ContextualModel | str) -> str:
             )
         figs = interactive_figures(run_trace(TraceRequest(sentence=TRACE), model, {}))
     elif kind == "cost":
-        return cost_figure(model)
+        return cost_figure(model) + kinds.cost_section(model)
+    elif kind == "kinds":
+        return kinds.kinds_section(model)
     else:
         doc = run_neighbors(NeighborsRequest(word="bank", top=8), model, {}).to_dict()
         ana = run_neighbors(NeighborsRequest(analogy="man:king::woman", top=3), model, {}).to_dict()
@@ -212,6 +215,19 @@ SECTIONS = (
         "Try (a) and (b) on the <a href='/compare'>compare</a> and <a href='/probe'>probe</a> pages, (c) on "
         "<a href='/search'>search</a>. The static neighbours below come from (a)'s cousin, GloVe.",
         "neighbors",
+    ),
+    (
+        "4. The three kinds, in numbers",
+        "One text, three answers: a static table gives each word one vector whatever the sentence; the model's "
+        "hidden state gives each token position a vector that carries its context; a sentence embedding gives the "
+        "whole text one vector, for search. Here are all of them for the same two texts, side by side.",
+        "kinds",
+    ),
+    (
+        "5. The cost of a dimension",
+        "Every stored vector costs its dimensions times the bytes of one value, times how many you keep: the width "
+        "a model gives you is a bill, paid in memory per million vectors, and each engine adds its own overhead.",
+        "cost",
     ),
 )
 
