@@ -142,7 +142,7 @@ def probe_numbers(result) -> str:
         + table(
             ["sentence", *result.anchors, "closest anchor"], rows, f"cosine with each anchor at {result.layer_label}"
         )  # fmt: skip
-        + _baseline_line(result, "each cosine")
+        + _baseline_line(result, "each cosine", pct=False)
         + (f"<ul class='dim'>{notes}</ul>" if notes else "")
     )
 
@@ -151,7 +151,7 @@ def _pct(base: dict[str, float] | None) -> str:
     return "-" if base is None else f"{base['percentile']:.0f}"
 
 
-def _baseline_line(result, what: str) -> str:
+def _baseline_line(result, what: str, pct: bool = True) -> str:
     """The random-word baseline at the result's layer, or why there is none (explore, probe)."""
     if result.baseline is None:
         why = result.baseline_missing
@@ -160,7 +160,8 @@ def _baseline_line(result, what: str) -> str:
     return (
         f"<p class='dim' id='baseline'>random-word baseline at layer {result.layer}: mean cosine {b.mean:.3f} "
         f"(5-95%: {b.p5:.3f} to {b.p95:.3f}) over random pairs of different words in unrelated sentences, to read "
-        f"{esc(what)} against; pct: the share of those pairs at or below it. {esc(result.baseline.describe())}</p>"
+        f"{esc(what)} against{'; pct: the share of those pairs at or below it' if pct else ''}. "
+        f"{esc(result.baseline.describe())}</p>"
     )
 
 
