@@ -49,3 +49,16 @@ def test_attention_and_trace_numbers_show_decoded_tokens(minilm):
     decoded = dataclasses.replace(a, maps=[dataclasses.replace(m, shown=["␣" + tok for tok in m.tokens])])
     html = attention_numbers(decoded)
     assert "␣" in html and "␣" not in attention_numbers(a)
+
+
+def test_a_slider_step_away_from_the_auto_layer_is_labelled_by_its_own_layer(minilm):
+    """i19's --layer auto label names the layer it chose; i20a's slider shows other layers of the same
+    result: there the label (and the numbers' caption) says the slider's layer, not "auto"."""
+    from contextlens.analyses.benchmarks.layer_choice import TASKS, LayerChoice
+    from contextlens.analyses.lesson.polysemy import explore
+
+    result = explore(["bank"], minilm, layer=4, permutations=20, baseline=False)
+    choice = LayerChoice("minilm", minilm.backend, next(iter(TASKS)), 4, "accuracy", 0.6, "dev")
+    auto = dataclasses.replace(result, layer_choice=choice)
+    assert auto.at_layer(4).layer_label == choice.label() and "(auto:" in explore_numbers(auto.at_layer(4))
+    assert auto.at_layer(2).layer_label == "layer 2" and "minilm, layer 2, ranked" in explore_numbers(auto.at_layer(2))
