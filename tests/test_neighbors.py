@@ -38,3 +38,15 @@ def test_nothing_to_look_for_and_top_zero_are_refused(glove):
         neighbors(glove)
     with pytest.raises(InputError, match="`top` must be at least 1"):
         neighbors(glove, "bank", top=0)
+
+
+def test_a_word_with_an_analogy_is_refused_not_ignored_in_one_line():
+    """The analogy used to win silently over a typed word (the web page's /neighbors); the refusal
+    names a positional argument, which crashed the CLI's flag naming before (a traceback)."""
+    from tests.helpers import run_cli
+
+    out = run_cli("neighbors", "cat", "--analogy", "man:king::woman")
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert out.stderr.strip() == (
+        "error: give either --analogy or WORD (with --positive/--negative), not both: an analogy would ignore the words"
+    )

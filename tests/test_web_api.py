@@ -152,3 +152,168 @@ def test_openapi_property_run_finds_no_5xx(client):
             assert "error" in response.json()
 
     check()
+
+
+# --- your own data, the same document as the CLI's file ---------------------------------------
+OWN_SENTENCES = [
+    "animal | A [bat] flew out of the cave.",
+    "animal | The [bat] hung from the branch.",
+    "sport | He swung the cricket [bat].",
+    "sport | The [bat] hit the ball.",
+]
+
+
+def test_own_sentences_on_explore_equal_the_cli_with_the_same_tsv_file(client, capsys, tmp_path):
+    tsv = tmp_path / "bat.tsv"
+    tsv.write_text("".join(f"bat\t{line.split(' | ')[0]}\t{line.split(' | ')[1]}\n" for line in OWN_SENTENCES))
+    api = client.post("/api/explore", json={"sentences": OWN_SENTENCES, "permutations": 50}).json()
+    code, out, _ = cli(
+        ["explore", "--sentences", str(tsv), "--permutations", "50", "-m", "minilm", "--runtime", "torch", "--json"],
+        capsys,
+    )  # the server runs torch, as asked
+    assert code == 0
+    expected = json.loads(out)
+    assert api["source"] == "your sentences" and expected["source"] == str(tsv)
+    assert {**api, "source": None} == {**expected, "source": None}
+    # a typed line in the file's own form is read the same way
+    tabbed = [line.replace(" | ", "\t") for line in OWN_SENTENCES]
+    assert client.post("/api/explore", json={"sentences": tabbed, "permutations": 50}).json() == api
+
+
+def test_own_pairs_on_rank_equal_the_cli_with_the_same_tsv_file(client, capsys, tmp_path):
+    pairs = ["cup mug", "car bus", "dog, cat"]
+    tsv = tmp_path / "pairs.tsv"
+    tsv.write_text("cup\tmug\ncar\tbus\ndog\tcat\n")
+    api = client.post("/api/rank", json={"pairs": pairs}).json()
+    code, out, _ = cli(["rank", str(tsv), "-m", "minilm", "--runtime", "torch", "--json"], capsys)  # as the server
+    assert code == 0
+    expected = json.loads(out)
+    assert {**api, "source": None} == {**expected, "source": None} and api["source"] == "your pairs"
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "message"),
+    [
+        ("explore", {"sentences": ["animal | A [bat flew."]}, "`sentences` line 1: unbalanced markers"),
+        ("explore", {"sentences": ["a | b | c | A [bat] flew."]}, "`sentences` line 1:"),
+        ("explore", {"words": ["cat"]}, "give your own in `sentences`"),
+        ("rank", {"pairs": ["cup mug tea"]}, "`pairs` line 1: 'cup mug tea' is not two words"),
+        ("neighbors", {"word": "cat", "analogy": "man:king::woman"}, "not both"),
+    ],
+)
+def test_own_data_errors_name_the_page_fields_never_a_cli_flag(client, path, body, message):
+    answer = client.post(f"/api/{path}", json=body)
+    assert answer.status_code == 400
+    error = answer.json()["error"]
+    assert message in error and "--" not in error, error
+
+
+def test_limits_on_own_data_are_422(client):
+    too_many = client.post("/api/rank", json={"pairs": ["a b"] * 101})
+    assert too_many.status_code == 422 and "pairs" in too_many.json()["error"]
+    assert client.post("/api/explore", json={"sentences": ["x [bat]."] * 61}).status_code == 422
+
+
+def test_the_explorer_at_another_layer_equals_a_run_at_that_layer(minilm):
+    """The slider's views come from one result (polysemy.Exploration.at_layer): each equals a run at
+    that layer, PCA included."""
+    from contextlens.analyses.lesson.polysemy import explore
+
+    top = explore(["bank", "bat"], minilm, layer=-1, permutations=50)
+    for layer in (0, 2):
+        assert top.at_layer(layer).to_dict() == explore(["bank", "bat"], minilm, layer=layer, permutations=50).to_dict()
+
+
+def test_slider_pages_carry_every_view_and_the_numbers(client):
+    page = client.get("/explore?words=bank&permutations=20&layer=3").text
+    assert '<script type="application/json" id="views">' in page
+    views = json.loads(page.split('id="views">', 1)[1].split("</script>", 1)[0].replace("<\\/", "</"))
+    assert views["current"] == "layer=3" and sorted(views["views"]) == [f"layer={k}" for k in range(7)]
+    assert "layer 3, ranked by spread" in page  # the current view's numbers, before any script runs
+    attention = client.get("/attention?s=The+[bank]+flooded.&layer=2&head=1").text
+    views = json.loads(attention.split('id="views">', 1)[1].split("</script>", 1)[0].replace("<\\/", "</"))
+    assert len(views["views"]) == 6 * 12 and views["current"] == "layer=2&head=1"
+    assert len(views["figures"]) == 2 + 6 * 12  # the two per-layer heatmaps once, a token map per head
+    rank = client.get("/rank?layer=3").text
+    views = json.loads(rank.split('id="views">', 1)[1].split("</script>", 1)[0].replace("<\\/", "</"))
+    assert sorted(views["views"]) == [f"layer={k}" for k in range(7)] and views["current"] == "layer=3"
+    at_two = client.post("/api/rank", json={"layer": 2}).json()
+    assert (
+        f"Kendall τ-b = <b>{at_two['kendall_tau_b']:.4f}</b>" in views["numbers"][views["views"]["layer=2"]["numbers"]]
+    )
+
+
+def test_the_page_frame_fits_a_phone_and_has_a_favicon(client):
+    page = client.get("/compare").text
+    assert '<meta name="viewport" content="width=device-width, initial-scale=1">' in page
+    assert '<link rel="icon" href="/favicon.ico">' in page and 'src="/static/page.js"' in page
+    icon = client.get("/favicon.ico")
+    assert icon.status_code == 200 and icon.headers["content-type"] == "image/x-icon"
+    assert client.get("/static/page.js").headers["content-type"].startswith("text/javascript")
+
+
+def test_the_quiz_right_answer_is_not_the_giveaway_longest_option():
+    """Passed 4/5 by always taking the longest option before; now at most 2 right answers are longest,
+    and no place wins more than 2 of 5 in any shuffle (lesson.option_orders)."""
+    from contextlens.web.lesson import QUIZ, option_orders
+
+    longest = [len(q.options[q.right]) == max(len(o) for o in q.options) for q in QUIZ]
+    assert sum(longest) <= 2
+    for seed in range(200):
+        places = [order.index(q.right) for q, order in zip(QUIZ, option_orders(seed), strict=True)]
+        assert max(places.count(k) for k in range(3)) <= 2, (seed, places)
+
+
+def _decoded(x):
+    """A plotly JSON value with numpy arrays as plain lists (plotly writes them as base64 ``bdata``)."""
+    import base64
+
+    import numpy as np
+
+    if isinstance(x, dict) and "bdata" in x:
+        arr = np.frombuffer(base64.b64decode(x["bdata"]), dtype=np.dtype(x["dtype"]))
+        return (arr.reshape([int(k) for k in str(x["shape"]).split(",")]) if "shape" in x else arr).tolist()
+    return x
+
+
+def _same_figure(a, b, path: str = "") -> None:
+    a, b = _decoded(a), _decoded(b)
+    if isinstance(a, dict):
+        assert set(a) == set(b), (path, set(a) ^ set(b))
+        for k in a:
+            _same_figure(a[k], b[k], f"{path}.{k}")
+    elif isinstance(a, list):
+        assert len(a) == len(b), path
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            _same_figure(x, y, f"{path}[{i}]")
+    elif isinstance(a, float) or isinstance(b, float):
+        assert abs(a - b) < 1e-3, (path, a, b)  # the views round to 4 decimals
+    else:
+        assert a == b, (path, a, b)
+
+
+def test_the_fast_views_draw_the_figures_a_run_at_that_setting_draws(minilm):
+    """web/views.py swaps values into drawn figures instead of drawing 35-72 anew: every swapped
+    figure equals the one drawn for that layer (and head) from scratch."""
+    from dataclasses import replace
+
+    from contextlens.reports.figure_registry import interactive_figures
+    from contextlens.web import views
+    from contextlens.web.runs import AttentionRequest, ExploreRequest, run_attention, run_explore
+
+    def shown(doc, key):
+        return [json.loads(doc["figures"][k]) for k in doc["views"][key]["figures"]]
+
+    result = run_explore(ExploreRequest(words=["bank", "bat"], permutations=50), minilm, {})
+    doc = views.page_views("explore", result)
+    for layer in (0, 3):
+        fresh = [json.loads(f.to_json()) for f in interactive_figures(result.at_layer(layer))]
+        # the word figures; the gap-per-layer figure is one for all layers (its colours stay put)
+        _same_figure(fresh[:-1], shown(doc, f"layer={layer}")[:-1])
+    result = run_attention(
+        AttentionRequest(sentences=["The [bank] approved the loan.", "The river [bank] flooded."]), minilm, {}
+    )
+    doc = views.page_views("attention", result)
+    for layer, head in ((1, 0), (4, 7)):
+        fresh = [json.loads(f.to_json()) for f in interactive_figures(replace(result, layer=layer, head=head))]
+        _same_figure(fresh, shown(doc, f"layer={layer}&head={head}"))

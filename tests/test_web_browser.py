@@ -6,6 +6,7 @@ and the test asserts none was attempted (the page works with the network off).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
@@ -99,13 +100,18 @@ def test_a_bad_marker_shows_the_cli_message_beside_the_input(page, server):
 
 def test_the_quiz_accepts_a_right_answer_and_rejects_a_wrong_one(page, server):
     page.goto(f"{server}/lesson")
-    page.check("#quiz-1 input[value='2']")
+    page.check("#quiz-1 input[name=a][value='2']")
     page.click("#check-1")
+    page.wait_for_selector("#quiz-1 #verdict")
     assert page.text_content("#quiz-1 #verdict") == "Right."
     page.wait_for_selector("#quiz-1 .plotly-graph-div .main-svg", timeout=30_000)  # explained with a live figure
-    page.check("#quiz-3 input[value='1']")
+    page.check("#quiz-3 input[name=a][value='1']")
     page.click("#check-3")
-    assert page.text_content("#quiz-3 #verdict").startswith("Not quite: the answer is option 3")
+    page.wait_for_selector("#quiz-3 #verdict")  # checked in the page (POST /api/quiz), no reload
+    assert (
+        page.text_content("#quiz-3 #verdict")
+        == "Not quite: the answer is “No: each model has its own representation space”."
+    )
     # its figure is also the lesson's first one: both must be drawn, not only the first of equal ids
     page.wait_for_selector("#quiz-3 .plotly-graph-div .main-svg", timeout=30_000)
     assert len(page.query_selector_all(".plotly-graph-div .main-svg")) >= 4
@@ -115,36 +121,61 @@ SHOT_PAGES = {
     "lesson": "/lesson",
     "quiz": "/lesson?q=3&a=1#quiz-3",
     "compare": "/compare?s=I+sat+on+the+river+[bank].&s=I+opened+a+[bank]+account.&s=The+[bank]+approved+the+loan.",
+    "same-sense": "/same-sense?s=I+sat+on+the+river+[bank].&s=I+opened+a+[bank]+account.&quick=on",
     "explore": "/explore?words=bank+bat+light&permutations=200",
     "attention": "/attention?s=The+[bank]+approved+the+loan.&s=The+river+[bank]+flooded.&layer=6&head=3",
     "probe": "/probe?s=She+sat+on+the+river+[bank].&s=He+robbed+the+[bank].&anchors=shore+money",
     "trace": "/trace?sentence=The+river+[bank]+flooded.",
-    "neighbors": "/neighbors?analogy=man:king::woman",
+    "neighbors": "/neighbors?word=bank",
     "rank": "/rank?top=5",
     "search": "/search?index=docs&query=money+and+loans&k=5",
     "error": "/compare?s=The+[bank+called.&s=The+river+[bank]+flooded.",
 }
+WIDTHS = {390: {"is_mobile": True, "has_touch": True, "height": 844}, 1280: {"height": 900}}
 
 
-@pytest.mark.skipif(not SHOTS, reason="set CONTEXTLENS_WEB_SCREENSHOTS=folder to write the docs screenshots")
-def test_screenshots_of_every_page(page, server):
-    out = Path(SHOTS)
+@pytest.mark.parametrize("width", sorted(WIDTHS))
+def test_screenshots_of_every_page_at_phone_and_desktop_width(browser, server, tmp_path, width):
+    """Every page at 390 px (a phone, mobile emulation: the viewport meta is what makes it lay out
+    at 390 rather than 980) and at 1280 px; nothing wider than the window, no request leaves.
+    With CONTEXTLENS_WEB_SCREENSHOTS=folder the shots are written there (docs/figures)."""
+    out = Path(SHOTS) if SHOTS else tmp_path
     out.mkdir(parents=True, exist_ok=True)
+    extra = dict(WIDTHS[width])
+    height = extra.pop("height")
+    context = browser.new_context(viewport={"width": width, "height": height}, **extra)
+    pg = context.new_page()
+    local, leaks = urlsplit(server).netloc, []
+    pg.route(
+        "**/*",
+        lambda r: (
+            r.continue_() if urlsplit(r.request.url).netloc == local else (leaks.append(r.request.url), r.abort())
+        ),
+    )
+    served = os.environ.get("CONTEXTLENS_WEB_INDEX")
     for name, path in SHOT_PAGES.items():
-        page.goto(server + path)
-        page.wait_for_load_state("networkidle")
-        page.screenshot(path=str(out / f"web-{name}.png"), full_page=name not in ("lesson", "quiz", "explore", "trace"))
+        if name == "search" and not served:
+            path = "/search"
+        pg.goto(server + path)
+        pg.wait_for_load_state("networkidle")
+        pg.wait_for_timeout(400)  # plotly's resize to the figure's box (page.js) is asynchronous
+        assert pg.evaluate("document.querySelector('meta[name=viewport]') !== null")
+        assert pg.evaluate("window.innerWidth") == width
+        wide = pg.evaluate("document.documentElement.scrollWidth")
+        assert wide <= width + 1, f"{name} at {width} px lays out {wide} px wide"
+        pg.screenshot(path=str(out / f"web-{name}-{width}.png"), full_page=True)
+    context.close()
+    assert leaks == []
 
 
 def test_the_layer_slider_redraws_the_explorer_at_that_layer(page, server):
     page.goto(f"{server}/explore?words=bank&permutations=20")
     page.wait_for_selector(".plotly-graph-div .main-svg", timeout=30_000)
     assert page.get_attribute("#f-layer", "max") == "6"  # minilm: hidden states 0..6
-    with page.expect_navigation():
-        page.fill("#f-layer", "2")  # a range input: fill sets the value and fires change, which submits
-    assert "layer=2" in page.url
-    page.wait_for_selector(".plotly-graph-div .main-svg", timeout=30_000)
-    assert "cosine at layer 2" in page.content()
+    page.evaluate("window.notReloaded = true")
+    page.fill("#f-layer", "2")  # a range input: fill sets the value and fires input: drawn in the page
+    page.wait_for_function("() => document.querySelector('#view-fig-0').textContent.includes('cosine at layer 2')")
+    assert "layer=2" in page.url and page.evaluate("window.notReloaded === true")
 
 
 def test_the_pages_draw_under_their_content_security_policy(page, server):
@@ -155,10 +186,9 @@ def test_the_pages_draw_under_their_content_security_policy(page, server):
     assert "frame-ancestors 'none'" in response.headers["content-security-policy"]
     assert response.headers["x-content-type-options"] == "nosniff"
     page.wait_for_selector(".plotly-graph-div .main-svg", timeout=30_000)
-    with page.expect_navigation():
-        page.fill("#f-layer", "3")  # the slider's inline handler still submits
+    page.fill("#f-layer", "3")  # the slider's handler (page.js) redraws under the policy too
+    page.wait_for_function("() => document.querySelector('#view-fig-2').textContent.includes('Layer 3, head 1')")
     assert "layer=3" in page.url
-    page.wait_for_selector(".plotly-graph-div .main-svg", timeout=30_000)
     assert [m for m in messages if "Content Security Policy" in m] == []
 
 
@@ -172,3 +202,269 @@ def test_no_modebar_button_can_send_a_figure_off_the_machine(page, server):
     assert titles, "the modebar is drawn"
     assert not [t for t in titles if t and ("Share" in t or "Chart Studio" in t or "Cloud" in t)], titles
     assert page.leaks == []
+
+
+def _no_reload_marker(page) -> None:
+    page.evaluate("window.notReloaded = true")
+
+
+def test_keyboard_moves_the_slider_four_steps_with_no_reload_and_no_5xx(page, server):
+    statuses: list[int] = []
+    page.on("response", lambda r: statuses.append(r.status))
+    page.goto(f"{server}/explore?words=bank+bat&permutations=50")
+    page.wait_for_selector("#view-fig-0 .main-svg", timeout=30_000)
+    _no_reload_marker(page)
+    requests_before = len(statuses)
+    page.focus("#f-layer")
+    for step in range(4):  # 6 -> 2, one arrow key each
+        page.keyboard.press("ArrowLeft")
+        expected = 5 - step
+        page.wait_for_function(
+            f"() => document.querySelector('#view-fig-0').textContent.includes('cosine at layer {expected}')"
+        )
+        assert page.evaluate("document.activeElement.id") == "f-layer"  # focus stays where it was
+    assert page.evaluate("window.notReloaded === true")  # the same document: no reload
+    assert "layer=2" in page.url  # the URL still reproduces the view
+    assert page.text_content("output[for=f-layer]") == "2"
+    assert "layer 2, ranked by spread" in page.text_content("#view-numbers")
+    assert len(statuses) == requests_before  # nothing fetched per step
+    assert [s for s in statuses if s >= 500] == []
+    url = page.url
+    page.goto(url)  # the replaced URL opens the same view
+    page.wait_for_selector("#view-fig-0 .main-svg", timeout=30_000)
+    assert page.input_value("#f-layer") == "2" and "cosine at layer 2" in page.text_content("#view-fig-0")
+
+
+def test_the_head_picker_redraws_the_token_map_in_the_page(page, server):
+    page.goto(f"{server}/attention?s=The+[bank]+approved+the+loan.&layer=4&head=0")
+    page.wait_for_selector("#view-fig-2 .main-svg", timeout=30_000)
+    _no_reload_marker(page)
+    page.focus("#f-head")
+    page.keyboard.press("ArrowRight")
+    page.wait_for_function("() => document.querySelector('#view-fig-2').textContent.includes('Layer 4, head 1')")
+    assert "head=1" in page.url and page.evaluate("window.notReloaded === true")
+    assert "layer 4, head 1" in page.text_content("#view-numbers")
+    # rollout and axis titles are on the page, and the target row is outlined
+    assert "Attention rollout" in page.text_content("#view-fig-1")
+    assert "from (attending token)" in page.text_content("#view-fig-2")
+    assert page.evaluate("document.querySelectorAll('#view-fig-2 .shapelayer path').length") >= 1
+
+
+BAT = [
+    "animal | A [bat] flew out of the cave at dusk.",
+    "animal | The [bat] hung upside down from the branch.",
+    "animal | A fruit [bat] ate the ripe figs.",
+    "sport | He swung the cricket [bat] hard.",
+    "sport | She bought a new wooden [bat] for the match.",
+    "sport | The [bat] cracked when it hit the ball.",
+]
+
+
+def _cell(page, word: str, column: str) -> str:
+    return page.evaluate(
+        """([word, column]) => {
+            const t = document.querySelector('#view-numbers table');
+            const head = [...t.querySelectorAll('tr:first-child th')].map(h => h.textContent);
+            const row = [...t.querySelectorAll('tr')].find(r => r.children[1] && r.children[1].textContent === word);
+            return row.children[head.indexOf(column)].textContent;
+        }""",
+        [word, column],
+    )
+
+
+def test_mini_project_1_own_sentences_on_the_explorer(page, server):
+    """Mini-project 1 on the page: three sentences for each of two senses of one word, typed into
+    the explorer, and the gap and p read from the page's table equal the API's."""
+    page.goto(f"{server}/explore")
+    page.fill("#f-words", "")
+    page.fill("#f-s", "\n".join(BAT))
+    page.fill("#f-permutations", "200")
+    page.click("#go")
+    page.wait_for_selector("#view-fig-0 .main-svg", timeout=30_000)
+    assert page.query_selector("#error") is None
+    gap, p, senses = _cell(page, "bat", "gap"), _cell(page, "bat", "p"), _cell(page, "bat", "senses")
+    api = page.request.post(f"{server}/api/explore", data={"sentences": BAT, "permutations": 200}).json()
+    (word,) = api["words"]
+    assert (gap, p, senses) == (f"{word['gap']:+.3f}", f"{word['p_value']:.4f}", "2")
+    assert api["source"] == "your sentences"
+    page.fill("#f-s", "animal | A [bat flew.")  # a bad line: the message names the field and the line
+    page.click("#go")
+    error = page.text_content("#error")
+    assert error.startswith("error: `sentences` line 1: unbalanced markers") and "--" not in error
+
+
+PAIRS = [
+    "cup mug", "car bus", "dog cat", "king queen", "happy glad", "river stream", "money cash", "bank shore",
+    "light lamp", "big large", "fast quick", "cold ice", "bread butter", "doctor nurse", "teacher school",
+    "sun moon", "tree forest", "book novel", "phone call", "hot warm",
+]  # fmt: skip
+
+
+def test_mini_project_2_twenty_word_pairs_on_the_rank_page(page, server):
+    page.goto(f"{server}/rank")
+    page.fill("#f-pairs", "\n".join(PAIRS))
+    page.click("#go")
+    page.wait_for_selector(".plotly-graph-div .main-svg", timeout=30_000)
+    tau = page.text_content("#tau")
+    api = page.request.post(f"{server}/api/rank", data={"pairs": PAIRS}).json()
+    assert len(api["pairs"]) == 20
+    assert f"Kendall τ-b = {api['kendall_tau_b']:.4f}" in tau and f"{api['inversions']} of" in tau
+    assert page.evaluate("document.querySelectorAll('#numbers table tr').length") == 21  # header + 20 pairs
+    page.fill("#f-pairs", "cup mug tea")
+    page.click("#go")
+    assert page.text_content("#error").startswith("error: `pairs` line 1: 'cup mug tea' is not two words")
+
+
+def test_every_page_says_what_it_shows_and_its_numbers_beside_the_figures(page, server):
+    page.goto(server + SHOT_PAGES["compare"])
+    assert page.text_content("#what").startswith("The cosine between")
+    assert "tokens:" in page.text_content("#tokenization")
+    assert page.text_content("#most-divergent").startswith("most divergent layer:")
+    assert "random words (mean)" in page.text_content("#numbers")
+    page.goto(f"{server}/trace?sentence=The+river+[bank]+flooded.&top=4")
+    numbers = page.text_content("#numbers")
+    assert "1-3. tokens, ids and input rows" in numbers and "2924" in numbers  # bank's id in minilm's vocabulary
+    assert "(top 4, head mean)" in numbers  # top changes what is shown
+
+
+def test_the_quiz_shuffles_per_session_keeps_answers_and_scores(page, server):
+    def orders() -> list[list[str]]:
+        return [
+            page.eval_on_selector_all(f"#quiz-{i} .options input", "xs => xs.map(x => x.value)") for i in range(1, 6)
+        ]
+
+    right = ["2", "2", "3", "2", "2"]  # lesson.QUIZ's right options, 1-based
+    for seed in range(1, 6):
+        page.goto(f"{server}/lesson?seed={seed}")
+        places = [o.index(r) for o, r in zip(orders(), right, strict=True)]
+        assert set(places) == {0, 1, 2} and max(places.count(k) for k in range(3)) <= 2, (seed, places)
+    page.goto(f"{server}/lesson")
+    first = orders()
+    page.goto(f"{server}/lesson")
+    assert orders() == first  # one shuffle per browser session (a session cookie)
+    page.check("#quiz-1 input[name=a][value='2']")
+    page.click("#check-1")
+    page.wait_for_selector("#quiz-1 #verdict")
+    page.check("#quiz-2 input[name=a][value='1']")
+    page.click("#check-2")
+    page.wait_for_function("() => document.querySelector('#quiz-score').textContent.includes('1 right of 2 answered')")
+    page.reload()  # answers kept for the session
+    page.wait_for_function("() => document.querySelector('#quiz-score').textContent.includes('1 right of 2 answered')")
+    assert page.is_checked("#quiz-1 input[name=a][value='2']") and page.text_content("#quiz-1 #verdict") == "Right."
+
+
+def test_neighbors_runs_the_typed_word_and_refuses_a_word_with_an_analogy(page, server):
+    page.goto(f"{server}/neighbors")
+    page.fill("#f-word", "cat")
+    page.click("#go")
+    assert "cat" in page.text_content("#result") and page.query_selector("#error") is None
+    page.fill("#f-analogy", "man:king::woman")
+    page.click("#go")
+    assert "not both" in page.text_content("#error")
+
+
+def test_the_favicon_is_served_from_here(page, server):
+    statuses: dict[str, int] = {}
+    page.on("response", lambda r: statuses.__setitem__(urlsplit(r.url).path, r.status))
+    response = page.request.get(f"{server}/favicon.ico")
+    assert response.status == 200 and response.headers["content-type"] == "image/x-icon"
+    assert response.body()[:4] == b"\x00\x00\x01\x00"  # an ICO
+    page.goto(f"{server}/compare")
+    assert [p for p, s in statuses.items() if s >= 400] == []
+
+
+def _click_every_modebar_button(pg) -> int:
+    """Hover each figure and click every button of its modebar; returns the clicks made."""
+    clicks = 0
+    for k in range(len(pg.query_selector_all(".js-plotly-plot"))):
+        fig = pg.query_selector_all(".js-plotly-plot")[k]
+        if not fig.is_visible():
+            continue
+        fig.scroll_into_view_if_needed()
+        fig.hover()
+        for b in range(len(fig.query_selector_all(".modebar-btn"))):
+            fig.hover()
+            button = fig.query_selector_all(".modebar-btn")[b]
+            with contextlib.suppress(Exception):  # a download button starts a download: local too
+                button.click(timeout=2_000)
+                clicks += 1
+    return clicks
+
+
+MODEBAR_PAGES = ["lesson", "compare", "explore", "attention", "probe", "trace", "rank"]
+
+
+def test_clicking_every_modebar_button_with_the_network_cut_sends_nothing_away(browser, server):
+    """Nothing that can leave the machine: every modebar button of every figure on the pages is
+    clicked with every non-local request aborted; none is attempted."""
+    local, leaks = urlsplit(server).netloc, []
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, accept_downloads=True)
+    context.route(
+        "**/*",
+        lambda r: (
+            r.continue_() if urlsplit(r.request.url).netloc == local else (leaks.append(r.request.url), r.abort())
+        ),
+    )
+    pg = context.new_page()
+    popups: list[str] = []
+    context.on("page", lambda p: popups.append(p.url))
+    total = 0
+    for name in MODEBAR_PAGES:
+        pg.goto(server + SHOT_PAGES[name])
+        pg.wait_for_selector(".js-plotly-plot .main-svg", timeout=30_000)
+        titles = pg.eval_on_selector_all(".modebar-btn", "bs => bs.map(b => b.getAttribute('data-title'))")
+        labels = pg.eval_on_selector_all(".modebar-btn", "bs => bs.map(b => b.getAttribute('aria-label'))")
+        assert None not in labels, (name, labels)  # a keyboard user hears what each button does
+        assert not [t for t in titles if t and ("Share" in t or "Studio" in t or "Cloud" in t)], (name, titles)
+        total += _click_every_modebar_button(pg)
+    context.close()
+    assert total > 50, total
+    assert leaks == [] and [u for u in popups if not u.startswith(("about:", server))] == []
+
+
+def test_clicking_every_modebar_button_of_an_html_report_offline(browser, tmp_path):
+    """The same for a written report page (reports/interactive.page, the report's head): opened from
+    file:// with every other request aborted."""
+    from contextlens.cli import main as _  # noqa: F401 - the CLI, in-process
+    from tests.helpers import run_cli
+
+    out = tmp_path / "compare.html"
+    done = run_cli(
+        "compare", "I sat on the river [bank].", "I opened a [bank] account.", "-m", "minilm", "--html", str(out)
+    )
+    assert done.returncode == 0, done.stderr
+    leaks: list[str] = []
+    context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, accept_downloads=True)
+    context.route(
+        "**/*",
+        lambda r: r.continue_() if r.request.url.startswith("file://") else (leaks.append(r.request.url), r.abort()),
+    )
+    pg = context.new_page()
+    pg.goto(out.as_uri())
+    pg.wait_for_selector(".js-plotly-plot .main-svg", timeout=30_000)
+    assert pg.evaluate("document.querySelector('meta[name=viewport]') !== null")
+    assert pg.evaluate("document.documentElement.scrollWidth") <= 391
+    assert _click_every_modebar_button(pg) >= 5
+    context.close()
+    assert leaks == []
+
+
+def test_clicking_every_modebar_button_of_the_demo_report_offline(browser, demo_run):
+    """The whole HTML report (`contextlens demo`, every section's figures) opened from file:// with
+    every other request aborted: every modebar button of every figure clicked, none attempted."""
+    out, folder = demo_run
+    assert out.returncode == 0, out.stderr
+    leaks: list[str] = []
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, accept_downloads=True)
+    context.route(
+        "**/*",
+        lambda r: r.continue_() if r.request.url.startswith("file://") else (leaks.append(r.request.url), r.abort()),
+    )
+    pg = context.new_page()
+    pg.goto((folder / "report.html").as_uri())
+    pg.wait_for_selector(".js-plotly-plot .main-svg", timeout=30_000)
+    figures = len(pg.query_selector_all(".js-plotly-plot"))
+    assert figures >= 14
+    assert _click_every_modebar_button(pg) >= 5 * figures
+    context.close()
+    assert leaks == []

@@ -1,14 +1,22 @@
 """Jupyter display for result objects: ``import contextlens.notebook`` (or ``%load_ext contextlens.notebook``).
 
 Analyses stay free of report imports: this face registers IPython HTML formatters for the result
-classes, drawing the same plotly figures as the HTML pages, with plotly.js inlined once per figure
-so the notebook renders offline.
+classes, drawing the same plotly figures as the HTML pages. plotly.js (4.8 MB) goes into the
+notebook **once**, as the output of the cell that loads this module, not into every result: three
+results weigh kilobytes, not 15 MB, and the notebook still renders offline (nothing is fetched).
+A result whose page has no plotly.js (that cell's output was cleared) says so instead of a blank.
+
+tqdm's notebook bars need ipywidgets, which a plain Jupyter lacks; the libraries below (transformers,
+huggingface_hub) import ``tqdm.auto`` and print a "TqdmWarning: IProgress not found" box. Loading
+this module imports ``tqdm.auto`` first with that warning silenced, so their bars fall back to text.
 """
 
 from __future__ import annotations
 
 import html
 import json
+import uuid
+import warnings
 from typing import Any
 
 from contextlens.errors import InputError, NoFigureError
@@ -29,19 +37,44 @@ def _drawn(result: Any) -> bool:
         return False
 
 
-def to_html(result: Any) -> str:
-    """A result as one offline HTML fragment: its figures (plotly.js inlined), or its JSON document."""
+NO_PLOTLY = (
+    "plotly.js is not on this page: run the cell with <code>import contextlens.notebook</code> "
+    "(or <code>%load_ext contextlens.notebook</code>) again, then this one."
+)
+
+
+def plotly_script() -> str:
+    """plotly.js as one inline script (the package's own copy: nothing is fetched)."""
+    from plotly.offline import get_plotlyjs
+
+    return f'<script type="text/javascript">{get_plotlyjs()}</script>'
+
+
+def _when_missing() -> str:
+    """A line shown in place of the figures when window.Plotly is not defined on the page."""
+    box = f"contextlens-{uuid.uuid4()}"
+    message = json.dumps(NO_PLOTLY)
+    return (
+        f'<div id="{box}"></div><script>if (!window.Plotly) {{ var d = document.getElementById("{box}"); '
+        f"if (d) d.innerHTML = {message}; }}</script>"
+    )
+
+
+def to_html(result: Any, plotlyjs: bool = True) -> str:
+    """A result as one offline HTML fragment: its figures, or its JSON document. ``plotlyjs``:
+    inline plotly.js (a fragment that renders alone); the notebook's formatter leaves it out, as
+    the page already has it from loading this module."""
     if not callable(getattr(result, "to_dict", None)):
         raise InputError(
             f"result must be a contextlens result (Comparison, Exploration, Trace, ...), got {type(result).__name__}"
         )
     if _drawn(result):
-        from plotly.offline import get_plotlyjs
-
         from contextlens.reports.interactive import figure_div
 
-        script = f'<script type="text/javascript">{get_plotlyjs()}</script>'
-        return script + "".join(figure_div(f) for f in interactive_figures(result))
+        with warnings.catch_warnings():  # plotly's Python side does not know every plotly.js option
+            warnings.filterwarnings("ignore", message=r"\s*Unrecognized config options supplied")
+            figures = "".join(figure_div(f) for f in interactive_figures(result))
+        return (plotly_script() if plotlyjs else _when_missing()) + figures
     return f"<pre>{html.escape(json.dumps(result.to_dict(), indent=2))}</pre>"
 
 
@@ -55,11 +88,35 @@ def register(ip: Any = None) -> bool:
         ip = get_ipython()
     if ip is None:
         return False
+    quiet_tqdm()
     formatter = ip.display_formatter.formatters["text/html"]
     for cls in result_types():
         if figures_for_type(type_name(cls)).plotly is not None:
-            formatter.for_type(cls, to_html)
+            formatter.for_type(cls, in_notebook)
+    if type(ip).__name__ == "ZMQInteractiveShell":  # a notebook's kernel (not a terminal IPython)
+        from IPython.display import HTML, display  # type: ignore[import-not-found]
+
+        display(HTML(plotly_script()))  # once, in this cell's output
     return True
+
+
+def in_notebook(result: Any) -> str:
+    """The formatter: the result's figures without plotly.js (the page has it once)."""
+    return to_html(result, plotlyjs=False)
+
+
+def quiet_tqdm() -> None:
+    """Import ``tqdm.auto`` now with its IProgress warning silenced: later imports get text bars."""
+    import sys
+
+    if "tqdm.auto" in sys.modules:
+        return
+    try:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="IProgress not found")
+            import tqdm.auto  # noqa: F401
+    except ImportError:  # no tqdm: nothing prints the warning either
+        pass
 
 
 def load_ipython_extension(ip: Any) -> None:

@@ -131,5 +131,6 @@ def flag_of(parameter: str, args: list[str]) -> str:
         command = sub
     for param in command.params:
         if param.name == parameter and param.opts:
-            return max(param.opts, key=len) if param.param_type_name == "option" else param.human_readable_name
+            # an argument is said as its metavar (WORD): click's Argument has no human_readable_name in typer
+            return max(param.opts, key=len) if param.param_type_name == "option" else param.name.upper()
     return parameter

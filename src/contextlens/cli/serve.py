@@ -43,6 +43,25 @@ def parse_indexes(specs: list[str]) -> dict[str, str]:
     return served
 
 
+def parse_corpora(specs: list[str]) -> dict[str, str]:
+    """``NAME=DIR`` pairs of finished extraction folders (``corpus extract``), checked now: a page
+    names a corpus by NAME only and never opens a path a user types."""
+    from pathlib import Path
+
+    from contextlens.analyses.corpus.manifest import require_manifest
+
+    served: dict[str, str] = {}
+    for spec in specs:
+        name, sep, folder = spec.partition("=")
+        if not sep or not name.strip() or not folder.strip():
+            raise InputError(f"--corpus {spec!r} is not NAME=DIR (e.g. --corpus wiki=./bank-extraction)")
+        if name.strip() in served:
+            raise InputError(f"--corpus name {name.strip()!r} is given twice; give each served corpus its own name")
+        require_manifest(Path(folder.strip()))  # not an extraction, or unfinished: its own one-line message
+        served[name.strip()] = folder.strip()
+    return served
+
+
 def check_address(host: str, port: int) -> None:
     """Fail now, in one line, where uvicorn would print its own ``ERROR:`` line: a host that does not
     resolve or is not this machine's, or a port in use."""
@@ -78,6 +97,10 @@ def serve_cmd(
     index: Annotated[
         list[str] | None, typer.Option("--index", help="Serve an index built with 'index build': NAME=FOLDER.")
     ] = None,
+    corpus: Annotated[
+        list[str] | None,
+        typer.Option("--corpus", help="Serve a 'corpus extract' folder for the sense map: NAME=DIR."),
+    ] = None,
     workers: Annotated[int, typer.Option("--workers", help="Analyses run at once.", min=1, max=16)] = 2,
     precision: PrecisionOpt = "fp32",
     runtime: RuntimeOpt = "auto",
@@ -91,6 +114,7 @@ def serve_cmd(
 
     check_address(host, port)
     served = parse_indexes(list(index or []))
+    corpora = parse_corpora(list(corpus or []))
     loaded = contextual_option(model, precision, threads, runtime)  # a bad model/precision/runtime fails here
     if host not in (LOCAL, "localhost", "::1"):
         err_console.print(
@@ -105,7 +129,9 @@ def serve_cmd(
         import webbrowser
 
         threading.Timer(1.0, webbrowser.open, args=(url,)).start()
-    web_app = create_app(model, served, workers=workers, precision=precision, runtime=loaded.runtime, host=host)
+    web_app = create_app(
+        model, served, workers=workers, precision=precision, runtime=loaded.runtime, host=host, corpora=corpora
+    )
     try:
         uvicorn.run(web_app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=GRACE)
     finally:

@@ -80,7 +80,7 @@ def cost_figure(report: CostReport) -> plt.Figure:
 def layer_probe_figure(results: list[BenchmarkResult]) -> plt.Figure:
     """Probe accuracy against relative depth: pos and sense (solid), their controls (dashed), one
     panel per model; the input row and the static vector as flat lines; expected layers marked."""
-    fig, axes = plt.subplots(1, len(results), figsize=(6.5 * len(results), 4.2), squeeze=False)
+    fig, axes = plt.subplots(1, len(results), figsize=(6.5 * len(results), 4.8), squeeze=False)
     colours = {"pos": "#2563eb", "sense": "#c2410c"}
     for ax, result in zip(axes[0], results, strict=True):
         top = result.meta["num_layers"]
@@ -110,6 +110,7 @@ def layer_probe_figure(results: list[BenchmarkResult]) -> plt.Figure:
         ax.set_ylabel("probe accuracy (unseen lemmas)")
         ax.set_ylim(0, 1)
         ax.set_title(f"{result.model}: linear probes per layer ({result.meta['size']} data)", fontsize=10)
-        ax.legend(fontsize=8, loc="center right")
+        # below the axes: inside, it covered the pos curve (which sits near the top at every layer)
+        ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=4, frameon=False)
     fig.tight_layout()
     return fig

@@ -40,7 +40,7 @@ def divergence_figure(result: Comparison, title: str | None = None, labels: list
     and the input row are drawn as flat lines at their cosine; the model's random-word baseline
     (5th-95th percentile of unrelated words' cosines, and its mean) as a grey band.
     """
-    fig, ax = plt.subplots(figsize=(7.5, 4.5))
+    fig, ax = plt.subplots(figsize=(9.5, 4.5))
     layers = result.layers
     n = result.n
     if n == 2:
@@ -70,17 +70,20 @@ def divergence_figure(result: Comparison, title: str | None = None, labels: list
         ax.plot(layers, result.layer_cosines, marker="o", lw=2.6, color="#c2410c", label="mean over pairs")
     bands = result.layer_baselines()
     baseline_band(ax, layers, bands)
+    # both lines sit at 1.0 for one word: the static line wide and pale, the input row dotted on top of it
     if result.static_cosine is not None:
-        ax.axhline(result.static_cosine, color="#1d4ed8", ls="--", lw=1.6, label=f"static ({result.static_model})")
-    ax.axhline(result.input_row_cosine, color="#15803d", ls=":", lw=2, label="input row (embedding table)")
+        ax.axhline(
+            result.static_cosine, color="#1d4ed8", ls="-", lw=6, alpha=0.3, label=f"static ({result.static_model})"
+        )
+    ax.axhline(result.input_row_cosine, color="#15803d", ls=(0, (1, 1.5)), lw=2.2, label="input row (embedding table)")
     worst = result.most_divergent_layer
+    at = result.layer_cosines[layers.index(worst)]
+    ax.plot([worst], [at], "o", ms=13, mfc="none", mec="#b91c1c", mew=1.8)  # a ring, no arrow across the band
+    right_half = layers.index(worst) > len(layers) / 2  # the text on the inner side, inside the axes
     ax.annotate(
-        f"most divergent: layer {worst}",
-        xy=(worst, result.layer_cosines[layers.index(worst)]),
-        xytext=(0.35, 0.12),
-        textcoords="axes fraction",
-        arrowprops={"arrowstyle": "->", "color": "#444"},
-    )
+        f"most divergent: layer {worst}", xy=(worst, at), xytext=(-12 if right_half else 12, -16),
+        textcoords="offset points", ha="right" if right_half else "left", color="#b91c1c", fontsize=9,
+    )  # fmt: skip
     words = sorted({o.word.lower() for o in result.occurrences})
     ax.set_title(title or f"“{'/'.join(words)}” across {n} sentences — {result.model}")
     ax.set_xlabel("layer (0 = embedding output)")
@@ -89,7 +92,8 @@ def divergence_figure(result: Comparison, title: str | None = None, labels: list
     low = min(min(result.layer_cosines), float(result.matrices.min()), *[b["p5"] for b in bands if b is not None])
     ax.set_ylim(max(-1.0, low - 0.1), 1.05)
     ax.grid(alpha=0.3)
-    ax.legend(loc="lower left", fontsize=8)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)  # outside: it covered the band
+    fig.tight_layout()
     return fig
 
 

@@ -58,12 +58,33 @@ def figure_div(fig: go.Figure) -> str:
     return fig.to_html(full_html=False, include_plotlyjs=False, include_mathjax=False, config=PLOT_CONFIG)
 
 
+# On a phone a figure of side-by-side panels keeps its width and scrolls in its box: squeezed to
+# 390 px its subplot titles print over each other (the same rule as the web pages' page.js).
+PANELS_JS = """
+document.querySelectorAll('.plotly-graph-div').forEach(function (d) {
+  if (!d.layout || !(d.layout.xaxis2 || (d.layout.meta && d.layout.meta.wide))) return;
+  d.classList.add('panels'); d.parentNode.classList.add('panel-box');
+  if (window.innerWidth < 640) Plotly.Plots.resize(d);
+});
+"""
+
+
 def page(title: str, body: str) -> str:
     """A complete HTML page with plotly.js inlined, so it opens offline."""
     return f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{html.escape(title)}</title>
 <style>
+*, *::before, *::after {{ box-sizing: border-box; }}
 body {{ font-family: sans-serif; max-width: 1200px; margin: 1.5em auto; padding: 0 1em; color: #1f2937; }}
+.plotly-graph-div, img {{ max-width: 100%; }}
+table {{ display: block; overflow-x: auto; max-width: 100%; }}
+pre, code {{ white-space: pre-wrap; overflow-wrap: anywhere; }}
+@media (max-width: 640px) {{
+  body {{ padding: 0 .5em; margin: .5em auto; }} h1 {{ font-size: 1.35em; }}
+  .panel-box {{ overflow-x: auto; }} .plotly-graph-div.panels {{ min-width: 720px; }}
+}}
 h1 {{ font-size: 1.7em; }} h2 {{ border-bottom: 1px solid #d1d5db; padding-bottom: .2em; margin-top: 2em; }}
 p.explain {{ font-size: 1.05em; line-height: 1.45; }} p.numbers {{ color: #374151; }}
 table {{ border-collapse: collapse; margin: .6em 0; font-size: .92em; }}
@@ -74,6 +95,7 @@ th {{ background: #f3f4f6; }} td.text {{ text-align: left; }}
 </head><body>
 <h1>{html.escape(title)}</h1>
 {body}
+<script>{PANELS_JS}</script>
 </body></html>
 """
 
@@ -173,26 +195,29 @@ def divergence_figures(result: Comparison) -> list[go.Figure]:
             name="mean over pairs",
             line={"color": COLOURS[0], "width": 3},
         )
+    # the static and input-row lines are flat and, for one word, both at 1.0: drawn as legend traces,
+    # the static one wide and pale, the input row dotted on top of it, so both stay visible
+    ends = [result.layers[0], result.layers[-1]]
     if result.static_cosine is not None:
-        fig.add_hline(
-            y=result.static_cosine,
-            line_dash="dash",
-            line_color=COLOURS[1],
-            annotation_text=plain(f"static ({result.static_model})"),
-            annotation_position="bottom right",
-        )
-    fig.add_hline(
-        y=result.input_row_cosine,
-        line_dash="dot",
-        line_color=COLOURS[2],
-        annotation_text="input row",
-        annotation_position="top right",
-    )
+        fig.add_scatter(
+            x=ends, y=[result.static_cosine] * 2, mode="lines", name=plain(f"static ({result.static_model})"),
+            line={"color": COLOURS[1], "width": 9}, opacity=0.3,
+        )  # fmt: skip
+    fig.add_scatter(
+        x=ends, y=[result.input_row_cosine] * 2, mode="lines", name="input row (embedding table)",
+        line={"color": COLOURS[2], "width": 2.5, "dash": "dot"},
+    )  # fmt: skip
+    worst = result.most_divergent_layer
+    fig.add_annotation(
+        x=worst, y=result.layer_cosines[result.layers.index(worst)], text=f"most divergent: layer {worst}",
+        showarrow=True, arrowhead=0, ax=0, ay=-30, font={"color": "#b91c1c"},
+    )  # fmt: skip
     words = "/".join(sorted({o.word.lower() for o in result.occurrences}))
     fig.update_layout(
         **LAYOUT,
         title=plain(f"“{words}” across {result.n} sentences — {result.model}"),
-        height=450,
+        height=470,
+        legend={"orientation": "h", "x": 0, "y": -0.22},  # below: at the side it covered the band
         xaxis_title="layer (0 = embedding output)",
         yaxis_title="cosine similarity",
     )
@@ -227,9 +252,14 @@ def same_sense_figures(answer: SameSenseAnswer) -> list[go.Figure]:
 
 
 def explore_figures(result: Exploration) -> list[go.Figure]:
-    """Per word a heatmap and a PCA scatter; then the separation gap per layer for all words."""
+    """Per word a heatmap and a PCA scatter; then the figures across layers for all words."""
     low = result.colour_floor  # one colour scale for every word
-    figs = [_word_figure(w, low) for w in result.words]
+    return [_word_figure(w, low) for w in result.words] + explore_layer_figures(result)
+
+
+def explore_layer_figures(result: Exploration) -> list[go.Figure]:
+    """The explorer's figures across layers (the same at every chosen layer, the words in the result's
+    order): each word's mean cosine beside the random-word band, then the separation gap per layer."""
     gap = go.Figure()
     for i, w in enumerate(result.words):
         if w.gaps is None:
@@ -243,7 +273,6 @@ def explore_figures(result: Exploration) -> list[go.Figure]:
             customdata=np.array(w.p_values),
             hovertemplate="layer %{x}: gap %{y:.3f}, p=%{customdata:.4f}",
         )
-    figs.append(_mean_cosine_figure(result))
     gap.add_hline(y=0, line_color="#444")
     gap.update_layout(
         **LAYOUT,
@@ -253,7 +282,7 @@ def explore_figures(result: Exploration) -> list[go.Figure]:
         xaxis_title="layer (0 = embedding output)",
         yaxis_title="same-sense − cross-sense cosine",
     )
-    return figs + [gap]
+    return [_mean_cosine_figure(result), gap]
 
 
 def _mean_cosine_figure(result: Exploration) -> go.Figure:
@@ -281,29 +310,40 @@ def _mean_cosine_figure(result: Exploration) -> go.Figure:
     return fig
 
 
-def _word_figure(w: WordExploration, low: float) -> go.Figure:
-    labels = [plain(f"{i}. {s or ''}") for i, s in enumerate(w.senses, 1)]
+def word_figure_parts(w: WordExploration) -> dict[str, object]:
+    """What a word's figure shows at its layer: the one source of the figure below and of a face that
+    swaps these into a drawn figure to show another layer (web/views.py)."""
     texts = [plain(textwrap.shorten(o.marked(), 70, placeholder="…")) for o in w.occurrences]
+    n = len(texts)
+    gap = "" if w.gap is None else f", gap {w.gap:+.3f} (p={w.p_value:.3f})"
+    senses = list(dict.fromkeys(w.senses))
+    return {
+        "texts": texts,
+        "z": w.matrix,
+        "hover": [[f"{texts[i]}<br>{texts[j]}<br>cosine {w.matrix[i, j]:.3f}" for j in range(n)] for i in range(n)],
+        "senses": senses,
+        "pca": [[i for i, s in enumerate(w.senses) if s == sense] for sense in senses],
+        "subtitles": (f"cosine at layer {w.layer}", f"PCA of the hidden states at layer {w.layer}"),
+        "title": f"“{plain(w.word)}” — spread {w.spread:.3f}{gap}",
+    }
+
+
+def _word_figure(w: WordExploration, low: float) -> go.Figure:
+    parts = word_figure_parts(w)
+    labels = [plain(f"{i}. {s or ''}") for i, s in enumerate(w.senses, 1)]
+    texts = parts["texts"]
     fig = make_subplots(
-        rows=1,
-        cols=2,
-        column_widths=[0.55, 0.45],
-        horizontal_spacing=0.12,
-        subplot_titles=(f"cosine at layer {w.layer}", f"PCA of the hidden states at layer {w.layer}"),
+        rows=1, cols=2, column_widths=[0.55, 0.45], horizontal_spacing=0.12, subplot_titles=parts["subtitles"]
     )
-    hover = [
-        [f"{texts[i]}<br>{texts[j]}<br>cosine {w.matrix[i, j]:.3f}" for j in range(len(texts))]
-        for i in range(len(texts))
-    ]
     fig.add_trace(
         go.Heatmap(
-            z=w.matrix,
+            z=parts["z"],
             x=labels,
             y=labels,
             colorscale="Viridis",
             zmin=low,
             zmax=1.0,
-            text=hover,
+            text=parts["hover"],
             hoverinfo="text",
             colorbar={"x": 0.5, "len": 0.9},
         ),
@@ -311,8 +351,7 @@ def _word_figure(w: WordExploration, low: float) -> go.Figure:
         col=1,
     )
     fig.update_yaxes(autorange="reversed", row=1, col=1)
-    for k, sense in enumerate(dict.fromkeys(w.senses)):
-        idx = [i for i, s in enumerate(w.senses) if s == sense]
+    for k, (sense, idx) in enumerate(zip(parts["senses"], parts["pca"], strict=True)):
         fig.add_trace(
             go.Scatter(
                 x=w.pca[idx, 0],
@@ -328,8 +367,7 @@ def _word_figure(w: WordExploration, low: float) -> go.Figure:
             row=1,
             col=2,
         )
-    gap = "" if w.gap is None else f", gap {w.gap:+.3f} (p={w.p_value:.3f})"
-    fig.update_layout(**LAYOUT, height=480, title=f"“{plain(w.word)}” — spread {w.spread:.3f}{gap}")
+    fig.update_layout(**LAYOUT, height=480, title=parts["title"])
     return fig
 
 
@@ -356,6 +394,7 @@ def slope_figures(result: Ranking) -> list[go.Figure]:
         **LAYOUT,
         height=max(500, 28 * len(result.pairs) + 150),
         showlegend=False,
+        meta={"wide": True},  # its pair labels need the width: a phone scrolls it in its box
         title=f"{len(result.pairs)} pairs: {result.inversions} inversions, Kendall τ = "
         f"{result.kendall_tau:.3f} ({plain(result.static_model)} vs {plain(result.model)} layer {result.layer})",
     )
@@ -363,34 +402,46 @@ def slope_figures(result: Ranking) -> list[go.Figure]:
     return [fig]
 
 
+def attention_grid_title(result: AttentionResult, layer: int | None = None, head: int | None = None) -> str:
+    """The token × token figure's title at ``layer``/``head`` (default: the result's)."""
+    note = " (special tokens excluded, rows renormalised)" if result.maps[0].exclude_special else ""
+    layer = result.layer if layer is None else layer
+    head = result.head if head is None else head
+    return f"Layer {layer}, head {head}: token × token, the target's row outlined{note}"
+
+
 def attention_figures(result: AttentionResult) -> list[go.Figure]:
-    """Token × layer heatmap of each target's head-mean row, then token × token at the chosen layer/head."""
+    """Per target: its head-mean row per layer, its rollout row per layer, then token × token at the
+    chosen layer and head with the target's row outlined (the last figure: a face swaps its z)."""
     n = len(result.maps)
     titles = [plain(textwrap.shorten(m.occurrence.marked(), 50, placeholder="…")) for m in result.maps]
     rows = make_subplots(rows=1, cols=n, subplot_titles=titles, horizontal_spacing=0.15)
+    rolled = make_subplots(rows=1, cols=n, subplot_titles=titles, horizontal_spacing=0.15)
     grid = make_subplots(rows=1, cols=n, subplot_titles=titles, horizontal_spacing=0.15)
     row_max = max(float(m.head_mean.max()) for m in result.maps)  # one colour scale for all panels
+    roll_max = max(float(m.rollout.max()) for m in result.maps)
     grid_max = max(float(m.matrix(result.layer, result.head).max()) for m in result.maps)
     for col, m in enumerate(result.maps, 1):
         labels = token_labels(m.display_tokens, m.target_positions)
         layers = [str(i) for i in range(1, m.num_layers + 1)]
-        rows.add_trace(
-            go.Heatmap(
-                z=m.head_mean.T,
-                x=layers,
-                y=labels,
-                colorscale="Magma",
-                reversescale=True,
-                zmin=0,
-                zmax=row_max,
-                showscale=col == n,
-                hovertemplate="layer %{x}, %{y}: %{z:.3f}<extra></extra>",
-            ),
-            row=1,
-            col=col,
-        )
-        rows.update_yaxes(autorange="reversed", row=1, col=col)
-        rows.update_xaxes(title="attention layer (block)", row=1, col=col)
+        for fig, z, top, what in ((rows, m.head_mean, row_max, "head mean"), (rolled, m.rollout, roll_max, "rollout")):
+            fig.add_trace(
+                go.Heatmap(
+                    z=z.T,
+                    x=layers,
+                    y=labels,
+                    colorscale="Magma",
+                    reversescale=True,
+                    zmin=0,
+                    zmax=top,
+                    showscale=col == n,
+                    hovertemplate=f"layer %{{x}}, to %{{y}}: %{{z:.3f}} ({what})<extra></extra>",
+                ),
+                row=1,
+                col=col,
+            )
+            fig.update_yaxes(autorange="reversed", title="attended token" if col == 1 else None, row=1, col=col)
+            fig.update_xaxes(title="attention layer (block)", row=1, col=col)
         grid.add_trace(
             go.Heatmap(
                 z=m.matrix(result.layer, result.head),
@@ -406,11 +457,22 @@ def attention_figures(result: AttentionResult) -> list[go.Figure]:
             row=1,
             col=col,
         )
-        grid.update_yaxes(autorange="reversed", row=1, col=col)
+        grid.update_yaxes(autorange="reversed", title="from (attending token)" if col == 1 else None, row=1, col=col)
+        grid.update_xaxes(title="to (attended token)", row=1, col=col)
+        axis = "" if col == 1 else str(col)
+        for t in m.target_positions:  # the target's row: what the other figures show, outlined
+            grid.add_shape(
+                type="rect", xref=f"x{axis}", yref=f"y{axis}", x0=-0.5, x1=len(labels) - 0.5, y0=t - 0.5, y1=t + 0.5,
+                line={"color": "#2563eb", "width": 3}, fillcolor="rgba(0,0,0,0)",
+            )  # fmt: skip
     note = " (special tokens excluded, rows renormalised)" if result.maps[0].exclude_special else ""
     rows.update_layout(**LAYOUT, height=460, title=f"What the target attends to, per layer (head mean){note}")
-    grid.update_layout(**LAYOUT, height=520, title=f"Layer {result.layer}, head {result.head}: token × token{note}")
-    return [rows, grid]
+    rolled.update_layout(
+        **LAYOUT, height=460,
+        title=f"Attention rollout of the target: carried through the residual stream up to each layer{note}",
+    )  # fmt: skip
+    grid.update_layout(**LAYOUT, height=520, title=attention_grid_title(result))
+    return [rows, rolled, grid]
 
 
 def probe_figures(result: ProbeResult) -> list[go.Figure]:

@@ -311,7 +311,11 @@ def trace_figure(result: Trace) -> plt.Figure:
     twin.axhline(result.target_input_row_norm, color="#1d4ed8", lw=1, ls=":", label="input row norm")
     twin.set_ylabel("norm of the hidden state", color="#1d4ed8")
     handles = left.get_legend_handles_labels()[0] + twin.get_legend_handles_labels()[0]
-    left.legend(handles, [h.get_label() for h in handles], fontsize=8, loc="lower left")
+    # below the axes: inside, the twin axis's lines (drawn over the left axis) struck the entries through
+    left.legend(
+        handles, [h.get_label() for h in handles], fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.13),
+        ncol=3, frameon=False,
+    )  # fmt: skip
     left.set_title(f"“{' '.join(result.display_target_tokens)}”: how much of the input row is left", fontsize=10)
     data = result.attention_rows.T
     im = right.imshow(data, cmap="magma_r", aspect="auto", vmin=0, vmax=max(float(data.max()), 1e-9))

@@ -12,6 +12,7 @@ fp32 ONNX model's checked attention graph, give them).
 
 import io
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -23,7 +24,7 @@ from starlette.exceptions import HTTPException
 from contextlens.core.contextual_models import load_contextual
 from contextlens.reports.figure_registry import interactive_figures, static_figure
 from contextlens.web import html as pages
-from contextlens.web import lesson
+from contextlens.web import lesson, model_view, sense_map, tables, views
 from contextlens.web.guard import HEADERS, Guard
 from contextlens.web.runs import PAGES, Page
 from contextlens.web.serving import Busy, WorkerPool, error_status, validation_message, without_paths
@@ -34,6 +35,14 @@ def plotly_js() -> str:
     from plotly.offline import get_plotlyjs
 
     return get_plotlyjs()
+
+
+STATIC = Path(__file__).with_name("static")
+
+
+@lru_cache(maxsize=1)
+def page_js() -> str:
+    return (STATIC / "page.js").read_text(encoding="utf-8")
 
 
 SECURITY_HEADERS = {name.decode(): value.decode() for name, value in HEADERS}
@@ -51,17 +60,21 @@ def create_app(
     precision: str = "fp32",
     runtime: str = "torch",
     host: str = "127.0.0.1",
+    corpora: dict[str, str] | None = None,
 ):
     """The web face for ``model`` at ``precision`` on ``runtime``; ``indexes`` maps a served name to
-    an index folder; ``host`` is the bound address (a request's ``Host`` must name it or loopback)."""
+    an index folder, ``corpora`` a served name to a corpus extraction folder;
+    ``host`` is the bound address (a request's ``Host`` must name it or loopback)."""
     loaded = load_contextual(model, precision, runtime)
     layers = loaded.num_layers  # the weights loaded just above, once, before the server starts
+    heads = getattr(loaded, "num_heads", None)
     label = model if loaded.backend.is_reference else f"{model} ({loaded.backend.label})"
     # no /docs: Swagger UI loads its script from a CDN; the schema itself is at /openapi.json
     app = FastAPI(title="contextlens", version="1", docs_url=None, redoc_url=None)
     pool = WorkerPool(workers, queue)
     served = dict(indexes or {})
     app.state.model, app.state.pool, app.state.indexes = model, pool, served
+    app.state.loaded = loaded
 
     app.add_middleware(Guard, bound=host)
 
@@ -94,9 +107,19 @@ def create_app(
     async def plotly() -> Response:
         return Response(plotly_js(), media_type="text/javascript", headers={"Cache-Control": "max-age=86400"})
 
+    @app.get("/static/page.js", include_in_schema=False)
+    async def script() -> Response:
+        return Response(page_js(), media_type="text/javascript", headers={"Cache-Control": "no-cache"})
+
+    @app.get("/favicon.ico", include_in_schema=False)
+    async def favicon() -> Response:
+        return Response(favicon_ico(), media_type="image/x-icon", headers={"Cache-Control": "max-age=86400"})
+
     @app.get("/", include_in_schema=False)
     async def index() -> HTMLResponse:
         items = "".join(f'<li><a href="/{n}">{n}</a>: {p.title}</li>' for n, p in PAGES.items())
+        items += '<li><a href="/model-view">model-view</a>: every attention head of every layer at once</li>'
+        items += '<li><a href="/sense-map">sense-map</a>: one word across a served corpus, coloured by sense</li>'
         body = f'<p>Start with <a href="/lesson">the lesson</a>, or open one analysis:</p><ul>{items}</ul>'
         return HTMLResponse(pages.frame("contextlens", body, label))
 
@@ -105,13 +128,17 @@ def create_app(
         return await pool.run(lambda: page.run(req, loaded, served))
 
     for page in PAGES.values():
-        _routes(app, page, compute, label, served, layers)
+        _routes(app, page, compute, label, served, layers, heads)
     lesson.routes(app, pool, loaded, label)
+    model_view.routes(app, pool, loaded, label)
+    sense_map.routes(app, pool, loaded, label, dict(corpora or {}))
     app.router.on_shutdown.append(pool.shutdown)
     return app
 
 
-def _routes(app: FastAPI, page: Page, compute, model: str, served: dict[str, str], layers: int) -> None:
+def _routes(
+    app: FastAPI, page: Page, compute, model: str, served: dict[str, str], layers: int, heads: int | None
+) -> None:
     async def api(body):
         try:
             result = await compute(page, body.model_dump())
@@ -159,19 +186,62 @@ def _routes(app: FastAPI, page: Page, compute, model: str, served: dict[str, str
             example = dict(pages.EXAMPLES.get(page.name, {}))
             if page.name == "search" and served:
                 example["index"] = sorted(served)[0]
-            body = note + pages.form(page.name, example, None, extra, layers)
-            return HTMLResponse(pages.frame(page.title, body, model))
+            body = note + pages.form(page.name, example, None, extra, layers, heads)
+            return HTMLResponse(pages.frame(page.title, body, model, pages.WHAT.get(page.name, "")))
         status, error, block = 200, None, ""
+
+        def rerun(layer: int):  # the same request at another layer (rank: each layer is its own forward)
+            req = page.request.model_validate({**values, "layer": layer})
+            return page.run(req, app.state.loaded, served)
+
         try:
             result = await compute(page, values)
-            figures = await app.state.pool.run(lambda: figure_divs(page, result))
-            block = pages.result_block(page.name, pages.request_to_query(page.name, values), figures, result.to_dict())
+            block = await app.state.pool.run(lambda: result_html(page, values, result, rerun, layers))
         except Exception as exc:  # noqa: BLE001 - shown beside the input, never a trace
             status, error = error_status(exc)
-        body = note + pages.form(page.name, values, error, extra, layers) + block
-        return HTMLResponse(pages.frame(page.title, body, model), status_code=status)
+        body = note + pages.form(page.name, values, error, extra, layers, heads) + block
+        return HTMLResponse(pages.frame(page.title, body, model, pages.WHAT.get(page.name, "")), status_code=status)
 
     app.get(f"/{page.name}", include_in_schema=False)(html_page)
+
+
+def result_html(page: Page, values: dict[str, Any], result, rerun=None, layers: int | None = None) -> str:
+    """The result under the form: every view the sliders may show (web/views.py) or the figures,
+    and the numbers beside them (web/tables.py)."""
+    query = pages.request_to_query(page.name, values)
+    if views.has_views(page.name):
+        shown = views.page_views(page.name, result, rerun, layers)
+        slots = views.views_script(shown) + views.figure_slots(shown)
+        return pages.result_block(page.name, query, [], None, views=slots)
+    numbers = tables.numbers(page.name, result)
+    return pages.result_block(page.name, query, figure_divs(page, result), result.to_dict(), numbers)
+
+
+@lru_cache(maxsize=1)
+def favicon_ico() -> bytes:
+    """A 32x32 lens drawn here (no file, no network): a PNG inside an ICO container."""
+    import struct
+    import zlib
+
+    size = 32
+    rows = []
+    for y in range(size):
+        row = bytearray([0])
+        for x in range(size):
+            d = ((x - 13.5) ** 2 + (y - 13.5) ** 2) ** 0.5
+            handle = x > 20 and y > 20 and abs(x - y) < 3
+            ring = 7.5 <= d <= 11.5
+            r, g, b, a = (29, 78, 216, 255) if ring or handle else ((219, 234, 254, 255) if d < 7.5 else (0, 0, 0, 0))
+            row += bytes([r, g, b, a])
+        rows.append(bytes(row))
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+
+    png = b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", size, size, 8, 6, 0, 0, 0))
+    png += chunk(b"IDAT", zlib.compress(b"".join(rows))) + chunk(b"IEND", b"")
+    header = struct.pack("<HHH", 0, 1, 1) + struct.pack("<BBBBHHII", size, size, 0, 0, 1, 32, len(png), 22)
+    return header + png
 
 
 def figure_divs(page: Page, result) -> list[str]:

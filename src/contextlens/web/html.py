@@ -1,7 +1,8 @@
 """Server-rendered HTML: the page frame, a form built from a request schema, results and errors.
 
-Inputs live in the URL (GET forms), so a link reproduces a page. The only script is plotly.js,
-served from the package (``/static/plotly.js``), plus a few lines that show a clicked cell's text.
+Inputs live in the URL (GET forms), so a link reproduces a page. Scripts come from this server only:
+plotly.js from the installed package (``/static/plotly.js``) and ``static/page.js``, which redraws a
+page's views in place (slider, head picker), runs the quiz and shows a clicked cell's text.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from pydantic import BaseModel
 from contextlens.web.runs import PAGES
 
 URL_NAMES = {"sentences": "s"}  # short names in links: /compare?s=...&s=...
-SLIDER_PAGES = {"explore", "attention", "probe", "rank"}  # a layer slider that redraws the page
+SLIDER_PAGES = {"explore", "attention", "probe", "rank"}  # a layer slider
+IN_PAGE = {"explore", "attention", "probe", "rank"}  # the sliders redraw in the page (web/views.py)
 WORD_LISTS = {"words", "anchors", "positive", "negative"}  # split on spaces and commas; others per line
 EXAMPLES: dict[str, dict[str, Any]] = {
     "compare": {"sentences": ["I sat on the river [bank].", "I opened a [bank] account.", "The [bank] approved it."]},
@@ -25,46 +27,85 @@ EXAMPLES: dict[str, dict[str, Any]] = {
     "attention": {"sentences": ["The [bank] approved the loan.", "The river [bank] flooded."]},
     "probe": {"sentences": ["She sat on the river [bank].", "He robbed the [bank]."], "anchors": ["shore", "money"]},
     "trace": {"sentence": "The river [bank] flooded."},
-    "neighbors": {"analogy": "man:king::woman"},
+    "neighbors": {"word": "bank"},
     "rank": {},
     "search": {"query": "money and loans"},
 }
 
 STYLE = """
-body { font-family: sans-serif; max-width: 1200px; margin: 1em auto; padding: 0 1em; color: #1f2937; }
-nav a { margin-right: .9em; } nav { border-bottom: 1px solid #d1d5db; padding-bottom: .5em; }
+*, *::before, *::after { box-sizing: border-box; }
+body { font-family: sans-serif; max-width: 1200px; margin: 1em auto; padding: 0 1em; color: #1f2937; line-height: 1.4; }
+nav a { margin-right: .9em; display: inline-block; } nav { border-bottom: 1px solid #d1d5db; padding-bottom: .5em; }
+nav .model { float: right; color: #6b7280; }
 form { background: #f9fafb; border: 1px solid #e5e7eb; padding: .8em 1em; border-radius: 6px; }
-label { display: inline-block; min-width: 9em; vertical-align: top; margin: .25em 0; }
-textarea { width: 60em; max-width: 95%; height: 5.5em; } input[type=text] { width: 30em; }
+form > div { margin: .25em 0; }
+label { display: inline-block; min-width: 9em; vertical-align: top; }
+textarea { width: 60em; max-width: 100%; height: 5.5em; } input[type=text] { width: 30em; max-width: 100%; }
+input[type=range] { width: 20em; max-width: 70%; vertical-align: middle; }
+small.hint { color: #6b7280; }
+fieldset.options { border: 0; padding: 0; margin: .3em 0; }
+textarea + small.hint { display: block; }
 .error { color: #b91c1c; font-weight: bold; margin: .4em 0; }
 .ok { color: #15803d; font-weight: bold; } .links a { margin-right: 1em; }
+.dim { color: #6b7280; } p.what { font-size: 1.05em; }
 table { border-collapse: collapse; } td, th { border: 1px solid #d1d5db; padding: .2em .6em; }
+table.numbers td { text-align: right; } table.numbers td:first-child { text-align: left; }
+table.numbers caption { text-align: left; font-weight: bold; padding: .3em 0; }
+tr.mark td { color: #b91c1c; font-weight: bold; }
+.scroll { overflow-x: auto; max-width: 100%; }
+.figure { max-width: 100%; overflow: hidden; }
 pre { background: #f3f4f6; padding: .6em; overflow-x: auto; max-height: 24em; }
 #clicked:empty { display: none; }
 #clicked { color: #374151; padding: .3em 0; min-height: 1.2em; position: sticky; bottom: 0; background: #fff; }
+@media (max-width: 640px) {
+  body { padding: 0 .5em; margin: .5em auto; }
+  nav .model { float: none; display: block; }
+  form > div > label { display: block; min-width: 0; font-weight: bold; }
+  textarea, input[type=text], select { width: 100%; }
+  input[type=range] { width: 80%; }
+  small.hint { display: block; }
+  .panel-box { overflow-x: auto; } .plotly-graph-div.panels { min-width: 720px; }
+  h1 { font-size: 1.4em; }
+}
 """
 
-CLICK_JS = """
-document.querySelectorAll('.plotly-graph-div').forEach(function (d) {
-  if (!d.on) return;
-  d.on('plotly_click', function (ev) {
-    var p = ev.points[0]; var t = p.text || p.hovertext;
-    if (t) document.getElementById('clicked').innerHTML = t;
-  });
-});
-"""
+# One sentence per page: what the learner is looking at.
+WHAT = {
+    "compare": "The cosine between the target word's hidden states in your sentences, layer by layer, beside the "
+    "static vector's and the input row's cosine (both fixed per word) and the band of random word pairs.",
+    "same-sense": "Whether the two uses of the word share a sense, by the cosine rule eval wic tunes on dictionary "
+    "pairs, with the rule's test accuracy beside chance.",
+    "explore": "One word in many sentences: the cosine between every two of them at one layer, a PCA of their hidden "
+    "states coloured by sense, and how far same-sense pairs beat cross-sense pairs (gap, with its p).",
+    "attention": "Where the target token looks: its attention to every token per layer (head mean), the rollout "
+    "(attention carried through the residual stream), and one head's token × token map.",
+    "probe": "How close the target's hidden state is to each anchor word's, per sentence, at one layer and across "
+    "layers, beside the static vector's (the same in every sentence).",
+    "trace": "The pipeline for one target: its tokens, their ids and rows of the embedding table, then its hidden "
+    "state layer by layer (how far from the input row, its norm, what it attends to).",
+    "neighbors": "The nearest words in a static embedding table (the same vector for a word in every sentence), or "
+    "the answers to an analogy a:b::c (b − a + c).",
+    "rank": "Word pairs ranked by static cosine and by contextual cosine (each word alone in a template): where the "
+    "two rankings disagree, and Kendall's τ between them.",
+    "search": "The texts of a served index nearest to your query by an embedding model's one vector per text.",
+}
 
 
-def frame(title: str, body: str, model: str) -> str:
+def frame(title: str, body: str, model: str, what: str = "") -> str:
+    """The page: a viewport for phones, the local favicon, and scripts from this server only."""
     nav = " ".join(f'<a href="/{n}">{n}</a>' for n in ["lesson", *PAGES])
+    lead = f'<p class="what" id="what">{html.escape(what)}</p>' if what else ""
     return f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)} — contextlens</title>
-<style>{STYLE}</style><script src="/static/plotly.js"></script></head>
-<body><nav><b>contextlens</b> · {nav} <span style="float:right;color:#6b7280">model: {html.escape(model)}</span></nav>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{html.escape(title)} — contextlens</title>
+<link rel="icon" href="/favicon.ico">
+<style>{STYLE}</style><script src="/static/plotly.js"></script><script src="/static/page.js" defer></script></head>
+<body><nav><b>contextlens</b> · {nav} <span class="model">model: {html.escape(model)}</span></nav>
 <h1>{html.escape(title)}</h1>
+{lead}
 {body}
-<div id="clicked"></div>
-<script>{CLICK_JS}</script>
+<div id="clicked" aria-live="polite"></div>
 </body></html>"""
 
 
@@ -116,15 +157,18 @@ def form(
     error: str | None,
     extra: dict[str, list[str]] | None = None,
     layers: int | None = None,
+    heads: int | None = None,
 ) -> str:
-    """The page's inputs, pre-filled, with the error shown beside them; ``layers``: a layer slider 0..layers."""
+    """The page's inputs, pre-filled, with the error shown beside them; ``layers``: a layer slider
+    0..layers; ``heads``: a head slider 0..heads-1 (attention). On the pages of ``IN_PAGE`` the sliders
+    redraw the page's views in place (page.js); elsewhere a slider's change submits the form."""
     schema = PAGES[name].request
     rows = []
     for field_name, field in schema.model_fields.items():
         key = URL_NAMES.get(field_name, field_name)
         value = values.get(field_name, field.default if not callable(field.default_factory) else None)
         label = f'<label for="f-{key}">{html.escape(field_name.replace("_", " "))}</label>'
-        hint = f' <small style="color:#6b7280">{html.escape(field.description)}</small>' if field.description else ""
+        hint = f' <small class="hint">{html.escape(field.description)}</small>' if field.description else ""
         if extra and field_name in extra:
             opts = "".join(
                 f"<option{' selected' if o == value else ''}>{html.escape(o)}</option>" for o in extra[field_name]
@@ -137,11 +181,13 @@ def form(
             except ValueError:
                 at = layers
             at = layers + 1 + at if at < 0 else at
-            widget = (
-                f'<input type="range" id="f-{key}" name="{key}" min="{low}" max="{layers}" value="{at}" '
-                f'oninput="this.nextElementSibling.value=this.value" onchange="this.form.submit()">'
-                f"<output>{at}</output>"
-            )
+            widget = _slider(key, low, layers, at, submit=name not in IN_PAGE)
+        elif field_name == "head" and heads is not None and name in IN_PAGE:
+            try:
+                at = int(value if value is not None else 0)
+            except ValueError:
+                at = 0
+            widget = _slider(key, 0, heads - 1, at, submit=False)
         elif _is_list(field.annotation) and field_name in WORD_LISTS:  # a few words: one line
             text = " ".join(value or [])
             widget = f'<input type="text" id="f-{key}" name="{key}" value="{html.escape(text)}">'
@@ -161,6 +207,16 @@ def form(
     return f'<form method="get" action="/{name}">{"".join(rows)}{err}<button id="go" type="submit">Run</button></form>'
 
 
+def _slider(key: str, low: int, high: int, at: int, submit: bool) -> str:
+    """A range input with its value beside it; arrow keys step it, and focus stays on it."""
+    change = ' onchange="this.form.submit()"' if submit else ""
+    return (
+        f'<input type="range" id="f-{key}" name="{key}" min="{low}" max="{high}" value="{at}" '
+        f'aria-label="{key}" oninput="this.nextElementSibling.value=this.value"{change}>'
+        f'<output for="f-{key}">{at}</output>'
+    )
+
+
 def rows_table(document: dict[str, Any]) -> str:
     """Neighbours or search hits as a table (the JSON link has the full document)."""
     rows = document.get("neighbors") or document.get("hits")
@@ -176,8 +232,16 @@ def rows_table(document: dict[str, Any]) -> str:
     return f'<table id="result"><tr>{head}</tr>{body}</table>'
 
 
-def result_block(name: str, query: str, figures: list[str], document: dict[str, Any] | None) -> str:
-    """Figures, then links to the same result as JSON and PNG, then the JSON itself."""
+def result_block(
+    name: str,
+    query: str,
+    figures: list[str],
+    document: dict[str, Any] | None,
+    numbers: str = "",
+    views: str = "",
+) -> str:
+    """Links to the same result as JSON and PNG, the figures (or the views' slots and data), the
+    numbers beside them, and for a page without figures its table or JSON."""
     import json
 
     links = f'<p class="links"><a id="json-link" href="/{name}.json?{html.escape(query)}">JSON</a>'
@@ -185,7 +249,9 @@ def result_block(name: str, query: str, figures: list[str], document: dict[str, 
     if makers is not None and makers.png is not None:
         links += f'<a id="png-link" href="/{name}.png?{html.escape(query)}">PNG</a>'
     links += "</p>"
-    body = "".join(f'<div class="figure">{f}</div>' for f in figures)
+    body = views + "".join(f'<div class="figure">{f}</div>' for f in figures) + numbers
+    if views:
+        body += '<p class="dim" id="view-note" aria-live="polite"></p>'
     if document is not None and not figures:
         body += rows_table(document) or f'<pre id="result">{html.escape(json.dumps(document, indent=2))}</pre>'
     return f'<section id="results">{links}{body}</section>'

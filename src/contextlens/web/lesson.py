@@ -7,17 +7,20 @@ the server and explained with a live figure computed by the same analyses as eve
 from __future__ import annotations
 
 import html
+import random
 import re
 import uuid
 from dataclasses import dataclass
 from functools import lru_cache
 
 from fastapi import FastAPI
+from fastapi import Request as HttpRequest
 from fastapi.responses import HTMLResponse, JSONResponse
 from pydantic import Field
 
 from contextlens.core.contextual_models import ContextualModel, as_contextual
 from contextlens.web import html as pages
+from contextlens.web import kinds
 from contextlens.web.runs import (
     CompareRequest,
     NeighborsRequest,
@@ -48,7 +51,7 @@ QUIZ: tuple[Question, ...] = (
         (
             "It has no static embeddings; everything is contextual",
             "In a fixed row of its embedding table, the same in every sentence",
-            "In the GloVe vector of the word",
+            "In the GloVe vector of the word, which the model downloads when it loads",
         ),
         1,
         "Every token starts as a fixed row of the model's own embedding table; attention builds on top of it. "
@@ -58,9 +61,9 @@ QUIZ: tuple[Question, ...] = (
     Question(
         "Is a contextual embedding always the better choice?",
         (
-            "Yes, contextual always wins",
-            "It depends on the task: static vectors need no forward pass and still rank similar words well",
-            "No, static vectors are always better",
+            "Yes: a contextual vector is better for every task, whatever it costs to compute",
+            "It depends on the task: static vectors are cheaper and still rank similar words well",
+            "No: static vectors are always better, since they need no forward pass at all",
         ),
         1,
         "For fast retrieval or word similarity a static table needs no forward pass; for meaning in context the "
@@ -70,7 +73,7 @@ QUIZ: tuple[Question, ...] = (
     Question(
         "Can you compare the hidden state of “bank” from one model with the hidden state of “bank” from another?",
         (
-            "Yes, cosine works across any two models",
+            "Yes: cosine works across any two models, since both give unit-length vectors",
             "Only if both have the same number of dimensions",
             "No: each model has its own representation space",
         ),
@@ -82,7 +85,7 @@ QUIZ: tuple[Question, ...] = (
     Question(
         "Once attention has run, is the initial embedding table useless?",
         (
-            "Yes, attention replaces it",
+            "Yes: after the first layer, attention replaces it entirely",
             "No: it is the input every layer builds on",
             "It matters only for the last layer",
         ),
@@ -94,9 +97,9 @@ QUIZ: tuple[Question, ...] = (
     Question(
         "Is word2vec (a static model) obsolete and wrong?",
         (
-            "Yes, it gives wrong answers",
-            "No: it is limited for context but a fast, compact representation that still works for similarity",
-            "Yes, because it cannot do analogies",
+            "Yes: its vectors are wrong, so its neighbours and analogies make no sense",
+            "No: it cannot see context, but it is fast, compact and still good at similarity",
+            "Yes, because it cannot do analogies such as man:king::woman:queen",
         ),
         1,
         "Static vectors cannot tell the river bank from the money bank (their line is flat at cosine 1 in the "
@@ -149,7 +152,9 @@ def _live_figure(kind: str, model: ContextualModel | str) -> str:
             )
         figs = interactive_figures(run_trace(TraceRequest(sentence=TRACE), model, {}))
     elif kind == "cost":
-        return cost_figure(model)
+        return cost_figure(model) + kinds.cost_section(model)
+    elif kind == "kinds":
+        return kinds.kinds_section(model)
     else:
         doc = run_neighbors(NeighborsRequest(word="bank", top=8), model, {}).to_dict()
         ana = run_neighbors(NeighborsRequest(analogy="man:king::woman", top=3), model, {}).to_dict()
@@ -211,31 +216,76 @@ SECTIONS = (
         "<a href='/search'>search</a>. The static neighbours below come from (a)'s cousin, GloVe.",
         "neighbors",
     ),
+    (
+        "4. The three kinds, in numbers",
+        "One text, three answers: a static table gives each word one vector whatever the sentence; the model's "
+        "hidden state gives each token position a vector that carries its context; a sentence embedding gives the "
+        "whole text one vector, for search. Here are all of them for the same two texts, side by side.",
+        "kinds",
+    ),
+    (
+        "5. The cost of a dimension",
+        "Every stored vector costs its dimensions times the bytes of one value, times how many you keep: the width "
+        "a model gives you is a bill, paid in memory per million vectors, and each engine adds its own overhead.",
+        "cost",
+    ),
 )
 
 
-def _quiz_html(model: ContextualModel | str, q: int | None, a: int | None) -> str:
+QUIZ_COOKIE = "contextlens_quiz"  # the browser session's shuffle seed (a session cookie)
+
+
+def option_orders(seed: int) -> list[list[int]]:
+    """Per question, the order its options are shown in (0-based option numbers), shuffled by ``seed``
+    and balanced: the right answers' places cover every place (as evenly as the count allows), so
+    answering "always the second option" scores at most 2 of 5 whatever the seed."""
+    rng = random.Random(seed)
+    width = len(QUIZ[0].options)
+    places = [k % width for k in range(len(QUIZ))]
+    rng.shuffle(places)
+    orders = []
+    for question, place in zip(QUIZ, places, strict=True):
+        others = [k for k in range(len(question.options)) if k != question.right]
+        rng.shuffle(others)
+        orders.append(others[:place] + [question.right] + others[place:])
+    return orders
+
+
+def _quiz_html(model: ContextualModel | str, q: int | None, a: int | None, seed: int = 0) -> str:
+    """The quiz, options in the session's balanced shuffle (``option_orders``); an option keeps its
+    number (``value``), so answers mean the same in any order. With scripts on (static/page.js) an
+    answer is checked through ``/api/quiz`` without a reload and kept for the session, with a score;
+    each question carries its live evidence, hidden until answered. Without scripts, a question's
+    form checks the answer on the server (``?q=&a=``)."""
     blocks = []
-    for i, question in enumerate(QUIZ, 1):
+    for i, (question, order) in enumerate(zip(QUIZ, option_orders(seed), strict=True), 1):
         opts = "".join(
-            f'<div><label><input type="radio" name="a" value="{k}"{" checked" if q == i and a == k else ""}> '
-            f"{html.escape(o)}</label></div>"
-            for k, o in enumerate(question.options, 1)
+            f'<div><label><input type="radio" name="a" value="{k + 1}"{" checked" if q == i and a == k + 1 else ""}> '
+            f"{html.escape(question.options[k])}</label></div>"
+            for k in order
         )
         feedback = ""
         if q == i and a is not None:
             result = check(QuizAnswer(question=i, answer=a))
             verdict = (
                 '<p class="ok" id="verdict">Right.</p>' if result["correct"]
-                else f'<p class="error" id="verdict">Not quite: the answer is option {result["right_answer"]}.</p>'
+                else f'<p class="error" id="verdict">Not quite: the answer is '
+                f"“{html.escape(question.options[question.right])}”.</p>"
             )  # fmt: skip
-            feedback = f"{verdict}<p>{html.escape(question.explanation)}</p>{live_figure(question.figure, model)}"
+            feedback = f"{verdict}<p>{html.escape(question.explanation)}</p>"
+        shown = "" if q == i and a is not None else " hidden"
         blocks.append(
-            f'<div class="question" id="quiz-{i}"><h3>Q{i}. {html.escape(question.text)}</h3>'
-            f'<form method="get" action="/lesson#quiz-{i}"><input type="hidden" name="q" value="{i}">{opts}'
-            f'<button type="submit" id="check-{i}">Check</button></form>{feedback}</div>'
+            f'<div class="question" id="quiz-{i}" data-question="{i}"><h3>Q{i}. {html.escape(question.text)}</h3>'
+            f'<form method="get" action="/lesson#quiz-{i}"><input type="hidden" name="q" value="{i}">'
+            f'<fieldset class="options"><legend class="dim">Q{i}: pick one</legend>{opts}</fieldset>'
+            f'<button type="submit" id="check-{i}">Check</button></form>'
+            f'<div class="feedback" aria-live="polite">{feedback}</div>'
+            f'<div class="evidence"{shown}>{live_figure(question.figure, model)}</div></div>'
         )
-    return "<h2>Checkpoint quiz</h2>" + "".join(blocks)
+    score = (
+        '<p id="quiz-score" aria-live="polite"></p><button type="button" id="quiz-reset">Start the quiz again</button>'
+    )
+    return '<h2 id="quiz">Checkpoint quiz</h2>' + "".join(blocks) + score
 
 
 def routes(app: FastAPI, pool: WorkerPool, model: ContextualModel | str, label: str | None = None) -> None:
@@ -248,7 +298,11 @@ def routes(app: FastAPI, pool: WorkerPool, model: ContextualModel | str, label: 
         return check(answer)
 
     @app.get("/lesson", include_in_schema=False)
-    async def lesson(q: str | None = None, a: str | None = None) -> HTMLResponse:
+    async def lesson(
+        request: HttpRequest, q: str | None = None, a: str | None = None, seed: str | None = None
+    ) -> HTMLResponse:
+        kept = request.cookies.get(QUIZ_COOKIE, "")
+        chosen = seed if seed and seed.isdigit() else kept if kept.isdigit() else str(random.randrange(10**9))
         try:
             qn = int(q) if q else None
             an = int(a) if a else None
@@ -260,12 +314,14 @@ def routes(app: FastAPI, pool: WorkerPool, model: ContextualModel | str, label: 
             qn = None  # nothing chosen: show the quiz again
         try:
             figures = await pool.run(lambda: [live_figure(k, model) for _, _, k in SECTIONS])
-            quiz_html = await pool.run(lambda: _quiz_html(model, qn, an))
+            quiz_html = await pool.run(lambda: _quiz_html(model, qn, an, int(chosen[:9])))
         except Exception as exc:  # noqa: BLE001
             status, message = error_status(exc)
             return HTMLResponse(pages.frame("Lesson", f'<p class="error">error: {html.escape(message)}</p>', label),
                                 status_code=status)  # fmt: skip
-        body = "".join(
+        body = '<p><a href="#quiz" id="skip-to-quiz">Skip to the quiz</a></p>' + "".join(
             f"<h2>{title}</h2><p>{text}</p>{fig}" for (title, text, _), fig in zip(SECTIONS, figures, strict=True)
         )
-        return HTMLResponse(pages.frame("Static vs contextual: the lesson, live", body + quiz_html, label))
+        page = HTMLResponse(pages.frame("Static vs contextual: the lesson, live", body + quiz_html, label))
+        page.set_cookie(QUIZ_COOKIE, chosen[:9], samesite="strict", httponly=True)  # no max-age: this session only
+        return page

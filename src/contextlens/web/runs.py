@@ -25,6 +25,8 @@ MAX_SENTENCES = 8  # sentences per request
 MAX_WORDS = 12  # anchor words, explore words
 MAX_TOP = 50  # neighbours, hits, listed tokens
 MAX_LAYER = 64  # |layer| accepted before the model checks its own range
+MAX_SENSE_SENTENCES = 60  # your own sentences on /explore (the built-in set has 60)
+MAX_PAIRS = 100  # your own word pairs on /rank
 
 Text = Annotated[str, Field(max_length=MAX_TEXT)]  # one sentence or query
 Word = Annotated[str, Field(max_length=100)]
@@ -53,7 +55,15 @@ class SameSenseRequest(Request):
 
 
 class ExploreRequest(Request):
-    words: list[Word] = Field(default_factory=list, max_length=MAX_WORDS, description="Empty: every built-in word.")
+    words: list[Word] = Field(
+        default_factory=list, max_length=MAX_WORDS, description="Empty: every word (of your sentences, if given)."
+    )
+    sentences: list[Text] = Field(
+        default_factory=list,
+        max_length=MAX_SENSE_SENTENCES,
+        description="Your own, one per line, target in [brackets], optionally after its sense and a bar: "
+        "money | I opened a [bank] account. Empty: the built-in set.",
+    )
     layer: int = Field(-1, ge=-MAX_LAYER, le=MAX_LAYER)
     permutations: int = Field(1000, ge=1, le=5000)
     seed: int = 0
@@ -97,6 +107,11 @@ class NeighborsRequest(Request):
 
 
 class RankRequest(Request):
+    pairs: list[Word] = Field(
+        default_factory=list,
+        max_length=MAX_PAIRS,
+        description="Your own, one pair per line: cup mug. Empty: the 20 built-in pairs.",
+    )
     template: str = Field("The word is [{word}].", max_length=200)
     layer: int = Field(-1, ge=-MAX_LAYER, le=MAX_LAYER)
     top: int = Field(5, ge=1, le=MAX_TOP)
@@ -156,8 +171,11 @@ def run_same_sense(req: SameSenseRequest, model: ContextualModel | str, _: dict[
 
 def run_explore(req: ExploreRequest, model: ContextualModel | str, _: dict[str, str]):
     from contextlens.analyses.lesson.polysemy import explore
+    from contextlens.data.sense_sentences import sense_sentences_from_lines
 
-    return explore(req.words, as_contextual(model), None, req.layer, req.permutations, req.seed)
+    own = sense_sentences_from_lines(req.sentences) if req.sentences else None
+    source = "your sentences" if own else None
+    return explore(req.words, as_contextual(model), own, req.layer, req.permutations, req.seed, source=source)
 
 
 def run_attention(req: AttentionRequest, model: ContextualModel | str, _: dict[str, str]):
@@ -188,12 +206,13 @@ def run_trace(req: TraceRequest, model: ContextualModel | str, _: dict[str, str]
 
 
 def run_rank(req: RankRequest, model: ContextualModel | str, _: dict[str, str]):
-    from contextlens.analyses.lesson.ranking import load_pairs, rank_pairs
+    from contextlens.analyses.lesson.ranking import load_pairs, pairs_from_lines, rank_pairs
 
     in_template("word", req.template)
+    pairs = pairs_from_lines(req.pairs) if req.pairs else load_pairs(None)
     return rank_pairs(
-        load_pairs(None), as_contextual(model), served_static(req.static, False), template=req.template,
-        layer=req.layer, top=req.top, source="built-in pairs",
+        pairs, as_contextual(model), served_static(req.static, False), template=req.template,
+        layer=req.layer, top=req.top, source="your pairs" if req.pairs else "built-in pairs",
     )  # fmt: skip
 
 

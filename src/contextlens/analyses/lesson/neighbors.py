@@ -63,6 +63,10 @@ def neighbors(
     """Nearest words to ``word`` (+ ``positive`` - ``negative``), or the answers to ``analogy`` (b - a + c)."""
     if top < 1:
         raise InputError(f"`top` must be at least 1, got {top}")
+    if analogy is not None and analogy.strip() and (word or positive or negative):
+        raise InputError(
+            "give either `analogy` or `word` (with `positive`/`negative`), not both: an analogy would ignore the words"
+        )
     model = as_static(static)
     if analogy is not None and analogy.strip():
         a, b, c = parse_analogy(analogy)

@@ -18,7 +18,7 @@ its mean and spread, and where the cosine falls among random pairs of different 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -88,6 +88,8 @@ class WordExploration:
     pca: np.ndarray = field(repr=False)  # (n, 2) at the chosen layer
     pca_explained: list[float]
     baseline: CosineBaseline | None = field(default=None, repr=False)  # the model's random-word cosines
+    pcas: np.ndarray | None = field(default=None, repr=False)  # (layers, n, 2): the PCA at every layer
+    pcas_explained: list[list[float]] | None = None  # per layer: what the two components explain
 
     @property
     def mean_cosines(self) -> list[float]:
@@ -112,6 +114,13 @@ class WordExploration:
     def chosen_baseline(self) -> dict[str, float] | None:
         """The baseline beside the mean pairwise cosine at the chosen layer."""
         return self.layer_baselines()[self.layers.index(self.layer)]
+
+    def at_layer(self, layer: int) -> WordExploration:
+        """The same word shown at another of its layers (a face's layer slider; no new forward)."""
+        k = self.layers.index(layer)
+        if self.pcas is None or self.pcas_explained is None:
+            raise InputError(f"the PCA of {self.word!r} was kept at layer {self.layer} only")
+        return replace(self, layer=layer, pca=self.pcas[k], pca_explained=self.pcas_explained[k])
 
     @property
     def labelled(self) -> bool:
@@ -212,6 +221,13 @@ class Exploration:
     def layer_label(self) -> str:
         """``layer 6`` or ``layer 6 (auto: best sense separation on dev lemmas (eval wic))``."""
         return self.layer_choice.label() if self.layer_choice is not None else f"layer {self.layer}"
+
+    def at_layer(self, layer: int) -> Exploration:
+        """The same words shown (and ranked by spread) at another layer: a face's layer slider."""
+        words = sorted((w.at_layer(layer) for w in self.words), key=lambda w: -w.spread)
+        # "auto" named the layer it chose: at another layer the label says that layer alone
+        choice = self.layer_choice if self.layer_choice is not None and self.layer_choice.layer == layer else None
+        return replace(self, layer=layer, words=words, layer_choice=choice)
 
     @property
     def p_floor(self) -> float:
@@ -352,6 +368,8 @@ def _explore_word(word, group, encs, chosen, permutations, seed) -> WordExplorat
         p_values=pvals,
         pca=_pca(stack[layers.index(chosen)]),
         pca_explained=_pca_explained(stack[layers.index(chosen)]),
+        pcas=np.stack([_pca(x) for x in stack]),
+        pcas_explained=[_pca_explained(x) for x in stack],
     )
 
 

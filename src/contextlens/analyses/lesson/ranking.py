@@ -50,6 +50,20 @@ def load_pairs(path: Path | str | None = None) -> list[WordPair]:
     return pairs
 
 
+def pairs_from_lines(lines: Sequence[str], field: str = "pairs") -> list[WordPair]:
+    """Pairs typed one per line, as a page takes them: two words apart by a space, tab or comma.
+    Errors name ``field`` and the line."""
+    pairs = []
+    for n, line in enumerate(lines, 1):
+        words = [w for w in line.replace(",", " ").split() if w]
+        if len(words) != 2:
+            raise InputError(
+                f"`{field}` line {n}: {line.strip()[:80]!r} is not two words; write one pair per line: cup mug"
+            )
+        pairs.append(WordPair(words[0], words[1], f"{field} line {n}"))
+    return pairs
+
+
 def kendall_tau_b(x: Sequence[float], y: Sequence[float]) -> tuple[float, int, int]:
     """Kendall's tau-b of two rankings, with the numbers of concordant and discordant pairs."""
     x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)

@@ -1,0 +1,111 @@
+"""Two lesson sections as HTML: the three kinds of embedding for one text, and the cost of a dimension.
+
+The numbers come from the analyses (``analyses/lesson/kinds.py``; ``analyses/search/capacity.py``
+for FAISS and ``analyses/search/pg_capacity.py`` for pgvector, whose HNSW page formula matched the
+page counts measured on a real PostgreSQL at 384, 768, 1024 and 1536 dimensions, docs/search.md);
+this module only lays them out.
+"""
+
+from __future__ import annotations
+
+import html
+
+from contextlens.core.contextual_models import ContextualModel, as_contextual
+from contextlens.errors import InputError
+
+TEXTS = ("We walked along the river [bank].", "I opened a [bank] account.")
+COUNT = 1_000_000  # vectors in the cost table
+STATIC = "glove-50d"
+WIDE = '<div style="overflow-x:auto;max-width:100%">'  # a wide table scrolls on a phone, the page does not
+
+
+def kinds_section(model: ContextualModel | str) -> str:
+    """The table of :func:`~contextlens.analyses.lesson.kinds.three_kinds` for the lesson's two texts."""
+    from contextlens.analyses.lesson.kinds import three_kinds
+
+    result = three_kinds(list(TEXTS), as_contextual(model), STATIC)
+    rows = "".join(
+        f"<tr><td><b>{html.escape(k.kind)}</b></td><td>{html.escape(k.source)}</td><td>{html.escape(k.unit)}</td>"
+        f"<td>{k.dimensions}</td><td>{' / '.join(map(str, k.vectors_per_text))}</td><td>{4 * k.dimensions:,}</td>"
+        f"<td>{k.norm:.3f}</td><td><b>{k.cosine:.4f}</b></td><td>{_baseline(k)}</td><td>{html.escape(k.context)}</td></tr>"
+        for k in result.kinds
+    )
+    texts = " and ".join(f"“{html.escape(t)}”" for t in TEXTS)
+    return (
+        f'<p id="kinds-what">The same two texts, {texts}, through each kind. “vectors per text” is how many '
+        "vectors each text yields (words for the static table, tokens for the model, one for the sentence); the "
+        "cosine is between the two texts' vectors (for the word kinds, of “bank”); beside the hidden state, the "
+        "mean cosine of random pairs of different words at that layer, and where this pair falls among them.</p>"
+        f"{WIDE}<table id='kinds'><tr><th>kind</th><th>model</th><th>one vector stands for</th>"
+        "<th>dimensions</th><th>vectors per text</th><th>bytes per vector (float32)</th><th>norm (text 1)</th>"
+        f"<th>cosine text 1 vs 2</th><th>random different words (mean; percentile)</th><th>what the cosine says</th>"
+        f"</tr>{rows}</table></div>"
+    )
+
+
+def _baseline(k) -> str:
+    if k.baseline is None:
+        return "—"
+    return f"{k.baseline:.4f}; this pair at p{k.percentile:.1f}"
+
+
+def cost_rows(dims: list[int], count: int = COUNT) -> list[dict[str, object]]:
+    """Bytes of ``count`` vectors per dimension: FAISS flat, sq8 and HNSW, pgvector HNSW on vector and
+    halfvec (index and table), each by the project's formulas."""
+    from contextlens.analyses.search.capacity import estimate
+    from contextlens.analyses.search.index_config import IndexConfig
+    from contextlens.analyses.search.pg_capacity import pg_estimate
+    from contextlens.analyses.search.pg_index import PgIndexConfig
+
+    def pg(dtype: str, d: int) -> int | None:
+        """None where pgvector refuses the index (HNSW on vector stops at 2,000 dimensions)."""
+        try:
+            found = pg_estimate(PgIndexConfig("hnsw", dtype=dtype), count, d)
+        except InputError:
+            return None
+        return found.index_bytes + found.table_bytes
+
+    return [
+        {
+            "dimensions": d,
+            "flat": estimate(IndexConfig("flat"), count, d).bytes,
+            "sq8": estimate(IndexConfig("sq8"), count, d).bytes,
+            "faiss_hnsw": estimate(IndexConfig("hnsw"), count, d).bytes,
+            "pg_vector_hnsw": pg("float32", d),
+            "pg_halfvec_hnsw": pg("float16", d),
+        }
+        for d in dims
+    ]
+
+
+def cost_section(model: ContextualModel | str) -> str:
+    """A table beside the cost figure: memory grows with vectors x dimensions, and by the engine's rule."""
+    loaded = as_contextual(model)
+    served = loaded.hidden_size
+    dims = sorted({50, served, 768, 1024, 1536, 3072})
+    gib = 2**30
+
+    def name(d: int) -> str:
+        return f"{d}{' (glove-50d)' if d == 50 else ''}{f' ({html.escape(loaded.name)})' if d == served else ''}"
+
+    rows = "".join(
+        f"<tr><td>{name(r['dimensions'])}</td>"
+        + "".join(
+            f"<td>{r[c] / gib:.2f}</td>" if r[c] is not None else "<td>refused (over 2,000)</td>"
+            for c in ("flat", "sq8", "faiss_hnsw", "pg_vector_hnsw", "pg_halfvec_hnsw")
+        )
+        + "</tr>"
+        for r in cost_rows(dims)
+    )
+    return (
+        f'<p id="cost-what">In production the memory of an index is about vectors × dimensions × bytes per value: '
+        f"{COUNT:,} vectors of {served} float32 dimensions ({html.escape(loaded.name)}) take "
+        f"{COUNT * served * 4 / gib:.2f} GiB before any index structure. Below, GiB for {COUNT:,} vectors by the "
+        "project's capacity formulas: FAISS (flat = the raw vectors; sq8 = one byte per dimension; HNSW adds the "
+        "graph) and PostgreSQL with pgvector (HNSW index plus table; its page formula matched the measured "
+        "page counts exactly at 384–1536 dimensions, docs/search.md). pgvector keeps whole tuples on 8 KiB pages, "
+        "so there an HNSW index of 1024 dimensions is as big as one of 1536 (one element per page).</p>"
+        f"{WIDE}<table id='cost'><tr><th>dimensions</th><th>FAISS flat</th><th>FAISS sq8</th>"
+        "<th>FAISS HNSW</th><th>pgvector HNSW, vector</th><th>pgvector HNSW, halfvec</th></tr>"
+        f"{rows}</table></div>"
+    )

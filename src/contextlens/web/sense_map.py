@@ -1,0 +1,233 @@
+"""The sense map page and its two endpoints, over the corpora served with ``serve --corpus NAME=DIR``.
+
+A request names a served corpus by its NAME only; the folder behind it was checked when the server
+started. ``POST /api/sense-map`` answers the whole map (every extracted layer) at once, so the
+page's layer slider redraws in the browser with no request; a clicked point asks
+``POST /api/corpus-search`` (the document of ``contextlens corpus search --json``) for the
+occurrences nearest it.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from pathlib import Path
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.responses import HTMLResponse, JSONResponse
+from pydantic import Field
+
+from contextlens.core.contextual_models import ContextualModel
+from contextlens.errors import InputError
+from contextlens.reports.interactive import LAYOUT, PLOT_CONFIG
+from contextlens.web import html as pages
+from contextlens.web.runs import MAX_TEXT, MAX_TOP, Word
+from contextlens.web.runs import Request as Schema
+from contextlens.web.serving import WorkerPool, error_status
+
+TITLE = "Sense map: one word across a corpus"
+NOT_SERVED = (
+    '<p class="error">No corpus is served: extract one with <code>contextlens corpus extract CORPUS --word bank '
+    "--out DIR</code> and start <code>contextlens serve --corpus NAME=DIR</code>.</p>"
+)
+
+
+class SenseMapRequest(Schema):
+    corpus: str = Field(max_length=100, description="Name of a corpus served with --corpus NAME=DIR.")
+    word: Word = Field(min_length=1, description="A word the corpus extraction holds.")
+    k: str = Field("auto", max_length=4, description="Senses per layer: auto (silhouette) or a number 1..8.")
+    seed: int = Field(0, ge=0, le=2**31 - 1)
+
+
+class CorpusSearchRequest(Schema):
+    corpus: str = Field(max_length=100, description="Name of a corpus served with --corpus NAME=DIR.")
+    like: str = Field(min_length=1, max_length=MAX_TEXT, description="An example occurrence, target in [brackets].")
+    layer: int | None = Field(None, ge=-64, le=64, description="An extracted layer (default: the top one).")
+    top: int = Field(10, ge=1, le=MAX_TOP)
+
+
+def served_folder(name: str, corpora: dict[str, str]) -> Path:
+    """The folder served as ``name``; an unknown name lists the served ones (never a path)."""
+    if name not in corpora:
+        served = ", ".join(sorted(corpora)) or "none (start serve with --corpus NAME=DIR)"
+        raise InputError(f"no corpus named {name!r} is served; served corpora: {served}")
+    return Path(corpora[name])
+
+
+def _k(value: str) -> str | int:
+    value = value.strip().lower()
+    if value == "auto":
+        return value
+    if not value.isdigit():
+        raise InputError(f"`k` must be auto or a number of senses 1..8, got {value!r}")
+    return int(value)
+
+
+def run_sense_map(req: SenseMapRequest, corpora: dict[str, str]):
+    from contextlens.analyses.corpus.sense_map import sense_map
+
+    return sense_map(served_folder(req.corpus, corpora), req.word, _k(req.k), req.seed, corpus=req.corpus)
+
+
+def run_corpus_search(req: CorpusSearchRequest, model: ContextualModel, corpora: dict[str, str]):
+    from contextlens.analyses.corpus.manifest import require_manifest
+    from contextlens.analyses.corpus.occurrence_search import search_occurrences
+
+    folder = served_folder(req.corpus, corpora)
+    manifest = require_manifest(folder)
+    mine = (manifest.model, manifest.precision, manifest.runtime) == (model.name, model.precision, model.runtime)
+    return search_occurrences(folder, req.like, req.layer, req.top, model=model if mine else None)
+
+
+def _form(values: dict[str, Any], corpora: dict[str, str], error: str | None) -> str:
+    opts = "".join(
+        f"<option{' selected' if n == values.get('corpus') else ''}>{html.escape(n)}</option>" for n in sorted(corpora)
+    )
+    word = html.escape(str(values.get("word") or ""))
+    k = html.escape(str(values.get("k") or "auto"))
+    err = f'<div class="error" id="error" role="alert">error: {html.escape(error)}</div>' if error else ""
+    return (
+        '<form method="get" action="/sense-map">'
+        f'<div><label for="f-corpus">corpus</label><select id="f-corpus" name="corpus">{opts}</select></div>'
+        f'<div><label for="f-word">word</label><input type="text" id="f-word" name="word" value="{word}"></div>'
+        f'<div><label for="f-k">k</label><input type="text" id="f-k" name="k" value="{k}"> '
+        '<small style="color:#6b7280">Senses per layer: auto (silhouette) or a number 1..8.</small></div>'
+        f'{err}<button id="go" type="submit">Run</button></form>'
+    )
+
+
+def map_block(document: dict[str, Any], layer: int | None) -> str:
+    """The map's figure, slider, summary and nearest list; the data inline, drawn by SCRIPT."""
+    layers = [entry["layer"] for entry in document["layers"]]
+    start = layers.index(layer) if layer in layers else len(layers) - 1
+    data = json.dumps(document).replace("</", "<\\/")
+    config = json.dumps(PLOT_CONFIG)
+    layout = json.dumps({**LAYOUT, "height": 480, "margin": {"t": 40, "l": 40, "r": 10, "b": 40}})
+    n = len(document["occurrences"])
+    return (
+        f'<p id="what">Each dot is one occurrence of <b>{html.escape(document["word"])}</b> in the corpus '
+        f"<b>{html.escape(document['corpus'])}</b> ({n} occurrences, {html.escape(document['model'])} "
+        f"{html.escape(document['backend'])}), placed by {html.escape(document['projection'])}, coloured by the sense "
+        "induced at that layer (k-means, k by silhouette). Hover a dot for its sentence; click it for the "
+        "occurrences nearest it at that layer (corpus search); move the slider to change layer.</p>"
+        f'<div><label for="layer">layer</label><input type="range" id="layer" min="0" max="{len(layers) - 1}" '
+        f'value="{start}" aria-valuetext="layer {layers[start]}"> <output id="layer-out">layer {layers[start]}'
+        "</output></div>"
+        '<div id="sense-map" class="figure"></div>'
+        '<div id="summary"></div><h3>Nearest occurrences</h3>'
+        '<div id="nearest" aria-live="polite"><p>Click a dot.</p></div>'
+        f'<script id="sense-data" type="application/json">{data}</script>'
+        f"<script>var SM_CONFIG={config}, SM_LAYOUT={layout};{SCRIPT}</script>"
+    )
+
+
+SCRIPT = """
+(function () {
+  var doc = JSON.parse(document.getElementById('sense-data').textContent);
+  var slider = document.getElementById('layer'), out = document.getElementById('layer-out');
+  var WIDE = '<div style="overflow-x:auto;max-width:100%">';  // a wide table scrolls in its box on a phone
+  var colours = ['#1d4ed8', '#dc2626', '#15803d', '#d97706', '#7c3aed', '#0891b2', '#db2777', '#4b5563'];
+  function esc(s) { var d = document.createElement('div'); d.textContent = s; return d.innerHTML; }
+  function hover(o) {
+    var s = o.sentence, a = o.start, b = o.end;
+    return esc(s.slice(Math.max(0, a - 60), a)) + '<b>' + esc(s.slice(a, b)) + '</b>' + esc(s.slice(b, b + 60));
+  }
+  function senseName(s) {  // short: a phone's legend does not wrap; the table below has the full names
+    var w = s.distinctive_words.slice(0, 2).join(', ');
+    var g = s.gloss ? s.gloss.synset : '';
+    var name = 'sense ' + (s.cluster + 1) + ' (' + s.size + ')' + (w ? ': ' + w : '') + (g ? ' · ' + g : '');
+    return name.length > 38 ? name.slice(0, 37) + '…' : name;
+  }
+  function draw() {
+    var L = doc.layers[+slider.value], traces = [];
+    out.textContent = 'layer ' + L.layer; slider.setAttribute('aria-valuetext', 'layer ' + L.layer);
+    L.senses.forEach(function (s) {
+      var idx = []; L.labels.forEach(function (c, i) { if (c === s.cluster) idx.push(i); });
+      traces.push({type: 'scatter', mode: 'markers', name: esc(senseName(s)),
+        x: idx.map(function (i) { return L.x[i]; }), y: idx.map(function (i) { return L.y[i]; }),
+        customdata: idx, text: idx.map(function (i) { return hover(doc.occurrences[i]); }),
+        hovertemplate: '%{text}<extra></extra>', marker: {size: 9, color: colours[s.cluster % colours.length]}});
+    });
+    var layout = Object.assign({}, SM_LAYOUT, {title: {text: esc(doc.word) + ' at layer ' + L.layer + ': k = ' +
+      L.k + (L.silhouette === null ? '' : ', silhouette ' + L.silhouette.toFixed(3))},
+      legend: {orientation: 'h', y: -0.2}, xaxis: {title: {text: 'PC 1'}}, yaxis: {title: {text: 'PC 2'}}});
+    Plotly.react('sense-map', traces, layout, SM_CONFIG);
+    var rows = L.senses.map(function (s) {
+      return '<tr><td>' + (s.cluster + 1) + '</td><td>' + s.size + '</td><td>' + esc(s.distinctive_words.join(', ')) +
+        '</td><td>' + (s.gloss ? esc(s.gloss.synset + ': ' + s.gloss.definition) + ' (' + s.gloss.cosine.toFixed(3) +
+        ')' : '—') + '</td></tr>';
+    }).join('');
+    document.getElementById('summary').innerHTML = WIDE + '<table id="senses"><tr><th>sense</th><th>occurrences</th>' +
+      '<th>distinctive words</th><th>nearest WordNet sense (cosine)</th></tr>' + rows + '</table></div>' +
+      '<p>silhouette per k: ' + esc(Object.entries(L.silhouettes).map(function (e) {
+        return 'k=' + e[0] + ' ' + e[1].toFixed(3); }).join(', ')) + ' (k = 1 when none reaches the floor)</p>';
+    var u = new URL(location.href); u.searchParams.set('layer', L.layer); history.replaceState(null, '', u);
+  }
+  function nearest(i) {
+    var L = doc.layers[+slider.value], o = doc.occurrences[i], box = document.getElementById('nearest');
+    box.innerHTML = '<p>searching…</p>';
+    fetch('/api/corpus-search', {method: 'POST', headers: {'Content-Type': 'application/json'},
+      body: JSON.stringify({corpus: doc.corpus, like: o.marked, layer: L.layer, top: 8})})
+      .then(function (r) { return r.json(); }).then(function (d) {
+        if (d.error) { box.innerHTML = '<p class="error">error: ' + esc(d.error) + '</p>'; return; }
+        box.innerHTML = '<p id="nearest-of">Nearest to: ' + hover(o) + ' (layer ' + d.layer + ', ' + d.searched +
+          ' occurrences searched)</p>' + WIDE + '<table id="nearest-table">' +
+          '<tr><th>rank</th><th>cosine</th><th>occurrence</th></tr>' + d.hits.map(function (h) {
+            return '<tr><td>' + h.rank + '</td><td>' + h.cosine.toFixed(4) + '</td><td>' + hover(h) + '</td></tr>';
+          }).join('') + '</table></div>';
+      }).catch(function (e) { box.innerHTML = '<p class="error">error: ' + esc(String(e)) + '</p>'; });
+  }
+  slider.addEventListener('input', draw);
+  draw();
+  document.getElementById('sense-map').on('plotly_click', function (ev) { nearest(ev.points[0].customdata); });
+})();
+"""
+
+
+def _error(exc: BaseException) -> JSONResponse:
+    status, message = error_status(exc)
+    return JSONResponse({"error": message, "status": status}, status_code=status)
+
+
+def routes(app: FastAPI, pool: WorkerPool, model: ContextualModel, label: str, corpora: dict[str, str]) -> None:
+    """The page and the two endpoints on the served ``corpora`` (name -> folder)."""
+
+    @app.post("/api/sense-map", summary="Sense map of one word in a served corpus")
+    async def api_map(body: SenseMapRequest) -> JSONResponse:
+        """Every extracted layer: the occurrences' PCA coordinates, induced senses, silhouettes."""
+        try:
+            return JSONResponse((await pool.run(lambda: run_sense_map(body, corpora))).to_dict())
+        except Exception as exc:  # noqa: BLE001 - one JSON line
+            return _error(exc)
+
+    @app.post("/api/corpus-search", summary="Occurrences of a served corpus nearest an example")
+    async def api_search(body: CorpusSearchRequest) -> JSONResponse:
+        """The document `contextlens corpus search --json` prints for the served corpus."""
+        try:
+            return JSONResponse((await pool.run(lambda: run_corpus_search(body, model, corpora))).to_dict())
+        except Exception as exc:  # noqa: BLE001
+            return _error(exc)
+
+    @app.get("/sense-map", include_in_schema=False)
+    async def page(request: Request) -> HTMLResponse:
+        if not corpora:
+            return HTMLResponse(pages.frame(TITLE, NOT_SERVED, label))
+        query = request.query_params
+        values = pages.query_to_request(SenseMapRequest, query)
+        values.setdefault("corpus", sorted(corpora)[0])
+        if "word" not in values:  # first visit: the corpus's first word, not run yet
+            from contextlens.analyses.corpus.manifest import read_manifest
+
+            manifest = read_manifest(Path(corpora[values["corpus"]])) if values["corpus"] in corpora else None
+            values["word"] = manifest.targets[0] if manifest and manifest.targets else ""
+            return HTMLResponse(pages.frame(TITLE, _form(values, corpora, None), label))
+        status, error, block = 200, None, ""
+        try:
+            req = SenseMapRequest.model_validate(values)
+            result = await pool.run(lambda: run_sense_map(req, corpora))
+            layer = query.get("layer")
+            block = map_block(result.to_dict(), int(layer) if layer and layer.lstrip("-").isdigit() else None)
+        except Exception as exc:  # noqa: BLE001 - shown beside the input, never a trace
+            status, error = error_status(exc)
+        return HTMLResponse(pages.frame(TITLE, _form(values, corpora, error) + block, label), status_code=status)

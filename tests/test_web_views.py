@@ -1,0 +1,317 @@
+"""The new views in a real browser: the attention model view and the sense map over a served corpus.
+
+Headless Chromium (Playwright) on a real server of minilm with a real extraction folder served as
+``demo``; every request that leaves 127.0.0.1 is aborted and fails the test. The tests click what a
+user clicks: a head's strip, a token button, a dot of the map, the slider's arrow keys.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import threading
+import time
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+
+from tests.helpers import CHROMIUM, run_cli
+
+SHOTS = os.environ.get("CONTEXTLENS_WEB_SCREENSHOTS")  # folder: also write the docs screenshots
+needs_chromium = pytest.mark.skipif(not shutil.which(CHROMIUM), reason=f"no Chromium at {CHROMIUM}")
+
+RIVER = [
+    "The river bank was muddy after the rain.",
+    "We walked along the grassy bank of the stream.",
+    "Fish hid under the bank where the water was deep.",
+    "The canoe drifted toward the far bank.",
+    "Reeds grew thick on the bank of the pond.",
+    "The children sat on the bank and watched the ducks.",
+]
+MONEY = [
+    "The bank raised its interest rates.",
+    "She opened an account at the bank.",
+    "The bank approved the loan on Monday.",
+    "He robbed a bank in the city centre.",
+    "The central bank cut rates again.",
+    "My bank charges a fee for transfers.",
+]
+SENTENCE = "The river [bank] flooded."
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory, minilm) -> Path:
+    from contextlens.analyses.corpus.extract import extract_corpus
+
+    tmp = tmp_path_factory.mktemp("sense-map")
+    (tmp / "c.txt").write_text("\n".join(RIVER + MONEY) + "\n")
+    extract_corpus(str(tmp / "c.txt"), ["bank"], tmp / "x", model="minilm", layers=[0, 2, 4, 6], chunk_chars=120)
+    return tmp / "x"
+
+
+@pytest.fixture(scope="module")
+def server(minilm, corpus):
+    import uvicorn
+
+    from contextlens.web.app import create_app
+
+    port = _free_port()
+    app = create_app("minilm", corpora={"demo": str(corpus)})
+    srv = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=srv.run, daemon=True)
+    thread.start()
+    for _ in range(200):
+        if srv.started:
+            break
+        time.sleep(0.05)
+    yield f"http://127.0.0.1:{port}"
+    srv.should_exit = True
+    thread.join(10)
+
+
+@pytest.fixture()
+def client(minilm, corpus):
+    from fastapi.testclient import TestClient
+
+    from contextlens.web.app import create_app
+
+    return TestClient(create_app("minilm", corpora={"demo": str(corpus)}), base_url="http://127.0.0.1")
+
+
+@pytest.fixture()
+def page(browser, server):
+    """A fresh page; every non-local request is aborted and remembered, and fails the test."""
+    local = urlsplit(server).netloc
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    pg = context.new_page()
+    leaks: list[str] = []
+
+    def route(r):
+        if urlsplit(r.request.url).netloc == local:
+            r.continue_()
+        else:
+            leaks.append(r.request.url)
+            r.abort()
+
+    pg.route("**/*", route)
+    yield pg
+    assert leaks == [], f"requests left localhost: {leaks}"
+    context.close()
+
+
+# --- the model view ---------------------------------------------------------------------------
+
+
+def test_model_view_cells_are_the_apis_per_head_rows(client, minilm):
+    page = client.get("/model-view", params={"sentence": SENTENCE})
+    assert page.status_code == 200
+    doc = client.post("/api/attention", json={"sentences": [SENTENCE]}).json()["sentences"][0]
+    assert page.text.count('class="cell" id="cell-') == minilm.num_layers * minilm.num_heads == 72
+    import re
+
+    row = re.search(r'id="cell-3-5"[^>]*data-row="([^"]+)"', page.text).group(1)
+    assert [float(v) for v in row.split(",")] == pytest.approx(doc["per_head"][2][5], abs=1e-4)
+    assert "6 layers x 12 heads = 72 heads of minilm" in page.text
+    top = re.search(r'<table id="model-view-top">.*?</table>', page.text).group(0)
+    assert top.count("<tr>") == 7  # a header and one row per layer, the numbers beside the strips
+    first = max(range(len(doc["tokens"])), key=lambda i: doc["head_mean"][0][i])
+    assert f"<tr><td>1</td><td>{doc['tokens'][first]} {doc['head_mean'][0][first]:.2f}" in top
+    assert 'class="tok target"' in page.text  # the target's token button is marked
+
+
+def test_model_view_bad_marker_is_one_line_beside_the_input(client):
+    page = client.get("/model-view", params={"sentence": "The river bank flooded."})
+    assert page.status_code == 400 and "no [marked] target in" in page.text
+    assert "Traceback" not in page.text and "--word" not in page.text  # the page's field is `word`
+
+
+@needs_chromium
+def test_model_view_click_a_token_then_a_cell_opens_that_heads_token_map(page, server):
+    page.goto(f"{server}/model-view?sentence=The+river+[bank]+flooded.")
+    assert len(page.query_selector_all("a.cell")) == 72
+    page.click("#tokens .tok:text-is('river')")
+    assert page.get_attribute("#model-view", "data-sel") == "2"  # [CLS] the river: its bar is lit in every head
+    assert page.eval_on_selector("#cell-1-0 rect.t2", "r => getComputedStyle(r).fill") == "rgb(220, 38, 38)"
+    if SHOTS:
+        Path(SHOTS).mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(Path(SHOTS) / "web-model-view.png"), full_page=True)
+    page.click("#cell-3-5")
+    page.wait_for_selector(".plotly-graph-div .main-svg", timeout=30_000)
+    url = urlsplit(page.url)
+    query = parse_qs(url.query)
+    assert url.path == "/attention" and query["layer"] == ["3"] and query["head"] == ["5"]
+    assert query["s"] == [SENTENCE]
+
+
+# --- the sense map ----------------------------------------------------------------------------
+
+
+def test_sense_map_api_every_layer_with_senses_and_coordinates(client):
+    doc = client.post("/api/sense-map", json={"corpus": "demo", "word": "bank"}).json()
+    assert [entry["layer"] for entry in doc["layers"]] == [0, 2, 4, 6]
+    assert len(doc["occurrences"]) == 12 and doc["model"] == "minilm"
+    top = doc["layers"][-1]
+    assert len(top["x"]) == len(top["y"]) == len(top["labels"]) == 12
+    # minilm at layer 6 splits the river banks from the money banks
+    assert top["k"] == 2 and len(set(top["labels"][:6])) == 1 and set(top["labels"][:6]) != set(top["labels"][6:])
+    assert doc["occurrences"][0]["marked"] == "The river [bank] was muddy after the rain."
+
+
+def test_a_corpus_is_named_never_a_path(client, corpus):
+    for name in (str(corpus), "/etc", "../x"):
+        answer = client.post("/api/sense-map", json={"corpus": name, "word": "bank"})
+        assert answer.status_code == 400
+        error = answer.json()["error"]
+        assert error.startswith("no corpus named ") and error.endswith("is served; served corpora: demo")
+        assert str(corpus) not in error  # the folder's path is never echoed
+    answer = client.post("/api/corpus-search", json={"corpus": "/tmp", "like": SENTENCE})
+    assert answer.status_code == 400 and "served corpora: demo" in answer.json()["error"]
+    missing = client.post("/api/sense-map", json={"corpus": "demo", "word": "cat"}).json()["error"]
+    assert missing == "'cat' was not extracted in demo; its words: bank"  # the served name, not the folder
+    assert client.post("/api/sense-map", json={"corpus": "demo", "word": "bank", "k": "x"}).status_code == 400
+
+
+def test_corpus_search_endpoint_is_the_clis_document(client, corpus):
+    from contextlens.analyses.corpus.occurrence_search import search_occurrences
+
+    web = client.post("/api/corpus-search", json={"corpus": "demo", "like": SENTENCE, "layer": 4, "top": 5}).json()
+    api = search_occurrences(corpus, SENTENCE, 4, 5).to_dict()
+    assert [h["sentence"] for h in web["hits"]] == [h["sentence"] for h in api["hits"]]
+    assert [h["cosine"] for h in web["hits"]] == pytest.approx([h["cosine"] for h in api["hits"]], abs=1e-6)
+
+
+def test_serve_refuses_a_corpus_that_is_not_an_extraction(tmp_path):
+    result = run_cli("serve", "--port", str(_free_port()), "--model", "minilm", "--corpus", f"x={tmp_path}")
+    assert result.returncode == 2 and "is not a corpus extraction folder" in result.stderr
+    assert "Traceback" not in result.stderr
+    result = run_cli("serve", "--port", str(_free_port()), "--corpus", "nofolder")
+    assert result.returncode == 2 and "is not NAME=DIR" in result.stderr
+
+
+@needs_chromium
+def test_sense_map_slider_redraws_in_the_page_and_a_clicked_dot_lists_its_nearest(page, server):
+    navigations: list[str] = []  # requests for a document: a reload would make one
+    page.goto(f"{server}/sense-map?corpus=demo&word=bank")
+    page.wait_for_selector("#sense-map .main-svg", timeout=30_000)
+    page.on("request", lambda r: r.resource_type == "document" and navigations.append(r.url))
+    page.evaluate("window.__same_page = true")
+    assert page.text_content("#layer-out") == "layer 6"
+    page.focus("#layer")
+    for expected in ("layer 4", "layer 2", "layer 0", "layer 0"):
+        page.keyboard.press("ArrowLeft")
+        assert page.text_content("#layer-out") == expected
+    assert "layer 0" in page.text_content("#sense-map .gtitle")
+    assert page.evaluate("document.activeElement.id") == "layer" and navigations == []
+    assert page.evaluate("window.__same_page") is True
+    assert parse_qs(urlsplit(page.url).query)["layer"] == ["0"]  # the URL reproduces the view
+    for _ in range(3):
+        page.keyboard.press("ArrowRight")
+    assert page.text_content("#layer-out") == "layer 6" and navigations == []
+    assert len(page.query_selector_all("#senses tr")) == 3  # a header and the two senses
+    if SHOTS:
+        page.screenshot(path=str(Path(SHOTS) / "web-sense-map.png"), full_page=True)
+    # hover then click the first dot of the first sense: its sentence in the hover, then the nearest list
+    box = page.query_selector_all("#sense-map .scatterlayer .trace .points path")[0].bounding_box()
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    page.wait_for_selector("#sense-map .hoverlayer .hovertext", timeout=10_000)
+    hover = page.text_content("#sense-map .hoverlayer .hovertext")
+    assert "bank" in hover and any(hover.strip() in s or s.startswith(hover.strip()[:20]) for s in RIVER + MONEY)
+    page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    page.wait_for_selector("#nearest-table", timeout=30_000)
+    rows = page.query_selector_all("#nearest-table tr")[1:]
+    assert len(rows) == 8
+    first = rows[0].query_selector_all("td")
+    assert first[0].text_content() == "1" and float(first[1].text_content()) == pytest.approx(1.0, abs=1e-3)
+    if SHOTS:
+        page.screenshot(path=str(Path(SHOTS) / "web-sense-map-nearest.png"), full_page=True)
+
+
+# --- the lesson's two new sections ------------------------------------------------------------
+
+
+@needs_chromium
+def test_the_lessons_kinds_and_cost_tables_show_and_fit_a_phone(browser, server):
+    for width in (1280, 390):
+        context = browser.new_context(viewport={"width": width, "height": 900})
+        pg = context.new_page()
+        pg.goto(f"{server}/lesson")
+        kinds = pg.query_selector_all("#kinds tr")
+        assert len(kinds) == 5  # a header and four kinds
+        assert [c.text_content() for c in kinds[1].query_selector_all("td")][:4] == [
+            "static word vector", "glove-50d", "one word type, any sentence", "50",
+        ]  # fmt: skip
+        assert len(pg.query_selector_all("#cost tr")) == 7
+        # a wide table scrolls inside its box; the page itself is no wider than the window
+        assert pg.evaluate("document.querySelector('#kinds').parentElement.clientWidth") <= width
+        if SHOTS:
+            Path(SHOTS).mkdir(parents=True, exist_ok=True)
+            for name in ("kinds", "cost"):  # from the section's sentence to the end of its table, page coordinates
+                top, bottom = pg.evaluate(
+                    "n => [document.getElementById(n + '-what').getBoundingClientRect().top + scrollY,"
+                    " document.getElementById(n).getBoundingClientRect().bottom + scrollY]",
+                    name,
+                )
+                clip = {"x": 0, "y": top - 40, "width": width, "height": bottom - top + 50}
+                pg.screenshot(path=str(Path(SHOTS) / f"web-lesson-{name}-{width}.png"), clip=clip, full_page=True)
+        context.close()
+
+
+NEW_PAGES = {
+    "model-view": "/model-view?sentence=The+river+[bank]+flooded.",
+    "sense-map": "/sense-map?corpus=demo&word=bank",
+}
+
+
+@pytest.mark.skipif(not SHOTS, reason="set CONTEXTLENS_WEB_SCREENSHOTS=folder to write the docs screenshots")
+def test_screenshots_of_the_new_views_at_390_and_1280(browser, server):
+    out = Path(SHOTS)
+    out.mkdir(parents=True, exist_ok=True)
+    for width in (390, 1280):
+        context = browser.new_context(viewport={"width": width, "height": 900})
+        pg = context.new_page()
+        for name, path in NEW_PAGES.items():
+            pg.goto(server + path)
+            pg.wait_for_load_state("networkidle")
+            pg.screenshot(path=str(out / f"web-{name}-{width}.png"), full_page=True)
+        context.close()
+
+
+def test_model_view_on_onnx_fp32_draws_the_lean_attention_graphs_weights(client, minilm_onnx):
+    """An fp32 ONNX model has attention weights (the checked ONNX attention graph): the model view
+    draws them, the same cells as the torch server's within the graph's tolerance (was one error line)."""
+    import re
+
+    from fastapi.testclient import TestClient
+
+    from contextlens.web.app import create_app
+
+    assert minilm_onnx.lean_attention
+    page = TestClient(create_app("minilm", runtime="onnx"), base_url="http://127.0.0.1").get(
+        "/model-view", params={"sentence": SENTENCE}
+    )
+    assert page.status_code == 200 and 'id="error"' not in page.text, page.text[-2000:]
+    assert page.text.count('class="cell" id="cell-') == 72
+    torch_page = client.get("/model-view", params={"sentence": SENTENCE}).text
+
+    def row(text: str) -> list[float]:
+        return [float(v) for v in re.search(r'id="cell-3-5"[^>]*data-row="([^"]+)"', text).group(1).split(",")]
+
+    assert row(page.text) == pytest.approx(row(torch_page), abs=1e-3)
+
+
+def test_model_view_refuses_a_model_without_attention_weights_in_one_line(minilm_onnx, monkeypatch):
+    from contextlens.core.backbone import Backbone
+    from contextlens.errors import InputError
+    from contextlens.web.model_view import ModelViewRequest, run_model_view
+
+    monkeypatch.setattr(Backbone, "lean_attention", property(lambda self: False))  # as int8 on ONNX Runtime
+    with pytest.raises(InputError, match="--runtime torch"):
+        run_model_view(ModelViewRequest(sentence=SENTENCE), minilm_onnx)
