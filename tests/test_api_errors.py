@@ -55,6 +55,77 @@ def _nan_vector(prov: Provenance) -> Vector:
 
 # (public name, what is wrong, the call, a fragment the message must hold: the parameter's name)
 WRONG_CALLS = [
+    # analyses exported from the package (the notebook's names)
+    ('attend', 'model=42', lambda c: contextlens.attend([locate(FIN)], 42), 'expected a contextual model'),
+    ('compare_layers', 'model_a=42', lambda c: contextlens.compare_layers(42), 'expected a contextual model'),
+    (
+        'contextuality_of_corpus', 'a missing corpus',
+        lambda c: contextlens.contextuality_of_corpus('/no/such/corpus'),
+        'nor an installed corpus',
+    ),
+    ('distill_static', 'model=42', lambda c: contextlens.distill_static(42, name='x'), 'expected a contextual model'),
+    ('estimate', "config='flat'", lambda c: contextlens.estimate('flat', 1000, 384), '`config` must be an IndexConfig'),
+    ('evaluate_lee', 'model=42', lambda c: contextlens.evaluate_lee(42), 'expected a contextual model'),
+    (
+        'evaluate_static', 'no statics',
+        lambda c: contextlens.evaluate_static([]),
+        'give at least one static model (`statics`)',
+    ),
+    ('evaluate_wordnet', 'model=42', lambda c: contextlens.evaluate_wordnet(42), 'expected a contextual model'),
+    ('explore', 'model=42', lambda c: contextlens.explore(['bank'], 42), 'expected a contextual model'),
+    (
+        'export_projector', 'a folder that is no extraction',
+        lambda c: contextlens.export_projector('/no/such/extraction'),
+        'is not a corpus extraction folder',
+    ),
+    ('extract_corpus', 'no targets', lambda c: contextlens.extract_corpus('lee', [], '/no/such/out'), '`targets`'),
+    (
+        'induce_senses', 'a folder that is no extraction',
+        lambda c: contextlens.induce_senses('/no/such/extraction', 'bank'),
+        'is not a corpus extraction folder',
+    ),
+    ('input_row_share', 'model=42', lambda c: contextlens.input_row_share(42, ['a b']), 'expected a contextual model'),
+    ('load_pairs', 'a missing file', lambda c: contextlens.load_pairs('/no/such/pairs.tsv'), 'does not exist'),
+    ('make_encoder', 'model=42', lambda c: contextlens.make_encoder(42), 'expected a contextual model'),
+    ('measure_cost', 'one sentence', lambda c: contextlens.measure_cost(c.m, c.g, ['a']), 'at least 8 sentences'),
+    ('neighbors', 'static=42', lambda c: contextlens.neighbors(42, 'bank'), 'expected a static model'),
+    (
+        'pg_estimate', "config='hnsw'",
+        lambda c: contextlens.pg_estimate('hnsw', 1000, 384),
+        '`config` must be a PgIndexConfig',
+    ),
+    ('probe', 'model=42', lambda c: contextlens.probe([locate(FIN)], ['river'], 42), 'expected a contextual model'),
+    ('random_word_baseline', 'model=42', lambda c: contextlens.random_word_baseline(42), 'expected a contextual model'),
+    ('rank_pairs', 'model=42', lambda c: contextlens.rank_pairs([], 42, c.g), 'expected a contextual model'),
+    ('run_contextuality', 'model=42', lambda c: contextlens.run_contextuality(42), 'expected a contextual model'),
+    ('run_layer_probes', 'model=42', lambda c: contextlens.run_layer_probes(42), 'expected a contextual model'),
+    ('run_lesson', 'model=42', lambda c: contextlens.run_lesson(42, c.g), 'expected a contextual model'),
+    ('run_similarity', 'model=42', lambda c: contextlens.run_similarity(42, c.g), 'expected a contextual model'),
+    ('run_wic', 'model=42', lambda c: contextlens.run_wic(42, c.g), 'expected a contextual model'),
+    ('run_wsd', 'model=42', lambda c: contextlens.run_wsd(42), 'expected a contextual model'),
+    ('run_wsi', 'model=42', lambda c: contextlens.run_wsi(42, None), 'expected a contextual model'),
+    (
+        'search_index', 'a missing folder',
+        lambda c: contextlens.search_index('/no/such/index', 'money'),
+        'does not exist',
+    ),
+    (
+        'search_occurrences', 'a folder that is no extraction',
+        lambda c: contextlens.search_occurrences('/no/such/extraction', RIVER),
+        'is not a corpus extraction folder',
+    ),
+    (
+        'sense_map', 'a folder that is no extraction',
+        lambda c: contextlens.sense_map('/no/such/extraction', 'bank'),
+        'is not a corpus extraction folder',
+    ),
+    ('three_kinds', 'one text', lambda c: contextlens.three_kinds([FIN], c.m, c.g), 'give exactly two texts'),
+    ('trace', 'model=42', lambda c: contextlens.trace(locate(FIN), 42), 'expected a contextual model'),
+    (
+        'train_static', "method='glove'",
+        lambda c: contextlens.train_static('installed', 'glove', name='x'),
+        'method must be one of',
+    ),
     # StaticModel
     ("StaticModel", "vector(None)", lambda c: c.g.vector(None), "word must be a str"),
     ("StaticModel", "vector(3)", lambda c: c.g.vector(3), "word must be a str"),
@@ -224,6 +295,13 @@ NOT_CALLED = {
     "ForwardPass": "a result, made by ContextualModel.forward_one",
     "TokenStates": "a result, made by ContextualModel.token_states",
     "TokenizedOccurrence": "a result, made by ContextualModel.tokenize",
+    **{
+        name: f"a result, made by {maker} (its wrong calls are {maker}'s)"
+        for name, maker in {
+            "AttentionResult": "attend", "Exploration": "explore", "ProbeResult": "probe", "Ranking": "rank_pairs",
+            "SenseMap": "sense_map", "ThreeKinds": "three_kinds", "Trace": "trace", "VectorIndex": "index build",
+        }.items()
+    },
     **{name: "an exception class" for name in contextlens.__all__ if name.endswith("Error")},
 }
 

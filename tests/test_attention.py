@@ -80,7 +80,8 @@ def test_attention_cli_two_sentences_table_json_plot_html(tmp_path):
     doc = json.loads(out.stdout[out.stdout.index("{") :])
     assert doc["layer"] == 2 and len(doc["sentences"]) == 2
     assert len(doc["sentences"][1]["selected"]["matrix"]) == len(doc["sentences"][1]["tokens"])
-    assert png.stat().st_size > 10_000 and page.read_text().count("Plotly.newPlot") == 2
+    # three interactive figures: the heads, the head mean, the rollout
+    assert png.stat().st_size > 10_000 and page.read_text().count("Plotly.newPlot") == 3
     table = runner.invoke(app, [*args, "--exclude-special"])
     assert table.exit_code == 0 and "rollout" in table.stdout and "[CLS]" not in table.stdout
 

@@ -202,3 +202,23 @@ def test_ctrl_c_from_outside_while_a_model_loads():
     proc.send_signal(signal.SIGINT)
     _out, err = proc.communicate(timeout=120)
     assert (proc.returncode, err) == (130, "interrupted\n"), err
+
+
+def test_a_ctrl_c_inside_a_callback_python_drops_still_stops_the_run():
+    # a KeyboardInterrupt raised in a weakref callback (as in an import lock's) is "unraisable":
+    # Python prints "Exception ignored" and goes on; the command line delivers it again
+    script = (
+        "import time, weakref\n"
+        "from contextlens.cli import interrupted\n"
+        "class A: pass\n"
+        "a = A()\n"
+        "r = weakref.ref(a, lambda _: (_ for _ in ()).throw(KeyboardInterrupt()))\n"
+        "try:\n"
+        "    del a\n"
+        "    time.sleep(5)\n"
+        "    print('went on')\n"
+        "except KeyboardInterrupt:\n"
+        "    interrupted()\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=_env(), timeout=60)
+    assert (done.returncode, done.stdout, done.stderr) == (130, "", "interrupted\n")

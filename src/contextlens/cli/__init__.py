@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import sys
-from typing import NoReturn
+from typing import Any, NoReturn
 
 INTERRUPTED = 130  # the shell's code for a run stopped by SIGINT (128 + 2)
 
@@ -18,6 +19,25 @@ def interrupted() -> NoReturn:
     """Ctrl-C: one line on stderr and exit code 130, never a traceback."""
     sys.stderr.write("interrupted\n")
     raise SystemExit(INTERRUPTED)
+
+
+_unraisable = sys.unraisablehook
+
+
+def _interrupt_again(info: Any) -> None:
+    """A Ctrl-C that lands inside a callback Python runs for itself (an import lock's weakref
+    callback, a finalizer) is printed as "Exception ignored" and dropped, and the run goes on:
+    it is delivered again, to the code the callback returned to, so it stops the run as usual
+    (from a thread, a moment later: sent from inside the hook it would land in the hook again)."""
+    if info.exc_type is KeyboardInterrupt:
+        import threading
+
+        threading.Timer(0.01, os.kill, (os.getpid(), signal.SIGINT)).start()
+        return
+    _unraisable(info)
+
+
+sys.unraisablehook = _interrupt_again
 
 
 try:  # Ctrl-C while the command modules import is the same one line

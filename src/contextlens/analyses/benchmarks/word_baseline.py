@@ -20,7 +20,7 @@ import numpy as np
 
 from contextlens.core import wordnet as wn
 from contextlens.core.backend import Backend
-from contextlens.core.contextual_models import ContextualModel
+from contextlens.core.contextual_models import ContextualModel, as_contextual
 from contextlens.core.disk_cache import cache_key, cached_arrays
 from contextlens.core.extraction import Pooling
 from contextlens.core.occurrences import ALPHA_WORD_RE, Occurrence
@@ -203,6 +203,7 @@ def random_word_baseline(
 
     Raises :class:`~contextlens.core.wordnet.WordNetNotInstalledError` when WordNet is missing.
     """
+    model = as_contextual(model)  # a name is loaded; anything else is refused in one line
     wn.check_installed()
     return _cached(model, pooling, n_sentences, seed)
 

@@ -89,6 +89,8 @@ def _check_count(count: int, dim: int) -> None:
 
 def estimate(config: IndexConfig, count: int, dim: int) -> CapacityEstimate:
     """The formula for ``config``'s index type over ``count`` x ``dim``, evaluated exactly."""
+    if not isinstance(config, IndexConfig):
+        raise InputError(f"`config` must be an IndexConfig (e.g. IndexConfig('hnsw')), got {type(config).__name__}")
     _check_count(count, dim)
     n, d = int(count), int(dim)
     r = config.resolved(n, d)

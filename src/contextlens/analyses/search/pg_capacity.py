@@ -201,6 +201,10 @@ class PgCapacity:
 
 def pg_estimate(config: PgIndexConfig, count: int, dim: int) -> PgCapacity:
     """The formulas for ``config`` over ``count`` x ``dim``."""
+    if not isinstance(config, PgIndexConfig):
+        raise InputError(
+            f"`config` must be a PgIndexConfig (e.g. PgIndexConfig('hnsw')), got {type(config).__name__}"
+        )
     whole_number(count, "count", minimum=1)
     whole_number(dim, "dim", minimum=1)
     r = config.resolved(dim)
