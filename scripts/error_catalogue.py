@@ -87,7 +87,10 @@ def catalogue(tmp: Path) -> list[tuple[str, list[str]]]:
         ("--precision that does not exist", ["compare", *TWO, *M, "--precision", "fp16"]),
         ("--threads 0", ["compare", *TWO, *M, "--threads", "0"]),
         ("--runtime that does not exist", ["compare", *TWO, *M, "--runtime", "tensorrt"]),
-        ("--runtime where attention weights are read", ["attention", TWO[0], *M, "--runtime", "onnx"]),
+        (
+            "attention weights on ONNX int8 (no attention graph)",
+            ["attention", TWO[0], *M, "--runtime", "onnx", "--precision", "int8"],
+        ),
         ("index build from a missing file", ["index", "build", str(tmp / "missing.txt"), "--out", str(tmp / "ix")]),
         ("index query on a folder with no index", ["index", "search", str(tmp), "river bank"]),
         ("capacity with a negative count", ["capacity", "--count", "-5", "--dim", "384"]),

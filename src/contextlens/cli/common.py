@@ -164,7 +164,6 @@ def contextual_option(
 
     set_threads(threads or default_threads())  # torch's count too, whenever torch loads
     weights = attention_weights or attention is not None  # auto: ONNX only from a checked attention graph
-    asked = runtime
     runtime = resolve_runtime(name, precision, runtime, attention=weights)
     if runtime == "onnx" and export_pending(name, precision):
         note(
@@ -175,11 +174,7 @@ def contextual_option(
     if not model.backend.is_reference:
         from contextlens.core.drift import drift
 
-        line = drift(name, precision, runtime).line()
-        if asked == "auto":  # not asked for: said after the result, so a usage error stays one line
-            AFTER_RESULT.append(line)
-        else:
-            note(line)
+        AFTER_RESULT.append(drift(name, precision, runtime).line())  # after the result: an error stays one line
     return model
 
 
