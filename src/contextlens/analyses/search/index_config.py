@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-import faiss
 import numpy as np
 
 from contextlens.core.arguments import whole_number
@@ -144,6 +143,8 @@ def sign_bits(vectors: np.ndarray) -> np.ndarray:
 
 def new_faiss_index(config: IndexConfig, dim: int):
     """The empty, untrained FAISS index for a resolved ``config`` over ``dim`` dimensions."""
+    import faiss  # here, not at the top: a usage error must not wait for faiss (50 ms)
+
     p, ip = config.params, faiss.METRIC_INNER_PRODUCT
     if config.dtype == "binary":
         return faiss.IndexBinaryHNSW(dim, p["m"]) if config.type == "hnsw" else faiss.IndexBinaryFlat(dim)
@@ -207,12 +208,16 @@ def search_faiss(index, config: IndexConfig, queries: np.ndarray, k: int) -> tup
 
 def serialized_bytes(index) -> bytes:
     """The FAISS index as the bytes that are saved (binary and float indexes alike)."""
+    import faiss
+
     if isinstance(index, faiss.IndexBinary):
         return faiss.serialize_index_binary(index).tobytes()
     return faiss.serialize_index(index).tobytes()
 
 
 def deserialize(blob: bytes, config: IndexConfig):
+    import faiss
+
     array = np.frombuffer(blob, dtype=np.uint8)
     if config.type == "binary" or config.dtype == "binary":
         return faiss.deserialize_index_binary(array)
