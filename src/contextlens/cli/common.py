@@ -6,7 +6,6 @@ The CLI is a face: it parses input, calls one analysis and renders the result. N
 from __future__ import annotations
 
 import json
-import os
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -20,6 +19,7 @@ from rich.markup import escape
 from contextlens.core.choices import check_precision, check_runtime_choice
 from contextlens.core.model_facts import ModelFacts, model_facts
 from contextlens.core.resources import DEFAULT_CONTEXTUAL, DEFAULT_STATIC
+from contextlens.core.threads import default_threads
 from contextlens.errors import InputError, OutputPathError
 from contextlens.reports.output_paths import check_output_path
 
@@ -96,14 +96,6 @@ OccurrenceOpt = Annotated[
 
 DEFAULT_MODEL = DEFAULT_CONTEXTUAL
 DEFAULT_STATIC_MODEL = DEFAULT_STATIC
-
-
-def default_threads() -> int:
-    """The cores this process may run on (the affinity mask, not the machine's count)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
 
 
 def check_model(

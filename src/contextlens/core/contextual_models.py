@@ -61,7 +61,6 @@ class ContextualModel(Backbone):
     ):
         super().__init__(name, source, revision, precision, runtime)
         self.occurrence_cache = OccurrenceCache()
-        self.loaded_as: str | None = None  # the name or folder load_contextual was given
 
     @property
     def cache_size(self) -> int:
@@ -193,18 +192,7 @@ def _load(name_or_path: str, precision: str, runtime: str) -> ContextualModel:
 @lru_cache(maxsize=6)
 def _load_once(name_or_path: str, precision: str, runtime: str) -> ContextualModel:
     name, source, revision = resolve_contextual(name_or_path)
-    model = ContextualModel(name, source, revision, precision, runtime)
-    model.loaded_as = name_or_path
-    return model
-
-
-def on_torch(model: ContextualModel) -> ContextualModel:
-    """The same model at the same precision on torch: itself on torch, else loaded now (once).
-    For what only torch gives (attention weights) when ``runtime="auto"`` chose ONNX Runtime for
-    the rest: the result then says torch, as it ran."""
-    if model.runtime == "torch":
-        return model
-    return load_contextual(model.loaded_as or str(model.source), model.precision, "torch")
+    return ContextualModel(name, source, revision, precision, runtime)
 
 
 def as_contextual(model: ContextualModel | str | os.PathLike) -> ContextualModel:
