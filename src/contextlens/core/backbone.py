@@ -25,7 +25,7 @@ from typing import Any
 from contextlens.core import arguments
 from contextlens.core.array_ops import NUMPY, TORCH
 from contextlens.core.backend import Backend
-from contextlens.core.model_facts import DECODER_TYPES
+from contextlens.core.model_facts import is_decoder_config, window
 from contextlens.core.onnx_graphs import (
     EXPORT_RULE,
     ORT_QUANT_RULE,
@@ -155,19 +155,14 @@ class Backbone:
 
     @property
     def max_length(self) -> int:
-        """Most tokens (specials included) one forward pass accepts."""
-        tok_max = int(self.tokenizer.model_max_length)
-        if tok_max < 100_000:
-            return tok_max
-        pos = getattr(self.config, "max_position_embeddings", None)
-        return int(pos) if pos else 512
+        """Most tokens (specials included) one forward pass accepts (512 when nothing says)."""
+        return window(self.tokenizer.model_max_length, getattr(self.config, "max_position_embeddings", None)) or 512
 
     @property
     def is_decoder(self) -> bool:
         """Decoders see left context only."""
-        return not getattr(self.config, "is_encoder_decoder", False) and bool(
-            getattr(self.config, "is_decoder", False) or self.config.model_type in DECODER_TYPES
-        )
+        c = self.config
+        return is_decoder_config(c.model_type, getattr(c, "is_decoder", False), getattr(c, "is_encoder_decoder", False))
 
     def check_layers(self, layers: Sequence[int] | None) -> tuple[int, ...]:
         """Validate requested layers (negative counts from the top); None means all 0..L."""

@@ -85,18 +85,22 @@ def _read_facts(name: str, folder: str) -> ModelFacts | None:
     except (KeyError, TypeError, ValueError):
         return None  # an architecture that names its size otherwise: the loaded model will say
     model_type = str(config.get("model_type", ""))
-    is_decoder = not config.get("is_encoder_decoder", False) and bool(
-        config.get("is_decoder", False) or model_type in DECODER_TYPES
-    )
-    return ModelFacts(name, num_layers, hidden_size, num_heads, model_type, is_decoder, _max_length(config, tokenizer))
+    decoder = is_decoder_config(model_type, config.get("is_decoder", False), config.get("is_encoder_decoder", False))
+    limit = window(tokenizer.get("model_max_length"), config.get("max_position_embeddings"))
+    return ModelFacts(name, num_layers, hidden_size, num_heads, model_type, decoder, limit)
 
 
-def _max_length(config: dict[str, Any], tokenizer: dict[str, Any]) -> int | None:
-    """The tokenizer's limit when it has one, else the position table's size (as the loaded model does)."""
-    tok_max = tokenizer.get("model_max_length")
-    if isinstance(tok_max, int | float) and tok_max < NO_TOKENIZER_LIMIT:
-        return int(tok_max)
-    positions = config.get("max_position_embeddings")
+def is_decoder_config(model_type: str, is_decoder: Any, is_encoder_decoder: Any) -> bool:
+    """Whether a config describes a decoder (left context only): the one rule, for config files
+    read here and for loaded configs alike."""
+    return not is_encoder_decoder and bool(is_decoder or model_type in DECODER_TYPES)
+
+
+def window(tokenizer_limit: Any, positions: Any) -> int | None:
+    """Most tokens one forward pass reads: the tokenizer's limit when it has one, else the
+    position table's size; None when neither says."""
+    if isinstance(tokenizer_limit, int | float) and tokenizer_limit < NO_TOKENIZER_LIMIT:
+        return int(tokenizer_limit)
     return int(positions) if isinstance(positions, int) and positions > 0 else None
 
 

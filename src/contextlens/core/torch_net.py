@@ -15,7 +15,7 @@ import numpy as np
 import torch
 
 from contextlens.core import layer_forward, threads
-from contextlens.core.model_facts import DECODER_TYPES
+from contextlens.core.model_facts import is_decoder_config, window
 from contextlens.core.padding import pad_arrays
 from contextlens.core.precision import quantize, weight_bytes
 from contextlens.errors import UnknownModelError
@@ -68,17 +68,14 @@ class TorchNet:
 
     @property
     def max_length(self) -> int:
-        tok_max = int(self.tokenizer.model_max_length)
-        if tok_max < 100_000:
-            return tok_max
-        pos = getattr(self.config, "max_position_embeddings", None)
-        return int(pos) if pos else 512
+        """Most tokens (specials included) one forward pass accepts (512 when nothing says)."""
+        return window(self.tokenizer.model_max_length, getattr(self.config, "max_position_embeddings", None)) or 512
 
     @property
     def is_decoder(self) -> bool:
-        return not getattr(self.config, "is_encoder_decoder", False) and bool(
-            getattr(self.config, "is_decoder", False) or self.config.model_type in DECODER_TYPES
-        )
+        """Decoders see left context only."""
+        c = self.config
+        return is_decoder_config(c.model_type, getattr(c, "is_decoder", False), getattr(c, "is_encoder_decoder", False))
 
     def pad(self, sequences: Sequence[Sequence[int]]) -> tuple[torch.Tensor, torch.Tensor]:
         ids, mask = pad_arrays(sequences, int(self.tokenizer.pad_token_id))
