@@ -49,6 +49,7 @@ from contextlens.core.onnx_graphs import (  # noqa: F401 (the names callers impo
     EXACT,
     EXPORT_RULE,
     INSTALL_HINT,
+    LEAN_FILE,
     ORT_QUANT_RULE,
     SESSIONS_KEPT,
     OnnxGraphs,
@@ -117,18 +118,7 @@ def export_onnx(net: torch.nn.Module, num_layers: int, sample: tuple[torch.Tenso
     if bert:
         net.set_attn_implementation("eager")
     try:
-        with warnings.catch_warnings(), torch.inference_mode():
-            warnings.simplefilter("ignore")  # the TorchScript exporter's deprecation and tracer warnings
-            torch.onnx.export(
-                (PreparedMask if bert else HiddenStates)(net),
-                sample,
-                path,
-                dynamo=False,
-                input_names=["input_ids", "attention_mask"],
-                output_names=outputs,
-                dynamic_axes=axes,
-                opset_version=17,
-            )
+        _torchscript_export((PreparedMask if bert else HiddenStates)(net), sample, path, outputs, axes)
     finally:
         net.set_attn_implementation(before)
         net.eval()
@@ -161,10 +151,23 @@ def export_attention_onnx(
     axes: dict[str, dict[int, str]] = {name: {0: "batch", 1: "sequence"} for name in ["input_ids", "attention_mask"]}
     axes |= {f"hidden_{k}": {0: "batch", 1: "sequence"} for k in range(num_layers + 1)}
     axes |= {f"attn_{k}": {0: "batch", 2: "sequence", 3: "keys"} for k in range(1, num_layers + 1)}
+    _torchscript_export(AttentionStates(eager_net), sample, path, outputs, axes)
+    eager_net.eval()
+
+
+def _torchscript_export(
+    module: torch.nn.Module,
+    sample: tuple[torch.Tensor, torch.Tensor],
+    path: str,
+    outputs: list[str],
+    axes: dict[str, dict[int, str]],
+) -> None:
+    """The TorchScript exporter at opset 17 on ``(input_ids, attention_mask)``, without gradients
+    and without its deprecation and tracer warnings."""
     with warnings.catch_warnings(), torch.inference_mode():
         warnings.simplefilter("ignore")
         torch.onnx.export(
-            AttentionStates(eager_net),
+            module,
             sample,
             path,
             dynamo=False,
@@ -173,7 +176,6 @@ def export_attention_onnx(
             dynamic_axes=axes,
             opset_version=17,
         )
-    eager_net.eval()
 
 
 def compare_attentions(reference: list[torch.Tensor], other: list[torch.Tensor], mask: torch.Tensor) -> list[float]:
@@ -277,7 +279,7 @@ class OnnxForward(OnnxGraphs):
             self._export()
         if self.precision == "int8" and not check_file(self.folder, "int8").exists():
             self._quantize()
-        if not (self.folder / "lean.json").exists():
+        if not (self.folder / LEAN_FILE).exists():
             self._write_lean_tables()
         if self.precision == "fp32" and not check_file(self.folder, ATTENTION).exists():
             self._export_attention()
