@@ -160,6 +160,8 @@ def test_the_first_onnx_use_exports_once_then_starts_lean(monkeypatch: pytest.Mo
     name, source, revision = resolve_contextual("minilm")
     first = Backbone(name, source, revision, "fp32", "onnx")
     assert first.exported_now and (folder / "fp32-check.json").is_file() and (folder / "lean.json").is_file()
+    attention = json.loads((folder / "fp32-attention-check.json").read_text())  # kept, not refused
+    assert attention["ok"] and max(attention["attention_max_abs_diff"]) <= ATTENTION_EXACT
     again = Backbone(name, source, revision, "fp32", "onnx")
     assert not again.exported_now and again._reference is None
 
