@@ -6,6 +6,7 @@ import errno
 import os
 import socket
 import sys
+from collections.abc import Callable
 from typing import Annotated
 
 import typer
@@ -31,16 +32,8 @@ def parse_indexes(specs: list[str]) -> dict[str, str]:
     one fails at start and the page never opens a path a user types."""
     from contextlens.analyses.search.index import VectorIndex
 
-    served: dict[str, str] = {}
-    for spec in specs:
-        name, sep, folder = spec.partition("=")
-        if not sep or not name.strip() or not folder.strip():
-            raise InputError(f"--index {spec!r} is not NAME=FOLDER (e.g. --index docs=./my-index)")
-        if name.strip() in served:
-            raise InputError(f"--index name {name.strip()!r} is given twice; give each served index its own name")
-        VectorIndex.load(folder.strip())  # a missing, broken or damaged index fails here, with its own message
-        served[name.strip()] = folder.strip()
-    return served
+    # a missing, broken or damaged index fails in its load, with its own message
+    return _named_folders(specs, "--index", "FOLDER", "docs=./my-index", "index", VectorIndex.load)
 
 
 def parse_corpora(specs: list[str]) -> dict[str, str]:
@@ -50,14 +43,24 @@ def parse_corpora(specs: list[str]) -> dict[str, str]:
 
     from contextlens.analyses.corpus.manifest import require_manifest
 
+    # not an extraction, or unfinished: its own one-line message
+    return _named_folders(
+        specs, "--corpus", "DIR", "wiki=./bank-extraction", "corpus", lambda folder: require_manifest(Path(folder))
+    )
+
+
+def _named_folders(
+    specs: list[str], flag: str, placeholder: str, example: str, what: str, check: Callable[[str], object]
+) -> dict[str, str]:
+    """``NAME=FOLDER`` pairs of one option, each name once, each folder passed through ``check``."""
     served: dict[str, str] = {}
     for spec in specs:
         name, sep, folder = spec.partition("=")
         if not sep or not name.strip() or not folder.strip():
-            raise InputError(f"--corpus {spec!r} is not NAME=DIR (e.g. --corpus wiki=./bank-extraction)")
+            raise InputError(f"{flag} {spec!r} is not NAME={placeholder} (e.g. {flag} {example})")
         if name.strip() in served:
-            raise InputError(f"--corpus name {name.strip()!r} is given twice; give each served corpus its own name")
-        require_manifest(Path(folder.strip()))  # not an extraction, or unfinished: its own one-line message
+            raise InputError(f"{flag} name {name.strip()!r} is given twice; give each served {what} its own name")
+        check(folder.strip())
         served[name.strip()] = folder.strip()
     return served
 
