@@ -177,3 +177,13 @@ def test_glove_is_a_table_with_gensims_neighbours(glove) -> None:
         theirs = kv.most_similar(positive=positive, negative=negative, topn=10)
         assert [w for w, _ in ours] == [w for w, _ in theirs]
         assert np.allclose([s for _, s in ours], [s for _, s in theirs], atol=1e-6)
+
+
+def test_the_printed_export_check_includes_the_attention_graphs(minilm_onnx: ContextualModel) -> None:
+    from contextlens.core.drift import drift
+
+    fp32 = drift("minilm", "fp32", "onnx")
+    assert len(fp32.attention_max_abs_diff) == minilm_onnx.num_layers  # one per block
+    assert 0 < max(fp32.attention_max_abs_diff) <= ATTENTION_EXACT
+    assert "attention weights within" in fp32.line() and fp32.to_dict()["attention_max_abs_diff"]
+    assert drift("minilm", "int8", "onnx").attention_max_abs_diff == ()  # int8 has no attention graph

@@ -16,6 +16,7 @@ import numpy as np
 from contextlens.core.backend import Backend
 from contextlens.core.contextual_models import ContextualModel, load_contextual
 from contextlens.core.disk_cache import cache_key, cached_arrays
+from contextlens.core.onnx_graphs import attention_check
 
 
 @dataclass(frozen=True)
@@ -31,6 +32,7 @@ class Drift:
     min_cosine: tuple[float, ...]
     max_abs_diff: tuple[float, ...] = ()
     backend: Backend = Backend("int8")  # what is measured against torch fp32
+    attention_max_abs_diff: tuple[float, ...] = ()  # per block, an ONNX attention graph's, where one is kept
 
     @property
     def worst_mean(self) -> float:
@@ -47,14 +49,19 @@ class Drift:
         if self.backend.precision == "fp32":
             largest = max(self.max_abs_diff) if self.max_abs_diff else float("nan")
             lowest = min(self.min_cosine) if self.min_cosine else float("nan")
+            attention = (
+                f"; attention weights within {max(self.attention_max_abs_diff):.1e} of torch's eager attention"
+                if self.attention_max_abs_diff
+                else ""
+            )
             if lowest >= 0.99999:  # every layer's pairs would print as 1.0000/1.0000: say it once
                 return (
                     f"{what} vs torch fp32 ({self.model}, {self.tokens} tokens): largest |difference| {largest:.1e}; "
-                    f"cosine at least {lowest:.5f} at every layer"
+                    f"cosine at least {lowest:.5f} at every layer{attention}"
                 )
             return (
                 f"{what} vs torch fp32 ({self.model}, {self.tokens} tokens): largest |difference| {largest:.1e}; "
-                f"cosine per layer mean/min: {pairs}"
+                f"cosine per layer mean/min: {pairs}{attention}"
             )
         return f"{what} drift vs fp32 ({self.model}, cosine per layer mean/min over {self.tokens} tokens): {pairs}"
 
@@ -67,6 +74,7 @@ class Drift:
             "mean_cosine": list(self.mean_cosine),
             "min_cosine": list(self.min_cosine),
             "max_abs_diff": list(self.max_abs_diff),
+            "attention_max_abs_diff": list(self.attention_max_abs_diff),
         }
 
 
@@ -78,6 +86,7 @@ def drift(name: str, precision: str = "int8", runtime: str = "torch") -> Drift:
     if runtime != "torch":
         model = load_contextual(name, precision, runtime)
         check = model.onnx_forward().check
+        attention = attention_check(model.name, str(model.source)) if precision == "fp32" else None
         return Drift(
             model.name,
             int(check["sentences"]),
@@ -86,6 +95,7 @@ def drift(name: str, precision: str = "int8", runtime: str = "torch") -> Drift:
             tuple(check["min_cosine"]),
             tuple(check["max_abs_diff"]),
             model.backend,
+            tuple(attention["attention_max_abs_diff"]) if attention is not None else (),
         )
     import torch
 

@@ -107,13 +107,20 @@ def lean_ready(name: str, source: str, precision: str) -> bool:
     return made and (precision != "fp32" or check_file(folder, ATTENTION).is_file())
 
 
-def attention_ready(name: str, source: str) -> bool:
-    """Whether this model's attention graph was exported and passed its check on this machine."""
+def attention_check(name: str, source: str) -> dict | None:
+    """The check of this model's attention graph against torch's eager attention, where the graph
+    was exported and passed it on this machine; else None."""
     path = check_file(export_folder(name, source), ATTENTION)
     try:
-        return bool(json.loads(path.read_text()).get("ok")) if path.is_file() else False
+        check = json.loads(path.read_text()) if path.is_file() else None
     except (OSError, ValueError):
-        return False
+        return None
+    return check if isinstance(check, dict) and check.get("ok") else None
+
+
+def attention_ready(name: str, source: str) -> bool:
+    """Whether this model's attention graph was exported and passed its check on this machine."""
+    return attention_check(name, source) is not None
 
 
 class OnnxGraphs:
