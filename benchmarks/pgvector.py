@@ -42,7 +42,7 @@ import numpy as np
 
 from contextlens.analyses.search import pg_server
 from contextlens.analyses.search.index_config import normalize
-from contextlens.analyses.search.pg_capacity import pg_estimate, pg_measure
+from contextlens.analyses.search.pg_capacity import pg_estimate, pg_measure, replay_index
 from contextlens.analyses.search.pg_index import PgIndexConfig, create_table, recall_at_k, search_table
 
 NAMES = {"float32": "vector", "float16": "halfvec", "binary": "bit"}
@@ -95,11 +95,16 @@ def run(
                     start = time.perf_counter()
                     _, ids = search_table(conn, table, config, q, 10)
                     query_s = (time.perf_counter() - start) / queries
+                    # the page rule on what this build drew (HNSW levels, IVFFlat list lengths), read from its pages
+                    replay = replay_index(conn, f"{table}_ann", d, config)
                     conn.execute(f"DROP TABLE {table}")
                     row = {
                         "dim": d, "type": NAMES[dtype], "index": kind, "count": count,
                         "pages_predicted": predicted.index_pages, "pages_measured": report.index_bytes // 8192,
-                        "exact_formula": predicted.exact, "index_bytes": report.index_bytes,
+                        "exact_formula": predicted.exact, "pages_range": predicted.index_pages_range,
+                        "pages_replayed": replay.get("pages"),
+                        "same_layout": replay.get("same_blocks", replay.get("same_lists")),
+                        "levels": replay.get("levels"), "index_bytes": report.index_bytes,
                         "index_bytes_per_vector": report.index_bytes / count,
                         "table_predicted": predicted.table_bytes, "table_measured": report.table_bytes,
                         "total_measured": report.total_bytes, "build_s": report.seconds, "query_ms": 1e3 * query_s,
@@ -131,6 +136,13 @@ def _line(r: dict) -> str:
     faiss_b = f"{r['faiss_hnsw_bytes_per_vector']:>7,.0f}" if "faiss_hnsw_bytes_per_vector" in r else "      -"
     predicted, measured = r["pages_predicted"], r["pages_measured"]
     pages = "exact" if predicted == measured else f"{predicted / measured - 1:+.1%}"
+    if r.get("pages_range") and not r["exact_formula"]:  # bit: a distribution over the random levels
+        low, high = r["pages_range"]
+        pages = f"{'in' if low <= measured <= high else 'OUT of'} {low:,}-{high:,} (95%)"
+    if r.get("pages_replayed") is not None:
+        drawn = "levels" if r["index"] == "hnsw" else "lists"
+        same = "same layout" if r["same_layout"] else "OTHER layout"
+        pages += f", replayed on its {drawn} {r['pages_replayed']:,} ({same})"
     mem = ""
     if r.get("memory_predicted"):
         mem = f"  mem {r['memory_predicted'] / 2**20:7.1f} MiB"

@@ -176,6 +176,29 @@ def _pgvector_capacity(
         table.add_row(*cells)
     console.print(table)
     console.print(f"index: {result.index_formula}" + ("" if result.exact else " [dim](an estimate)[/dim]"))
+    if result.index_pages_range and not result.exact:
+        low, high = result.index_pages_range
+        console.print(
+            f"index pages: {result.index_pages:,} expected, {low:,} to {high:,} in 95% of builds: pgvector draws "
+            "each element's level at random while it builds, so no formula knows the count beforehand"
+        )
+    replay = measured.get("replay")
+    if replay and "skipped" in replay:
+        console.print(f"[dim]{replay['skipped']}[/dim]")
+    elif replay and result.index == "ivfflat":
+        where = "each list on the pages it predicts" if replay["same_lists"] else "[red]some lists elsewhere[/red]"
+        console.print(
+            f"the page rule on the lists this index's k-means made ({replay['lists']:,} lists of "
+            f"{replay['shortest_list']:,} to {replay['longest_list']:,} entries; read back from its pages): "
+            f"{replay['pages']:,} pages against {replay['measured_pages']:,} built, {where}"
+        )
+    elif replay:
+        levels = ", ".join(f"{n:,} on level {level}" for level, n in enumerate(replay["levels"]))
+        where = "every element on the block it predicts" if replay["same_blocks"] else "[red]some elsewhere[/red]"
+        console.print(
+            f"the page rule on the levels this index drew ({levels}; read back from its pages): "
+            f"{replay['pages']:,} pages against {replay['measured_pages']:,} built, {where}"
+        )
     if result.build_memory_formula:
         console.print(f"build memory: {result.build_memory_formula}")
     for note in result.notes:

@@ -10,11 +10,13 @@ ivfbuild.c) and PostgreSQL's page layout (8,192-byte page, 24-byte header, 8-byt
   elements per page and ``pages = ⌈N / k⌉ + 1`` (the metapage), N counting *distinct* vectors:
   rows with identical vectors share one element (up to 10 heap TIDs each; 10,000 WordNet
   definitions hold 9,881 distinct ones, and the index had exactly ⌈9881/4⌉ + 1 pages). VARSIZE is ``8 + 4d`` (vector),
-  ``8 + 2d`` (halfvec) or ``8 + ⌈d/8⌉`` (bit). The few elements on upper levels (1 in m) have
-  bigger neighbour tuples; the slack left on each page holds them for vector and halfvec (exact,
-  checked by ``--measure``), but not always for the small bit tuples (24 to a page at 384 dims),
-  whose count is then a few pages low (1-5%): a lower bound, an estimate.
-  When the two tuples cannot share a page, each element takes two.
+  ``8 + 2d`` (halfvec) or ``8 + ⌈d/8⌉`` (bit). The elements on upper levels (1 in m, drawn at
+  random while the index is built) have bigger neighbour tuples (:mod:`.pg_hnsw_pages`): the slack
+  left on each page holds them for vector and halfvec, so the formula is exact (with a bound on the
+  chance it is not); the small bit tuples (24 to a page at 384 dims) leave too little, so their count
+  is a distribution, given by simulating the rule over random levels (the median and 95% range).
+  ``--measure`` reads the built index's own levels back and gets its page count, and every element's
+  block, exactly by the same rule. When the two tuples cannot share a page, each element takes two.
 * **Build memory**: the graph is built in ``maintenance_work_mem`` at ``VARSIZE + 32·m + 196``
   bytes per element (the value, 2m neighbour candidates of 16 bytes, the element; fitted on the
   NOTICE point at d = 384..1536, m = 8..32); past it pgvector says "hnsw graph no longer fits into
@@ -26,9 +28,10 @@ ivfbuild.c) and PostgreSQL's page layout (8,192-byte page, 24-byte header, 8-byt
   then k-means's new centers, float sums ``lists·d`` and float32 bounds ``S·lists`` and ``lists²``
   (S the rows sampled); items of ``MAXALIGN(VARSIZE)``, a 32-byte header per array. Exact:
   ``--measure`` gets the error 1 kB under the prediction and a built index at it.
-* **IVFFlat**: a metapage, the list pages (``MAXALIGN(8 + VARSIZE)`` per centroid) and each list's
-  own pages of ``MAXALIGN(8 + VARSIZE) + 4``-byte entries; lists are uneven, so the expected
-  half-empty last page per list makes this an estimate, not an exact count.
+* **IVFFlat**: a metapage, the list pages (``MAXALIGN(8 + VARSIZE) + 4`` per list tuple) and each
+  list's own pages (at least one) of ``MAXALIGN(8 + VARSIZE) + 4``-byte entries. k-means decides
+  the lists' lengths, so before the build this is an expectation (binomial lengths); ``--measure``
+  reads the lengths back from the built index and gets its page count exactly, list by list.
 * **Table**: heap tuples ``MAXALIGN(28 + VARSIZE) + 4`` bytes on 8,168-byte pages; past 2,032
   bytes (a ``vector`` over ~500 dims) the value moves to the TOAST table (pgvector's storage is
   EXTERNAL: never compressed) in chunks of 1,996 bytes, leaving an 18-byte pointer in the heap.
@@ -48,7 +51,8 @@ from typing import Any
 
 import numpy as np
 
-from contextlens.analyses.search import pg_server
+from contextlens.analyses.search import pg_hnsw_pages, pg_pages, pg_server
+from contextlens.analyses.search.pg_hnsw_pages import PageDistribution
 from contextlens.analyses.search.pg_index import PgIndexConfig, create_table
 from contextlens.core.arguments import whole_number
 from contextlens.core.similarity import normalize_rows
@@ -82,34 +86,69 @@ def column_size(dim: int, dtype: str) -> int:
     return value_size(dim, "float32" if dtype == "binary" else dtype)
 
 
-def hnsw_pages(count: int, dim: int, dtype: str, m: int) -> tuple[int, str]:
-    """Pages of an HNSW index, and how they were counted."""
-    element = maxalign(72 + value_size(dim, dtype))
-    neighbours = maxalign(4 + 2 * m * 6)
-    combined = element + neighbours + 2 * LINE_POINTER
-    if combined > INDEX_USABLE:
-        return 2 * count + 1, f"element {element} B + neighbours {neighbours} B do not share a page: 2 pages each"
-    per_page = INDEX_USABLE // combined
-    return math.ceil(count / per_page) + 1, (
-        f"k = floor(8160 / (MAXALIGN(72+VARSIZE) {element} + MAXALIGN(4+12m) {neighbours} + 8)) = {per_page} "
+def hnsw_pages(count: int, dim: int, dtype: str, m: int) -> tuple[PageDistribution, str]:
+    """Pages of an HNSW index over pgvector's random levels (:mod:`.pg_hnsw_pages`), and how they
+    were counted."""
+    element = pg_hnsw_pages.element_tuple(value_size(dim, dtype))
+    pages = pg_hnsw_pages.page_draws(count, element, m)
+    neighbours = pg_hnsw_pages.neighbour_tuple(0, m)
+    k = pg_hnsw_pages.per_page(element, m)
+    if not k:
+        return pages, f"element {element} B + neighbours {neighbours} B do not share a page: 2 pages each"
+    formula = (
+        f"k = floor(8160 / (MAXALIGN(72+VARSIZE) {element} + MAXALIGN(4+12m) {neighbours} + 8)) = {k} "
         f"elements per page; pages = ceil(n/k) + 1"
     )
+    if pages.exact:
+        return pages, formula
+    return pages, formula + (
+        f" = {pages.formula:,} if every element were on level 0; with pgvector's random levels "
+        f"(1 in {m} above 0, {6 * m} B more per level) the median of {pages.draws} simulated builds"
+        + (f" ({pages.simulated:,} elements each, scaled)" if pages.simulated < count else "")
+    )
+
+
+def ivfflat_entry(dim: int, dtype: str) -> int:
+    """Bytes of one IVFFlat entry (IndexTupleData + the value) with its line pointer; a list tuple
+    (startPage, insertPage, the center) is the same size."""
+    return maxalign(8 + value_size(dim, dtype)) + LINE_POINTER
+
+
+def ivfflat_pages_of_lists(entries: list[int], list_pages: int, dim: int, dtype: str) -> int:
+    """Pages of an IVFFlat index whose lists hold ``entries``: the metapage, the list pages, and each
+    list's own pages (at least one, even empty: every list starts a page of its own)."""
+    per_page = INDEX_USABLE // ivfflat_entry(dim, dtype)
+    return 1 + list_pages + sum(max(1, math.ceil(n / per_page)) for n in entries)
 
 
 def ivfflat_pages(count: int, dim: int, dtype: str, lists: int) -> tuple[int, str]:
-    """Pages of an IVFFlat index (an estimate: lists are uneven, and each has its own last page)."""
-    centroid = maxalign(8 + value_size(dim, dtype)) + LINE_POINTER  # startPage, insertPage, the center
-    entry = maxalign(8 + value_size(dim, dtype)) + LINE_POINTER  # IndexTupleData + the value
+    """Pages of an IVFFlat index, expected: k-means decides the lists' lengths, so they are taken as
+    cells of equal chance (binomial lengths, N/lists on average). Random vectors' lists come out a
+    little more even than that, real sentence vectors' much less."""
+    entry = ivfflat_entry(dim, dtype)
     per_page = INDEX_USABLE // entry
-    list_pages = math.ceil(lists / max(1, INDEX_USABLE // centroid))
+    list_pages = math.ceil(lists / max(1, INDEX_USABLE // entry))
     used = min(lists, count)
-    per_list = count / used
-    # a list of n_i entries takes ceil(n_i / k) pages: n_i/k + (k-1)/(2k) on average when n_i > k, else 1
-    pages_per_list = per_list / per_page + (per_page - 1) / (2 * per_page) if per_list > per_page else 1
-    entries = math.ceil(used * pages_per_list)
-    return 1 + list_pages + entries, (
-        f"{per_page} entries of {entry} B per page; 1 + {list_pages} list pages + lists x ~ceil(n/lists/{per_page})"
+    pages_per_list = _expected_pages_per_list(count, used, per_page)
+    return 1 + list_pages + round(used * pages_per_list) + (lists - used), (
+        f"{per_page} entries of {entry} B per page; 1 + {list_pages} list pages + per list "
+        f"max(1, ceil(n_i/{per_page})), "
+        f"n_i ~ Binomial({count:,}, 1/{used:,}) (k-means decides the real lengths)"
     )
+
+
+def _expected_pages_per_list(count: int, lists: int, per_page: int) -> float:
+    """E[max(1, ⌈n/k⌉)] for n ~ Binomial(count, 1/lists), summed over the likely n (±9 sd)."""
+    p = 1.0 / lists
+    mean, sd = count * p, math.sqrt(count * p * (1 - p))
+    low, high = max(0, math.floor(mean - 9 * sd - 1)), min(count, math.ceil(mean + 9 * sd + 1))
+    if high - low > 200_000:  # so long a list that ⌈n/k⌉'s rounding averages out: n/k + (k-1)/2k
+        return mean / per_page + (per_page - 1) / (2 * per_page)
+    n = np.arange(low, high + 1)
+    log_pmf = (math.lgamma(count + 1) - np.array([math.lgamma(x + 1) + math.lgamma(count - x + 1) for x in n.tolist()])
+               + n * math.log(p) + (count - n) * math.log1p(-p))  # fmt: skip
+    pmf = np.exp(log_pmf)
+    return float((pmf * np.maximum(1, np.ceil(n / per_page))).sum() / pmf.sum())
 
 
 def ivfflat_build_memory(
@@ -192,6 +231,7 @@ class PgCapacity:
     build_memory_bytes: int | None  # maintenance_work_mem: an in-memory HNSW build, or IVFFlat k-means at all
     build_memory_formula: str | None
     exact: bool  # whether the index page count is exact (HNSW vector/halfvec) or an estimate (bit, IVFFlat)
+    index_pages_range: tuple[int, int] | None = None  # HNSW: 95% of pgvector's random level draws
     measured: dict[str, Any] | None = None
     notes: list[str] = field(default_factory=list)
 
@@ -210,8 +250,11 @@ def pg_estimate(config: PgIndexConfig, count: int, dim: int) -> PgCapacity:
     r = config.resolved(dim)
     p = r.params
     memory = memory_formula = None
+    pages_range = None
+    exact = r.type == "flat"
     if r.type == "hnsw":
-        pages, formula = hnsw_pages(count, dim, r.dtype, p["m"])
+        distribution, formula = hnsw_pages(count, dim, r.dtype, p["m"])
+        pages, pages_range, exact = distribution.median, (distribution.low, distribution.high), distribution.exact
         per_element = value_size(dim, r.dtype) + 32 * p["m"] + 196
         memory, memory_formula = count * per_element, f"n*(VARSIZE {value_size(dim, r.dtype)} + 32*m + 196)"
     elif r.type == "ivfflat":
@@ -234,8 +277,7 @@ def pg_estimate(config: PgIndexConfig, count: int, dim: int) -> PgCapacity:
     return PgCapacity(
         count=count, dim=dim, dtype=r.dtype, index=r.type, params=p, index_pages=pages, index_bytes=pages * PAGE,
         index_formula=formula, table=table, table_bytes=sum(table.values()), build_memory_bytes=memory,
-        build_memory_formula=memory_formula, exact=r.type == "flat" or (r.type == "hnsw" and r.dtype != "binary"),
-        notes=notes,
+        build_memory_formula=memory_formula, exact=exact, index_pages_range=pages_range, notes=notes,
     )  # fmt: skip
 
 
@@ -288,6 +330,8 @@ def pg_measure(
                 table_bytes=report.table_bytes, total_bytes=report.total_bytes, build_seconds=report.seconds,
                 notices=report.notices,
             )  # fmt: skip
+            if resolved.type != "flat":
+                measured["replay"] = replay_index(conn, f"{table}_ann", dim, resolved)
         finally:
             conn.execute(f"DROP TABLE IF EXISTS {table}")
         if resolved.type != "ivfflat" or not memory_probe:
@@ -314,6 +358,32 @@ def pg_measure(
             measured.update(_ivfflat_memory_threshold(conn, table, x, resolved, predicted))
     result.measured = measured
     return result
+
+
+def replay_index(conn, index: str, dim: int, config: PgIndexConfig) -> dict[str, Any]:
+    """The page rule applied to what the build drew, read back from the index's pages (HNSW: each
+    element's level; IVFFlat: each list's length), or why it could not be read (CHECKPOINT and
+    ``pg_read_binary_file`` need a superuser's rights)."""
+    import psycopg
+
+    try:
+        if config.type == "hnsw":
+            element = pg_hnsw_pages.element_tuple(value_size(dim, config.dtype))
+            return asdict(pg_hnsw_pages.replay(conn, index, element, config.params["m"]))
+        data = pg_pages.read_index_file(conn, index)
+    except psycopg.errors.InsufficientPrivilege as exc:
+        return {"skipped": f"the index's pages cannot be read here ({exc.diag.message_primary}): it needs a "
+                           "superuser, as the embedded server's user is"}  # fmt: skip
+    layout = pg_pages.ivfflat_lists(data)
+    pages = ivfflat_pages_of_lists(layout.entries, layout.list_pages, dim, config.dtype)
+    per_page = INDEX_USABLE // ivfflat_entry(dim, config.dtype)
+    return {
+        "pages": pages, "measured_pages": len(data) // PAGE, "list_pages": layout.list_pages,
+        "lists": len(layout.entries), "entries": sum(layout.entries), "shortest_list": min(layout.entries),
+        "longest_list": max(layout.entries),
+        # each list's chain of pages is the rule's max(1, ceil(n/k)): the layout, list by list
+        "same_lists": layout.pages == [max(1, math.ceil(n / per_page)) for n in layout.entries],
+    }  # fmt: skip
 
 
 def _ivfflat_memory_threshold(conn, table: str, x: np.ndarray, config: PgIndexConfig, predicted: int) -> dict:

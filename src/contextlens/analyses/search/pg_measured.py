@@ -3,9 +3,10 @@
 Measured by ``python benchmarks/pgvector.py --memory`` on the embedded PostgreSQL 18.4 + pgvector
 0.8.5 (10,000 random unit vectors per dimension; HNSW m=16 ef_construction=64 ef_search=40, IVFFlat
 lists=100 probes=1; serial builds), beside FAISS 1.15.1's serialized HNSWFlat / HNSWSQ fp16 /
-BinaryHNSW for the same vectors and m; docs/search.md prints the same table. The sizes are exact
-and repeat run to run; build seconds and recall (random vectors: the worst case) are what that run
-measured on a shared 2-core machine.
+BinaryHNSW for the same vectors and m; docs/search.md prints the same table. The HNSW
+sizes on vector and halfvec repeat run to run; on bit they move by a page or two (pgvector draws
+each element's level at random), and IVFFlat's with k-means's lists. Build seconds and recall
+(random vectors: the worst case) are what that run measured on a shared 2-core machine.
 
 :func:`dimension_dial` gives each row with the formula of :mod:`.pg_capacity` beside it, as plain
 JSON, for the web lesson's cost section and anything else that shows what a dimension costs in the
@@ -81,6 +82,7 @@ def dimension_dial() -> dict[str, Any]:
     for row in MEASURED:
         predicted = pg_estimate(PgIndexConfig(row.index, {}, DTYPE_OF[row.type]), MEASURED_ON["vectors"], row.dim)
         rows.append({**asdict(row), "index_pages_predicted": predicted.index_pages,
-                     "predicted_exactly": predicted.index_pages == row.index_pages,
+                     "index_pages_range": predicted.index_pages_range, "predicted_exactly": predicted.exact
+                     and predicted.index_pages == row.index_pages,
                      "build_memory_bytes_predicted": predicted.build_memory_bytes})  # fmt: skip
     return {"measured_on": MEASURED_ON, "rows": rows}
