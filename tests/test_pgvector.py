@@ -375,7 +375,23 @@ def test_ivfflat_page_count_is_exact_given_the_lists_kmeans_made(pg, dim):
         print(f"d={dim} {dtype}: expected {result.index_pages}, measured {measured}, replayed {replay}")
         assert replay["pages"] == replay["measured_pages"] == measured and replay["same_lists"]
         assert replay["entries"] == 3000 and replay["lists"] == 100 and not result.exact
-        assert abs(result.index_pages - measured) <= 0.05 * measured
+        assert abs(result.index_pages - measured) <= 0.08 * measured  # an expectation: k-means varies
+
+
+def test_a_user_who_may_not_read_the_index_files_gets_the_sizes_and_a_reason(pg, conn):
+    """A managed service's user is no superuser: CHECKPOINT and pg_read_binary_file are refused, so the
+    replay is skipped with the reason; the measured sizes still come back."""
+    conn.execute("DROP ROLE IF EXISTS cl_plain_user")
+    conn.execute("CREATE ROLE cl_plain_user LOGIN")
+    conn.execute("GRANT CREATE ON SCHEMA public TO cl_plain_user")
+    try:
+        dsn = pg.replace("user=contextlens", "user=cl_plain_user")
+        result = pg_measure(PgIndexConfig("hnsw", {}, "binary"), 300, 384, dsn=dsn, memory_probe=False)
+        assert result.measured["index_pages"] > 0
+        assert "cannot be read here" in result.measured["replay"]["skipped"]
+    finally:
+        conn.execute("REVOKE CREATE ON SCHEMA public FROM cl_plain_user")
+        conn.execute("DROP ROLE cl_plain_user")
 
 
 @pytest.mark.parametrize(("dim", "dtype"), [(384, "float32"), (1024, "float16")])
