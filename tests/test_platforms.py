@@ -159,6 +159,7 @@ def test_opensearch_variants_without_a_vendor_example_match_the_formula_by_hand(
     assert pq.fits == int((16 * GIB - 1.1 * 300 * 2**8 * 4 * 768) // (1.1 * (96 + 24 + 128)))
     lucene = opensearch(20_000_000, 768, knn_engine="lucene")
     assert any("less than 10,000,000" in note for note in lucene.notes)
+    assert any("general HNSW formula" in note for note in lucene.notes)  # no Lucene float32 formula documented
     # a code book larger than the budget leaves room for no vector, never a negative count
     assert opensearch(1, 1024, pq_m=8, segments=10**6).fits == 0
 
@@ -180,6 +181,8 @@ def test_opensearch_variants_without_a_vendor_example_match_the_formula_by_hand(
         ({"dtype": "int8", "knn_engine": "nmslib"}, "dtype"),
         ({"dtype": "binary", "knn_engine": "lucene"}, "dtype"),
         ({"nlist": 16}, "nlist"),  # nlist is for the ivf method
+        ({"nbits": 4}, "nbits"),  # nbits and segments are for PQ
+        ({"segments": 10}, "segments"),
         ({"method": "flat"}, "method"),
         ({"knn_engine": "annoy"}, "knn_engine"),
     ],

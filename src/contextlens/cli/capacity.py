@@ -29,7 +29,12 @@ def capacity_cmd(
     count: Annotated[int, typer.Option("--count", "-n", help="Number of vectors.")],
     dim: Annotated[int, typer.Option("--dim", "-d", help="Dimensions per vector.")],
     dtype: Annotated[
-        str | None, typer.Option("--dtype", help="float32, float16, int8 or binary (default: the index's own).")
+        str | None,
+        typer.Option(
+            "--dtype",
+            help="float32, float16, int8 or binary (default: the index's own); opensearch: float32, int8, binary; "
+            "azure: float32, float16, int16, int8.",
+        ),
     ] = None,
     index: IndexTypeOpt = "flat",
     m: Annotated[int | None, typer.Option("--m", help="HNSW: neighbors per node (default 32; pgvector 16).")] = None,

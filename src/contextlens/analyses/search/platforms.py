@@ -256,15 +256,15 @@ def _opensearch_layout(
 def opensearch(
     count: int, dim: int, m: int = 16, replicas: int = 1, bits: int | None = None, node_memory_gib: float = 64,
     heap_gib: float | None = None, nodes: int = 1, method: str = "hnsw", knn_engine: str = "faiss",
-    dtype: str = "float32", nlist: int | None = None, pq_m: int | None = None, nbits: int = 8,
-    segments: int = OPENSEARCH_SEGMENTS,
+    dtype: str = "float32", nlist: int | None = None, pq_m: int | None = None, nbits: int | None = None,
+    segments: int | None = None,
 ) -> PlatformCapacity:  # fmt: skip
     """OpenSearch k-NN: native memory for ``count`` vectors and ``replicas`` copies more, against
     the circuit breaker of ``nodes`` data nodes of ``node_memory_gib`` with a JVM heap of ``heap_gib``
     (default half the node's memory, at most 32 GiB). ``method`` hnsw or ivf (``nlist``, default 4);
     ``knn_engine`` faiss, lucene or nmslib; ``dtype`` float32, int8 (byte) or binary; ``bits`` Faiss's
     1, 2, 4 or 16-bit quantization or Lucene's 7-bit one; ``pq_m`` Faiss product quantization with
-    ``nbits`` code size and ``segments`` segments (default 300, the docs' recommendation)."""
+    ``nbits`` code size (default 8) and ``segments`` segments (default 300, the docs' recommendation)."""
     n, d = _check(count, dim)
     m = whole_number(m, "m", minimum=2, maximum=100)
     replicas = whole_number(replicas, "replicas", minimum=0, maximum=100)
@@ -280,12 +280,15 @@ def opensearch(
     if method == "ivf" and knn_engine != "faiss":
         raise ParameterError("method", f"ivf is for the faiss engine only, not {knn_engine}")
     if nlist is not None and method != "ivf":
-        raise ParameterError("nlist", "is for the ivf method (--method ivf)")
+        raise ParameterError("nlist", "is for the ivf method")
     nlist = OPENSEARCH_NLIST if nlist is None else whole_number(nlist, "nlist", minimum=1)
     if pq_m is not None:
         pq_m = whole_number(pq_m, "pq_m", minimum=1, maximum=OPENSEARCH_PQ_MAX_M)
-    nbits = whole_number(nbits, "nbits", minimum=1, maximum=8)
-    segments = whole_number(segments, "segments", minimum=1)
+    for name, value in (("nbits", nbits), ("segments", segments)):
+        if value is not None and pq_m is None:
+            raise ParameterError(name, "is for product quantization (pq_m)")
+    nbits = 8 if nbits is None else whole_number(nbits, "nbits", minimum=1, maximum=8)
+    segments = OPENSEARCH_SEGMENTS if segments is None else whole_number(segments, "segments", minimum=1)
     if knn_engine != "nmslib" and d > OPENSEARCH_MAX_DIM:
         raise ParameterError("dim", f"must be at most {OPENSEARCH_MAX_DIM:,} with the {knn_engine} engine, got {d:,}")
     memory = _fraction(node_memory_gib, "node_memory_gib", 1, 1_000_000)
@@ -307,6 +310,9 @@ def opensearch(
         "the graphs live off the JVM heap; past the circuit breaker k-NN evicts the least recently used graphs",
         *layout.notes,
     ]
+    if knn_engine == "lucene" and dtype == "float32" and bits is None:
+        notes.append("the docs give no Lucene formula for float32 vectors without a quantizer: this is the general "
+                     "HNSW formula of the k-NN docs")  # fmt: skip
     if knn_engine == "lucene":
         notes.append(
             "the docs size native-library indexes (faiss, nmslib) against the circuit breaker; "
