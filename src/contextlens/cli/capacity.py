@@ -29,13 +29,20 @@ def capacity_cmd(
     count: Annotated[int, typer.Option("--count", "-n", help="Number of vectors.")],
     dim: Annotated[int, typer.Option("--dim", "-d", help="Dimensions per vector.")],
     dtype: Annotated[
-        str | None, typer.Option("--dtype", help="float32, float16, int8 or binary (default: the index's own).")
+        str | None,
+        typer.Option(
+            "--dtype",
+            help="float32, float16, int8 or binary (default: the index's own); opensearch: float32, int8, binary; "
+            "azure: float32, float16, int16, int8.",
+        ),
     ] = None,
     index: IndexTypeOpt = "flat",
     m: Annotated[int | None, typer.Option("--m", help="HNSW: neighbors per node (default 32; pgvector 16).")] = None,
     nlist: NlistOpt = None,
     pq_m: PqMOpt = None,
-    nbits: Annotated[int, typer.Option("--nbits", help="IVF-PQ: bits per sub-code.")] = 8,
+    nbits: Annotated[
+        int | None, typer.Option("--nbits", help="IVF-PQ: bits per sub-code (default 8); opensearch: PQ code_size.")
+    ] = None,
     measure: Annotated[bool, typer.Option("--measure", help="Also build the real FAISS index and measure it.")] = False,
     max_measure: Annotated[
         int, typer.Option(help="Build on at most this many vectors; above it, two samples are extrapolated.")
@@ -43,9 +50,19 @@ def capacity_cmd(
     engine: CapacityEngineOpt = "faiss",
     dsn: DsnOpt = None,
     lists: Annotated[int | None, typer.Option(help="pgvector IVFFlat: inverted lists (default 100).")] = None,
-    replicas: Annotated[int | None, typer.Option(help="opensearch: replicas of each shard (default 1).")] = None,
+    replicas: Annotated[
+        int | None, typer.Option(help="opensearch: replicas of each shard; azure: replicas (default 1).")
+    ] = None,
     bits: Annotated[
-        int | None, typer.Option(help="opensearch: binary quantization at 1, 2 or 4 bits (default: none, float32).")
+        int | None,
+        typer.Option(help="opensearch: Faiss quantization at 1, 2, 4 or 16 bits, Lucene's at 7 (default: none)."),
+    ] = None,
+    method: Annotated[str | None, typer.Option(help="opensearch: hnsw or ivf (default hnsw).")] = None,
+    knn_engine: Annotated[
+        str | None, typer.Option(help="opensearch: the k-NN engine, faiss, lucene or nmslib (default faiss).")
+    ] = None,
+    segments: Annotated[
+        int | None, typer.Option(help="opensearch PQ (--pq-m): segments, each with its code book (default 300).")
     ] = None,
     node_memory_gib: Annotated[
         float | None, typer.Option(help="opensearch: memory of each data node in GiB (default 64).")
@@ -64,6 +81,9 @@ def capacity_cmd(
         str | None,
         typer.Option(help="vertex: small (2 GiB), medium (20 GiB) or large (50 GiB) shards (default medium)."),
     ] = None,
+    machine: Annotated[
+        str | None, typer.Option(help="vertex: the machine type serving each shard (default: the shard size's).")
+    ] = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Memory and disk for N vectors in FAISS or pgvector (formula; --measure builds it), or how many fit on
@@ -75,10 +95,12 @@ def capacity_cmd(
 
     given_platform = {"replicas": replicas, "bits": bits, "node_memory_gib": node_memory_gib, "heap_gib": heap_gib,
                       "nodes": nodes, "tier": tier, "partitions": partitions, "overhead": overhead,
-                      "deleted_ratio": deleted_ratio, "shard_size": shard_size}  # fmt: skip
+                      "deleted_ratio": deleted_ratio, "shard_size": shard_size, "method": method,
+                      "knn_engine": knn_engine, "segments": segments, "machine": machine}  # fmt: skip
     if engine not in ("faiss", "pgvector", *PLATFORMS):
         raise InputError(f"--engine must be one of faiss, pgvector, {', '.join(PLATFORMS)}, got {engine!r}")
     if engine in PLATFORMS:
+        given_platform |= {"nlist": nlist, "pq_m": pq_m, "nbits": nbits}
         _platform_capacity(engine, count, dim, dtype, m, measure, given_platform, json_out)
         return
     extra = [f"--{k.replace('_', '-')}" for k, v in given_platform.items() if v is not None]
@@ -92,7 +114,7 @@ def capacity_cmd(
         raise InputError("--dsn and --lists are for --engine pgvector")
     if index not in DEFAULT_PARAMS:
         raise InputError(f"unknown --index {index!r}; use one of {', '.join(DEFAULT_PARAMS)}")
-    given = {"m": 32 if m is None else m, "nlist": nlist, "pq_m": pq_m, "nbits": nbits}
+    given = {"m": 32 if m is None else m, "nlist": nlist, "pq_m": pq_m, "nbits": 8 if nbits is None else nbits}
     config = IndexConfig(index, {k: v for k, v in given.items() if k in DEFAULT_PARAMS[index]}, dtype)
     if measure:
         with contextlib.nullcontext() if json_out else console.status("building the FAISS index to measure it..."):
@@ -213,10 +235,11 @@ def _pgvector_capacity(
 
 
 PLATFORM_PARAMS = {
-    "opensearch": ("replicas", "bits", "node_memory_gib", "heap_gib", "nodes"),
-    "azure": ("tier", "partitions", "overhead", "deleted_ratio"),
-    "vertex": ("shard_size",),
-}
+    "opensearch": ("replicas", "bits", "node_memory_gib", "heap_gib", "nodes", "method", "knn_engine", "nlist",
+                   "pq_m", "nbits", "segments"),
+    "azure": ("tier", "partitions", "overhead", "deleted_ratio", "replicas"),
+    "vertex": ("shard_size", "machine"),
+}  # fmt: skip
 PLATFORM_NAMES = {"opensearch": "OpenSearch k-NN", "azure": "Azure AI Search", "vertex": "Vertex AI Vector Search"}
 
 
@@ -229,20 +252,20 @@ def _platform_capacity(
         raise InputError(f"--measure is for faiss and pgvector; {PLATFORM_NAMES[engine]} cannot run here, so its "
                          "figures are its vendor's documented formulas")  # fmt: skip
     wrong = [k for k, v in given.items() if v is not None and k not in PLATFORM_PARAMS[engine]]
-    wrong += ["m"] * (m is not None and engine != "opensearch") + ["dtype"] * (dtype is not None and engine != "azure")
+    wrong += ["m"] * (m is not None and engine != "opensearch") + ["dtype"] * (dtype is not None and engine == "vertex")
     if wrong:
         flags = ", ".join(f"--{k.replace('_', '-')}" for k in wrong)
         raise InputError(f"{flags} {'is' if len(wrong) == 1 else 'are'} not an option of --engine {engine}")
     params = {k: given[k] for k in PLATFORM_PARAMS[engine]}
     if engine == "opensearch":
         params["m"] = m
-    if engine == "azure":
+    if engine in ("azure", "opensearch"):
         params["dtype"] = dtype
     result = platform_capacity(engine, count, dim, **params)
     if json_out:
         print_json(result.to_dict())
         return
-    shown = ", ".join(f"{k}={v}" for k, v in result.params.items() if v is not None)
+    shown = ", ".join(f"{k}={v}" for k, v in result.params.items() if v is not None and not isinstance(v, list))
     console.print(f"[bold]{result.count:,}[/bold] vectors x {result.dim} dims on [bold]{PLATFORM_NAMES[engine]}[/bold] "
                   f"({shown}) [yellow]{result.label}[/yellow]")  # fmt: skip
     table = Table(show_header=True)
@@ -250,6 +273,8 @@ def _platform_capacity(
     table.add_column("bytes", justify="right")
     table.add_column("", justify="right")
     table.add_row("per vector (one copy)", f"{result.bytes_per_vector:,.1f}", human_bytes(result.bytes_per_vector))
+    if result.fixed_bytes:
+        table.add_row("fixed (one copy)", f"{result.fixed_bytes:,}", human_bytes(result.fixed_bytes))
     table.add_row(f"{result.count:,} vectors", f"{result.bytes:,}", human_bytes(result.bytes))
     table.add_row("budget", f"{result.budget_bytes:,}", human_bytes(result.budget_bytes))
     console.print(table)
@@ -265,6 +290,8 @@ def _platform_capacity(
     if verdict:
         console.print(f"[bold]{result.fits:,}[/bold] vectors of {result.dim} dims fit in the budget; "
                       f"{result.count:,} {verdict}")  # fmt: skip
+    if len(result.limits) > 1:  # the count is the least of several documented limits
+        console.print("limits: " + "; ".join(f"{lim['limit']} {lim['fits']:,}" for lim in result.limits))
     for note in result.notes:
         console.print(f"[dim]{note}[/dim]")
     for source in result.sources:
