@@ -16,7 +16,11 @@ INTERRUPTED = 130  # the shell's code for a run stopped by SIGINT (128 + 2)
 
 
 def interrupted() -> NoReturn:
-    """Ctrl-C: one line on stderr and exit code 130, never a traceback."""
+    """Ctrl-C: one line on stderr and exit code 130, never a traceback. Later SIGINTs are ignored
+    from here on: a second Ctrl-C, or the re-delivery of one that landed in a callback
+    (:func:`_interrupt_again`), arriving while Python shuts down would kill it with the signal
+    (exit -2) after the line was written."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     sys.stderr.write("interrupted\n")
     raise SystemExit(INTERRUPTED)
 

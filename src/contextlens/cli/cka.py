@@ -45,10 +45,12 @@ def cka_cmd(
     plot: PlotOpt = None,
 ) -> None:
     """Compare representation spaces honestly: linear CKA between every layer of A and every layer of B."""
-    from contextlens.analyses.representations.cka import check_cka_arguments, compare_layers
+    from contextlens.core.arguments import whole_number
+
+    whole_number(limit, "limit", minimum=0)  # before the analysis (numpy) is even imported
+    from contextlens.analyses.representations.cka import compare_layers
     from contextlens.data.text_sets import read_texts
 
-    check_cka_arguments(limit)  # before any model loads
     texts = read_texts(sentences) if sentences is not None else None
     a = contextual_option(model, precision, threads, runtime)
     b = None if other is None or other == model else contextual_option(other, precision, threads, runtime)

@@ -42,13 +42,16 @@ def cost_cmd(
     plot: PlotOpt = None,
 ) -> None:
     """The seeds' comparison table made live: time and memory of a static lookup vs a forward pass."""
-    from contextlens.analyses.search.cost import check_counts, measure_cost
     from contextlens.core.arguments import whole_number
+
+    # before the analysis (numpy) is even imported: a mistake answers in the time of --help
+    count = whole_number(count, "count", minimum=1, floats=True)
+    repeats = whole_number(repeats, "repeats", minimum=1)
+    limit = whole_number(limit, "limit", minimum=1)
+    from contextlens.analyses.search.cost import measure_cost
     from contextlens.core.static_models import optional_static
     from contextlens.data.text_sets import corpus_texts
 
-    count, repeats = check_counts(count, repeats)  # before any model loads
-    limit = whole_number(limit, "limit", minimum=1)
     static_model = optional_static(static, optional=False)
     texts = corpus_texts(corpus, limit)
     loaded = contextual_option(model, precision, threads, runtime)

@@ -256,6 +256,9 @@ def index_search(
     json_out: JsonOpt = False,
 ) -> None:
     """Rank the indexed documents for a query; refuses a query encoder that differs from the index's."""
+    from contextlens.analyses.search.index_files import require_index_folder
+
+    require_index_folder(folder)  # before the index libraries (numpy) are imported
     from contextlens.analyses.search.index import index_encoder, search_index
     from contextlens.analyses.search.pg_index import engine_of, search_pg_index
     from contextlens.core.choices import check_precision

@@ -74,6 +74,14 @@ class KeyIndex(Mapping[str, int]):
     def __iter__(self) -> Iterator[str]:
         return (w.decode("utf-8") for w in self._sorted)
 
+    def starting_with(self, prefix: str) -> list[tuple[str, int]]:
+        """``(word, row)`` of every word that starts with ``prefix``: one range of the sorted words
+        (0xFF never occurs in UTF-8, so ``prefix + 0xFF`` bounds it), nothing else decoded."""
+        low = prefix.encode("utf-8")
+        start, stop = np.searchsorted(self._sorted, [low, low + b"\xff"])
+        found = zip(self._sorted[start:stop], self._rows[start:stop], strict=True)
+        return [(w.decode("utf-8"), int(r)) for w, r in found]
+
 
 class ArrayVectors:
     """A table of word vectors: ``vectors`` (rows), ``index_to_key`` (words), ``key_to_index``."""

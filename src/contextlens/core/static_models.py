@@ -188,7 +188,11 @@ class StaticModel:
 
     def _oov_message(self, key: str) -> str:
         vocab = self.kv.index_to_key
-        pool = [w for w in vocab[:200_000] if w[:1] == key[:1] and abs(len(w) - len(key)) <= 2]
+        index = self.kv.key_to_index
+        if key and hasattr(index, "starting_with"):  # the lean table: one range of its sorted words
+            pool = [w for w, row in index.starting_with(key[:1]) if row < 200_000 and abs(len(w) - len(key)) <= 2]
+        else:
+            pool = [w for w in vocab[:200_000] if w[:1] == key[:1] and abs(len(w) - len(key)) <= 2]
         close = difflib.get_close_matches(key, pool, n=3, cutoff=0.75)
         hint = f"; close words it knows: {', '.join(close)}" if close else ""
         return (

@@ -58,7 +58,13 @@ from contextlens.analyses.search.index_config import (
     search_faiss,
     serialized_bytes,
 )
-from contextlens.analyses.search.index_files import DOCS_FILE, INDEX_FILE, MANIFEST, current_folder
+from contextlens.analyses.search.index_files import (
+    DOCS_FILE,
+    INDEX_FILE,
+    MANIFEST,
+    current_folder,
+    require_index_folder,
+)
 from contextlens.core.arguments import whole_number
 from contextlens.core.choices import check_runtime
 from contextlens.core.vectors import Provenance
@@ -346,10 +352,7 @@ class VectorIndex:
 
 def read_manifest(folder: Path | str) -> dict[str, Any]:
     """The manifest of an index folder, checked for the fields contextlens relies on."""
-    folder = Path(folder)
-    if not folder.is_dir():
-        what = "is a file, not an index folder" if folder.exists() else "does not exist"
-        raise DataFileError(f"index folder {folder} {what}; build one with `contextlens index build`")
+    folder = require_index_folder(folder)
     path = current_folder(folder) / MANIFEST
     if not path.is_file():
         raise DamagedIndexError(

@@ -61,6 +61,15 @@ def _is_ours(path: Path) -> bool:
     return bool(VERSION_RE.match(name)) and path.is_dir()
 
 
+def require_index_folder(folder: Path | str) -> Path:
+    """``folder`` if it is a folder, else the one line a user needs (cheap: no index library loaded)."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        what = "is a file, not an index folder" if folder.exists() else "does not exist"
+        raise DataFileError(f"index folder {folder} {what}; build one with `contextlens index build`")
+    return folder
+
+
 def current_folder(folder: Path | str) -> Path:
     """The folder holding the files of the index in use: the version ``CURRENT`` names, or
     ``folder`` itself for an index in the layout before the pointer."""
