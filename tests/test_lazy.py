@@ -239,3 +239,17 @@ def test_a_ctrl_c_inside_a_callback_python_drops_still_stops_the_run():
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=_env(), timeout=60)
     assert (done.returncode, done.stdout, done.stderr) == (130, "", "interrupted\n")
+
+
+def test_the_web_app_loads_no_figure_builder_or_benchmark_before_a_request():
+    # `serve` waited 0.9 s for sklearn and scipy.stats: the sense map took the plot style from the
+    # figure builders, which import every analysis result type (the benchmarks among them)
+    script = (
+        "import sys\n"
+        "from contextlens.web.app import create_app\n"
+        "heavy = ('sklearn', 'scipy', 'plotly', 'pandas', 'torch', 'transformers', 'gensim', 'faiss')\n"
+        "print(' '.join(m for m in heavy if m in sys.modules))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=_env(), timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == ""

@@ -29,18 +29,7 @@ from contextlens.analyses.lesson.trace import Trace
 from contextlens.analyses.representations.cka import CkaResult
 from contextlens.analyses.search.cost import CostReport
 from contextlens.core import atomic_files
-
-COLOURS = ["#c2410c", "#1d4ed8", "#15803d", "#7c3aed", "#0e7490", "#be123c", "#a16207"]
-# No button that sends a figure off the machine: plotly.js shows "Share chart..." (an upload to
-# Plotly's cloud) unless told not to, and an empty server URL leaves it nowhere to send anyway.
-PLOT_CONFIG = {
-    "displaylogo": False,
-    "responsive": True,
-    "showSendToCloud": False,
-    "showEditInChartStudio": False,
-    "plotlyServerURL": "",
-}
-LAYOUT = {"template": "plotly_white", "font": {"family": "sans-serif", "size": 12}, "margin": {"t": 70}}
+from contextlens.reports.plot_style import COLOURS, LAYOUT, PLOT_CONFIG  # noqa: E402,F401 - the house style
 
 
 def plain(text: str) -> str:

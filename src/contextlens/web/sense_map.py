@@ -20,7 +20,7 @@ from pydantic import Field
 
 from contextlens.core.contextual_models import ContextualModel
 from contextlens.errors import InputError
-from contextlens.reports.interactive import LAYOUT, PLOT_CONFIG
+from contextlens.reports.plot_style import LAYOUT, PLOT_CONFIG
 from contextlens.web import html as pages
 from contextlens.web.runs import MAX_TEXT, MAX_TOP, Word
 from contextlens.web.runs import Request as Schema

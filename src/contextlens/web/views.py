@@ -63,7 +63,7 @@ def page_views(
 ) -> dict[str, Any]:
     """{"current", "controls", "figures" (plotly JSON, each once), "numbers" (HTML, each once),
     "views": {key: {"figures": [index per div], "numbers": index}}}."""
-    from contextlens.reports.interactive import PLOT_CONFIG
+    from contextlens.reports.plot_style import PLOT_CONFIG
 
     current, settings = _settings(name, result, rerun, layers)
     figures: dict[str, int] = {}

@@ -1,0 +1,19 @@
+"""The house style of every plotly figure: colours, layout and the toolbar's config.
+
+A module of its own, with no plotly or analysis import, so a page that only passes the style on to
+plotly.js in the browser (the sense map, the views) does not load the figure builders to get it.
+"""
+
+from __future__ import annotations
+
+COLOURS = ["#c2410c", "#1d4ed8", "#15803d", "#7c3aed", "#0e7490", "#be123c", "#a16207"]
+# No button that sends a figure off the machine: plotly.js shows "Share chart..." (an upload to
+# Plotly's cloud) unless told not to, and an empty server URL leaves it nowhere to send anyway.
+PLOT_CONFIG = {
+    "displaylogo": False,
+    "responsive": True,
+    "showSendToCloud": False,
+    "showEditInChartStudio": False,
+    "plotlyServerURL": "",
+}
+LAYOUT = {"template": "plotly_white", "font": {"family": "sans-serif", "size": 12}, "margin": {"t": 70}}
