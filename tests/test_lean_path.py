@@ -195,6 +195,25 @@ def test_the_unseen_word_hint_reads_one_range_of_the_sorted_words(glove) -> None
         assert (f"close words it knows: {', '.join(close)};" in message) if close else "close words" not in message
 
 
+def test_models_lists_the_exports_this_machine_holds(minilm_onnx: ContextualModel, monkeypatch, tmp_path) -> None:
+    """`contextlens models` says which models run lean, with each graph's check against torch (the
+    same figures the export stored), and that a fresh machine has none yet."""
+    proc = run_cli("models", "--json")
+    assert proc.returncode == 0, proc.stderr
+    rows = {r["name"]: r for r in json.loads(proc.stdout)["models"]}
+    fp32 = rows["minilm"]["onnx"]["fp32"]
+    from contextlens.core.drift import drift
+
+    assert fp32["max_abs_diff"] == max(drift("minilm", "fp32", "onnx").max_abs_diff) <= EXACT
+    assert rows["minilm"]["onnx"]["attention"]["max_abs_diff"] <= ATTENTION_EXACT
+    assert rows["glove-50d"]["onnx"] is None
+    shown = run_cli("models")
+    assert f"fp32 ±{fp32['max_abs_diff']:.1e}" in shown.stdout
+    monkeypatch.setenv("CONTEXTLENS_CACHE", str(tmp_path))  # a machine that exported nothing yet
+    fresh = json.loads(run_cli("models", "--json").stdout)["models"]
+    assert {r["name"]: r["onnx"] for r in fresh}["minilm"] == {"fp32": None, "int8": None, "attention": None}
+
+
 def test_the_printed_export_check_includes_the_attention_graphs(minilm_onnx: ContextualModel) -> None:
     from contextlens.core.drift import drift
 

@@ -17,11 +17,13 @@ from contextlens.core.resources import model_status
 def models_cmd(json_out: JsonOpt = False) -> None:
     """What is installed and usable offline, and how to install the rest."""
     rows = model_status()
+    for r in rows:
+        r["onnx"] = _exports(r)
     if json_out:
         print_json({"models": rows})
         return
     table = Table(title="contextlens models")
-    for col in ("name", "kind", "installed", "description"):
+    for col in ("name", "kind", "installed", "lean path (ONNX)", "description"):
         table.add_column(col)
     for r in rows:
         mark = (
@@ -29,9 +31,46 @@ def models_cmd(json_out: JsonOpt = False) -> None:
             if r["installed"]
             else ("[dim]no (optional)[/dim]" if r["optional"] else "[red]no[/red]")
         )
-        table.add_row(str(r["name"]), str(r["kind"]), mark, str(r["description"]))
+        table.add_row(str(r["name"]), str(r["kind"]), mark, _exports_cell(r), str(r["description"]))
     console.print(table)
     for r in rows:
         if not r["installed"]:
             console.print(f"install {r['name']}: [bold]{r['install']}[/bold]")
     console.print("Any Hugging Face model folder (--model PATH) or word-vector file (--static PATH) works too.")
+    console.print(
+        "[dim]lean path: ONNX graphs exported and checked against torch on this machine (± the largest "
+        "difference in hidden states or attention weights, cos the least cosine); commands on --runtime auto "
+        "(compare, explore, trace, serve, ...) run them without torch[/dim]"
+    )
+
+
+def _exports(row: dict) -> dict | None:
+    """The model's ONNX exports on this machine (None for a static model, a decoder or one not installed)."""
+    from contextlens.core.model_facts import model_facts
+    from contextlens.core.onnx_graphs import export_summary
+    from contextlens.core.resources import resolve_contextual
+
+    if row["kind"] != "contextual" or not row["installed"]:
+        return None
+    facts = model_facts(str(row["name"]))
+    if facts is None or facts.is_decoder:
+        return None
+    name, source, _revision = resolve_contextual(str(row["name"]))
+    return export_summary(name, str(source))
+
+
+def _exports_cell(row: dict) -> str:
+    exports = row["onnx"]
+    if exports is None:
+        decoder = row["kind"] == "contextual" and row["installed"]
+        return "[dim]torch only (a decoder)[/dim]" if decoder else "[dim]-[/dim]"
+    if exports["fp32"] is None and exports["int8"] is None:
+        return "[dim]not yet (the first ONNX use exports it, 10-60 s)[/dim]"
+    parts = []
+    if exports["fp32"] is not None:
+        parts.append(f"fp32 ±{exports['fp32']['max_abs_diff']:.1e}")
+    if exports["int8"] is not None:
+        parts.append(f"int8 cos {exports['int8']['min_cosine']:.3f}")
+    if exports["attention"] is not None:
+        parts.append(f"attention ±{exports['attention']['max_abs_diff']:.1e}")
+    return ", ".join(parts)

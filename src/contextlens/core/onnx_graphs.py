@@ -118,6 +118,31 @@ def attention_check(name: str, source: str) -> dict | None:
     return check if isinstance(check, dict) and check.get("ok") else None
 
 
+def export_summary(name: str, source: str) -> dict[str, dict[str, float] | None]:
+    """What this machine holds of a model's ONNX exports, as ``contextlens models`` shows it: per
+    graph (fp32, int8, the fp32 attention graph) its check against torch's eager model (the largest
+    difference in hidden states or attention weights, the least cosine) where it was made and
+    checked, else None (the first ONNX use exports it)."""
+    folder = export_folder(name, source)
+    out: dict[str, dict[str, float] | None] = {}
+    for precision in ("fp32", "int8"):
+        check = _read_check(check_file(folder, precision)) if lean_ready(name, source, precision) else None
+        out[precision] = None if check is None else {
+            "max_abs_diff": max(check["max_abs_diff"]), "min_cosine": min(check["min_cosine"]),
+        }  # fmt: skip
+    attention = attention_check(name, source)
+    out["attention"] = None if attention is None else {"max_abs_diff": max(attention["attention_max_abs_diff"])}
+    return out
+
+
+def _read_check(path: Path) -> dict | None:
+    try:
+        check = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return check if isinstance(check, dict) and check.get("max_abs_diff") and check.get("min_cosine") else None
+
+
 def attention_ready(name: str, source: str) -> bool:
     """Whether this model's attention graph was exported and passed its check on this machine."""
     return attention_check(name, source) is not None
