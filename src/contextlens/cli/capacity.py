@@ -201,7 +201,7 @@ def _pgvector_capacity(
     if result.index_pages_range and not result.exact:
         low, high = result.index_pages_range
         console.print(
-            f"index pages: {result.index_pages:,} expected, {low:,} to {high:,} in 95% of builds: pgvector draws "
+            f"index pages: {result.index_pages:,} expected, {low:,} to {high:,} for 95% of builds: pgvector draws "
             "each element's level at random while it builds, so no formula knows the count beforehand"
         )
     replay = measured.get("replay")

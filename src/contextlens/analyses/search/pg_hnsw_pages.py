@@ -127,7 +127,8 @@ def overflow_probability(count: int, element: int, m: int) -> float:
 @dataclass(frozen=True)
 class PageDistribution:
     """The page count of an HNSW index over the random levels: its median and the 2.5 and 97.5
-    percentiles of the simulated draws; ``exact`` when :func:`overflow_probability` proves (to within
+    percentiles of the simulated draws (past ``SIMULATED`` elements, mean ± 1.96 of the scaled
+    spread and of the simulation's own error in the mean); ``exact`` when :func:`overflow_probability` proves (to within
     ``SAFE``) that every draw is the formula, and then nothing was simulated (``draws`` 0)."""
 
     median: int
@@ -170,8 +171,10 @@ def page_draws(
     if n == count:
         low, high = np.percentile(pages, [2.5, 97.5])
         median = float(np.median(pages))
-    else:
-        median, low, high = mean, mean - 1.96 * spread, mean + 1.96 * spread
+    else:  # the build-to-build spread, and the simulation's own error in the mean, scaled up with it
+        error = graph.std() * scale / math.sqrt(draws)
+        width = 1.96 * math.sqrt(spread**2 + error**2)
+        median, low, high = mean, mean - width, mean + width
     return PageDistribution(
         median=round(median), low=math.floor(low), high=math.ceil(high), mean=round(mean, 1),
         sd=round(spread, 2), draws=draws,
