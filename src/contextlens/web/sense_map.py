@@ -152,7 +152,9 @@ SCRIPT = """
     var layout = Object.assign({}, SM_LAYOUT, {title: {text: esc(doc.word) + ' at layer ' + L.layer + ': k = ' +
       L.k + (L.silhouette === null ? '' : ', silhouette ' + L.silhouette.toFixed(3))},
       legend: {orientation: 'h', y: -0.2}, xaxis: {title: {text: 'PC 1'}}, yaxis: {title: {text: 'PC 2'}}});
-    Plotly.react('sense-map', traces, layout, SM_CONFIG);
+    var box = document.getElementById('sense-map'), fit = window.contextlensFit;  // a phone: title below the toolbar
+    var fig = fit ? fit.fitted(traces, layout, box.clientWidth || innerWidth) : {data: traces, layout: layout};
+    Plotly.react(box, fig.data, fig.layout, SM_CONFIG);
     var rows = L.senses.map(function (s) {
       return '<tr><td>' + (s.cluster + 1) + '</td><td>' + s.size + '</td><td>' + esc(s.distinctive_words.join(', ')) +
         '</td><td>' + (s.gloss ? esc(s.gloss.synset + ': ' + s.gloss.definition) + ' (' + s.gloss.cosine.toFixed(3) +

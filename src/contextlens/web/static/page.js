@@ -19,13 +19,9 @@
     });
   }
 
-  // --- phones: a figure of side-by-side panels (or marked wide) keeps its width and scrolls in its box -------
-  function panels(div) {
-    var wide = div.layout && (div.layout.xaxis2 || (div.layout.meta && div.layout.meta.wide));
-    if (!wide) return;
-    div.classList.add("panels");
-    if (div.parentNode) div.parentNode.classList.add("panel-box");
-    if (window.innerWidth < 640 && window.Plotly) window.Plotly.Plots.resize(div);
+  // --- phones: each figure fitted to the width (panels stacked, title below the toolbar): reports/fit.js ---
+  function fit(div) {
+    if (window.contextlensFit) window.contextlensFit.fitDiv(div);
   }
 
   // --- views: every layer / head the page may show, drawn on demand ---------------------------
@@ -52,9 +48,9 @@
         var div = document.getElementById("view-fig-" + i);
         if (!div || drawn[i] === f) return;
         var fig = doc.figures[f];
+        if (window.contextlensFit) fig = window.contextlensFit.fitted(fig.data, fig.layout, div.clientWidth || window.innerWidth);
         window.Plotly.react(div, fig.data, fig.layout || {}, doc.config);
         if (drawn[i] === undefined) showClicked(div);
-        panels(div);
         labelButtons(div);
         drawn[i] = f;
       });
@@ -149,7 +145,7 @@
   }
 
   document.addEventListener("DOMContentLoaded", function () {
-    document.querySelectorAll(".plotly-graph-div").forEach(function (d) { showClicked(d); panels(d); labelButtons(d); });
+    document.querySelectorAll(".plotly-graph-div").forEach(function (d) { showClicked(d); fit(d); labelButtons(d); });
     setupViews();
     setupQuiz();
   });
