@@ -468,3 +468,74 @@ def test_clicking_every_modebar_button_of_the_demo_report_offline(browser, demo_
     assert _click_every_modebar_button(pg) >= 5 * figures
     context.close()
     assert leaks == []
+
+
+# Problems with how the page's figures fit the window: a figure wider than its box (it would scroll
+# sideways), a box other than a table's that scrolls sideways, a title under the toolbar (modebar)
+# or cut at the figure's right edge.
+FIT_PROBLEMS = """() => {
+  const out = [], hit = (a, b) => a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom;
+  document.querySelectorAll('.js-plotly-plot').forEach((d, k) => {
+    if (!d.clientWidth) return;  // hidden (a quiz answer's evidence before it is answered)
+    const box = d.getBoundingClientRect(), svg = d.querySelector('.main-svg');
+    if (svg && svg.getBoundingClientRect().width > d.parentElement.clientWidth + 1)
+      out.push(`figure ${k}: ${Math.round(svg.getBoundingClientRect().width)} px in a ${d.parentElement.clientWidth} px box`);
+    const bar = d.querySelector('.modebar'), title = d.querySelector('.gtitle');
+    if (bar && title && hit(bar.getBoundingClientRect(), title.getBoundingClientRect()))
+      out.push(`figure ${k}: its title runs under the toolbar`);
+    if (title && title.getBoundingClientRect().right > box.right + 1) out.push(`figure ${k}: its title is cut`);
+  });
+  document.querySelectorAll('body *').forEach(e => {
+    const sideways = e.scrollWidth > e.clientWidth + 1 && !['visible', 'hidden'].includes(getComputedStyle(e).overflowX);
+    if (sideways && !e.querySelector('table') && e.tagName !== 'PRE') out.push(`${e.tagName}.${e.className} scrolls sideways`);
+  });
+  return out;
+}"""
+FIT_PAGES = ["lesson", "compare", "explore", "attention", "probe", "trace", "rank", "same-sense"]
+
+
+def test_on_a_phone_every_figure_fits_its_box_and_its_title_clears_the_toolbar(browser, server):
+    """At 390 px the two-panel figures stack their panels and the wide ones shrink their labels
+    (reports/fit.js), so no figure scrolls sideways, in the page or in its own box (a wide table may
+    scroll in its box); every title sits below the toolbar and inside the figure."""
+    context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
+    pg = context.new_page()
+    problems = {}
+    for name in FIT_PAGES:
+        pg.goto(server + SHOT_PAGES[name])
+        pg.wait_for_selector(".js-plotly-plot .main-svg", timeout=30_000)
+        pg.wait_for_load_state("networkidle")
+        assert pg.evaluate("document.documentElement.scrollWidth") <= 391, name
+        if found := pg.evaluate(FIT_PROBLEMS):
+            problems[name] = found
+    # two panels stacked: the trace's second panel lies below the first, both at the full width
+    pg.goto(server + SHOT_PAGES["trace"])
+    pg.wait_for_selector(".js-plotly-plot .main-svg", timeout=30_000)
+    domains = pg.evaluate("(() => { const l = document.querySelector('.js-plotly-plot').layout;"
+                          " return [l.xaxis.domain, l.xaxis2.domain, l.yaxis.domain, l.yaxis3.domain]; })()")
+    context.close()
+    assert problems == {}
+    assert domains[0] == domains[1] == [0, 1] and domains[3][1] < domains[2][0]
+
+
+def test_a_report_on_a_phone_stacks_its_panels_and_keeps_its_numbers(browser, tmp_path):
+    """The same fitting in a written report (reports/interactive.page inlines fit.js): the trace's
+    two panels at 390 px fit the window and show the same data as at 1280 px."""
+    from tests.helpers import run_cli
+
+    out = tmp_path / "trace.html"
+    done = run_cli("trace", "The river [bank] flooded.", "-m", "minilm", "--html", str(out))
+    assert done.returncode == 0, done.stderr
+    data = "JSON.stringify(document.querySelector('.js-plotly-plot').data.map(t => [t.x, t.y, t.z]))"
+    seen = {}
+    for width, extra in ((390, {"is_mobile": True, "has_touch": True}), (1280, {})):
+        context = browser.new_context(viewport={"width": width, "height": 844}, **extra)
+        pg = context.new_page()
+        pg.goto(out.as_uri())
+        pg.wait_for_selector(".js-plotly-plot .main-svg", timeout=30_000)
+        seen[width] = pg.evaluate(data)
+        if width == 390:
+            assert pg.evaluate("document.documentElement.scrollWidth") <= 391
+            assert pg.evaluate(FIT_PROBLEMS) == []
+        context.close()
+    assert seen[390] == seen[1280]  # only the layout changed
