@@ -100,12 +100,12 @@ def test_a_bad_marker_shows_the_cli_message_beside_the_input(page, server):
 
 def test_the_quiz_accepts_a_right_answer_and_rejects_a_wrong_one(page, server):
     page.goto(f"{server}/lesson")
-    page.check("#quiz-1 input[name=a][value='2']")
+    page.check("#quiz-1 input[name=a1][value='2']")
     page.click("#check-1")
     page.wait_for_selector("#quiz-1 #verdict")
     assert page.text_content("#quiz-1 #verdict") == "Right."
     page.wait_for_selector("#quiz-1 .plotly-graph-div .main-svg", timeout=30_000)  # explained with a live figure
-    page.check("#quiz-3 input[name=a][value='1']")
+    page.check("#quiz-3 input[name=a3][value='1']")
     page.click("#check-3")
     page.wait_for_selector("#quiz-3 #verdict")  # checked in the page (POST /api/quiz), no reload
     assert (
@@ -117,9 +117,31 @@ def test_the_quiz_accepts_a_right_answer_and_rejects_a_wrong_one(page, server):
     assert len(page.query_selector_all(".plotly-graph-div .main-svg")) >= 4
 
 
+def test_without_scripts_the_quiz_form_marks_and_scores_every_answer(browser, server):
+    """JavaScript off: pick three answers, press "Score my answers"; the server's page marks each and
+    shows the score, and the picks stay checked."""
+    context = browser.new_context(viewport={"width": 390, "height": 844}, java_script_enabled=False)
+    pg = context.new_page()
+    pg.goto(f"{server}/lesson")
+    pg.check("#quiz-1 input[name=a1][value='2']")
+    pg.check("#quiz-2 input[name=a2][value='1']")
+    pg.check("#quiz-3 input[name=a3][value='3']")
+    pg.click("#quiz-submit")
+    pg.wait_for_selector("#quiz-3 #verdict")
+    assert pg.text_content("#quiz-score") == "score: 2 right of 3 answered (5 questions)"
+    assert [pg.text_content(f"#quiz-{q} #verdict") for q in (1, 3)] == ["Right.", "Right."]
+    assert pg.text_content("#quiz-2 #verdict").startswith("Not quite")
+    assert pg.is_checked("#quiz-2 input[name=a2][value='1']") and pg.query_selector("#quiz-4 #verdict") is None
+    pg.check("#quiz-4 input[name=a4][value='2']")
+    pg.click("#check-4")  # one question's Check sends the earlier answers too: nothing forgotten
+    pg.wait_for_selector("#quiz-4 #verdict")
+    assert pg.text_content("#quiz-score") == "score: 3 right of 4 answered (5 questions)"
+    context.close()
+
+
 SHOT_PAGES = {
     "lesson": "/lesson",
-    "quiz": "/lesson?q=3&a=1#quiz-3",
+    "quiz": "/lesson?a1=2&a3=1#quiz-3",
     "compare": "/compare?s=I+sat+on+the+river+[bank].&s=I+opened+a+[bank]+account.&s=The+[bank]+approved+the+loan.",
     "same-sense": "/same-sense?s=I+sat+on+the+river+[bank].&s=I+opened+a+[bank]+account.&quick=on",
     "explore": "/explore?words=bank+bat+light&permutations=200",
@@ -342,15 +364,15 @@ def test_the_quiz_shuffles_per_session_keeps_answers_and_scores(page, server):
     first = orders()
     page.goto(f"{server}/lesson")
     assert orders() == first  # one shuffle per browser session (a session cookie)
-    page.check("#quiz-1 input[name=a][value='2']")
+    page.check("#quiz-1 input[name=a1][value='2']")
     page.click("#check-1")
     page.wait_for_selector("#quiz-1 #verdict")
-    page.check("#quiz-2 input[name=a][value='1']")
+    page.check("#quiz-2 input[name=a2][value='1']")
     page.click("#check-2")
     page.wait_for_function("() => document.querySelector('#quiz-score').textContent.includes('1 right of 2 answered')")
     page.reload()  # answers kept for the session
     page.wait_for_function("() => document.querySelector('#quiz-score').textContent.includes('1 right of 2 answered')")
-    assert page.is_checked("#quiz-1 input[name=a][value='2']") and page.text_content("#quiz-1 #verdict") == "Right."
+    assert page.is_checked("#quiz-1 input[name=a1][value='2']") and page.text_content("#quiz-1 #verdict") == "Right."
 
 
 def test_neighbors_runs_the_typed_word_and_refuses_a_word_with_an_analogy(page, server):
@@ -478,16 +500,17 @@ FIT_PROBLEMS = """() => {
   document.querySelectorAll('.js-plotly-plot').forEach((d, k) => {
     if (!d.clientWidth) return;  // hidden (a quiz answer's evidence before it is answered)
     const box = d.getBoundingClientRect(), svg = d.querySelector('.main-svg');
-    if (svg && svg.getBoundingClientRect().width > d.parentElement.clientWidth + 1)
-      out.push(`figure ${k}: ${Math.round(svg.getBoundingClientRect().width)} px in a ${d.parentElement.clientWidth} px box`);
+    const drawn = svg ? svg.getBoundingClientRect().width : 0, room = d.parentElement.clientWidth;
+    if (drawn > room + 1) out.push(`figure ${k}: ${Math.round(drawn)} px in a ${room} px box`);
     const bar = d.querySelector('.modebar'), title = d.querySelector('.gtitle');
     if (bar && title && hit(bar.getBoundingClientRect(), title.getBoundingClientRect()))
       out.push(`figure ${k}: its title runs under the toolbar`);
     if (title && title.getBoundingClientRect().right > box.right + 1) out.push(`figure ${k}: its title is cut`);
   });
   document.querySelectorAll('body *').forEach(e => {
-    const sideways = e.scrollWidth > e.clientWidth + 1 && !['visible', 'hidden'].includes(getComputedStyle(e).overflowX);
-    if (sideways && !e.querySelector('table') && e.tagName !== 'PRE') out.push(`${e.tagName}.${e.className} scrolls sideways`);
+    const scrolls = !['visible', 'hidden'].includes(getComputedStyle(e).overflowX);
+    const sideways = scrolls && e.scrollWidth > e.clientWidth + 1 && !e.querySelector('table') && e.tagName !== 'PRE';
+    if (sideways) out.push(`${e.tagName}.${e.className} scrolls sideways`);
   });
   return out;
 }"""
@@ -511,8 +534,10 @@ def test_on_a_phone_every_figure_fits_its_box_and_its_title_clears_the_toolbar(b
     # two panels stacked: the trace's second panel lies below the first, both at the full width
     pg.goto(server + SHOT_PAGES["trace"])
     pg.wait_for_selector(".js-plotly-plot .main-svg", timeout=30_000)
-    domains = pg.evaluate("(() => { const l = document.querySelector('.js-plotly-plot').layout;"
-                          " return [l.xaxis.domain, l.xaxis2.domain, l.yaxis.domain, l.yaxis3.domain]; })()")
+    domains = pg.evaluate(
+        "(() => { const l = document.querySelector('.js-plotly-plot').layout;"
+        " return [l.xaxis.domain, l.xaxis2.domain, l.yaxis.domain, l.yaxis3.domain]; })()"
+    )
     context.close()
     assert problems == {}
     assert domains[0] == domains[1] == [0, 1] and domains[3][1] < domains[2][0]
