@@ -56,6 +56,7 @@ document.querySelectorAll('.plotly-graph-div').forEach(function (d) { window.con
 
 def page(title: str, body: str) -> str:
     """A complete HTML page with plotly.js inlined, so it opens offline."""
+    fit_js = FIT_JS.read_text(encoding="utf-8")  # each figure fitted to a phone's width
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
@@ -79,7 +80,7 @@ th {{ background: #f3f4f6; }} td.text {{ text-align: left; }}
 </head><body>
 <h1>{html.escape(title)}</h1>
 {body}
-<script>{FIT_JS.read_text(encoding='utf-8')}{PHONE_JS}</script>
+<script>{fit_js}{PHONE_JS}</script>
 </body></html>
 """
 
