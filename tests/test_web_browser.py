@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from tests.helpers import CHROMIUM
+from tests.helpers import CHROMIUM, FIT_PROBLEMS
 
 SHOTS = os.environ.get("CONTEXTLENS_WEB_SCREENSHOTS")  # folder: also write docs screenshots
 pytestmark = pytest.mark.skipif(not shutil.which(CHROMIUM), reason=f"no Chromium at {CHROMIUM}")
@@ -492,28 +492,6 @@ def test_clicking_every_modebar_button_of_the_demo_report_offline(browser, demo_
     assert leaks == []
 
 
-# Problems with how the page's figures fit the window: a figure wider than its box (it would scroll
-# sideways), a box other than a table's that scrolls sideways, a title under the toolbar (modebar)
-# or cut at the figure's right edge.
-FIT_PROBLEMS = """() => {
-  const out = [], hit = (a, b) => a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom;
-  document.querySelectorAll('.js-plotly-plot').forEach((d, k) => {
-    if (!d.clientWidth) return;  // hidden (a quiz answer's evidence before it is answered)
-    const box = d.getBoundingClientRect(), svg = d.querySelector('.main-svg');
-    const drawn = svg ? svg.getBoundingClientRect().width : 0, room = d.parentElement.clientWidth;
-    if (drawn > room + 1) out.push(`figure ${k}: ${Math.round(drawn)} px in a ${room} px box`);
-    const bar = d.querySelector('.modebar'), title = d.querySelector('.gtitle');
-    if (bar && title && hit(bar.getBoundingClientRect(), title.getBoundingClientRect()))
-      out.push(`figure ${k}: its title runs under the toolbar`);
-    if (title && title.getBoundingClientRect().right > box.right + 1) out.push(`figure ${k}: its title is cut`);
-  });
-  document.querySelectorAll('body *').forEach(e => {
-    const scrolls = !['visible', 'hidden'].includes(getComputedStyle(e).overflowX);
-    const sideways = scrolls && e.scrollWidth > e.clientWidth + 1 && !e.querySelector('table') && e.tagName !== 'PRE';
-    if (sideways) out.push(`${e.tagName}.${e.className} scrolls sideways`);
-  });
-  return out;
-}"""
 FIT_PAGES = ["lesson", "compare", "explore", "attention", "probe", "trace", "rank", "same-sense"]
 
 

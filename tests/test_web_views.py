@@ -17,7 +17,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from tests.helpers import CHROMIUM, run_cli
+from tests.helpers import CHROMIUM, FIT_PROBLEMS, run_cli
 
 SHOTS = os.environ.get("CONTEXTLENS_WEB_SCREENSHOTS")  # folder: also write the docs screenshots
 needs_chromium = pytest.mark.skipif(not shutil.which(CHROMIUM), reason=f"no Chromium at {CHROMIUM}")
@@ -264,6 +264,18 @@ def test_a_sense_with_no_distinctive_word_says_so_instead_of_a_blank_cell(page, 
     cells = page.eval_on_selector_all("#senses tr td:nth-child(3)", "tds => tds.map(t => t.textContent)")
     assert len(cells) == 2 and "" not in cells and NO_DISTINCTIVE_WORDS in cells
     assert "canoe" in cells[1 - cells.index(NO_DISTINCTIVE_WORDS)]
+
+
+@needs_chromium
+def test_the_sense_map_on_a_phone_fits_and_its_title_clears_the_toolbar(browser, server):
+    context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
+    pg = context.new_page()
+    pg.goto(f"{server}/sense-map?corpus=demo&word=bank")
+    pg.wait_for_selector("#sense-map .main-svg", timeout=30_000)
+    assert pg.evaluate("document.documentElement.scrollWidth") <= 391
+    problems = pg.evaluate(FIT_PROBLEMS)
+    context.close()
+    assert problems == []
 
 
 # --- the lesson's two new sections ------------------------------------------------------------

@@ -102,7 +102,7 @@ def frame(title: str, body: str, model: str, what: str = "") -> str:
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{html.escape(title)} — contextlens</title>
 <link rel="icon" href="/favicon.ico">
-<style>{STYLE}</style><script src="/static/plotly.js"></script><script src="/static/fit.js" defer></script>
+<style>{STYLE}</style><script src="/static/plotly.js"></script><script src="/static/fit.js"></script>
 <script src="/static/page.js" defer></script></head>
 <body><nav><b>contextlens</b> · {nav} <span class="model">model: {html.escape(model)}</span></nav>
 <h1>{html.escape(title)}</h1>
