@@ -97,8 +97,29 @@
         len: (rows[i][1] - rows[i][0]) * ((t.colorbar && t.colorbar.len) || 1), lenmode: "fraction", thickness: 14
       });
     });
-    if (layout.showlegend !== false) layout.legend = Object.assign({}, layout.legend, {
-      orientation: "h", x: 0, xanchor: "left", y: -70 / plotHeight, yanchor: "top"
+  }
+
+  // Axis titles wrapped to the room they have (a long one was cut at both ends); the lines added.
+  function wrapAxisTitles(layout, width, margin, panel) {
+    var added = { x: 0, y: 0 };
+    Object.keys(layout).forEach(function (k) {
+      var m = /^([xy])axis\d*$/.exec(k), ax = layout[k];
+      if (!m || !ax || !titleText(ax.title)) return;
+      var room = m[1] === "x" ? width - margin.l - margin.r : panel;
+      var text = wrap(titleText(ax.title), Math.max(16, Math.floor(room / 6.8)));  // 12 px: about 6.8 px a character
+      added[m[1]] = Math.max(added[m[1]], text.split("<br>").length - 1);
+      ax.title = Object.assign({}, typeof ax.title === "object" ? ax.title : {}, { text: text });
+    });
+    return added;
+  }
+
+  // A legend beside the plot takes half a phone's width: it goes below the (lowest) x axis instead,
+  // unless the figure already put it below or across.
+  function legendBelow(layout, plotHeight, xTitleLines) {
+    var legend = layout.legend || {};
+    if (layout.showlegend === false || legend.orientation === "h" || (typeof legend.y === "number" && legend.y < 0)) return;
+    layout.legend = Object.assign({}, legend, {
+      orientation: "h", x: 0, xanchor: "left", y: -(64 + 16 * xTitleLines) / plotHeight, yanchor: "top"
     });
   }
 
@@ -112,8 +133,9 @@
     margin.r = Math.min(margin.r, 40);
     var cols = columns(layout);
     var plotHeight = (layout.height || 450) - (margin.t || 0) - (margin.b || 0);
+    var panel = plotHeight;
     if (cols.length) {
-      var panel = Math.max(260, Math.min(plotHeight, Math.round(width * 0.85)));
+      panel = Math.max(260, Math.min(plotHeight, Math.round(width * 0.85)));
       var gapPx = gapBetween(data, layout, cols);
       plotHeight = cols.length * panel + (cols.length - 1) * gapPx;
       stack(data, layout, cols, plotHeight, gapPx);
@@ -130,6 +152,9 @@
       margin.l = 44;
       margin.r = 4;
     }
+    var added = wrapAxisTitles(layout, width, margin, panel);
+    margin.l += 16 * added.y;
+    legendBelow(layout, plotHeight, added.x);
     var chars = Math.max(20, Math.floor((width - 16) / 7.8));  // 14 px sans-serif: about 7.6 px a character
     var text = titleText(layout.title), lines = 0;
     if (text) {
