@@ -105,7 +105,8 @@ FIT_PROBLEMS = """() => {
   });
   document.querySelectorAll('body *').forEach(e => {
     const scrolls = !['visible', 'hidden'].includes(getComputedStyle(e).overflowX);
-    const sideways = scrolls && e.scrollWidth > e.clientWidth + 1 && !e.querySelector('table') && e.tagName !== 'PRE';
+    const table = e.querySelector('table') || ['PRE', 'TABLE'].includes(e.tagName);  // may scroll in its box
+    const sideways = scrolls && e.scrollWidth > e.clientWidth + 1 && !table;
     if (sideways) out.push(`${e.tagName}.${e.className} scrolls sideways`);
   });
   return out;

@@ -542,3 +542,19 @@ def test_a_report_on_a_phone_stacks_its_panels_and_keeps_its_numbers(browser, tm
             assert pg.evaluate(FIT_PROBLEMS) == []
         context.close()
     assert seen[390] == seen[1280]  # only the layout changed
+
+
+def test_the_demo_report_on_a_phone_fits_every_figure(browser, demo_run):
+    """The whole HTML report at 390 px: every figure fitted by the inlined fit.js (no 720 px panels
+    scrolling in their boxes, no title under the toolbar)."""
+    out, folder = demo_run
+    assert out.returncode == 0, out.stderr
+    context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
+    pg = context.new_page()
+    pg.goto((folder / "report.html").as_uri())
+    pg.wait_for_selector(".js-plotly-plot .main-svg", timeout=30_000)
+    assert pg.evaluate("document.querySelectorAll('.js-plotly-plot[data-fitted]').length") >= 14
+    assert pg.evaluate("document.documentElement.scrollWidth") <= 391
+    problems = pg.evaluate(FIT_PROBLEMS)
+    context.close()
+    assert problems == []

@@ -10,7 +10,17 @@
   var GAP = 110;      // px at least between stacked panels (gapBetween)
   var LINE = 18;      // px per line of a 14 px title
 
-  function copy(x) { return JSON.parse(JSON.stringify(x)); }
+  // A deep copy that keeps typed arrays (plotly.py may send a figure's numbers as binary arrays).
+  function copy(x) {
+    if (Array.isArray(x)) return x.map(copy);
+    if (ArrayBuffer.isView(x)) return x.slice();
+    if (x && typeof x === "object") {
+      var o = {};
+      Object.keys(x).forEach(function (k) { o[k] = copy(x[k]); });
+      return o;
+    }
+    return x;
+  }
   function plainLength(s) { return s.replace(/<[^>]*>/g, "").replace(/&[a-z#0-9]+;/gi, "x").length; }
 
   // A title split at spaces into lines of at most `chars` visible characters (its own <br>s kept).
@@ -62,7 +72,7 @@
   function gapBetween(data, layout, cols) {
     var labels = 0;
     data.forEach(function (t) {
-      (t.x || []).forEach(function (v) { if (typeof v === "string") labels = Math.max(labels, plainLength(v)); });
+      if (Array.isArray(t.x)) t.x.forEach(function (v) { if (typeof v === "string") labels = Math.max(labels, plainLength(v)); });
     });
     var titled = cols.some(function (c) { return titleText(layout[c.x].title); });
     return Math.max(GAP, 30 + Math.min(labels * 6, 140) + (titled ? 26 : 0) + 30);
@@ -125,7 +135,7 @@
 
   // The figure as drawn at `width` px: the (data, layout) to draw, copies of the given ones.
   function fitted(data, layout, width) {
-    data = copy(data || []);
+    data = (data || []).map(function (t) { return Object.assign({}, t); });  // only a trace's own keys change
     layout = copy(layout || {});
     if (!(width < NARROW)) return { data: data, layout: layout };
     var margin = Object.assign({ l: 80, r: 80, t: 100, b: 80 }, layout.margin);
