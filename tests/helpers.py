@@ -86,3 +86,28 @@ def assert_plain_json(obj: object, where: str = "result") -> None:
         assert obj is None or type(obj) in (str, int, float, bool), f"{where} is {type(obj).__name__}"
         assert not (type(obj) is float and not math.isfinite(obj)), f"{where} is {obj}"
     json.dumps(obj, allow_nan=False)
+
+
+# Problems with how the page's figures fit the window: a figure wider than its box (it would scroll
+# sideways), a box other than a table's that scrolls sideways, a title under the toolbar (modebar)
+# or cut at the figure's right edge.
+FIT_PROBLEMS = """() => {
+  const out = [], hit = (a, b) => a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom;
+  document.querySelectorAll('.js-plotly-plot').forEach((d, k) => {
+    if (!d.clientWidth) return;  // hidden (a quiz answer's evidence before it is answered)
+    const box = d.getBoundingClientRect(), svg = d.querySelector('.main-svg');
+    const drawn = svg ? svg.getBoundingClientRect().width : 0, room = d.parentElement.clientWidth;
+    if (drawn > room + 1) out.push(`figure ${k}: ${Math.round(drawn)} px in a ${room} px box`);
+    const bar = d.querySelector('.modebar'), title = d.querySelector('.gtitle');
+    if (bar && title && hit(bar.getBoundingClientRect(), title.getBoundingClientRect()))
+      out.push(`figure ${k}: its title runs under the toolbar`);
+    if (title && title.getBoundingClientRect().right > box.right + 1) out.push(`figure ${k}: its title is cut`);
+  });
+  document.querySelectorAll('body *').forEach(e => {
+    const scrolls = !['visible', 'hidden'].includes(getComputedStyle(e).overflowX);
+    const table = e.querySelector('table') || ['PRE', 'TABLE'].includes(e.tagName);  // may scroll in its box
+    const sideways = scrolls && e.scrollWidth > e.clientWidth + 1 && !table;
+    if (sideways) out.push(`${e.tagName}.${e.className} scrolls sideways`);
+  });
+  return out;
+}"""

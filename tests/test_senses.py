@@ -242,3 +242,14 @@ def test_cluster_words_skip_proper_names_and_are_never_blank():
     words = _distinctive(rows, np.array([0, 0, 0, 1]), 2, "bank")
     assert words[0][0] == "loans" and "new" not in words[0] and "york" not in words[0]
     assert words[1] == ["flooded", "river"]  # the single sentence's words, not a blank label
+
+
+def test_cluster_words_are_none_only_when_no_context_word_is_left():
+    """_distinctive answers no word exactly when every word of a cluster's sentences is the target,
+    a stop word, one or two letters long or part of a name: what NO_DISTINCTIVE_WORDS says."""
+    from contextlens.analyses.corpus.senses import NO_DISTINCTIVE_WORDS, _distinctive
+
+    rows = [{"sentence": s} for s in ("It is the bank.", "So it is at the Azizi bank.", "The river bank flooded.")]
+    words = _distinctive(rows, np.array([0, 0, 1]), 2, "bank")
+    assert words == [[], ["flooded", "river"]]
+    assert NO_DISTINCTIVE_WORDS.startswith("none stand out: ")

@@ -106,6 +106,31 @@ def test_health_search_and_quiz(client):
     assert client.post("/api/quiz", json={"question": 1, "answer": 1}).json()["correct"] is False
 
 
+def test_the_quiz_form_without_scripts_marks_every_answer_and_scores_them(client):
+    """A browser without scripts sends the whole quiz form (``a1``..``a5``): every answer is marked
+    and scored on the server by lesson.score, the scoring the page's script asks /api/quiz-score for."""
+    import re
+
+    page = client.get("/lesson", params={"seed": "1", "a1": "2", "a2": "1", "a3": "3", "check": "3"})
+    assert page.status_code == 200
+    score = re.search(r'<p id="quiz-score"[^>]*>([^<]*)</p>', page.text).group(1)
+    assert score == "score: 2 right of 3 answered (5 questions)"
+    for q, verdict in ((1, "Right."), (2, "Not quite"), (3, "Right.")):
+        block = page.text.split(f'id="quiz-{q}"')[1].split('class="question"')[0]
+        assert f'id="verdict">{verdict}' in block and 'class="evidence" hidden' not in block
+        assert re.search(rf'name="a{q}" value="\d" checked', block)  # the answer stays picked
+    assert 'id="verdict"' not in page.text.split('id="quiz-4"')[1]  # unanswered: not marked
+    scored = client.post("/api/quiz-score", json={"answers": {"1": 2, "2": 1, "3": 3}}).json()
+    assert scored["line"] == score and (scored["right"], scored["answered"], scored["questions"]) == (2, 3, 5)
+    assert client.get("/lesson", params={"a1": "2"}).text.count('id="verdict"') == 1
+    assert client.get("/lesson", params={"q": "3", "a": "1"}).text.count("score: 0 right of 1 answered") == 1
+    for bad in ({"a9": "1"}, {"a1": "4"}, {"a1": "x"}):
+        refused = client.get("/lesson", params=bad)
+        assert refused.status_code == 422 and "1..5" in refused.json()["error"]
+    assert client.post("/api/quiz-score", json={"answers": {"1": 4}}).status_code == 422
+    assert client.post("/api/quiz-score", json={"answers": {"6": 1}}).status_code == 422
+
+
 def test_page_draws_the_same_result_and_offers_json_and_png(client):
     page = client.get("/compare", params=[("s", BANK[0]), ("s", BANK[1])])
     assert page.status_code == 200 and "plotly-graph-div" in page.text

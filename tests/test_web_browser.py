@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from tests.helpers import CHROMIUM
+from tests.helpers import CHROMIUM, FIT_PROBLEMS
 
 SHOTS = os.environ.get("CONTEXTLENS_WEB_SCREENSHOTS")  # folder: also write docs screenshots
 pytestmark = pytest.mark.skipif(not shutil.which(CHROMIUM), reason=f"no Chromium at {CHROMIUM}")
@@ -100,12 +100,12 @@ def test_a_bad_marker_shows_the_cli_message_beside_the_input(page, server):
 
 def test_the_quiz_accepts_a_right_answer_and_rejects_a_wrong_one(page, server):
     page.goto(f"{server}/lesson")
-    page.check("#quiz-1 input[name=a][value='2']")
+    page.check("#quiz-1 input[name=a1][value='2']")
     page.click("#check-1")
     page.wait_for_selector("#quiz-1 #verdict")
     assert page.text_content("#quiz-1 #verdict") == "Right."
     page.wait_for_selector("#quiz-1 .plotly-graph-div .main-svg", timeout=30_000)  # explained with a live figure
-    page.check("#quiz-3 input[name=a][value='1']")
+    page.check("#quiz-3 input[name=a3][value='1']")
     page.click("#check-3")
     page.wait_for_selector("#quiz-3 #verdict")  # checked in the page (POST /api/quiz), no reload
     assert (
@@ -117,9 +117,31 @@ def test_the_quiz_accepts_a_right_answer_and_rejects_a_wrong_one(page, server):
     assert len(page.query_selector_all(".plotly-graph-div .main-svg")) >= 4
 
 
+def test_without_scripts_the_quiz_form_marks_and_scores_every_answer(browser, server):
+    """JavaScript off: pick three answers, press "Score my answers"; the server's page marks each and
+    shows the score, and the picks stay checked."""
+    context = browser.new_context(viewport={"width": 390, "height": 844}, java_script_enabled=False)
+    pg = context.new_page()
+    pg.goto(f"{server}/lesson")
+    pg.check("#quiz-1 input[name=a1][value='2']")
+    pg.check("#quiz-2 input[name=a2][value='1']")
+    pg.check("#quiz-3 input[name=a3][value='3']")
+    pg.click("#quiz-submit")
+    pg.wait_for_selector("#quiz-3 #verdict")
+    assert pg.text_content("#quiz-score") == "score: 2 right of 3 answered (5 questions)"
+    assert [pg.text_content(f"#quiz-{q} #verdict") for q in (1, 3)] == ["Right.", "Right."]
+    assert pg.text_content("#quiz-2 #verdict").startswith("Not quite")
+    assert pg.is_checked("#quiz-2 input[name=a2][value='1']") and pg.query_selector("#quiz-4 #verdict") is None
+    pg.check("#quiz-4 input[name=a4][value='2']")
+    pg.click("#check-4")  # one question's Check sends the earlier answers too: nothing forgotten
+    pg.wait_for_selector("#quiz-4 #verdict")
+    assert pg.text_content("#quiz-score") == "score: 3 right of 4 answered (5 questions)"
+    context.close()
+
+
 SHOT_PAGES = {
     "lesson": "/lesson",
-    "quiz": "/lesson?q=3&a=1#quiz-3",
+    "quiz": "/lesson?a1=2&a3=1#quiz-3",
     "compare": "/compare?s=I+sat+on+the+river+[bank].&s=I+opened+a+[bank]+account.&s=The+[bank]+approved+the+loan.",
     "same-sense": "/same-sense?s=I+sat+on+the+river+[bank].&s=I+opened+a+[bank]+account.&quick=on",
     "explore": "/explore?words=bank+bat+light&permutations=200",
@@ -342,15 +364,15 @@ def test_the_quiz_shuffles_per_session_keeps_answers_and_scores(page, server):
     first = orders()
     page.goto(f"{server}/lesson")
     assert orders() == first  # one shuffle per browser session (a session cookie)
-    page.check("#quiz-1 input[name=a][value='2']")
+    page.check("#quiz-1 input[name=a1][value='2']")
     page.click("#check-1")
     page.wait_for_selector("#quiz-1 #verdict")
-    page.check("#quiz-2 input[name=a][value='1']")
+    page.check("#quiz-2 input[name=a2][value='1']")
     page.click("#check-2")
     page.wait_for_function("() => document.querySelector('#quiz-score').textContent.includes('1 right of 2 answered')")
     page.reload()  # answers kept for the session
     page.wait_for_function("() => document.querySelector('#quiz-score').textContent.includes('1 right of 2 answered')")
-    assert page.is_checked("#quiz-1 input[name=a][value='2']") and page.text_content("#quiz-1 #verdict") == "Right."
+    assert page.is_checked("#quiz-1 input[name=a1][value='2']") and page.text_content("#quiz-1 #verdict") == "Right."
 
 
 def test_neighbors_runs_the_typed_word_and_refuses_a_word_with_an_analogy(page, server):
@@ -468,3 +490,71 @@ def test_clicking_every_modebar_button_of_the_demo_report_offline(browser, demo_
     assert _click_every_modebar_button(pg) >= 5 * figures
     context.close()
     assert leaks == []
+
+
+FIT_PAGES = ["lesson", "compare", "explore", "attention", "probe", "trace", "rank", "same-sense"]
+
+
+def test_on_a_phone_every_figure_fits_its_box_and_its_title_clears_the_toolbar(browser, server):
+    """At 390 px the two-panel figures stack their panels and the wide ones shrink their labels
+    (reports/fit.js), so no figure scrolls sideways, in the page or in its own box (a wide table may
+    scroll in its box); every title sits below the toolbar and inside the figure."""
+    context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
+    pg = context.new_page()
+    problems = {}
+    for name in FIT_PAGES:
+        pg.goto(server + SHOT_PAGES[name])
+        pg.wait_for_selector(".js-plotly-plot .main-svg", timeout=30_000)
+        pg.wait_for_load_state("networkidle")
+        assert pg.evaluate("document.documentElement.scrollWidth") <= 391, name
+        if found := pg.evaluate(FIT_PROBLEMS):
+            problems[name] = found
+    # two panels stacked: the trace's second panel lies below the first, both at the full width
+    pg.goto(server + SHOT_PAGES["trace"])
+    pg.wait_for_selector(".js-plotly-plot .main-svg", timeout=30_000)
+    domains = pg.evaluate(
+        "(() => { const l = document.querySelector('.js-plotly-plot').layout;"
+        " return [l.xaxis.domain, l.xaxis2.domain, l.yaxis.domain, l.yaxis3.domain]; })()"
+    )
+    context.close()
+    assert problems == {}
+    assert domains[0] == domains[1] == [0, 1] and domains[3][1] < domains[2][0]
+
+
+def test_a_report_on_a_phone_stacks_its_panels_and_keeps_its_numbers(browser, tmp_path):
+    """The same fitting in a written report (reports/interactive.page inlines fit.js): the trace's
+    two panels at 390 px fit the window and show the same data as at 1280 px."""
+    from tests.helpers import run_cli
+
+    out = tmp_path / "trace.html"
+    done = run_cli("trace", "The river [bank] flooded.", "-m", "minilm", "--html", str(out))
+    assert done.returncode == 0, done.stderr
+    data = "JSON.stringify(document.querySelector('.js-plotly-plot').data.map(t => [t.x, t.y, t.z]))"
+    seen = {}
+    for width, extra in ((390, {"is_mobile": True, "has_touch": True}), (1280, {})):
+        context = browser.new_context(viewport={"width": width, "height": 844}, **extra)
+        pg = context.new_page()
+        pg.goto(out.as_uri())
+        pg.wait_for_selector(".js-plotly-plot .main-svg", timeout=30_000)
+        seen[width] = pg.evaluate(data)
+        if width == 390:
+            assert pg.evaluate("document.documentElement.scrollWidth") <= 391
+            assert pg.evaluate(FIT_PROBLEMS) == []
+        context.close()
+    assert seen[390] == seen[1280]  # only the layout changed
+
+
+def test_the_demo_report_on_a_phone_fits_every_figure(browser, demo_run):
+    """The whole HTML report at 390 px: every figure fitted by the inlined fit.js (no 720 px panels
+    scrolling in their boxes, no title under the toolbar)."""
+    out, folder = demo_run
+    assert out.returncode == 0, out.stderr
+    context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
+    pg = context.new_page()
+    pg.goto((folder / "report.html").as_uri())
+    pg.wait_for_selector(".js-plotly-plot .main-svg", timeout=30_000)
+    assert pg.evaluate("document.querySelectorAll('.js-plotly-plot[data-fitted]').length") >= 14
+    assert pg.evaluate("document.documentElement.scrollWidth") <= 391
+    problems = pg.evaluate(FIT_PROBLEMS)
+    context.close()
+    assert problems == []

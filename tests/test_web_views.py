@@ -17,7 +17,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from tests.helpers import CHROMIUM, run_cli
+from tests.helpers import CHROMIUM, FIT_PROBLEMS, run_cli
 
 SHOTS = os.environ.get("CONTEXTLENS_WEB_SCREENSHOTS")  # folder: also write the docs screenshots
 needs_chromium = pytest.mark.skipif(not shutil.which(CHROMIUM), reason=f"no Chromium at {CHROMIUM}")
@@ -57,14 +57,29 @@ def corpus(tmp_path_factory, minilm) -> Path:
     return tmp / "x"
 
 
+# "bank" with nothing around it but stop words: the cluster these form has no distinctive word
+BARE = ["It is the bank.", "This is our bank.", "That was his bank.", "Here is a bank.", "It was her bank.",
+        "This is the bank."]  # fmt: skip
+
+
 @pytest.fixture(scope="module")
-def server(minilm, corpus):
+def bare_corpus(tmp_path_factory, minilm) -> Path:
+    from contextlens.analyses.corpus.extract import extract_corpus
+
+    tmp = tmp_path_factory.mktemp("bare")
+    (tmp / "c.txt").write_text("\n".join(RIVER + BARE) + "\n")
+    extract_corpus(str(tmp / "c.txt"), ["bank"], tmp / "x", model="minilm", layers=[0, 2, 4, 6], chunk_chars=120)
+    return tmp / "x"
+
+
+@pytest.fixture(scope="module")
+def server(minilm, corpus, bare_corpus):
     import uvicorn
 
     from contextlens.web.app import create_app
 
     port = _free_port()
-    app = create_app("minilm", corpora={"demo": str(corpus)})
+    app = create_app("minilm", corpora={"demo": str(corpus), "stopwords": str(bare_corpus)})
     srv = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=srv.run, daemon=True)
     thread.start()
@@ -232,6 +247,35 @@ def test_sense_map_slider_redraws_in_the_page_and_a_clicked_dot_lists_its_neares
     assert first[0].text_content() == "1" and float(first[1].text_content()) == pytest.approx(1.0, abs=1e-3)
     if SHOTS:
         page.screenshot(path=str(Path(SHOTS) / "web-sense-map-nearest.png"), full_page=True)
+
+
+@needs_chromium
+def test_a_sense_with_no_distinctive_word_says_so_instead_of_a_blank_cell(page, server):
+    """The six bare sentences ("It is the bank.") form a cluster of their own at layer 4 with no
+    context word left once the target and stop words are out: the JSON keeps its empty list, the
+    page says why none stands out (senses.NO_DISTINCTIVE_WORDS) rather than leave the cell blank."""
+    from contextlens.analyses.corpus.senses import NO_DISTINCTIVE_WORDS
+
+    answer = page.request.post(f"{server}/api/sense-map", data={"corpus": "stopwords", "word": "bank", "k": "2"})
+    senses = {tuple(sorted(s["distinctive_words"])) for s in answer.json()["layers"][2]["senses"]}
+    assert () in senses and len(senses) == 2  # layer 4: the bare cluster's list is empty, the other's not
+    page.goto(f"{server}/sense-map?corpus=stopwords&word=bank&k=2&layer=4")
+    page.wait_for_selector("#senses", timeout=30_000)
+    cells = page.eval_on_selector_all("#senses tr td:nth-child(3)", "tds => tds.map(t => t.textContent)")
+    assert len(cells) == 2 and "" not in cells and NO_DISTINCTIVE_WORDS in cells
+    assert "canoe" in cells[1 - cells.index(NO_DISTINCTIVE_WORDS)]
+
+
+@needs_chromium
+def test_the_sense_map_on_a_phone_fits_and_its_title_clears_the_toolbar(browser, server):
+    context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
+    pg = context.new_page()
+    pg.goto(f"{server}/sense-map?corpus=demo&word=bank")
+    pg.wait_for_selector("#sense-map .main-svg", timeout=30_000)
+    assert pg.evaluate("document.documentElement.scrollWidth") <= 391
+    problems = pg.evaluate(FIT_PROBLEMS)
+    context.close()
+    assert problems == []
 
 
 # --- the lesson's two new sections ------------------------------------------------------------

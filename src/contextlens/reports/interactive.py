@@ -29,7 +29,7 @@ from contextlens.analyses.lesson.trace import Trace
 from contextlens.analyses.representations.cka import CkaResult
 from contextlens.analyses.search.cost import CostReport
 from contextlens.core import atomic_files
-from contextlens.reports.plot_style import COLOURS, LAYOUT, PLOT_CONFIG  # noqa: E402,F401 - the house style
+from contextlens.reports.plot_style import COLOURS, FIT_JS, LAYOUT, PLOT_CONFIG  # noqa: E402,F401 - the house style
 
 
 def plain(text: str) -> str:
@@ -47,19 +47,16 @@ def figure_div(fig: go.Figure) -> str:
     return fig.to_html(full_html=False, include_plotlyjs=False, include_mathjax=False, config=PLOT_CONFIG)
 
 
-# On a phone a figure of side-by-side panels keeps its width and scrolls in its box: squeezed to
-# 390 px its subplot titles print over each other (the same rule as the web pages' page.js).
-PANELS_JS = """
-document.querySelectorAll('.plotly-graph-div').forEach(function (d) {
-  if (!d.layout || !(d.layout.xaxis2 || (d.layout.meta && d.layout.meta.wide))) return;
-  d.classList.add('panels'); d.parentNode.classList.add('panel-box');
-  if (window.innerWidth < 640) Plotly.Plots.resize(d);
-});
+# On a phone each figure is redrawn to fit the width: side-by-side panels stacked, the title below
+# the toolbar (reports/fit.js, the same script as the web pages').
+PHONE_JS = """
+document.querySelectorAll('.plotly-graph-div').forEach(function (d) { window.contextlensFit.fitDiv(d); });
 """
 
 
 def page(title: str, body: str) -> str:
     """A complete HTML page with plotly.js inlined, so it opens offline."""
+    fit_js = FIT_JS.read_text(encoding="utf-8")  # each figure fitted to a phone's width
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
@@ -72,7 +69,6 @@ table {{ display: block; overflow-x: auto; max-width: 100%; }}
 pre, code {{ white-space: pre-wrap; overflow-wrap: anywhere; }}
 @media (max-width: 640px) {{
   body {{ padding: 0 .5em; margin: .5em auto; }} h1 {{ font-size: 1.35em; }}
-  .panel-box {{ overflow-x: auto; }} .plotly-graph-div.panels {{ min-width: 720px; }}
 }}
 h1 {{ font-size: 1.7em; }} h2 {{ border-bottom: 1px solid #d1d5db; padding-bottom: .2em; margin-top: 2em; }}
 p.explain {{ font-size: 1.05em; line-height: 1.45; }} p.numbers {{ color: #374151; }}
@@ -84,7 +80,7 @@ th {{ background: #f3f4f6; }} td.text {{ text-align: left; }}
 </head><body>
 <h1>{html.escape(title)}</h1>
 {body}
-<script>{PANELS_JS}</script>
+<script>{fit_js}{PHONE_JS}</script>
 </body></html>
 """
 
@@ -383,7 +379,7 @@ def slope_figures(result: Ranking) -> list[go.Figure]:
         **LAYOUT,
         height=max(500, 28 * len(result.pairs) + 150),
         showlegend=False,
-        meta={"wide": True},  # its pair labels need the width: a phone scrolls it in its box
+        meta={"wide": True},  # its pair labels need the width: on a phone fit.js shrinks their font
         title=f"{len(result.pairs)} pairs: {result.inversions} inversions, Kendall τ = "
         f"{result.kendall_tau:.3f} ({plain(result.static_model)} vs {plain(result.model)} layer {result.layer})",
     )

@@ -6,6 +6,8 @@ plotly.js in the browser (the sense map, the views) does not load the figure bui
 
 from __future__ import annotations
 
+from pathlib import Path
+
 COLOURS = ["#c2410c", "#1d4ed8", "#15803d", "#7c3aed", "#0e7490", "#be123c", "#a16207"]
 # No button that sends a figure off the machine: plotly.js shows "Share chart..." (an upload to
 # Plotly's cloud) unless told not to, and an empty server URL leaves it nowhere to send anyway.
@@ -17,3 +19,6 @@ PLOT_CONFIG = {
     "plotlyServerURL": "",
 }
 LAYOUT = {"template": "plotly_white", "font": {"family": "sans-serif", "size": 12}, "margin": {"t": 70}}
+# The script that fits a figure to a phone's width (panels stacked, the title below the toolbar):
+# served by the web app as /static/fit.js and inlined in every report.
+FIT_JS = Path(__file__).with_name("fit.js")

@@ -45,6 +45,14 @@ def page_js() -> str:
     return (STATIC / "page.js").read_text(encoding="utf-8")
 
 
+@lru_cache(maxsize=1)
+def fit_js() -> str:
+    """The narrow-screen fitting of a figure, shared with the reports (reports/fit.js)."""
+    from contextlens.reports.plot_style import FIT_JS
+
+    return FIT_JS.read_text(encoding="utf-8")
+
+
 SECURITY_HEADERS = {name.decode(): value.decode() for name, value in HEADERS}
 
 
@@ -110,6 +118,10 @@ def create_app(
     @app.get("/static/page.js", include_in_schema=False)
     async def script() -> Response:
         return Response(page_js(), media_type="text/javascript", headers={"Cache-Control": "no-cache"})
+
+    @app.get("/static/fit.js", include_in_schema=False)
+    async def fit() -> Response:
+        return Response(fit_js(), media_type="text/javascript", headers={"Cache-Control": "no-cache"})
 
     @app.get("/favicon.ico", include_in_schema=False)
     async def favicon() -> Response:

@@ -1,7 +1,8 @@
 """Server-rendered HTML: the page frame, a form built from a request schema, results and errors.
 
 Inputs live in the URL (GET forms), so a link reproduces a page. Scripts come from this server only:
-plotly.js from the installed package (``/static/plotly.js``) and ``static/page.js``, which redraws a
+plotly.js from the installed package (``/static/plotly.js``), ``reports/fit.js`` (a figure fitted
+to a phone) and ``static/page.js``, which redraws a
 page's views in place (slider, head picker), runs the quiz and shows a clicked cell's text.
 """
 
@@ -64,8 +65,9 @@ pre { background: #f3f4f6; padding: .6em; overflow-x: auto; max-height: 24em; }
   textarea, input[type=text], select { width: 100%; }
   input[type=range] { width: 80%; }
   small.hint { display: block; }
-  .panel-box { overflow-x: auto; } .plotly-graph-div.panels { min-width: 720px; }
   h1 { font-size: 1.4em; }
+  table.numbers { font-size: .78em; } table.numbers td, table.numbers th { padding: .15em .25em; }
+  table.numbers th { hyphens: auto; }
 }
 """
 
@@ -100,7 +102,8 @@ def frame(title: str, body: str, model: str, what: str = "") -> str:
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{html.escape(title)} — contextlens</title>
 <link rel="icon" href="/favicon.ico">
-<style>{STYLE}</style><script src="/static/plotly.js"></script><script src="/static/page.js" defer></script></head>
+<style>{STYLE}</style><script src="/static/plotly.js"></script><script src="/static/fit.js"></script>
+<script src="/static/page.js" defer></script></head>
 <body><nav><b>contextlens</b> · {nav} <span class="model">model: {html.escape(model)}</span></nav>
 <h1>{html.escape(title)}</h1>
 {lead}

@@ -12,11 +12,12 @@ import re
 import uuid
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 from fastapi import FastAPI
 from fastapi import Request as HttpRequest
 from fastapi.responses import HTMLResponse, JSONResponse
-from pydantic import Field
+from pydantic import Field, ValidationError
 
 from contextlens.core.contextual_models import ContextualModel, as_contextual
 from contextlens.web import html as pages
@@ -30,7 +31,7 @@ from contextlens.web.runs import (
     run_neighbors,
     run_trace,
 )
-from contextlens.web.serving import WorkerPool, error_status
+from contextlens.web.serving import WorkerPool, error_status, validation_message
 
 BANK = ["We walked along the river [bank].", "I opened a [bank] account.", "The [bank] approved the loan."]
 TRACE = "The river [bank] flooded."
@@ -122,6 +123,27 @@ def check(answer: QuizAnswer) -> dict[str, object]:
         "correct": answer.answer - 1 == q.right,
         "right_answer": q.right + 1,
         "explanation": q.explanation,
+    }
+
+
+class QuizAnswers(Request):
+    answers: dict[int, int] = Field(
+        max_length=len(QUIZ), description="Question number -> option number, both 1-based: the answers given so far."
+    )
+
+
+def score(answers: dict[int, int]) -> dict[str, object]:
+    """Every given answer checked by ``check`` and the score over them: the one scoring of the quiz,
+    for the page's script (``POST /api/quiz-score``) and for a browser without scripts (the quiz
+    form's ``/lesson?a1=..&a2=..``) alike. A question or option out of range is refused."""
+    checked = [check(QuizAnswer(question=q, answer=a)) for q, a in sorted(answers.items())]
+    right = sum(1 for c in checked if c["correct"])
+    return {
+        "answers": checked,
+        "right": right,
+        "answered": len(checked),
+        "questions": len(QUIZ),
+        "line": f"score: {right} right of {len(checked)} answered ({len(QUIZ)} questions)",
     }
 
 
@@ -251,41 +273,68 @@ def option_orders(seed: int) -> list[list[int]]:
     return orders
 
 
-def _quiz_html(model: ContextualModel | str, q: int | None, a: int | None, seed: int = 0) -> str:
-    """The quiz, options in the session's balanced shuffle (``option_orders``); an option keeps its
-    number (``value``), so answers mean the same in any order. With scripts on (static/page.js) an
-    answer is checked through ``/api/quiz`` without a reload and kept for the session, with a score;
-    each question carries its live evidence, hidden until answered. Without scripts, a question's
-    form checks the answer on the server (``?q=&a=``)."""
+def _quiz_html(model: ContextualModel | str, answers: dict[int, int], seed: int = 0) -> str:
+    """The quiz as one form, options in the session's balanced shuffle (``option_orders``); an option
+    keeps its number (``value``), so answers mean the same in any order. With scripts on
+    (static/page.js) a question's Check asks ``/api/quiz`` without a reload, answers are kept for the
+    session and scored by ``/api/quiz-score``; each question carries its live evidence, hidden until
+    answered. Without scripts the form sends every picked answer (``?a1=&a2=..``) and the server
+    marks each of them and shows the score (``score``), the same one."""
+    scored = score(answers)
+    results = {int(r["question"]): r for r in scored["answers"]}  # type: ignore[union-attr]
     blocks = []
     for i, (question, order) in enumerate(zip(QUIZ, option_orders(seed), strict=True), 1):
+        picked = answers.get(i)
         opts = "".join(
-            f'<div><label><input type="radio" name="a" value="{k + 1}"{" checked" if q == i and a == k + 1 else ""}> '
+            f'<div><label><input type="radio" name="a{i}" value="{k + 1}"{" checked" if picked == k + 1 else ""}> '
             f"{html.escape(question.options[k])}</label></div>"
             for k in order
         )
-        feedback = ""
-        if q == i and a is not None:
-            result = check(QuizAnswer(question=i, answer=a))
+        feedback, marked = "", ""
+        if i in results:
+            right = bool(results[i]["correct"])
             verdict = (
-                '<p class="ok" id="verdict">Right.</p>' if result["correct"]
+                '<p class="ok" id="verdict">Right.</p>' if right
                 else f'<p class="error" id="verdict">Not quite: the answer is '
                 f"“{html.escape(question.options[question.right])}”.</p>"
             )  # fmt: skip
             feedback = f"{verdict}<p>{html.escape(question.explanation)}</p>"
-        shown = "" if q == i and a is not None else " hidden"
+            marked = f' data-answered="{picked}" data-correct="{int(right)}"'
+        shown = "" if i in results else " hidden"
         blocks.append(
-            f'<div class="question" id="quiz-{i}" data-question="{i}"><h3>Q{i}. {html.escape(question.text)}</h3>'
-            f'<form method="get" action="/lesson#quiz-{i}"><input type="hidden" name="q" value="{i}">'
+            f'<div class="question" id="quiz-{i}" data-question="{i}"{marked}>'
+            f"<h3>Q{i}. {html.escape(question.text)}</h3>"
             f'<fieldset class="options"><legend class="dim">Q{i}: pick one</legend>{opts}</fieldset>'
-            f'<button type="submit" id="check-{i}">Check</button></form>'
+            f'<button type="submit" id="check-{i}" name="check" value="{i}" '
+            f'formaction="/lesson#quiz-{i}">Check</button>'
             f'<div class="feedback" aria-live="polite">{feedback}</div>'
             f'<div class="evidence"{shown}>{live_figure(question.figure, model)}</div></div>'
         )
-    score = (
-        '<p id="quiz-score" aria-live="polite"></p><button type="button" id="quiz-reset">Start the quiz again</button>'
+    line = html.escape(str(scored["line"])) if answers else ""
+    score_html = (
+        f'<p id="quiz-score" aria-live="polite">{line}</p>'
+        '<button type="submit" id="quiz-submit">Score my answers</button> '
+        '<a href="/lesson" id="quiz-reset" role="button">Start the quiz again</a>'
     )
-    return '<h2 id="quiz">Checkpoint quiz</h2>' + "".join(blocks) + score
+    return (
+        '<h2 id="quiz">Checkpoint quiz</h2><form id="quiz-form" method="get" action="/lesson#quiz-score">'
+        + "".join(blocks) + score_html + "</form>"
+    )  # fmt: skip
+
+
+def _answers(query: Any) -> dict[int, int]:
+    """The answers a request carries: ``a1``..``aN`` (the quiz form), or one ``q`` and ``a`` (a
+    link from an older page); ValueError for a question or option out of range."""
+    answers = {}
+    for key, value in query.items():
+        if key.startswith("a") and key[1:].isdigit() and value != "":
+            answers[int(key[1:])] = int(value)
+    q, a = query.get("q"), query.get("a")
+    if q and a:
+        answers[int(q)] = int(a)
+    if any(not 1 <= k <= len(QUIZ) or not 1 <= v <= 3 for k, v in answers.items()):
+        raise ValueError
+    return answers
 
 
 def routes(app: FastAPI, pool: WorkerPool, model: ContextualModel | str, label: str | None = None) -> None:
@@ -297,24 +346,26 @@ def routes(app: FastAPI, pool: WorkerPool, model: ContextualModel | str, label: 
         """Whether the answer is right, the right option and why."""
         return check(answer)
 
+    @app.post("/api/quiz-score", summary="Score the quiz answers given so far")
+    async def quiz_score(body: QuizAnswers) -> JSONResponse:
+        """Each answer checked as /api/quiz does, and the score over them."""
+        try:
+            return JSONResponse(score(body.answers))
+        except ValidationError as exc:  # a question or option out of range
+            return JSONResponse({"error": validation_message(exc), "status": 422}, status_code=422)
+
     @app.get("/lesson", include_in_schema=False)
-    async def lesson(
-        request: HttpRequest, q: str | None = None, a: str | None = None, seed: str | None = None
-    ) -> HTMLResponse:
+    async def lesson(request: HttpRequest, seed: str | None = None) -> HTMLResponse:
         kept = request.cookies.get(QUIZ_COOKIE, "")
         chosen = seed if seed and seed.isdigit() else kept if kept.isdigit() else str(random.randrange(10**9))
         try:
-            qn = int(q) if q else None
-            an = int(a) if a else None
-            if qn is not None and not 1 <= qn <= len(QUIZ) or an is not None and not 1 <= an <= 3:
-                raise ValueError
+            answers = _answers(request.query_params)
         except ValueError:
-            return JSONResponse({"error": f"q must be 1..{len(QUIZ)} and a 1..3", "status": 422}, status_code=422)
-        if qn is not None and an is None:
-            qn = None  # nothing chosen: show the quiz again
+            message = f"a question (q, or a1..a{len(QUIZ)}) must be 1..{len(QUIZ)} and its answer 1..3"
+            return JSONResponse({"error": message, "status": 422}, status_code=422)
         try:
             figures = await pool.run(lambda: [live_figure(k, model) for _, _, k in SECTIONS])
-            quiz_html = await pool.run(lambda: _quiz_html(model, qn, an, int(chosen[:9])))
+            quiz_html = await pool.run(lambda: _quiz_html(model, answers, int(chosen[:9])))
         except Exception as exc:  # noqa: BLE001
             status, message = error_status(exc)
             return HTMLResponse(pages.frame("Lesson", f'<p class="error">error: {html.escape(message)}</p>', label),

@@ -103,6 +103,8 @@ def map_block(document: dict[str, Any], layer: int | None) -> str:
     start = layers.index(layer) if layer in layers else len(layers) - 1
     data = json.dumps(document).replace("</", "<\\/")
     config = json.dumps(PLOT_CONFIG)
+    from contextlens.analyses.corpus.senses import NO_DISTINCTIVE_WORDS
+
     layout = json.dumps({**LAYOUT, "height": 480, "margin": {"t": 40, "l": 40, "r": 10, "b": 40}})
     n = len(document["occurrences"])
     return (
@@ -118,7 +120,8 @@ def map_block(document: dict[str, Any], layer: int | None) -> str:
         '<div id="summary"></div><h3>Nearest occurrences</h3>'
         '<div id="nearest" aria-live="polite"><p>Click a dot.</p></div>'
         f'<script id="sense-data" type="application/json">{data}</script>'
-        f"<script>var SM_CONFIG={config}, SM_LAYOUT={layout};{SCRIPT}</script>"
+        f"<script>var SM_CONFIG={config}, SM_LAYOUT={layout}, SM_NONE={json.dumps(NO_DISTINCTIVE_WORDS)};"
+        f"{SCRIPT}</script>"
     )
 
 
@@ -152,9 +155,13 @@ SCRIPT = """
     var layout = Object.assign({}, SM_LAYOUT, {title: {text: esc(doc.word) + ' at layer ' + L.layer + ': k = ' +
       L.k + (L.silhouette === null ? '' : ', silhouette ' + L.silhouette.toFixed(3))},
       legend: {orientation: 'h', y: -0.2}, xaxis: {title: {text: 'PC 1'}}, yaxis: {title: {text: 'PC 2'}}});
-    Plotly.react('sense-map', traces, layout, SM_CONFIG);
+    var box = document.getElementById('sense-map'), fit = window.contextlensFit;  // a phone: title below the toolbar
+    var fig = fit ? fit.fitted(traces, layout, box.clientWidth || innerWidth) : {data: traces, layout: layout};
+    Plotly.react(box, fig.data, fig.layout, SM_CONFIG);
     var rows = L.senses.map(function (s) {
-      return '<tr><td>' + (s.cluster + 1) + '</td><td>' + s.size + '</td><td>' + esc(s.distinctive_words.join(', ')) +
+      var words = s.distinctive_words.length ? esc(s.distinctive_words.join(', ')) :  // never a blank cell
+        '<span class="dim none-stand-out">' + esc(SM_NONE) + '</span>';
+      return '<tr><td>' + (s.cluster + 1) + '</td><td>' + s.size + '</td><td>' + words +
         '</td><td>' + (s.gloss ? esc(s.gloss.synset + ': ' + s.gloss.definition) + ' (' + s.gloss.cosine.toFixed(3) +
         ')' : '—') + '</td></tr>';
     }).join('');

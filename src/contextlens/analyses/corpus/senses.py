@@ -42,6 +42,12 @@ from contextlens.errors import ContextlensError, InputError, TargetNotFoundError
 
 POS_NAMES = {"n": "noun", "v": "verb", "a": "adjective", "r": "adverb"}
 SENSE_VECTORS = ("gloss", "examples", "both")
+# What a cluster's label says when it has no distinctive word (``_distinctive`` answers none exactly
+# then): every context word of its sentences is left out as the target, a stop word, a word of one
+# or two letters, or part of a proper name.
+NO_DISTINCTIVE_WORDS = (
+    "none stand out: every other word of its sentences is a stop word, shorter than 3 letters or part of a name"
+)
 POS_RULE = (
     "auto: per cluster, the part of speech whose senses are nearest the cluster's occurrences on average "
     "(mean over occurrences of the cosine to the nearest sense of that part of speech); pos and pos_scores: "
@@ -241,7 +247,7 @@ def _distinctive(rows: list[dict], labels: np.ndarray, k: int, word: str, top: i
         }
         candidates = [w for w in counts[c] if w not in names]
         # words seen twice or more in the cluster; a small cluster with none falls back to single ones
-        # (never a blank label while the cluster has a content word)
+        # (never a blank label while the cluster has a content word; without one: NO_DISTINCTIVE_WORDS)
         chosen = [w for w in candidates if counts[c][w] >= 2 or k == 1] or candidates
         out.append(sorted(chosen, key=lambda w: (-score[w], w))[:top])
     return out

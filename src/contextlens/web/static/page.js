@@ -19,13 +19,9 @@
     });
   }
 
-  // --- phones: a figure of side-by-side panels (or marked wide) keeps its width and scrolls in its box -------
-  function panels(div) {
-    var wide = div.layout && (div.layout.xaxis2 || (div.layout.meta && div.layout.meta.wide));
-    if (!wide) return;
-    div.classList.add("panels");
-    if (div.parentNode) div.parentNode.classList.add("panel-box");
-    if (window.innerWidth < 640 && window.Plotly) window.Plotly.Plots.resize(div);
+  // --- phones: each figure fitted to the width (panels stacked, title below the toolbar): reports/fit.js ---
+  function fit(div) {
+    if (window.contextlensFit) window.contextlensFit.fitDiv(div);
   }
 
   // --- views: every layer / head the page may show, drawn on demand ---------------------------
@@ -52,9 +48,9 @@
         var div = document.getElementById("view-fig-" + i);
         if (!div || drawn[i] === f) return;
         var fig = doc.figures[f];
+        if (window.contextlensFit) fig = window.contextlensFit.fitted(fig.data, fig.layout, div.clientWidth || window.innerWidth);
         window.Plotly.react(div, fig.data, fig.layout || {}, doc.config);
         if (drawn[i] === undefined) showClicked(div);
-        panels(div);
         labelButtons(div);
         drawn[i] = f;
       });
@@ -80,23 +76,41 @@
     draw();
   }
 
-  // --- the quiz (options shuffled per session by the server): answers kept, a score ----------------------------
+  // --- the quiz (options shuffled per session by the server): answers kept, scored by the server --------------
+  // One form: without scripts it sends every picked answer and the server marks them and scores
+  // (lesson.score); here a Check asks /api/quiz for that question and /api/quiz-score for the score.
+  function post(path, body) {
+    return fetch(path, {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify(body)
+    }).then(function (r) { return r.json(); });
+  }
+
   function setupQuiz() {
+    var form = document.getElementById("quiz-form");
     var questions = document.querySelectorAll(".question[data-question]");
-    if (!questions.length) return;
+    if (!form || !questions.length) return;
     var answers = JSON.parse(window.sessionStorage.getItem("contextlens-quiz") || "{}");
     var score = document.getElementById("quiz-score");
 
     function showScore() {
-      var done = Object.keys(answers).length;
-      var right = Object.keys(answers).filter(function (q) { return answers[q].correct; }).length;
-      if (score) score.textContent = "score: " + right + " right of " + done + " answered (" + questions.length + " questions)";
+      var given = {};
+      Object.keys(answers).forEach(function (q) { given[q] = answers[q].answer; });
+      if (!Object.keys(given).length) { if (score) score.textContent = ""; return; }
+      post("/api/quiz-score", { answers: given }).then(function (s) { if (score && s.line) score.textContent = s.line; });
+    }
+
+    function picked(box) {
+      var q = box.getAttribute("data-question");
+      var p = box.querySelector("input[name=a" + q + "]:checked");
+      return p ? parseInt(p.value, 10) : null;
     }
 
     function feedback(box, result) {
       var q = box.getAttribute("data-question");
       var out = box.querySelector(".feedback");
-      var right = box.querySelector("input[name=a][value='" + result.right_answer + "']");
+      var right = box.querySelector("input[name=a" + q + "][value='" + result.right_answer + "']");
       var label = right ? right.parentNode.textContent.trim() : "";
       out.innerHTML = "";
       var verdict = document.createElement("p");
@@ -114,42 +128,43 @@
       }
       answers[q] = { answer: result.answer, correct: result.correct };
       window.sessionStorage.setItem("contextlens-quiz", JSON.stringify(answers));
-      showScore();
     }
 
+    function check(box) {
+      var a = picked(box);
+      if (a === null) return Promise.resolve();
+      var q = parseInt(box.getAttribute("data-question"), 10);
+      return post("/api/quiz", { question: q, answer: a }).then(function (result) { feedback(box, result); });
+    }
+
+    form.addEventListener("submit", function (ev) {
+      ev.preventDefault();
+      var by = ev.submitter;
+      var boxes = [].slice.call(questions);
+      if (by && by.name === "check") boxes = boxes.filter(function (b) { return b.getAttribute("data-question") === by.value; });
+      Promise.all(boxes.map(check)).then(showScore);
+    });
+
+    var restored = [];
     questions.forEach(function (box) {
       var q = box.getAttribute("data-question");
-      var form = box.querySelector("form");
-      form.addEventListener("submit", function (ev) {
-        ev.preventDefault();
-        var picked = form.querySelector("input[name=a]:checked");
-        if (!picked) return;
-        fetch("/api/quiz", {
-          method: "POST",
-          headers: { "Content-Type": "application/json" },
-          body: JSON.stringify({ question: parseInt(q, 10), answer: parseInt(picked.value, 10) })
-        }).then(function (r) { return r.json(); }).then(function (result) { feedback(box, result); });
-      });
-      if (answers[q]) {
-        var kept = form.querySelector("input[name=a][value='" + answers[q].answer + "']");
-        if (kept) kept.checked = true;
-        fetch("/api/quiz", {
-          method: "POST",
-          headers: { "Content-Type": "application/json" },
-          body: JSON.stringify({ question: parseInt(q, 10), answer: answers[q].answer })
-        }).then(function (r) { return r.json(); }).then(function (result) { feedback(box, result); });
+      if (box.hasAttribute("data-answered")) {  // marked by the server (a form sent without scripts, a link)
+        answers[q] = { answer: parseInt(box.getAttribute("data-answered"), 10), correct: box.getAttribute("data-correct") === "1" };
+        window.sessionStorage.setItem("contextlens-quiz", JSON.stringify(answers));
+        return;
       }
+      if (!answers[q]) return;
+      var kept = box.querySelector("input[name=a" + q + "][value='" + answers[q].answer + "']");
+      if (kept) kept.checked = true;
+      restored.push(check(box));
     });
     var reset = document.getElementById("quiz-reset");
-    if (reset) reset.addEventListener("click", function () {
-      window.sessionStorage.removeItem("contextlens-quiz");
-      window.location.reload();
-    });
-    showScore();
+    if (reset) reset.addEventListener("click", function () { window.sessionStorage.removeItem("contextlens-quiz"); });
+    Promise.all(restored).then(showScore);
   }
 
   document.addEventListener("DOMContentLoaded", function () {
-    document.querySelectorAll(".plotly-graph-div").forEach(function (d) { showClicked(d); panels(d); labelButtons(d); });
+    document.querySelectorAll(".plotly-graph-div").forEach(function (d) { showClicked(d); fit(d); labelButtons(d); });
     setupViews();
     setupQuiz();
   });
