@@ -278,6 +278,9 @@ def test_ray_engine_gives_the_local_rows(tmp_path):
     assert remote_done.stats.sentences == done.stats.sentences == 122
     assert 0 < len(remote_done.stats.actor_rss) <= 2  # the actors reported their memory
     assert all(peak >= now > 0 for peak, now in remote_done.stats.actor_rss.values())
+    # each actor's start-up (started, model loaded; epoch seconds) for the benchmark's start-up figures
+    assert remote_done.stats.actor_ready.keys() == remote_done.stats.actor_rss.keys()
+    assert all(0 < born <= ready for born, ready in remote_done.stats.actor_ready.values())
     for col in ("layer_0", "layer_6"):
         x = np.array(a.column(col).to_pylist(), dtype=np.float32)
         y = np.array(b.column(col).to_pylist(), dtype=np.float32)

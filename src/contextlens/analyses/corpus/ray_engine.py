@@ -21,6 +21,7 @@ import logging
 import os
 import resource
 import socket
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict
 
@@ -37,7 +38,8 @@ from contextlens.errors import ContextlensError, InputError
 # a chunk would otherwise be a padded batch each. A block is ~8 x 32 kB of text.
 BATCH_CHUNKS = 8
 END = -1  # the chunk number of the read task's last row: what the reader saw, as JSON
-Memory = Callable[[int, int, int], None]  # (actor pid, peak RSS, RSS at its last chunk), bytes
+# (actor pid, peak RSS, RSS at its last chunk (bytes), the actor's start and model loaded (epoch s))
+Memory = Callable[[int, int, int, float, float], None]
 
 
 def _rss_bytes() -> tuple[int, int]:
@@ -98,6 +100,7 @@ class ChunkEncoder:
     """A Ray Data actor: one model per actor, loaded once and reused for every chunk of the job."""
 
     def __init__(self, spec: JobSpec, threads: int):
+        self.born = time.time()  # the actor's start-up, reported with each block (what a job pays first)
         import torch
 
         from contextlens.core.contextual_models import load_contextual
@@ -105,6 +108,7 @@ class ChunkEncoder:
         torch.set_num_threads(threads)
         self.spec = spec
         self.model = load_contextual(spec.model, spec.precision, spec.runtime)
+        self.ready = time.time()
 
     def __call__(self, batch: dict) -> dict:
         out: dict[str, list] = {"chunk": [], "rows": [], "read": []}
@@ -132,6 +136,8 @@ class ChunkEncoder:
             "pid": np.full(n, os.getpid(), dtype=np.int64),
             "peak": np.full(n, peak, dtype=np.int64),
             "rss": np.full(n, now, dtype=np.int64),
+            "born": np.full(n, self.born, dtype=np.float64),
+            "ready": np.full(n, self.ready, dtype=np.float64),
         }
 
 
@@ -246,7 +252,7 @@ def run_ray(
                 continue
             table = pa.ipc.open_stream(pa.py_buffer(row["rows"])).read_all()
             if memory is not None:
-                memory(int(row["pid"]), int(row["peak"]), int(row["rss"]))
+                memory(int(row["pid"]), int(row["peak"]), int(row["rss"]), float(row["born"]), float(row["ready"]))
             written(number, table)
     except Exception as exc:
         cause = _our_error(exc)
