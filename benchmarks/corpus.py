@@ -76,10 +76,10 @@ def _one(engine: str, corpus: str, words: list[str], model: str, threads: int, o
     actors = {"local": 1, "ray1": 1, "ray2": 2}[engine]
     opts = dict(opts)
     actor_threads = opts.pop("actor_threads", None)
-    if "block_chunks" in opts:  # Ray: chunks per block of the stream (an actor's call)
+    if "block_occurrences" in opts:  # Ray: matches per block of the stream (an actor's call)
         from contextlens.analyses.corpus import ray_engine
 
-        ray_engine.BATCH_CHUNKS = opts.pop("block_chunks")
+        ray_engine.BLOCK_OCCURRENCES = opts.pop("block_occurrences")
     ray_start_s = None
     if engine != "local":
         import ray
@@ -268,8 +268,9 @@ def read_benchmark(repeats: int) -> None:
 
 
 def limit_benchmark(
-    corpus: str, words: list[str], model_name: str, threads: int, opts: dict, repeats: int, engines: list[str]
-) -> None:
+    corpus: str, words: list[str], model_name: str, threads: int, opts: dict, repeats: int, engines: list[str],
+    block_occurrences: int | None = None,
+) -> None:  # fmt: skip
     """Each engine beside its limit, measured in the same run. The limit, in this process: reading +
     the regex scan + splitting the matched paragraphs + the bare forward on exactly the matched
     occurrences at the job's layers (no Parquet, no shards, no manifest), with ``threads`` torch
@@ -349,7 +350,8 @@ def limit_benchmark(
           f"{'/'.join(f'{x:.1f}' for x in os.getloadavg())}")  # fmt: skip
     ray_rows = [e for e in engines if e != "local"]
     if ray_rows:
-        ray_beside_limit(corpus, words, model_name, threads, opts, repeats, ray_rows, len(found),
+        ray_opts = opts | ({"block_occurrences": block_occurrences} if block_occurrences else {})
+        ray_beside_limit(corpus, words, model_name, threads, ray_opts, repeats, ray_rows, len(found),
                          (limit_s, read_s + scan_s, forward_s, forward_1))  # fmt: skip
     if "local" not in engines:
         return
@@ -373,7 +375,8 @@ def ray_beside_limit(
     """Each Ray engine (a fresh process each run, best of ``repeats``) beside the single-process
     limit and the limit with the forward split across its actors, its start-up apart."""
     limit_s, read_scan_s, forward_s, forward_1 = limit
-    print(f"{'engine':7} {'runs s':12} {'job s':>6} {'ray.init':>8} {'loaded s':>10} {'1st rows':>8} {'limit s':>7} "
+    print(f"{'engine':7} {'runs s':12} {'job s':>6} {'ray.init':>8} {'started s':>9} {'loaded s':>8} {'1st rows':>8} "
+          f"{'limit s':>7} "
           f"{'limit/job':>9} {'limit_N s':>9} {'limit_N/job':>11} {'limit_N/after load':>18} {'sent/s':>7} "
           f"{'occ/s':>6} {'driver MiB':>10} {'actors MiB':>11}  load")  # fmt: skip
     for engine in engines:
@@ -387,17 +390,25 @@ def ray_beside_limit(
         loaded = max(b["actors_ready_s"]) if b["actors_ready_s"] else 0.0
         actors = "/".join(f"{x:,.0f}" for x in b["actor_peak_rss_mib"])
         times = ",".join(f"{r['seconds']:.1f}" for r in rows)
-        print(f"{engine:7} {times:12} {b['seconds']:6.1f} {b['ray_start_s']:8.1f} "
-              f"{loaded:10.1f} {b['to_first_rows_s']:8.1f} {limit_s:7.1f} {limit_s / b['seconds']:9.2f} {limit_n:9.1f} "
+        started = min(b["actors_started_s"]) if b["actors_started_s"] else 0.0
+        print(f"{engine:7} {times:12} {b['seconds']:6.1f} {b['ray_start_s']:8.1f} {started:9.1f} "
+              f"{loaded:8.1f} {b['to_first_rows_s']:8.1f} {limit_s:7.1f} {limit_s / b['seconds']:9.2f} {limit_n:9.1f} "
               f"{limit_n / b['seconds']:11.2f} {limit_n / max(b['seconds'] - loaded, 1e-9):18.2f} "
               f"{b['sentences_per_s']:7,.0f} {b['occurrences_per_s']:6,.0f} {b['driver_peak_rss_mib']:10,.0f} "
               f"{actors:>11}  {b['load_average'][0]:.1f}")  # fmt: skip
-    print("# job s: extract_corpus on Ray (actor start and model loads inside, ray.init not: its own column); "
+    print(f"# Ray blocks of {opts.get('block_occurrences') or 'the default'} matches; job s: extract_corpus on Ray "
+          "(actor start and model loads inside, ray.init not: its own column); "
           "limit: the single-process limit above; limit_N: read + scan + the forward at each actor's threads / N "
           "actors; 'after load': the job's time once every actor had loaded its model")
 
 
 SCALING_WORDS = "time,make,take,give,get,go,come,run,set,put,line,point,light,work,hold,turn,break,head,play,cut"
+# --ray-scaling --forward-bound: 40 more frequent words, 60 in all (10,222 occurrences, 3.4x the
+# forward work of the 20 words): a job where the forward pass, not the start-up, dominates
+MORE_WORDS = (
+    "man,day,year,way,hand,house,water,life,money,world,place,part,side,home,word,book,eye,face,door,car,"
+    "body,night,city,war,old,good,new,long,little,great,high,small,large,hard,young,keep,leave,call,show,find"
+)
 
 
 def wordnet_examples() -> str:
@@ -432,7 +443,7 @@ def ray_scaling(words: list[str], model: str, opts: dict, repeats: int, as_json:
         "corpus": "WordNet 3.0 usage examples (one a line)",
         "words": words,
         "model": model,
-        "block_chunks": opts.get("block_chunks"),
+        "block_occurrences": opts.get("block_occurrences"),
         "occurrences": one["occurrences"],
         "chunks": one["chunks"],
         "runs": runs,
@@ -444,19 +455,19 @@ def ray_scaling(words: list[str], model: str, opts: dict, repeats: int, as_json:
     if as_json:
         json.dump(result, sys.stdout, indent=2)
         return
-    block = opts.get("block_chunks") or "default"
+    block = opts.get("block_occurrences") or "default"
     print(f"{result['corpus']}: {one['occurrences']:,} occurrences of {len(words)} words, {one['chunks']} chunks "
-          f"(blocks of {block} chunks); model {model} {opts['precision']}, all layers; 1 torch thread per actor, "
+          f"(blocks of {block} matches); model {model} {opts['precision']}, all layers; 1 torch thread per actor, "
           f"local Ray of 2 CPUs")  # fmt: skip
-    print(f"{'engine':8} {'runs (s)':20} {'best s':>7} {'ray.init s':>10} {'actors loaded s':>16} "
+    print(f"{'engine':8} {'runs (s)':20} {'best s':>7} {'ray.init s':>10} {'actors start-loaded s':>22} "
           f"{'first rows s':>12} {'steady occ/s':>12} {'occ/s':>7} {'driver MiB':>10}  "
           "actors' peak MiB  load 1 min")  # fmt: skip
     for engine, rows in runs.items():
         b = best[engine]
         peaks = ", ".join(f"{x:,.0f}" for x in b["actor_peak_rss_mib"])
-        loaded = ", ".join(str(x) for x in b["actors_ready_s"])
+        loaded = ", ".join(f"{s}-{r}" for s, r in zip(b["actors_started_s"], b["actors_ready_s"], strict=True))
         print(f"{engine:8} {', '.join(str(r['seconds']) for r in rows):20} {b['seconds']:7} {b['ray_start_s']:10} "
-              f"{loaded:>16} {b['to_first_rows_s']:12} {b['steady_occurrences_per_s']:12} {b['occurrences_per_s']:7} "
+              f"{loaded:>22} {b['to_first_rows_s']:12} {b['steady_occurrences_per_s']:12} {b['occurrences_per_s']:7} "
               f"{b['driver_peak_rss_mib']:10,.0f}  {peaks:16}  {b['load_average'][0]}")  # fmt: skip
     print(f"# 2 actors / 1 actor: {result['speedup_2_over_1']}x on the whole job (actor start and model loads "
           f"included, ray.init not: it is its own column); {result['steady_speedup_2_over_1']}x in the steady state "
@@ -484,7 +495,8 @@ def main() -> None:
     )
     ap.add_argument("--read", action="store_true", help="the enwiki reader alone: gensim's markup filter vs ours")
     ap.add_argument("--ray-scaling", action="store_true", help="Ray 2 actors vs 1 on WordNet's examples (20 words)")
-    ap.add_argument("--block-chunks", type=int, help="Ray: chunks per block of the stream (default: ray_engine's)")
+    ap.add_argument("--forward-bound", action="store_true", help="--ray-scaling on 60 words (MORE_WORDS added)")
+    ap.add_argument("--block-occurrences", type=int, help="Ray: matches per block of the stream (ray_engine's default)")
     args = ap.parse_args()
     words = args.words.split(",")
     if args.read:
@@ -492,9 +504,11 @@ def main() -> None:
         return
     if args.ray_scaling:
         words = words if "--words" in sys.argv else SCALING_WORDS.split(",")
+        if args.forward_bound:
+            words = SCALING_WORDS.split(",") + MORE_WORDS.split(",")
         opts = {"forms": args.forms, "precision": args.precision}
-        if args.block_chunks:
-            opts["block_chunks"] = args.block_chunks
+        if args.block_occurrences:
+            opts["block_occurrences"] = args.block_occurrences
         ray_scaling(words, args.model, opts, args.repeats, args.json)
         return
     if args.scan:
@@ -509,6 +523,7 @@ def main() -> None:
             {"forms": args.forms, "precision": args.precision},
             args.repeats,
             args.engines if "--engines" in sys.argv else ["local"],
+            args.block_occurrences,
         )
         return
     opts = {"forms": args.forms, "precision": args.precision}
