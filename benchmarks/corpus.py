@@ -24,9 +24,13 @@ with a match split). Both scans must find the same occurrences (the script check
 
 ``--ray-scaling`` runs Ray with 1 actor and with 2 (1 torch thread each, a local Ray of 2 CPUs)
 on every WordNet usage example (48,339 lines) with 20 frequent words, alternated, best of
-``--repeats``: the whole job's time (Ray, actors and model loads included) as a ratio.
+``--repeats``: the whole job's time (actors and model loads included; ray.init timed apart) as a
+ratio, and its start-up (ray.init, each actor's start and model load, the first rows) and steady
+state (occurrences per second after the first rows) with their own ratio. ``--forward-bound``:
+the same on 60 words (10,222 occurrences), a job where the forward pass dominates;
+``--block-occurrences N``: Ray blocks of N matches instead of ray_engine's default.
 
-    python benchmarks/corpus.py --ray-scaling --repeats 2
+    python benchmarks/corpus.py --ray-scaling --repeats 2 [--forward-bound]
 
 ``--read`` times the enwiki reader alone (decompression, XML, markup filter) with gensim's
 ``filter_wiki`` and with ``analyses/corpus/wiki_markup.py`` (the same documents, checked).
