@@ -361,4 +361,5 @@ def export_cmd(
     )
     if result.senses:
         named = ", ".join(f"{w} {'-' if s is None else s['k']}" for w, s in result.senses.items())
-        console.print(f"induced senses (k) in the sense column: {named}; '-': too few occurrences", markup=False)
+        line = f"induced senses (k) in the sense column: {named}; '-': too few occurrences"
+        console.print(line, markup=False, soft_wrap=True)
