@@ -24,16 +24,25 @@ with a match split). Both scans must find the same occurrences (the script check
 
 ``--ray-scaling`` runs Ray with 1 actor and with 2 (1 torch thread each, a local Ray of 2 CPUs)
 on every WordNet usage example (48,339 lines) with 20 frequent words, alternated, best of
-``--repeats``: the whole job's time (Ray, actors and model loads included) as a ratio.
+``--repeats``: the whole job's time (actors and model loads included; ray.init timed apart) as a
+ratio, and its start-up (ray.init, each actor's start and model load, the first rows) and steady
+state (occurrences per second after the first rows) with their own ratio. ``--forward-bound``:
+the same on 60 words (10,222 occurrences), a job where the forward pass dominates;
+``--block-occurrences N``: Ray blocks of N matches instead of ray_engine's default.
 
-    python benchmarks/corpus.py --ray-scaling --repeats 2
+    python benchmarks/corpus.py --ray-scaling --repeats 2 [--forward-bound]
 
 ``--read`` times the enwiki reader alone (decompression, XML, markup filter) with gensim's
 ``filter_wiki`` and with ``analyses/corpus/wiki_markup.py`` (the same documents, checked).
 
-``--limit`` puts the local engine beside its limit, measured in the same run: reading the corpus
+``--limit`` puts each engine beside its limit, measured in the same run: reading the corpus
 + the regex scan + splitting only the matched paragraphs + the bare forward pass on exactly the
-matched occurrences at the job's layers, as a ratio limit / ours.
+matched occurrences at the job's layers, as a ratio limit / ours. ``--engines local ray1 ray2``
+adds Ray (default with --limit: local only): beside the same single-process limit, and beside
+the limit with the forward split across the N actors (read + scan + forward / N), with Ray's
+fixed start-up (ray.init, actor start and model load, first rows) apart.
+
+    python benchmarks/corpus.py --limit --corpus enwiki --words bank,spring,state --engines local ray1 ray2
 """
 
 from __future__ import annotations
@@ -71,17 +80,23 @@ def _one(engine: str, corpus: str, words: list[str], model: str, threads: int, o
     actors = {"local": 1, "ray1": 1, "ray2": 2}[engine]
     opts = dict(opts)
     actor_threads = opts.pop("actor_threads", None)
+    if "block_occurrences" in opts:  # Ray: matches per block of the stream (an actor's call)
+        from contextlens.analyses.corpus import ray_engine
+
+        ray_engine.BLOCK_OCCURRENCES = opts.pop("block_occurrences")
+    ray_start_s = None
     if engine != "local":
         import ray
 
+        t0 = time.perf_counter()
         ray.init(num_cpus=threads, include_dashboard=False, log_to_driver=False)
-    first_rows: list[float] = []
+        ray_start_s = time.perf_counter() - t0
+    timeline: list[tuple[float, int]] = []  # (when, occurrences written) at each chunk written
 
-    def progress(stats) -> None:  # when the first chunk's rows came back (start-up and model loads before)
-        if stats.chunks_written and not first_rows:
-            first_rows.append(time.perf_counter())
+    def progress(stats) -> None:
+        timeline.append((time.perf_counter(), stats.occurrences))
 
-    start = time.perf_counter()
+    start, epoch = time.perf_counter(), time.time()
     result = extract_corpus(
         corpus,
         words,
@@ -105,7 +120,8 @@ def _one(engine: str, corpus: str, words: list[str], model: str, threads: int, o
             "engine": engine,
             "corpus": corpus,
             "seconds": round(seconds, 2),
-            "to_first_rows_s": round(first_rows[0] - start, 2) if first_rows else None,
+            **phases(timeline, start, start + seconds, epoch, result.stats.actor_ready),
+            "ray_start_s": None if ray_start_s is None else round(ray_start_s, 2),  # ray.init, outside "seconds"
             "chunks": result.stats.chunks_written,
             "sentences": result.stats.sentences,  # split (now: only the paragraphs holding a target)
             "paragraphs": getattr(result.stats, "paragraphs", None),  # read (None before issue 21)
@@ -119,6 +135,25 @@ def _one(engine: str, corpus: str, words: list[str], model: str, threads: int, o
             "load_average": [round(x, 2) for x in os.getloadavg()],
         }
     )
+
+
+def phases(timeline: list[tuple[float, int]], start: float, end: float, epoch: float, ready: dict) -> dict:
+    """A job's start-up and steady state: when the first rows came back, the occurrences per second
+    after that (the steady state), and each Ray actor's start and model load (seconds from the
+    job's start; ``ready``: pid -> (started, loaded), epoch seconds)."""
+    if not timeline:
+        return {"to_first_rows_s": None, "steady_occurrences_per_s": None, "actors_started_s": [],
+                "actors_ready_s": []}  # fmt: skip
+    t_first, occ_first = timeline[0]
+    occ_end = timeline[-1][1]
+    steady = (occ_end - occ_first) / (end - t_first) if end > t_first and occ_end > occ_first else None
+    return {
+        "to_first_rows_s": round(t_first - start, 2),
+        "steady_occurrences_per_s": None if steady is None else round(steady, 1),
+        "steady_seconds": round(end - t_first, 2),
+        "actors_started_s": sorted(round(b - epoch, 2) for b, _ in ready.values()),
+        "actors_ready_s": sorted(round(r - epoch, 2) for _, r in ready.values()),  # model loaded
+    }
 
 
 def run(engine: str, corpus: str, words: list[str], model: str, threads: int, opts: dict) -> dict:
@@ -236,10 +271,18 @@ def read_benchmark(repeats: int) -> None:
         raise SystemExit("the two filters gave different documents")
 
 
-def limit_benchmark(corpus: str, words: list[str], model_name: str, threads: int, opts: dict, repeats: int) -> None:
-    """The local engine beside its limit, in one process: reading + the regex scan + splitting the
-    matched paragraphs + the bare forward on exactly the matched occurrences at the job's layers
-    (no Parquet, no shards, no manifest), then the whole job (model load excluded from both)."""
+def limit_benchmark(
+    corpus: str, words: list[str], model_name: str, threads: int, opts: dict, repeats: int, engines: list[str],
+    block_occurrences: int | None = None,
+) -> None:  # fmt: skip
+    """Each engine beside its limit, measured in the same run. The limit, in this process: reading +
+    the regex scan + splitting the matched paragraphs + the bare forward on exactly the matched
+    occurrences at the job's layers (no Parquet, no shards, no manifest), with ``threads`` torch
+    threads and with 1. The local engine runs here too (model load excluded from both). Each Ray
+    engine runs in a fresh process with its own local Ray of ``threads`` CPUs (:func:`run`), beside
+    the same single-process limit and beside the limit with the forward split across its N actors
+    (read + scan + forward at the actor's threads / N), its fixed start-up given apart: ray.init,
+    the actors' start and model load, the first rows."""
     import torch
 
     from contextlens.analyses.corpus.extract import extract_corpus
@@ -282,7 +325,14 @@ def limit_benchmark(corpus: str, words: list[str], model_name: str, threads: int
         extract_targets(model, toks, layers, "mean", 32)
         forward_s = time.perf_counter() - start
         cpu2 = time.process_time()
-        limits.append((read_s + scan_s + forward_s, read_s, scan_s, forward_s, cpu2 - cpu0, cpu2 - cpu1))
+        torch.set_num_threads(1)  # a Ray actor's forward with 2 actors on 2 CPUs
+        start = time.perf_counter()
+        extract_targets(model, toks, layers, "mean", 32)
+        forward_1 = time.perf_counter() - start
+        torch.set_num_threads(threads)
+        limits.append((read_s + scan_s + forward_s, read_s, scan_s, forward_s, cpu2 - cpu0, cpu2 - cpu1, forward_1))
+        if "local" not in engines:
+            continue
         out = Path(tempfile.mkdtemp(prefix="cl-limit-"))
         inner.update(wall=0.0, cpu=0.0)
         extraction.extract_targets = timed_forward
@@ -293,13 +343,25 @@ def limit_benchmark(corpus: str, words: list[str], model_name: str, threads: int
             extraction.extract_targets = bare
         ours.append((time.perf_counter() - start, inner["wall"], time.process_time() - cpu0, inner["cpu"]))
         shutil.rmtree(out, ignore_errors=True)
-    limit_s, read_s, scan_s, forward_s, limit_cpu, forward_cpu = min(limits)
-    ours_s, ours_forward, ours_cpu, ours_forward_cpu = min(ours)
+    limit_s, read_s, scan_s, forward_s, limit_cpu, forward_cpu, _ = min(limits)
+    forward_1 = min(x[6] for x in limits)
     print(f"{corpus}: {counts.paragraphs:,} paragraphs, {counts.paragraphs_split:,} split, {len(found):,} "
           f"occurrences; {model_name} {opts['precision']}, layers 0-{layers[-1]}, {threads} thread(s)")  # fmt: skip
-    print(f"best of {repeats}, alternated; all runs: limit {', '.join(f'{x[0]:.1f}' for x in limits)} s, "
-          f"ours {', '.join(f'{x[0]:.1f}' for x in ours)} s")  # fmt: skip
-    print(f"limit: read {read_s:.2f} s + scan {scan_s:.2f} s + bare forward {forward_s:.2f} s = {limit_s:.2f} s")
+    print(f"limit: read {read_s:.2f} s + scan {scan_s:.2f} s + bare forward {forward_s:.2f} s = {limit_s:.2f} s "
+          f"(best of {len(limits)}: {', '.join(f'{x[0]:.1f}' for x in limits)} s); the forward at 1 thread "
+          f"{forward_1:.2f} s; peak RSS of this process "
+          f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:,.0f} MiB; load average "
+          f"{'/'.join(f'{x:.1f}' for x in os.getloadavg())}")  # fmt: skip
+    ray_rows = [e for e in engines if e != "local"]
+    if ray_rows:
+        ray_opts = opts | ({"block_occurrences": block_occurrences} if block_occurrences else {})
+        ray_beside_limit(corpus, words, model_name, threads, ray_opts, repeats, ray_rows, len(found),
+                         (limit_s, read_s + scan_s, forward_s, forward_1))  # fmt: skip
+    if "local" not in engines:
+        return
+    ours_s, ours_forward, ours_cpu, ours_forward_cpu = min(ours)
+    print(f"local, best of {repeats}, alternated with the limit; all runs: ours "
+          f"{', '.join(f'{x[0]:.1f}' for x in ours)} s")  # fmt: skip
     print(f"ours (extract_corpus, local, shards written): {ours_s:.2f} s, {result.manifest.counts['rows']:,} rows; "
           f"its forward {ours_forward:.2f} s, everything else {ours_s - ours_forward:.2f} s "
           f"(the limit's read + scan: {read_s + scan_s:.2f} s)")  # fmt: skip
@@ -310,7 +372,47 @@ def limit_benchmark(corpus: str, words: list[str], model_name: str, threads: int
           f"limit / ours = {limit_cpu / ours_cpu:.2f}")  # fmt: skip
 
 
+def ray_beside_limit(
+    corpus: str, words: list[str], model: str, threads: int, opts: dict, repeats: int, engines: list[str],
+    occurrences: int, limit: tuple[float, float, float, float],
+) -> None:  # fmt: skip
+    """Each Ray engine (a fresh process each run, best of ``repeats``) beside the single-process
+    limit and the limit with the forward split across its actors, its start-up apart."""
+    limit_s, read_scan_s, forward_s, forward_1 = limit
+    print(f"{'engine':7} {'runs s':12} {'job s':>6} {'ray.init':>8} {'started s':>9} {'loaded s':>8} {'1st rows':>8} "
+          f"{'limit s':>7} "
+          f"{'limit/job':>9} {'limit_N s':>9} {'limit_N/job':>11} {'limit_N/after load':>18} {'sent/s':>7} "
+          f"{'occ/s':>6} {'driver MiB':>10} {'actors MiB':>11}  load")  # fmt: skip
+    for engine in engines:
+        rows = [run(engine, corpus, words, model, threads, opts) for _ in range(repeats)]
+        b = min(rows, key=lambda r: r["seconds"])
+        assert b["occurrences"] == occurrences, f"{engine}: {b['occurrences']} occurrences, the limit {occurrences}"
+        n = {"ray1": 1, "ray2": 2}[engine]
+        per_actor = max(1, threads // n)
+        # the forward split across N actors of `per_actor` threads (measured at `threads` and at 1)
+        limit_n = read_scan_s + (forward_s if per_actor == threads else forward_1) / n
+        loaded = max(b["actors_ready_s"]) if b["actors_ready_s"] else 0.0
+        actors = "/".join(f"{x:,.0f}" for x in b["actor_peak_rss_mib"])
+        times = ",".join(f"{r['seconds']:.1f}" for r in rows)
+        started = min(b["actors_started_s"]) if b["actors_started_s"] else 0.0
+        print(f"{engine:7} {times:12} {b['seconds']:6.1f} {b['ray_start_s']:8.1f} {started:9.1f} "
+              f"{loaded:8.1f} {b['to_first_rows_s']:8.1f} {limit_s:7.1f} {limit_s / b['seconds']:9.2f} {limit_n:9.1f} "
+              f"{limit_n / b['seconds']:11.2f} {limit_n / max(b['seconds'] - loaded, 1e-9):18.2f} "
+              f"{b['sentences_per_s']:7,.0f} {b['occurrences_per_s']:6,.0f} {b['driver_peak_rss_mib']:10,.0f} "
+              f"{actors:>11}  {b['load_average'][0]:.1f}")  # fmt: skip
+    print(f"# Ray blocks of {opts.get('block_occurrences') or 'the default'} matches; job s: extract_corpus on Ray "
+          "(actor start and model loads inside, ray.init not: its own column); "
+          "limit: the single-process limit above; limit_N: read + scan + the forward at each actor's threads / N "
+          "actors; 'after load': the job's time once every actor had loaded its model")
+
+
 SCALING_WORDS = "time,make,take,give,get,go,come,run,set,put,line,point,light,work,hold,turn,break,head,play,cut"
+# --ray-scaling --forward-bound: 40 more frequent words, 60 in all (10,222 occurrences, 3.4x the
+# forward work of the 20 words): a job where the forward pass, not the start-up, dominates
+MORE_WORDS = (
+    "man,day,year,way,hand,house,water,life,money,world,place,part,side,home,word,book,eye,face,door,car,"
+    "body,night,city,war,old,good,new,long,little,great,high,small,large,hard,young,keep,leave,call,show,find"
+)
 
 
 def wordnet_examples() -> str:
@@ -327,7 +429,9 @@ def wordnet_examples() -> str:
 
 def ray_scaling(words: list[str], model: str, opts: dict, repeats: int, as_json: bool) -> None:
     """Ray with 1 actor against Ray with 2 on the same job (each actor 1 torch thread, a local Ray
-    of 2 CPUs), alternated, each run a fresh process with its own Ray; best of ``repeats``."""
+    of 2 CPUs), alternated, each run a fresh process with its own Ray; best of ``repeats``. Beside
+    the whole job's ratio, its start-up (Ray start, actor start, model load, first rows) and its
+    steady state (occurrences per second after the first rows came back) with their own ratio."""
     corpus = wordnet_examples()
     opts = {**opts, "actor_threads": 1}
     load_before = os.getloadavg()
@@ -338,33 +442,40 @@ def ray_scaling(words: list[str], model: str, opts: dict, repeats: int, as_json:
     best = {e: min(rows, key=lambda r: r["seconds"]) for e, rows in runs.items()}
     one, two = best["ray1"], best["ray2"]
     assert one["occurrences"] == two["occurrences"], "the two runs found different occurrences"
+    steady = {e: max(r["steady_occurrences_per_s"] or 0 for r in rows) for e, rows in runs.items()}
     result = {
         "corpus": "WordNet 3.0 usage examples (one a line)",
         "words": words,
         "model": model,
+        "block_occurrences": opts.get("block_occurrences"),
         "occurrences": one["occurrences"],
         "chunks": one["chunks"],
         "runs": runs,
         "speedup_2_over_1": round(one["seconds"] / two["seconds"], 2),
+        "steady_speedup_2_over_1": round(steady["ray2"] / steady["ray1"], 2) if steady["ray1"] else None,
         "load_average_before": [round(x, 2) for x in load_before],
         "load_average_after": [round(x, 2) for x in os.getloadavg()],
     }
     if as_json:
         json.dump(result, sys.stdout, indent=2)
         return
-    print(f"{result['corpus']}: {one['occurrences']:,} occurrences of {len(words)} words, {one['chunks']} chunks; "
-          f"model {model} {opts['precision']}, all layers; 1 torch thread per actor, local Ray of 2 CPUs")  # fmt: skip
-    print(f"{'engine':8} {'runs (s)':20} {'best s':>7} {'to first rows s':>16} {'occ/s':>7} {'driver MiB':>10}  "
-          f"actors' peak MiB  load 1 min")  # fmt: skip
+    block = opts.get("block_occurrences") or "default"
+    print(f"{result['corpus']}: {one['occurrences']:,} occurrences of {len(words)} words, {one['chunks']} chunks "
+          f"(blocks of {block} matches); model {model} {opts['precision']}, all layers; 1 torch thread per actor, "
+          f"local Ray of 2 CPUs")  # fmt: skip
+    print(f"{'engine':8} {'runs (s)':20} {'best s':>7} {'ray.init s':>10} {'actors start-loaded s':>22} "
+          f"{'first rows s':>12} {'steady occ/s':>12} {'occ/s':>7} {'driver MiB':>10}  "
+          "actors' peak MiB  load 1 min")  # fmt: skip
     for engine, rows in runs.items():
         b = best[engine]
         peaks = ", ".join(f"{x:,.0f}" for x in b["actor_peak_rss_mib"])
-        print(f"{engine:8} {', '.join(str(r['seconds']) for r in rows):20} {b['seconds']:7} {b['to_first_rows_s']:16} "
-              f"{b['occurrences_per_s']:7} {b['driver_peak_rss_mib']:10,.0f}  {peaks:16}  "
-              f"{b['load_average'][0]}")  # fmt: skip
-    print(f"# 2 actors / 1 actor: {result['speedup_2_over_1']}x on the whole job (Ray start, actor start and "
-          f"model loads included; "
-          f"'to first rows': start-up plus the first block of chunks); target 1.6x")  # fmt: skip
+        loaded = ", ".join(f"{s}-{r}" for s, r in zip(b["actors_started_s"], b["actors_ready_s"], strict=True))
+        print(f"{engine:8} {', '.join(str(r['seconds']) for r in rows):20} {b['seconds']:7} {b['ray_start_s']:10} "
+              f"{loaded:>22} {b['to_first_rows_s']:12} {b['steady_occurrences_per_s']:12} {b['occurrences_per_s']:7} "
+              f"{b['driver_peak_rss_mib']:10,.0f}  {peaks:16}  {b['load_average'][0]}")  # fmt: skip
+    print(f"# 2 actors / 1 actor: {result['speedup_2_over_1']}x on the whole job (actor start and model loads "
+          f"included, ray.init not: it is its own column); {result['steady_speedup_2_over_1']}x in the steady state "
+          f"(occurrences/s after the first rows, best run of each); target 1.6x")  # fmt: skip
     print(f"# load average (1/5/15 min) before {'/'.join(f'{x:.1f}' for x in load_before)}, after "
           f"{'/'.join(f'{x:.1f}' for x in os.getloadavg())}; {os.cpu_count()} CPUs")  # fmt: skip
 
@@ -388,6 +499,8 @@ def main() -> None:
     )
     ap.add_argument("--read", action="store_true", help="the enwiki reader alone: gensim's markup filter vs ours")
     ap.add_argument("--ray-scaling", action="store_true", help="Ray 2 actors vs 1 on WordNet's examples (20 words)")
+    ap.add_argument("--forward-bound", action="store_true", help="--ray-scaling on 60 words (MORE_WORDS added)")
+    ap.add_argument("--block-occurrences", type=int, help="Ray: matches per block of the stream (ray_engine's default)")
     args = ap.parse_args()
     words = args.words.split(",")
     if args.read:
@@ -395,7 +508,12 @@ def main() -> None:
         return
     if args.ray_scaling:
         words = words if "--words" in sys.argv else SCALING_WORDS.split(",")
-        ray_scaling(words, args.model, {"forms": args.forms, "precision": args.precision}, args.repeats, args.json)
+        if args.forward_bound:
+            words = SCALING_WORDS.split(",") + MORE_WORDS.split(",")
+        opts = {"forms": args.forms, "precision": args.precision}
+        if args.block_occurrences:
+            opts["block_occurrences"] = args.block_occurrences
+        ray_scaling(words, args.model, opts, args.repeats, args.json)
         return
     if args.scan:
         scan_benchmark(args.corpus, words, args.forms, args.json)
@@ -408,6 +526,8 @@ def main() -> None:
             args.threads,
             {"forms": args.forms, "precision": args.precision},
             args.repeats,
+            args.engines if "--engines" in sys.argv else ["local"],
+            args.block_occurrences,
         )
         return
     opts = {"forms": args.forms, "precision": args.precision}

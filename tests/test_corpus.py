@@ -278,6 +278,9 @@ def test_ray_engine_gives_the_local_rows(tmp_path):
     assert remote_done.stats.sentences == done.stats.sentences == 122
     assert 0 < len(remote_done.stats.actor_rss) <= 2  # the actors reported their memory
     assert all(peak >= now > 0 for peak, now in remote_done.stats.actor_rss.values())
+    # each actor's start-up (started, model loaded; epoch seconds) for the benchmark's start-up figures
+    assert remote_done.stats.actor_ready.keys() == remote_done.stats.actor_rss.keys()
+    assert all(0 < born <= ready for born, ready in remote_done.stats.actor_ready.values())
     for col in ("layer_0", "layer_6"):
         x = np.array(a.column(col).to_pylist(), dtype=np.float32)
         y = np.array(b.column(col).to_pylist(), dtype=np.float32)
@@ -343,3 +346,25 @@ def test_unreachable_ray_address_is_one_line(tmp_path, capsys):
     )
     assert "does not answer" in line
     assert not (tmp_path / "o").exists()  # checked before anything is written
+
+
+def test_ray_blocks_are_sized_by_the_matches_they_hold(tmp_path):
+    """The read task closes a block at BLOCK_OCCURRENCES raw matches or BLOCK_CHUNKS chunks, so a
+    forward call of a Ray actor holds a few hundred occurrences whatever the targets' rarity
+    (blocks of a fixed 8 chunks: 7 blocks for 52 chunks of WordNet's examples, two actors 4 + 3)."""
+    import pyarrow as pa
+
+    from contextlens.analyses.corpus.ray_engine import END, read_blocks
+    from contextlens.analyses.corpus.stream import PendingChunks
+    from contextlens.analyses.corpus.targets import Matcher, form_table
+
+    corpus = tmp_path / "c.txt"  # 40 lines; every line holds "bank" once and "Spring" once
+    _corpus(corpus, 40)
+    pending = PendingChunks(str(corpus), 1, "skip", frozenset())  # chunk_chars 1: a chunk a line
+    rows = pa.concat_tables(read_blocks(pending, Matcher(form_table(["bank", "spring"], False)), 5, 64)).to_pylist()
+    assert rows[-1]["chunks"] == [END] and json.loads(rows[-1]["docs"][0])["documents"] == 40
+    blocks = [r["chunks"] for r in rows[:-1]]
+    assert [len(b) for b in blocks] == [3] * 13 + [1]  # 2 matches a chunk: closed at 6 >= 5
+    assert [n for b in blocks for n in b] == list(range(40))  # every chunk once, in order
+    rare = pa.concat_tables(read_blocks(pending, Matcher(form_table(["absent"], False)), 5, 16)).to_pylist()
+    assert [len(r["chunks"]) for r in rare[:-1]] == [16, 16, 8]  # no match: closed at the chunk cap

@@ -108,12 +108,12 @@ def test_projector_export_pairs_vectors_and_metadata(folder, capsys):
     done = export_projector(folder, layer=3)
     vectors = done.vectors.read_text().splitlines()
     meta = done.metadata.read_text().splitlines()
-    assert meta[0] == "occurrence\ttarget\tform\tdocument" and len(meta) == len(vectors) + 1 == 10
+    assert meta[0] == "occurrence\ttarget\tform\tdocument\tsense" and len(meta) == len(vectors) + 1 == 10
     table = read_rows(folder)
     stored = np.array(table.column("layer_3").to_pylist(), dtype=np.float32)
     np.testing.assert_allclose(np.array([[float(v) for v in line.split("\t")] for line in vectors]), stored, rtol=1e-5)
     first = meta[1].split("\t")
-    assert len(first) == 4 and first[0].count("[") == 1 and first[1] in ("bank", "spring")
+    assert len(first) == 5 and first[0].count("[") == 1 and first[1] in ("bank", "spring")
     assert done.vectors.parent == folder / "projector-layer_3"
     with pytest.raises(SystemExit) as stop:
         main(["corpus", "export", str(folder), "--format", "csv"])
@@ -127,6 +127,41 @@ def test_projector_export_pairs_vectors_and_metadata(folder, capsys):
         export_projector(folder, folder / "manifest.json")
 
 
+def test_projector_sense_column_is_the_search_induction_row_by_row(folder, capsys):
+    """The sense cell of each row is ``word_senses(...).label_of(row)``, named; rows stay aligned with
+    vectors.tsv; a word with under 3 occurrences says ``-``; --no-senses leaves the column out."""
+    from contextlens.analyses.corpus.hit_senses import word_senses
+    from contextlens.analyses.corpus.projector import export_projector
+
+    done = export_projector(folder, folder / "senses", layer=6)
+    meta = [line.split("\t") for line in done.metadata.read_text().splitlines()[1:]]
+    vectors = np.array([[float(v) for v in line.split("\t")] for line in done.vectors.read_text().splitlines()])
+    table = read_rows(folder)
+    stored = np.array(table.column("layer_6").to_pylist(), dtype=np.float32)
+    np.testing.assert_allclose(vectors, stored, rtol=1e-5)
+    bank = word_senses(folder, "bank", 6)
+    assert len(bank.rows) == 8 and bank.induction.k >= 1
+    for row, (cells, r) in enumerate(zip(meta, table.select(["sentence", "start", "end", "target"]).to_pylist(),
+                                         strict=True)):  # fmt: skip
+        s, a, b = r["sentence"], r["start"], r["end"]
+        assert cells[0] == f"{s[:a]}[{s[a:b]}]{s[b:]}" and cells[1] == r["target"]  # the vector's own row
+        if r["target"] == "bank":
+            sense = bank.label_of(row)
+            assert cells[4] == bank.name(sense) and cells[4].startswith(f"{sense}: ")
+            synset = bank.describe(sense)["synset"]
+            assert synset is None or f"{synset} (" in cells[4]  # the nearest WordNet sense, with its definition
+        else:
+            assert r["target"] == "spring" and cells[4] == "-"  # one occurrence: nothing to induce
+    doc = done.to_dict()
+    assert doc["columns"][-1] == "sense" and doc["senses"]["spring"] is None
+    assert doc["senses"]["bank"]["k"] == bank.induction.k
+    with pytest.raises(SystemExit) as stop:
+        main(["corpus", "export", str(folder), "--out", str(folder / "bare"), "--no-senses", "--json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert stop.value.code in (0, None) and doc["columns"] == ["occurrence", "target", "form", "document"]
+    assert (folder / "bare" / "metadata.tsv").read_text().splitlines()[0].count("\t") == 3 and doc["senses"] == {}
+
+
 def test_a_format_2_folder_is_still_searched_and_read(folder, tmp_path, minilm):
     """Folders written before format 3 (no paragraph_index, sentence_index within the document)."""
     import shutil
@@ -136,7 +171,7 @@ def test_a_format_2_folder_is_still_searched_and_read(folder, tmp_path, minilm):
     from contextlens.analyses.corpus.contextuality import _Rows
 
     old = tmp_path / "old"
-    shutil.copytree(folder, old, ignore=shutil.ignore_patterns("search-*", "projector-*", "p"))
+    shutil.copytree(folder, old, ignore=shutil.ignore_patterns("search-*", "projector-*", "p", "senses", "bare"))
     for path in old.glob("part-*.parquet"):
         table = pq.read_table(path)
         pq.write_table(table.drop_columns(["paragraph_index"]), path)

@@ -319,12 +319,26 @@ def search_cmd(
 def export_cmd(
     folder: Annotated[Path, typer.Argument(help="A folder written by `contextlens corpus extract`.")],
     format: Annotated[
-        str, typer.Option("--format", help="projector: the Embedding Projector's vectors.tsv + metadata.tsv.")
+        str,
+        typer.Option(
+            "--format",
+            help="projector: the Embedding Projector's vectors.tsv + metadata.tsv "
+            "(occurrence, target, form, document, sense).",
+        ),
     ] = "projector",
     layer: FolderLayerOpt = None,
     out: Annotated[
         Path | None, typer.Option("--out", "-o", help="Folder for the files (default: FOLDER/projector-layer_L).")
     ] = None,
+    senses: Annotated[
+        bool,
+        typer.Option(
+            "--senses/--no-senses",
+            help="The sense column: each occurrence's induced sense at the layer, as `corpus search --sense` "
+            "numbers them ('K: synset (definition)'; '-' for a word with under 3 occurrences). It loads the "
+            "folder's model; --no-senses leaves the column out.",
+        ),
+    ] = True,
     json_out: JsonOpt = False,
 ) -> None:
     """The folder's vectors at one layer as files other tools load (Parquet stays the native format)."""
@@ -335,7 +349,7 @@ def export_cmd(
     if out is not None:
         check_output_folder(out)  # a file, or a place that cannot be written, is refused here
     with as_flags(layer="--layer", out="--out"):
-        result = export_projector(folder, out, None if layer is None else layer_text(layer))
+        result = export_projector(folder, out, None if layer is None else layer_text(layer), senses=senses)
     if json_out:
         print_json(result.to_dict())
         return
@@ -345,3 +359,7 @@ def export_cmd(
         soft_wrap=True,
         markup=False,
     )
+    if result.senses:
+        named = ", ".join(f"{w} {'-' if s is None else s['k']}" for w, s in result.senses.items())
+        line = f"induced senses (k) in the sense column: {named}; '-': too few occurrences"
+        console.print(line, markup=False, soft_wrap=True)

@@ -56,6 +56,8 @@ class ExtractStats:
     read: ReadStats = field(default_factory=ReadStats)
     # Ray actors' memory, by process id: (peak RSS, RSS at its last chunk), bytes
     actor_rss: dict[int, tuple[int, int]] = field(default_factory=dict)
+    # Ray actors' start-up, by process id: (started, model loaded), epoch seconds (time.time())
+    actor_ready: dict[int, tuple[float, float]] = field(default_factory=dict)
 
     def add(self, counts: ScanCounts) -> None:
         self.sentences += counts.sentences
@@ -283,8 +285,9 @@ def _encode(source, folder, config, spec, loaded, threads, done, stats, progress
         if progress:
             progress(stats)
 
-    def memory(pid: int, peak: int, rss: int) -> None:
+    def memory(pid: int, peak: int, rss: int, born: float, ready: float) -> None:
         stats.actor_rss[pid] = (peak, rss)
+        stats.actor_ready[pid] = (born, ready)
 
     if config.engine == "local" and threads is not None:
         import torch

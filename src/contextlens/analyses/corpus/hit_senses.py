@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from contextlens.analyses.corpus.folder import read_table, shards, shards_fingerprint
-from contextlens.analyses.corpus.senses import SenseInduction, induce_senses
+from contextlens.analyses.corpus.senses import MIN_OCCURRENCES, SenseInduction, induce_senses
 
 
 @dataclass(frozen=True)
@@ -48,6 +48,14 @@ class WordSenses:
             "definition": gloss.get("definition"),
             "distinctive_words": c.distinctive_words,
         }
+
+    def name(self, sense: int) -> str:
+        """A cluster as one readable label: its number (as ``senses induce`` numbers them) and its
+        nearest WordNet sense with the definition, or its distinctive words when the word has no
+        WordNet sense: ``"0: bank.n.01 (sloping land ...)"``, ``"1: river, water, muddy"``."""
+        d = self.describe(sense)
+        named = f"{d['synset']} ({d['definition']})" if d["synset"] else ", ".join(d["distinctive_words"][:3])
+        return f"{sense}: {named or '-'}"
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -88,6 +96,14 @@ def word_senses(folder: Path, word: str, layer: int) -> WordSenses:
     found = WordSenses(word, layer, induction, rows)
     _SENSES[key] = (state, found)
     return found
+
+
+def senses_or_none(folder: Path, word: str, layer: int) -> WordSenses | None:
+    """:func:`word_senses`, or None where the word has too few occurrences in the folder to induce
+    (under :data:`.senses.MIN_OCCURRENCES`)."""
+    if int(np.count_nonzero(row_targets(folder) == word)) < MIN_OCCURRENCES:
+        return None
+    return word_senses(folder, word, layer)
 
 
 def clear_cache() -> None:

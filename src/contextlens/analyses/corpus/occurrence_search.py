@@ -38,7 +38,7 @@ from contextlens.analyses.corpus.folder import (
     shards,
     shards_fingerprint,
 )
-from contextlens.analyses.corpus.hit_senses import word_senses
+from contextlens.analyses.corpus.hit_senses import senses_or_none, word_senses
 from contextlens.analyses.corpus.manifest import Manifest, pick_layer, require_manifest
 from contextlens.analyses.corpus.targets import form_table
 from contextlens.core import atomic_files
@@ -349,10 +349,7 @@ def _with_senses(folder: Path, layer: int, hits: list[OccurrenceHit], ids: list[
     out = []
     for hit, row in zip(hits, ids, strict=True):
         if hit.target not in labelled:
-            try:
-                labelled[hit.target] = word_senses(folder, hit.target, layer)
-            except InputError:
-                labelled[hit.target] = None
+            labelled[hit.target] = senses_or_none(folder, hit.target, layer)
         found = labelled[hit.target]
         out.append(replace(hit, sense=None if found is None else found.label_of(row)))
     for w in [w for w, s in labelled.items() if s is None]:

@@ -1,8 +1,9 @@
 """The Ray engine: one Ray Data stream, reader -> ``map_batches`` on an actor pool -> the driver.
 
 One dataset for the whole job: a single read task (:class:`CorpusSource`, on the driver's node,
-where the corpus is) reads the corpus and yields the pending chunks as it goes, ``BATCH_CHUNKS``
-a block; ``map_batches`` hands them to a fixed pool of ``actors`` actors (:class:`ChunkEncoder`),
+where the corpus is) reads the corpus and yields the pending chunks as it goes, a block of
+consecutive chunks at a time, sized by the matches a raw regex pass counts in them
+(:func:`read_blocks`); ``map_batches`` hands each block to a fixed pool of ``actors`` actors (:class:`ChunkEncoder`),
 each of which loads the model ONCE for the job (at the job's precision, ``torch`` threads set
 explicitly to its CPU share, so actors never oversubscribe a node) and runs the local engine's
 functions (:func:`.chunks.scan_chunk`, :func:`.chunks.encode_scanned` on the chunks of a
@@ -21,6 +22,7 @@ import logging
 import os
 import resource
 import socket
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict
 
@@ -30,14 +32,22 @@ import pyarrow as pa
 from contextlens.analyses.corpus.chunks import JobSpec, encode_scanned, scan_chunk
 from contextlens.analyses.corpus.readers import ReadStats
 from contextlens.analyses.corpus.stream import PendingChunks, merge_read_stats
+from contextlens.analyses.corpus.targets import Matcher
 from contextlens.errors import ContextlensError, InputError
 
-# Chunks in a block of the stream = chunks an actor encodes in one extraction call (their
-# occurrences sorted into batches together, as the local engine groups chunks): few occurrences
-# a chunk would otherwise be a padded batch each. A block is ~8 x 32 kB of text.
-BATCH_CHUNKS = 8
+# A block of the stream = the chunks an actor encodes in ONE extraction call (their occurrences
+# sorted into batches together, as the local engine groups chunks). Its size is a trade: a call
+# of few occurrences pays a part-padded last batch (Lee, 312 occurrences, 2 threads, quiet
+# machine: one call 2.7-3.0 s, blocks of 8 chunks 3.8-3.9 s, blocks of 2 chunks 5.6-7.9 s),
+# and a few big blocks leave one actor idle at the end of a job (WordNet's examples with 20
+# words: 52 chunks in 7 blocks of 8, 4 for one actor, 3 for the other). So the read task counts
+# the raw matches (one regex pass, no splitting) and closes a block at BLOCK_OCCURRENCES
+# matches (8 batches of 32) or at BLOCK_CHUNKS chunks (rare targets: 64 x 32 kB of text).
+BLOCK_OCCURRENCES = 256
+BLOCK_CHUNKS = 64
 END = -1  # the chunk number of the read task's last row: what the reader saw, as JSON
-Memory = Callable[[int, int, int], None]  # (actor pid, peak RSS, RSS at its last chunk), bytes
+# (actor pid, peak RSS, RSS at its last chunk (bytes), the actor's start and model loaded (epoch s))
+Memory = Callable[[int, int, int, float, float], None]
 
 
 def _rss_bytes() -> tuple[int, int]:
@@ -54,16 +64,19 @@ def _rss_bytes() -> tuple[int, int]:
 
 class CorpusSource:
     """The job's pending chunks as a Ray Data source: ONE read task, on the driver's node (the
-    corpus is read where the driver reads it), streaming blocks of ``BATCH_CHUNKS`` chunks."""
+    corpus is read where the driver reads it), streaming blocks of chunks (:func:`read_blocks`;
+    the block sizes are the driver's, read when the source is made)."""
 
-    def __init__(self, pending: PendingChunks):
+    def __init__(self, pending: PendingChunks, matcher: Matcher):
         self.pending = pending
+        self.matcher = matcher
+        self.sizes = (BLOCK_OCCURRENCES, BLOCK_CHUNKS)
 
     def datasource(self):
         from ray.data.block import BlockMetadata
         from ray.data.datasource import Datasource, ReadTask
 
-        pending = self.pending
+        pending, matcher, (occurrences, most) = self.pending, self.matcher, self.sizes
 
         class _Source(Datasource):
             supports_distributed_reads = False  # Ray: "only launch read tasks on the driver's node"
@@ -76,28 +89,47 @@ class CorpusSource:
 
             def get_read_tasks(self, parallelism, per_task_row_limit=None, data_context=None):
                 meta = BlockMetadata(num_rows=None, size_bytes=None, exec_stats=None, input_files=None)
-                return [ReadTask(lambda: read_blocks(pending), meta)]
+                return [ReadTask(lambda: read_blocks(pending, matcher, occurrences, most), meta)]
 
         return _Source()
 
 
-def read_blocks(pending: PendingChunks) -> Iterator[pa.Table]:
-    """The read task: one block per pending chunk (its number, its documents as JSON), then one
-    with the reader's counts. Ray Data bundles ``BATCH_CHUNKS`` of them into an actor's call."""
+def read_blocks(
+    pending: PendingChunks, matcher: Matcher, occurrences: int | None = None, most: int | None = None
+) -> Iterator[pa.Table]:
+    """The read task: one row per block of consecutive pending chunks (their numbers, their
+    documents as JSON), closed at ``occurrences`` raw matches or ``most`` chunks (default:
+    :data:`BLOCK_OCCURRENCES`, :data:`BLOCK_CHUNKS`), then one row with the reader's counts."""
+    occurrences = BLOCK_OCCURRENCES if occurrences is None else occurrences
+    most = BLOCK_CHUNKS if most is None else most
     stats = ReadStats()
+    pattern = matcher.pattern
+    numbers: list[int] = []
+    docs: list[str] = []
+    found = 0
     for number, chunk in pending.chunks(stats):
-        yield _block(number, json.dumps([[d, list(p)] for d, p in chunk]))
-    yield _block(END, json.dumps(asdict(stats)))
+        numbers.append(number)
+        docs.append(json.dumps([[d, list(p)] for d, p in chunk]))
+        found += sum(len(pattern.findall(piece)) for _, pieces in chunk for piece in pieces)
+        if found >= occurrences or len(numbers) >= most:
+            yield _block(numbers, docs)
+            numbers, docs, found = [], [], 0
+    if numbers:
+        yield _block(numbers, docs)
+    yield _block([END], [json.dumps(asdict(stats))])
 
 
-def _block(number: int, docs: str) -> pa.Table:
-    return pa.table({"chunk": pa.array([number], pa.int64()), "docs": pa.array([docs], pa.string())})
+def _block(numbers: list[int], docs: list[str]) -> pa.Table:
+    return pa.table(
+        {"chunks": pa.array([numbers], pa.list_(pa.int64())), "docs": pa.array([docs], pa.list_(pa.string()))}
+    )
 
 
 class ChunkEncoder:
     """A Ray Data actor: one model per actor, loaded once and reused for every chunk of the job."""
 
     def __init__(self, spec: JobSpec, threads: int):
+        self.born = time.time()  # the actor's start-up, reported with each block (what a job pays first)
         import torch
 
         from contextlens.core.contextual_models import load_contextual
@@ -105,11 +137,17 @@ class ChunkEncoder:
         torch.set_num_threads(threads)
         self.spec = spec
         self.model = load_contextual(spec.model, spec.precision, spec.runtime)
+        self.ready = time.time()
 
     def __call__(self, batch: dict) -> dict:
         out: dict[str, list] = {"chunk": [], "rows": [], "read": []}
         scanned = []
-        for number, docs in zip(batch["chunk"], batch["docs"], strict=True):
+        pairs = [
+            pair
+            for numbers, docs in zip(batch["chunks"], batch["docs"], strict=True)
+            for pair in zip(numbers, docs, strict=True)
+        ]
+        for number, docs in pairs:
             if int(number) == END:  # the reader's counts, passed through
                 out["chunk"].append(END)
                 out["rows"].append(b"")
@@ -132,6 +170,8 @@ class ChunkEncoder:
             "pid": np.full(n, os.getpid(), dtype=np.int64),
             "peak": np.full(n, peak, dtype=np.int64),
             "rss": np.full(n, now, dtype=np.int64),
+            "born": np.full(n, self.born, dtype=np.float64),
+            "ready": np.full(n, self.ready, dtype=np.float64),
         }
 
 
@@ -225,13 +265,13 @@ def run_ray(
     context.target_max_block_size = 1
     try:
         ds = ray.data.read_datasource(
-            CorpusSource(pending).datasource(),
+            CorpusSource(pending, spec.matcher).datasource(),
             override_num_blocks=1,
             num_cpus=0,  # reading takes no actor's CPU
         ).map_batches(
             ChunkEncoder,
             fn_constructor_kwargs={"spec": spec, "threads": threads},
-            batch_size=BATCH_CHUNKS,
+            batch_size=1,  # one block (read_blocks) an extraction call
             compute=ray.data.ActorPoolStrategy(size=actors),  # fixed: each actor loads the model once
             num_cpus=threads,
             batch_format="numpy",
@@ -246,7 +286,7 @@ def run_ray(
                 continue
             table = pa.ipc.open_stream(pa.py_buffer(row["rows"])).read_all()
             if memory is not None:
-                memory(int(row["pid"]), int(row["peak"]), int(row["rss"]))
+                memory(int(row["pid"]), int(row["peak"]), int(row["rss"]), float(row["born"]), float(row["ready"]))
             written(number, table)
     except Exception as exc:
         cause = _our_error(exc)

@@ -48,6 +48,7 @@ SENSE_VECTORS = ("gloss", "examples", "both")
 NO_DISTINCTIVE_WORDS = (
     "none stand out: every other word of its sentences is a stop word, shorter than 3 letters or part of a name"
 )
+MIN_OCCURRENCES = 3  # fewer occurrences than this: no induction (no two clusters and a silhouette)
 POS_RULE = (
     "auto: per cluster, the part of speech whose senses are nearest the cluster's occurrences on average "
     "(mean over occurrences of the cosine to the nearest sense of that part of speech); pos and pos_scores: "
@@ -151,8 +152,10 @@ def induce_senses(
     layer = pick_layer(manifest, layer, folder)
     table = read_rows(folder, word, ["sentence", "start", "end", "doc_id", layer_column(layer)])
     n = table.num_rows
-    if n < 3:
-        raise InputError(f"{word!r} has {n} occurrence(s) in {folder}; sense induction needs at least 3")
+    if n < MIN_OCCURRENCES:
+        raise InputError(
+            f"{word!r} has {n} occurrence(s) in {folder}; sense induction needs at least {MIN_OCCURRENCES}"
+        )
     x = normalize_rows(np.array(table.column(layer_column(layer)).to_pylist(), dtype=np.float32))
     labels, chosen, silhouettes = cluster_unit_vectors(x, k, seed)
     rows = table.select(["doc_id", "sentence", "start", "end"]).to_pylist()
