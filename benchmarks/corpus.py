@@ -414,6 +414,18 @@ MORE_WORDS = (
     "body,night,city,war,old,good,new,long,little,great,high,small,large,hard,young,keep,leave,call,show,find"
 )
 
+# --ray-scaling --forward-bound 180: the next 120 most frequent content words of the examples, 180 in
+# all (27,116 occurrences, 9x the 20 words' forward work)
+MOST_WORDS = (
+    "children,two,made,well,people,child,gave,took,every,must,like,room,left,got,first,around,back,years,used,"
+    "always,air,job,right,went,last,away,now,still,three,country,between,students,behavior,several,came,"
+    "president,never,government,food,mind,men,let,system,against,felt,law,see,eyes,words,company,party,family,"
+    "problem,hair,found,school,said,cold,mother,state,tried,woman,business,dress,full,cannot,news,bad,please,"
+    "called,person,hot,town,ball,looked,big,fire,often,voice,open,paper,white,sun,blood,table,music,fell,even,"
+    "heart,turned,thought,horse,rather,black,teacher,wife,days,road,together,short,wall,ship,use,lost,dead,"
+    "land,held,speech,police,tree,clear,without,love,office,deep,game,heavy,end,won,played"
+)
+
 
 def wordnet_examples() -> str:
     """Every usage example of WordNet 3.0, one a line (a file: reading it costs next to nothing,
@@ -499,7 +511,8 @@ def main() -> None:
     )
     ap.add_argument("--read", action="store_true", help="the enwiki reader alone: gensim's markup filter vs ours")
     ap.add_argument("--ray-scaling", action="store_true", help="Ray 2 actors vs 1 on WordNet's examples (20 words)")
-    ap.add_argument("--forward-bound", action="store_true", help="--ray-scaling on 60 words (MORE_WORDS added)")
+    ap.add_argument("--forward-bound", type=int, nargs="?", const=60, choices=[60, 180],
+                    help="--ray-scaling on 60 words (MORE_WORDS added) or 180 (MOST_WORDS too)")  # fmt: skip
     ap.add_argument("--block-occurrences", type=int, help="Ray: matches per block of the stream (ray_engine's default)")
     args = ap.parse_args()
     words = args.words.split(",")
@@ -510,6 +523,7 @@ def main() -> None:
         words = words if "--words" in sys.argv else SCALING_WORDS.split(",")
         if args.forward_bound:
             words = SCALING_WORDS.split(",") + MORE_WORDS.split(",")
+            words += MOST_WORDS.split(",") if args.forward_bound == 180 else []
         opts = {"forms": args.forms, "precision": args.precision}
         if args.block_occurrences:
             opts["block_occurrences"] = args.block_occurrences
