@@ -342,6 +342,17 @@ def newer_commands(tmp: Path) -> list[tuple[str, list[str]] | tuple[str, list[st
             ["capacity", "--count", "100", "--dim", "64", "--index", "ivfpq", "--nlist", "500"],
         ),
         (
+            "capacity on Vertex with a machine the shard size does not allow",
+            ["capacity", "--engine", "vertex", "-n", "1000", "-d", "768", "--shard-size", "large",
+             "--machine", "e2-standard-16"],
+        ),
+        (
+            "capacity on OpenSearch with a method its engine does not document",
+            ["capacity", "--engine", "opensearch", "-n", "1000", "-d", "768", "--knn-engine", "lucene",
+             "--method", "ivf"],
+        ),
+        ("capacity on Azure over its dimension limit", ["capacity", "--engine", "azure", "-n", "1000", "-d", "5000"]),
+        (
             "serve with the same --index name twice",
             ["serve", *M, "--port", str(free_port()), "--index", f"a={index}", "--index", f"a={index}"],
             HANG,
