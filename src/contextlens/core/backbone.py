@@ -25,7 +25,7 @@ from typing import Any
 from contextlens.core import arguments
 from contextlens.core.array_ops import NUMPY, TORCH
 from contextlens.core.backend import Backend
-from contextlens.core.model_facts import is_decoder_config, window
+from contextlens.core.model_facts import loaded_is_decoder, loaded_window
 from contextlens.core.onnx_graphs import (
     EXPORT_RULE,
     ORT_QUANT_RULE,
@@ -156,13 +156,12 @@ class Backbone:
     @property
     def max_length(self) -> int:
         """Most tokens (specials included) one forward pass accepts (512 when nothing says)."""
-        return window(self.tokenizer.model_max_length, getattr(self.config, "max_position_embeddings", None)) or 512
+        return loaded_window(self.tokenizer, self.config)
 
     @property
     def is_decoder(self) -> bool:
         """Decoders see left context only."""
-        c = self.config
-        return is_decoder_config(c.model_type, getattr(c, "is_decoder", False), getattr(c, "is_encoder_decoder", False))
+        return loaded_is_decoder(self.config)
 
     def check_layers(self, layers: Sequence[int] | None) -> tuple[int, ...]:
         """Validate requested layers (negative counts from the top); None means all 0..L."""

@@ -104,6 +104,19 @@ def window(tokenizer_limit: Any, positions: Any) -> int | None:
     return int(positions) if isinstance(positions, int) and positions > 0 else None
 
 
+def loaded_window(tokenizer: Any, config: Any) -> int:
+    """:func:`window` of a loaded tokenizer and config (512 when neither says): what a backbone
+    and the torch net it may hold both report as ``max_length``."""
+    return window(tokenizer.model_max_length, getattr(config, "max_position_embeddings", None)) or 512
+
+
+def loaded_is_decoder(config: Any) -> bool:
+    """:func:`is_decoder_config` of a loaded config (attributes, not a config file's keys)."""
+    return is_decoder_config(
+        config.model_type, getattr(config, "is_decoder", False), getattr(config, "is_encoder_decoder", False)
+    )
+
+
 def _first(config: dict[str, Any], *keys: str) -> Any:
     for key in keys:
         if config.get(key) is not None:

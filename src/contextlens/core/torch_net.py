@@ -15,7 +15,7 @@ import numpy as np
 import torch
 
 from contextlens.core import layer_forward, threads
-from contextlens.core.model_facts import is_decoder_config, window
+from contextlens.core.model_facts import loaded_is_decoder, loaded_window
 from contextlens.core.padding import pad_arrays
 from contextlens.core.precision import quantize, weight_bytes
 from contextlens.errors import UnknownModelError
@@ -69,13 +69,12 @@ class TorchNet:
     @property
     def max_length(self) -> int:
         """Most tokens (specials included) one forward pass accepts (512 when nothing says)."""
-        return window(self.tokenizer.model_max_length, getattr(self.config, "max_position_embeddings", None)) or 512
+        return loaded_window(self.tokenizer, self.config)
 
     @property
     def is_decoder(self) -> bool:
         """Decoders see left context only."""
-        c = self.config
-        return is_decoder_config(c.model_type, getattr(c, "is_decoder", False), getattr(c, "is_encoder_decoder", False))
+        return loaded_is_decoder(self.config)
 
     def pad(self, sequences: Sequence[Sequence[int]]) -> tuple[torch.Tensor, torch.Tensor]:
         ids, mask = pad_arrays(sequences, int(self.tokenizer.pad_token_id))
