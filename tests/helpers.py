@@ -3,13 +3,19 @@ subprocess for the few smoke tests that check the installed entry point end to e
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import shutil
+import socket
 import subprocess
 import sys
+import threading
+import time
 import traceback
+from collections.abc import Callable, Iterator
 from contextlib import redirect_stderr, redirect_stdout
+from typing import Any
 
 # Debian's headless Chromium (scripts/install-system-deps.sh), driven by Playwright.
 CHROMIUM = os.environ.get("CONTEXTLENS_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
@@ -111,3 +117,48 @@ FIT_PROBLEMS = """() => {
   });
   return out;
 }"""
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def served_in_thread(app: Any) -> Iterator[str]:
+    """``app`` served by uvicorn on a free local port in a daemon thread, for as long as the block
+    runs: its base URL."""
+    import uvicorn
+
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    for _ in range(200):
+        if server.started:
+            break
+        time.sleep(0.05)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(10)
+
+
+def abort_requests_leaving(target: Any, allowed: Callable[[str], bool]) -> list[str]:
+    """Route every request of ``target`` (a Playwright page or browser context): one whose URL
+    ``allowed`` accepts goes on, any other is aborted and its URL kept in the list returned, which
+    the test then asserts empty (nothing a page loads may leave the machine)."""
+    leaks: list[str] = []
+
+    def route(r: Any) -> None:
+        if allowed(r.request.url):
+            r.continue_()
+        else:
+            leaks.append(r.request.url)
+            r.abort()
+
+    target.route("**/*", route)
+    return leaks

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import CHROMIUM
+from tests.helpers import CHROMIUM, abort_requests_leaving
 
 ANALYSES = (
     "compare, explore, attend, trace, probe, rank_pairs, neighbors, same_sense, three_kinds, induce_senses, "
@@ -91,16 +91,7 @@ def test_the_executed_notebooks_figures_draw_with_the_network_cut(executed, brow
     page_file.write_text(f'<!DOCTYPE html><html><head><meta charset="utf-8"></head><body>{body}</body></html>')
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     pg = context.new_page()
-    leaks: list[str] = []
-
-    def route(r):
-        if r.request.url.startswith("file://"):
-            r.continue_()
-        else:
-            leaks.append(r.request.url)
-            r.abort()
-
-    pg.route("**/*", route)
+    leaks = abort_requests_leaving(pg, lambda url: url.startswith("file://"))
     pg.goto(page_file.as_uri())
     divs = len(pg.query_selector_all(".plotly-graph-div"))
     pg.wait_for_function(f"document.querySelectorAll('.plotly-graph-div .main-svg').length >= {divs}", timeout=60_000)

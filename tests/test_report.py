@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 
 from contextlens.cli import app
 from contextlens.reports.interactive import remote_resources
+from tests.helpers import abort_requests_leaving
 
 FIN, RIVER = "The [bank] called about my account.", "The river [bank] flooded last night."
 
@@ -29,16 +30,7 @@ def render_dom(browser, page: Path, figures: int) -> str:
     """The DOM after headless Chromium (the session's one, offline) ran the page's scripts; a
     request that leaves the file fails the test."""
     context = browser.new_context(offline=True)
-    leaks: list[str] = []
-
-    def route(r):
-        if urlsplit(r.request.url).scheme in ("file", "data", "blob", "about"):
-            r.continue_()
-        else:
-            leaks.append(r.request.url)
-            r.abort()
-
-    context.route("**/*", route)
+    leaks = abort_requests_leaving(context, lambda url: urlsplit(url).scheme in ("file", "data", "blob", "about"))
     tab = context.new_page()
     try:
         tab.goto(page.as_uri())

@@ -9,15 +9,12 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import socket
-import threading
-import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
 
-from tests.helpers import CHROMIUM, FIT_PROBLEMS
+from tests.helpers import CHROMIUM, FIT_PROBLEMS, abort_requests_leaving, served_in_thread
 
 SHOTS = os.environ.get("CONTEXTLENS_WEB_SCREENSHOTS")  # folder: also write docs screenshots
 pytestmark = pytest.mark.skipif(not shutil.which(CHROMIUM), reason=f"no Chromium at {CHROMIUM}")
@@ -25,32 +22,14 @@ pytestmark = pytest.mark.skipif(not shutil.which(CHROMIUM), reason=f"no Chromium
 BANK = ["I sat on the river [bank].", "I opened a [bank] account."]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def server(minilm):
-    import uvicorn
-
     from contextlens.web.app import create_app
 
-    port = _free_port()
     spec = os.environ.get("CONTEXTLENS_WEB_INDEX")  # NAME=FOLDER: serve an index (for the search screenshot)
     served = dict([spec.split("=", 1)]) if spec else {}
-    config = uvicorn.Config(create_app("minilm", served), host="127.0.0.1", port=port, log_level="warning")
-    srv = uvicorn.Server(config)
-    thread = threading.Thread(target=srv.run, daemon=True)
-    thread.start()
-    for _ in range(200):
-        if srv.started:
-            break
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}"
-    srv.should_exit = True
-    thread.join(10)
+    with served_in_thread(create_app("minilm", served)) as url:
+        yield url
 
 
 @pytest.fixture()
@@ -59,16 +38,7 @@ def page(browser, server):
     local = urlsplit(server).netloc
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     pg = context.new_page()
-    leaks: list[str] = []
-
-    def route(r):
-        if urlsplit(r.request.url).netloc == local:
-            r.continue_()
-        else:
-            leaks.append(r.request.url)
-            r.abort()
-
-    pg.route("**/*", route)
+    leaks = abort_requests_leaving(pg, lambda url: urlsplit(url).netloc == local)
     pg.leaks = leaks  # type: ignore[attr-defined]
     yield pg
     assert leaks == [], f"requests left localhost: {leaks}"

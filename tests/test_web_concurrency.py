@@ -8,7 +8,6 @@ import contextlib
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -20,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import free_port
+
 WORDS = ["old", "busy", "small", "quiet", "new", "large", "local", "far"]
 TIMEOUT = 180  # seconds one request may take before it counts as hung
 
@@ -28,12 +29,6 @@ def _sentences(i: int) -> list[str]:
     """Two different sentences per request, of lengths that differ from request to request."""
     pad = " ".join(WORDS[: i % len(WORDS) + 1])
     return [f"The {pad} [bank] approved the loan number {i}.", f"We walked {'far ' * (i % 5)}along the river [bank]."]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _call(base: str, path: str, body: dict | None = None) -> tuple[int, dict]:
@@ -50,7 +45,7 @@ class Served:
     """A `contextlens serve -m minilm` process on a free local port."""
 
     def __init__(self, log: Path, workers: int = 4) -> None:
-        self.port = _free_port()
+        self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.log = log.open("w")
         self.proc = subprocess.Popen(

@@ -9,15 +9,12 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
-import threading
-import time
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from tests.helpers import CHROMIUM, FIT_PROBLEMS, run_cli
+from tests.helpers import CHROMIUM, FIT_PROBLEMS, abort_requests_leaving, free_port, run_cli, served_in_thread
 
 SHOTS = os.environ.get("CONTEXTLENS_WEB_SCREENSHOTS")  # folder: also write the docs screenshots
 needs_chromium = pytest.mark.skipif(not shutil.which(CHROMIUM), reason=f"no Chromium at {CHROMIUM}")
@@ -39,12 +36,6 @@ MONEY = [
     "My bank charges a fee for transfers.",
 ]
 SENTENCE = "The river [bank] flooded."
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
@@ -74,22 +65,10 @@ def bare_corpus(tmp_path_factory, minilm) -> Path:
 
 @pytest.fixture(scope="module")
 def server(minilm, corpus, bare_corpus):
-    import uvicorn
-
     from contextlens.web.app import create_app
 
-    port = _free_port()
-    app = create_app("minilm", corpora={"demo": str(corpus), "stopwords": str(bare_corpus)})
-    srv = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=srv.run, daemon=True)
-    thread.start()
-    for _ in range(200):
-        if srv.started:
-            break
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}"
-    srv.should_exit = True
-    thread.join(10)
+    with served_in_thread(create_app("minilm", corpora={"demo": str(corpus), "stopwords": str(bare_corpus)})) as url:
+        yield url
 
 
 @pytest.fixture()
@@ -107,16 +86,7 @@ def page(browser, server):
     local = urlsplit(server).netloc
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     pg = context.new_page()
-    leaks: list[str] = []
-
-    def route(r):
-        if urlsplit(r.request.url).netloc == local:
-            r.continue_()
-        else:
-            leaks.append(r.request.url)
-            r.abort()
-
-    pg.route("**/*", route)
+    leaks = abort_requests_leaving(pg, lambda url: urlsplit(url).netloc == local)
     yield pg
     assert leaks == [], f"requests left localhost: {leaks}"
     context.close()
@@ -204,10 +174,10 @@ def test_corpus_search_endpoint_is_the_clis_document(client, corpus):
 
 
 def test_serve_refuses_a_corpus_that_is_not_an_extraction(tmp_path):
-    result = run_cli("serve", "--port", str(_free_port()), "--model", "minilm", "--corpus", f"x={tmp_path}")
+    result = run_cli("serve", "--port", str(free_port()), "--model", "minilm", "--corpus", f"x={tmp_path}")
     assert result.returncode == 2 and "is not a corpus extraction folder" in result.stderr
     assert "Traceback" not in result.stderr
-    result = run_cli("serve", "--port", str(_free_port()), "--corpus", "nofolder")
+    result = run_cli("serve", "--port", str(free_port()), "--corpus", "nofolder")
     assert result.returncode == 2 and "is not NAME=DIR" in result.stderr
 
 
