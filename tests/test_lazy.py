@@ -253,3 +253,32 @@ def test_the_web_app_loads_no_figure_builder_or_benchmark_before_a_request():
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=_env(), timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == ""
+
+
+def test_a_ray_jobs_driver_on_torch_fp32_imports_no_torch(tmp_path: Path):
+    # the driver loaded the whole model (torch, transformers, the weights: ~3 s) only to read its
+    # name, width and layers; now the actors load it and the driver reads config.json. The engine
+    # is replaced by one that records what it was handed, so no Ray starts here.
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("The bank of the river.\n")
+    script = (
+        "import json, sys\n"
+        "from contextlens.analyses.corpus import engines, extract\n"
+        "handed = {}\n"
+        "engines.prepare = lambda *a: 1\n"
+        "engines.run = lambda engine, spec, *a, **k: handed.update(model=spec.model, layers=spec.layers)\n"
+        "try:\n"
+        f"    extract.extract_corpus({str(corpus)!r}, ['bank'], {str(tmp_path / 'out')!r}, model='minilm',\n"
+        "                           engine='ray', layers=[0, -1])\n"
+        "except extract.InputError as exc:  # no engine ran, so no paragraph was read\n"
+        "    handed['error'] = str(exc)\n"
+        "handed['heavy'] = [m for m in ('torch', 'transformers') if m in sys.modules]\n"
+        "print(json.dumps(handed))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=_env(), timeout=120)
+    assert done.returncode == 0, done.stderr
+    handed = json.loads(done.stdout.strip().splitlines()[-1])
+    assert handed["heavy"] == []
+    assert (handed["model"], handed["layers"]) == ("minilm", [0, 6])
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert (manifest["hidden_size"], manifest["layers"], manifest["runtime"]) == (384, [0, 6], "torch")

@@ -25,7 +25,7 @@ from typing import Any
 from contextlens.core import arguments
 from contextlens.core.array_ops import NUMPY, TORCH
 from contextlens.core.backend import Backend
-from contextlens.core.model_facts import loaded_is_decoder, loaded_window
+from contextlens.core.model_facts import checked_layers, loaded_is_decoder, loaded_window
 from contextlens.core.onnx_graphs import (
     EXPORT_RULE,
     ORT_QUANT_RULE,
@@ -165,19 +165,7 @@ class Backbone:
 
     def check_layers(self, layers: Sequence[int] | None) -> tuple[int, ...]:
         """Validate requested layers (negative counts from the top); None means all 0..L."""
-        layers = arguments.layer_numbers(layers)
-        top = self.num_layers
-        if layers is None:
-            return tuple(range(top + 1))
-        out = []
-        for layer in layers:
-            real = top + 1 + layer if layer < 0 else layer
-            if not 0 <= real <= top:
-                raise InputError(f"layer {layer} is out of range for {self.name}: it has layers 0..{top}")
-            out.append(real)
-        if not out:
-            raise InputError("no layers requested; give at least one layer")
-        return tuple(sorted(set(out)))
+        return checked_layers(arguments.layer_numbers(layers), self.num_layers, self.name)
 
     def batches(
         self,

@@ -10,6 +10,7 @@ JSON; it imports neither torch nor transformers. A hub id that is not on disk ha
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -41,12 +42,32 @@ class ModelFacts:
             raise InputError(f"layer {layer} is out of range for {self.name}: it has layers 0..{self.num_layers}")
         return real
 
+    def check_layers(self, layers: Sequence[int] | None) -> tuple[int, ...]:
+        """As the loaded model's ``check_layers``: None is every layer 0..L."""
+        return checked_layers(layers, self.num_layers, self.name)
+
     def check_attention(self, layer: int, head: int | None = None) -> None:
         """Attention layers are blocks 1..L (negative counts from the top, as for hidden states) and
         heads 0..H-1 (the same words as the analysis says)."""
         attention_layer(layer, self.num_layers, self.name)
         if head is not None and not 0 <= head < self.num_heads:
             raise InputError(f"head {head} is out of range for {self.name}: it has heads 0..{self.num_heads - 1}")
+
+
+def checked_layers(layers: Sequence[int] | None, num_layers: int, name: str) -> tuple[int, ...]:
+    """Hidden-state layers 0..L, negative counting from the top, sorted and once each; None is all
+    of them. One rule for a loaded model and for its config's facts (a Ray job's driver)."""
+    if layers is None:
+        return tuple(range(num_layers + 1))
+    out = []
+    for layer in layers:
+        real = num_layers + 1 + layer if layer < 0 else layer
+        if not 0 <= real <= num_layers:
+            raise InputError(f"layer {layer} is out of range for {name}: it has layers 0..{num_layers}")
+        out.append(real)
+    if not out:
+        raise InputError("no layers requested; give at least one layer")
+    return tuple(sorted(set(out)))
 
 
 def attention_layer(layer: int, num_layers: int, name: str) -> int:

@@ -36,6 +36,8 @@ from contextlens.analyses.corpus.manifest import DEFAULT_CHUNK_CHARS, FORMAT, Ma
 from contextlens.analyses.corpus.readers import ReadStats, check_readable, describe, empty_message
 from contextlens.analyses.corpus.stream import PendingChunks
 from contextlens.analyses.corpus.targets import Matcher, ScanCounts, form_table, parse_targets
+from contextlens.core import arguments
+from contextlens.core.model_facts import ModelFacts, model_facts
 from contextlens.errors import InputError, TargetNotFoundError
 
 MAX_LISTED = 10  # absent targets named in an error; the rest are counted
@@ -160,7 +162,7 @@ def run_extraction(
     else:
         check_fresh_folder(folder, config.force)
     if existing is not None and existing.complete:  # nothing to encode: check it is the same job, whole
-        manifest = _manifest(source, words, config, _load(config, loader))
+        manifest = _manifest(source, words, config, _job_model(config, loader))
         manifest.check_same_job(existing, folder)
         done = done_shards(folder, schema(existing.layers, existing.hidden_size, existing.dtype))
         if len(done) != existing.counts.get("shards", len(done)):
@@ -171,7 +173,7 @@ def run_extraction(
         return ExtractResult(folder, existing, True, ExtractStats())
     check_readable(source, config.on_error)
     threads = engines.prepare(config.engine, config.address, config.actors, config.threads)
-    loaded = _load(config, loader)
+    loaded = _job_model(config, loader)
     manifest = _manifest(source, words, config, loaded)
     if existing is not None:
         manifest.check_same_job(existing, folder)
@@ -193,6 +195,42 @@ def run_extraction(
     return _finish(source, folder, words, config, manifest, stats)
 
 
+@dataclass(frozen=True)
+class ActorsModel:
+    """A Ray job's model as its driver knows it: the facts of its ``config.json``. The actors load
+    the weights, each once; the driver needs only a name, a width and the layers, and loading
+    them there too cost the job torch, transformers and the weights before any actor started."""
+
+    facts: ModelFacts
+    precision: str
+    runtime: str
+
+    @property
+    def name(self) -> str:
+        return self.facts.name
+
+    @property
+    def hidden_size(self) -> int:
+        return self.facts.hidden_size
+
+    def check_layers(self, layers: Sequence[int] | None) -> tuple[int, ...]:
+        return self.facts.check_layers(arguments.layer_numbers(layers))
+
+
+def _job_model(config: ExtractConfig, loader: Loader | None):
+    """The loaded model, or for a Ray job on the reference backend (torch fp32) its facts alone.
+    Any other backend still loads here: the face reports its measured drift from torch fp32, and
+    an ONNX graph is exported once, before the actors need it."""
+    if config.engine == "ray" and config.precision == "fp32":
+        from contextlens.core.runtime_choice import resolve_runtime
+
+        if resolve_runtime(config.model, config.precision, config.runtime) == "torch":
+            facts = model_facts(config.model)
+            if facts is not None:  # (a hub id not on disk has none: it loads, and downloads, here)
+                return ActorsModel(facts, config.precision, "torch")
+    return _load(config, loader)
+
+
 def _load(config: ExtractConfig, loader: Loader | None):
     if loader is None:
         from contextlens.core.contextual_models import load_contextual as loader  # torch: only when a job runs
@@ -203,9 +241,8 @@ def _checked(
     source: str, targets: Sequence[str], out: Path | str, config: ExtractConfig
 ) -> tuple[ExtractConfig, tuple[str, ...], Path]:
     """The arguments checked without weights: each refusal names the parameter."""
-    from contextlens.core.extraction import check_pooling  # torch-heavy modules: imported when a job runs
-    from contextlens.core.onnx_runtime import check_runtime
-    from contextlens.core.precision import check_precision
+    from contextlens.core.choices import check_pooling, check_precision, check_runtime  # (no torch: a Ray
+    # job's driver on torch fp32 never imports it, the actors do)
 
     if config.dtype not in DTYPES:
         raise InputError(f"unknown `dtype` {config.dtype!r}; use float16 or float32")
