@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -61,11 +63,12 @@ def test_the_lesson_shows_both_sections(minilm):
     from contextlens.web.app import create_app
 
     page = TestClient(create_app("minilm"), base_url="http://127.0.0.1").get("/lesson").text
-    assert "4. The three kinds, in numbers" in page and "<table id='kinds'>" in page
-    assert "5. The cost of a dimension" in page and "<table id='cost'>" in page
+    page = re.sub(r' data-label="[^"]*"', "", page)  # each cell names its column for a phone's cards
+    assert "4. The three kinds, in numbers" in page and "<table id='kinds' class='cards'>" in page
+    assert "5. The cost of a dimension" in page and "<table id='cost' class='cards'>" in page
     assert "1,000,000 vectors of 384 float32 dimensions (minilm) take 1.43 GiB" in page
     assert "refused (over 2,000)" in page  # pgvector's HNSW limit on vector, at 3072 dimensions
     # the dimension dial as measured in PostgreSQL: a row per dimension and stored type, with the prediction
-    assert "<table id='cost-measured'>" in page
+    assert "<table id='cost-measured' class='cards'>" in page
     assert "<tr><td>1024</td><td>halfvec</td><td>2,732</td><td>2,192</td><td>3,335</td><td>3,335 (exact)</td>" in page
     assert "random levels)" in page  # the bit rows: a range, not a claim of exactness

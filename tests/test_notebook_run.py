@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import CHROMIUM, abort_requests_leaving
+from tests.helpers import CHROMIUM, FIT_PROBLEMS, abort_requests_leaving
 
 ANALYSES = (
     "compare, explore, attend, trace, probe, rank_pairs, neighbors, same_sense, three_kinds, induce_senses, "
@@ -114,3 +114,31 @@ def test_a_result_without_plotly_on_the_page_says_so(executed, browser, tmp_path
     pg.goto(page_file.as_uri())
     assert "plotly.js is not on this page: run the cell with import contextlens.notebook" in pg.inner_text("body")
     context.close()
+
+
+@pytest.mark.skipif(not shutil.which(CHROMIUM), reason=f"no Chromium at {CHROMIUM}")
+def test_on_a_phone_the_notebooks_figures_are_fitted_by_fit_js_sent_once(executed, browser, tmp_path):
+    """reports/fit.js comes with plotly.js, once (the import cell's output); each result carries only
+    the line that fits its own figures. At 390 px every figure is refitted (panels stacked, title
+    below the toolbar): none wider than its box, no title under the toolbar or cut."""
+    nb, _ = executed
+    html = _html_outputs(nb)
+    assert [i for i, text in html if "root.contextlensFit = {" in text] == [0]  # fit.js itself: once
+    results = [text for i, text in html if i >= 2]
+    assert all(t.count("contextlensFit.fitDiv") == 1 for t in results)  # one line per result
+    page_file = tmp_path / "phone.html"
+    body = "".join(f'<div class="output">{text}</div>' for _, text in html)
+    head = '<meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">'
+    page_file.write_text(f"<!DOCTYPE html><html><head>{head}</head><body>{body}</body></html>")
+    context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
+    pg = context.new_page()
+    leaks = abort_requests_leaving(pg, lambda url: url.startswith("file://"))
+    pg.goto(page_file.as_uri())
+    divs = len(pg.query_selector_all(".plotly-graph-div"))
+    pg.wait_for_function(f"document.querySelectorAll('.plotly-graph-div .main-svg').length >= {divs}", timeout=60_000)
+    fitted = pg.evaluate("document.querySelectorAll('.plotly-graph-div[data-fitted]').length")
+    problems = pg.evaluate(FIT_PROBLEMS)
+    wide = pg.evaluate("document.documentElement.scrollWidth")
+    context.close()
+    assert divs >= 3 and fitted == divs and leaks == []
+    assert problems == [] and wide <= 391

@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from tests.helpers import CHROMIUM, FIT_PROBLEMS, abort_requests_leaving, served_in_thread
+from tests.helpers import CHROMIUM, FIT_PROBLEMS, TABLE_PROBLEMS, abort_requests_leaving, served_in_thread
 
 SHOTS = os.environ.get("CONTEXTLENS_WEB_SCREENSHOTS")  # folder: also write docs screenshots
 pytestmark = pytest.mark.skipif(not shutil.which(CHROMIUM), reason=f"no Chromium at {CHROMIUM}")
@@ -467,8 +467,8 @@ FIT_PAGES = ["lesson", "compare", "explore", "attention", "probe", "trace", "ran
 
 def test_on_a_phone_every_figure_fits_its_box_and_its_title_clears_the_toolbar(browser, server):
     """At 390 px the two-panel figures stack their panels and the wide ones shrink their labels
-    (reports/fit.js), so no figure scrolls sideways, in the page or in its own box (a wide table may
-    scroll in its box); every title sits below the toolbar and inside the figure."""
+    (reports/fit.js), so no figure scrolls sideways, in the page or in its own box, and no table is
+    wider than its box (the wide ones are cards); every title sits below the toolbar and inside the figure."""
     context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
     pg = context.new_page()
     problems = {}
@@ -477,7 +477,8 @@ def test_on_a_phone_every_figure_fits_its_box_and_its_title_clears_the_toolbar(b
         pg.wait_for_selector(".js-plotly-plot .main-svg", timeout=30_000)
         pg.wait_for_load_state("networkidle")
         assert pg.evaluate("document.documentElement.scrollWidth") <= 391, name
-        if found := pg.evaluate(FIT_PROBLEMS):
+        tables = pg.evaluate(TABLE_PROBLEMS, "table") if pg.query_selector("table") else []
+        if found := pg.evaluate(FIT_PROBLEMS) + tables:
             problems[name] = found
     # two panels stacked: the trace's second panel lies below the first, both at the full width
     pg.goto(server + SHOT_PAGES["trace"])
@@ -528,3 +529,55 @@ def test_the_demo_report_on_a_phone_fits_every_figure(browser, demo_run):
     problems = pg.evaluate(FIT_PROBLEMS)
     context.close()
     assert problems == []
+
+
+PHONE = {"viewport": {"width": 390, "height": 844}, "is_mobile": True, "has_touch": True}
+CELL_TEXTS = "sel => [...document.querySelectorAll(sel + ' td')].map(td => td.textContent)"
+
+
+def test_on_a_phone_the_explorer_summary_is_cards_that_fit_and_say_the_same(browser, server):
+    """The explorer's summary has ten columns (526 px in a 374 px box at 390 px, it scrolled): below
+    640 px each word is a card of "label: value" lines that fits the window; its cells say what the
+    1280 px table's cells say, each named by its column's header."""
+    texts = {}
+    for width, extra in ((1280, {"viewport": {"width": 1280, "height": 900}}), (390, PHONE)):
+        context = browser.new_context(**extra)
+        pg = context.new_page()
+        pg.goto(server + SHOT_PAGES["explore"])
+        pg.wait_for_selector("#numbers table", timeout=30_000)
+        texts[width] = pg.evaluate(CELL_TEXTS, "#numbers table")
+        if width == 390:
+            assert pg.evaluate(TABLE_PROBLEMS, "#numbers table") == []
+            assert pg.eval_on_selector("#numbers tr.head", "r => getComputedStyle(r).display") == "none"
+            cells = pg.eval_on_selector_all("#numbers tr:not(.head) td", "tds => tds.map(t => t.offsetWidth)")
+            assert cells and min(cells) == max(cells) <= 374  # one cell a line, the card's width
+        context.close()
+    assert texts[390] == texts[1280] and len(texts[390]) == 3 * 10  # three words, ten columns
+
+
+PROBE_NOTE_OVERLAPS = """() => {
+  const d = document.querySelector('.js-plotly-plot'), hit = (a, b) =>
+    a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom;
+  const notes = [...d.querySelectorAll('.annotation')].filter(a => a.textContent.startsWith('random words'));
+  if (notes.length !== 1) return [`${notes.length} notes`];
+  const note = notes[0].getBoundingClientRect(), out = [];
+  d.querySelectorAll('.barlayer .point path, .barlayer text').forEach((b, i) => {
+    if (hit(note, b.getBoundingClientRect())) out.push(`bar part ${i}: ${b.textContent || 'bar'}`);
+  });
+  return out;
+}"""
+
+
+def test_the_probe_charts_random_words_note_clears_its_bars(browser, server):
+    """The note that names the grey band sat at the band's top, over the bars that rise above it (on a
+    phone over most of them): it is above the plot now, at 390 px (wrapped) and at 1280 px."""
+    for extra in (PHONE, {"viewport": {"width": 1280, "height": 900}}):
+        context = browser.new_context(**extra)
+        pg = context.new_page()
+        pg.goto(server + SHOT_PAGES["probe"])
+        pg.wait_for_selector(".js-plotly-plot .barlayer .point path", timeout=30_000)
+        pg.wait_for_load_state("networkidle")
+        overlaps = pg.evaluate(PROBE_NOTE_OVERLAPS)
+        fit = pg.evaluate(FIT_PROBLEMS)
+        context.close()
+        assert overlaps == [] and fit == [], extra["viewport"]

@@ -18,7 +18,7 @@ def test_explore_numbers_have_the_random_word_percentile_and_baseline(minilm):
     assert result.baseline is not None
     html = explore_numbers(result)
     assert "<th>pct among random</th>" in html and "id='baseline'" in html
-    assert f"<td>{result.words[0].chosen_baseline['percentile']:.0f}</td>" in html
+    assert f'<td data-label="pct among random">{result.words[0].chosen_baseline["percentile"]:.0f}</td>' in html
     assert "random-word baseline at layer 6" in explore_numbers(result.at_layer(6))
     bare = explore_numbers(dataclasses.replace(result, baseline=None, baseline_missing="WordNet is not installed"))
     assert "pct among random" not in bare and "no random-word baseline: WordNet is not installed" in bare

@@ -14,7 +14,15 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from tests.helpers import CHROMIUM, FIT_PROBLEMS, abort_requests_leaving, free_port, run_cli, served_in_thread
+from tests.helpers import (
+    CHROMIUM,
+    FIT_PROBLEMS,
+    TABLE_PROBLEMS,
+    abort_requests_leaving,
+    free_port,
+    run_cli,
+    served_in_thread,
+)
 
 SHOTS = os.environ.get("CONTEXTLENS_WEB_SCREENSHOTS")  # folder: also write the docs screenshots
 needs_chromium = pytest.mark.skipif(not shutil.which(CHROMIUM), reason=f"no Chromium at {CHROMIUM}")
@@ -136,6 +144,32 @@ def test_model_view_click_a_token_then_a_cell_opens_that_heads_token_map(page, s
     assert query["s"] == [SENTENCE]
 
 
+@needs_chromium
+def test_model_view_on_a_phone_scales_every_head_to_the_width_and_keeps_hover(browser, server):
+    """At 390 px the 72 strips (76 px each, the grid 1,109 px in a 374 px box) scale to their cells
+    (SVG viewBox): the grid fits, every strip lies inside the window, a strip under the pointer is its
+    own link (outlined on hover, its title the tooltip) and a token click still lights its bars."""
+    context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
+    pg = context.new_page()
+    pg.goto(f"{server}/model-view?sentence=The+river+[bank]+flooded.")
+    assert pg.evaluate(TABLE_PROBLEMS, "#model-view") == []
+    strips = pg.eval_on_selector_all(
+        ".mv .strip", "ss => ss.map(s => { const r = s.getBoundingClientRect(); return [r.left, r.right, r.width]; })"
+    )
+    assert len(strips) == 72 + 2 * 6 and all(left >= 0 and right <= 390 and w >= 15 for left, right, w in strips)
+    cell = pg.query_selector("#cell-3-5")
+    box = cell.bounding_box()
+    x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+    assert pg.evaluate("([x, y]) => document.elementFromPoint(x, y).closest('a.cell').id", [x, y]) == "cell-3-5"
+    pg.mouse.move(x, y)
+    assert pg.eval_on_selector("#cell-3-5", "a => getComputedStyle(a).outlineStyle") == "solid"
+    assert cell.get_attribute("title").startswith("layer 3, head 5: ")
+    pg.click("#tokens .tok:text-is('river')")
+    bar = pg.eval_on_selector("#cell-1-0 rect.t2", "r => [getComputedStyle(r).fill, r.getBoundingClientRect().width]")
+    context.close()
+    assert bar[0] == "rgb(220, 38, 38)" and bar[1] > 0
+
+
 # --- the sense map ----------------------------------------------------------------------------
 
 
@@ -244,8 +278,15 @@ def test_the_sense_map_on_a_phone_fits_and_its_title_clears_the_toolbar(browser,
     pg.wait_for_selector("#sense-map .main-svg", timeout=30_000)
     assert pg.evaluate("document.documentElement.scrollWidth") <= 391
     problems = pg.evaluate(FIT_PROBLEMS)
+    senses = pg.evaluate(TABLE_PROBLEMS, "#senses")  # was 633 px in a 374 px box: cards now
+    dot = pg.query_selector_all("#sense-map .scatterlayer .trace .points path")[0]
+    dot.scroll_into_view_if_needed()
+    box = dot.bounding_box()
+    pg.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)  # its nearest occurrences
+    pg.wait_for_selector("#nearest-table", timeout=30_000)
+    nearest = pg.evaluate(TABLE_PROBLEMS, "#nearest-table")
     context.close()
-    assert problems == []
+    assert problems == [] and senses == [] and nearest == []
 
 
 # --- the lesson's two new sections ------------------------------------------------------------
@@ -253,6 +294,7 @@ def test_the_sense_map_on_a_phone_fits_and_its_title_clears_the_toolbar(browser,
 
 @needs_chromium
 def test_the_lessons_kinds_and_cost_tables_show_and_fit_a_phone(browser, server):
+    texts = {}
     for width in (1280, 390):
         context = browser.new_context(viewport={"width": width, "height": 900})
         pg = context.new_page()
@@ -263,8 +305,11 @@ def test_the_lessons_kinds_and_cost_tables_show_and_fit_a_phone(browser, server)
             "static word vector", "glove-50d", "one word type, any sentence", "50",
         ]  # fmt: skip
         assert len(pg.query_selector_all("#cost tr")) == 7
-        # a wide table scrolls inside its box; the page itself is no wider than the window
-        assert pg.evaluate("document.querySelector('#kinds').parentElement.clientWidth") <= width
+        # no table scrolls in its box (kinds was 975 px, cost 541, cost-measured 752 in 374): on a phone
+        # each row is a card of "label: value" lines; the page itself is no wider than the window
+        assert pg.evaluate(TABLE_PROBLEMS, "#kinds, #cost, #cost-measured") == []
+        assert pg.evaluate("document.documentElement.scrollWidth") <= width
+        texts[width] = pg.evaluate("[...document.querySelectorAll('#kinds td, #cost td')].map(t => t.textContent)")
         if SHOTS:
             Path(SHOTS).mkdir(parents=True, exist_ok=True)
             for name in ("kinds", "cost"):  # from the section's sentence to the end of its table, page coordinates
@@ -276,6 +321,7 @@ def test_the_lessons_kinds_and_cost_tables_show_and_fit_a_phone(browser, server)
                 clip = {"x": 0, "y": top - 40, "width": width, "height": bottom - top + 50}
                 pg.screenshot(path=str(Path(SHOTS) / f"web-lesson-{name}-{width}.png"), clip=clip, full_page=True)
         context.close()
+    assert texts[390] == texts[1280]  # the cards say what the table says
 
 
 NEW_PAGES = {

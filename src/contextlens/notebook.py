@@ -5,6 +5,8 @@ classes, drawing the same plotly figures as the HTML pages. plotly.js (4.8 MB) g
 notebook **once**, as the output of the cell that loads this module, not into every result: three
 results weigh kilobytes, not 15 MB, and the notebook still renders offline (nothing is fetched).
 A result whose page has no plotly.js (that cell's output was cleared) says so instead of a blank.
+``reports/fit.js`` (a figure refitted below 640 px: the pages' and the reports' phone fitting) goes
+in with plotly.js, once; each result adds only the one line that fits its own figures.
 
 tqdm's notebook bars need ipywidgets, which a plain Jupyter lacks; the libraries below (transformers,
 huggingface_hub) import ``tqdm.auto`` and print a "TqdmWarning: IProgress not found" box. Loading
@@ -50,6 +52,21 @@ def plotly_script() -> str:
     return f'<script type="text/javascript">{get_plotlyjs()}</script>'
 
 
+def fit_script() -> str:
+    """reports/fit.js as one inline script: ``window.contextlensFit``, which the results call."""
+    from contextlens.reports.plot_style import FIT_JS
+
+    return f'<script type="text/javascript">{FIT_JS.read_text(encoding="utf-8")}</script>'
+
+
+def _fitted(box: str) -> str:
+    """The line that fits the figures inside ``box`` to a phone's width (nothing when fit.js is absent)."""
+    return (
+        f'<script>if (window.contextlensFit) document.getElementById("{box}").querySelectorAll(".plotly-graph-div")'
+        ".forEach(function (d) { window.contextlensFit.fitDiv(d); });</script>"
+    )
+
+
 def _when_missing() -> str:
     """A line shown in place of the figures when window.Plotly is not defined on the page."""
     box = f"contextlens-{uuid.uuid4()}"
@@ -62,8 +79,8 @@ def _when_missing() -> str:
 
 def to_html(result: Any, plotlyjs: bool = True) -> str:
     """A result as one offline HTML fragment: its figures, or its JSON document. ``plotlyjs``:
-    inline plotly.js (a fragment that renders alone); the notebook's formatter leaves it out, as
-    the page already has it from loading this module."""
+    inline plotly.js and fit.js (a fragment that renders alone); the notebook's formatter leaves
+    them out, as the page already has them from loading this module."""
     if not callable(getattr(result, "to_dict", None)):
         raise InputError(
             f"result must be a contextlens result (Comparison, Exploration, Trace, ...), got {type(result).__name__}"
@@ -74,7 +91,9 @@ def to_html(result: Any, plotlyjs: bool = True) -> str:
         with warnings.catch_warnings():  # plotly's Python side does not know every plotly.js option
             warnings.filterwarnings("ignore", message=r"\s*Unrecognized config options supplied")
             figures = "".join(figure_div(f) for f in interactive_figures(result))
-        return (plotly_script() if plotlyjs else _when_missing()) + figures
+        box = f"contextlens-{uuid.uuid4()}"
+        scripts = plotly_script() + fit_script() if plotlyjs else _when_missing()
+        return f'{scripts}<div id="{box}">{figures}</div>{_fitted(box)}'
     return f"<pre>{html.escape(json.dumps(result.to_dict(), indent=2))}</pre>"
 
 
@@ -96,7 +115,7 @@ def register(ip: Any = None) -> bool:
     if type(ip).__name__ == "ZMQInteractiveShell":  # a notebook's kernel (not a terminal IPython)
         from IPython.display import HTML, display  # type: ignore[import-not-found]
 
-        display(HTML(plotly_script()))  # once, in this cell's output
+        display(HTML(plotly_script() + fit_script()))  # once, in this cell's output
     return True
 
 

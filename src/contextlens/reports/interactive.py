@@ -487,8 +487,8 @@ def probe_figures(result: ProbeResult) -> list[go.Figure]:
             type="line", xref="x", x0=-0.5, x1=n - 0.5, y0=base["mean"], y1=base["mean"],
             line={"color": "#6b7280", "dash": "dash"},
         )  # fmt: skip
-        bars.add_annotation(
-            x=-0.5, y=base["p95"], xanchor="left", yanchor="bottom", showarrow=False,
+        bars.add_annotation(  # above the plot, where no bar reaches (fit.js wraps it on a phone)
+            xref="paper", yref="paper", x=0, y=1, xanchor="left", yanchor="bottom", showarrow=False,
             text="random words: mean (dashed), 5-95th pct (grey)",
         )  # fmt: skip
     bars.update_layout(

@@ -12,11 +12,22 @@ import html
 
 from contextlens.core.contextual_models import ContextualModel, as_contextual
 from contextlens.errors import InputError
+from contextlens.web.tables import cells
 
 TEXTS = ("We walked along the river [bank].", "I opened a [bank] account.")
 COUNT = 1_000_000  # vectors in the cost table
 STATIC = "glove-50d"
-WIDE = '<div style="overflow-x:auto;max-width:100%">'  # a wide table scrolls on a phone, the page does not
+WIDE = '<div style="overflow-x:auto;max-width:100%">'  # a safety net: on a phone the rows are cards
+KINDS_HEAD = ("kind", "model", "one vector stands for", "dimensions", "vectors per text", "bytes per vector (float32)",
+              "norm (text 1)", "cosine text 1 vs 2", "random different words (mean; percentile)",
+              "what the cosine says")  # fmt: skip
+COST_HEAD = ("dimensions", "FAISS flat", "FAISS sq8", "FAISS HNSW", "pgvector HNSW, vector", "pgvector HNSW, halfvec")
+MEASURED_HEAD = ("dimensions", "stored as", "pgvector HNSW bytes/vector", "FAISS HNSW bytes/vector",
+                 "index pages, measured", "pages, predicted", "table MiB")  # fmt: skip
+
+
+def _head(names: tuple[str, ...]) -> str:
+    return '<tr class="head">' + "".join(f"<th>{html.escape(n)}</th>" for n in names) + "</tr>"
 
 
 def kinds_section(model: ContextualModel | str) -> str:
@@ -25,9 +36,23 @@ def kinds_section(model: ContextualModel | str) -> str:
 
     result = three_kinds(list(TEXTS), as_contextual(model), STATIC)
     rows = "".join(
-        f"<tr><td><b>{html.escape(k.kind)}</b></td><td>{html.escape(k.source)}</td><td>{html.escape(k.unit)}</td>"
-        f"<td>{k.dimensions}</td><td>{' / '.join(map(str, k.vectors_per_text))}</td><td>{4 * k.dimensions:,}</td>"
-        f"<td>{k.norm:.3f}</td><td><b>{k.cosine:.4f}</b></td><td>{_baseline(k)}</td><td>{html.escape(k.context)}</td></tr>"
+        "<tr>"
+        + cells(
+            KINDS_HEAD,
+            [
+                f"<b>{html.escape(k.kind)}</b>",
+                html.escape(k.source),
+                html.escape(k.unit),
+                str(k.dimensions),
+                " / ".join(map(str, k.vectors_per_text)),
+                f"{4 * k.dimensions:,}",
+                f"{k.norm:.3f}",
+                f"<b>{k.cosine:.4f}</b>",
+                _baseline(k),
+                html.escape(k.context),
+            ],
+        )
+        + "</tr>"
         for k in result.kinds
     )
     texts = " and ".join(f"“{html.escape(t)}”" for t in TEXTS)
@@ -36,10 +61,7 @@ def kinds_section(model: ContextualModel | str) -> str:
         "vectors each text yields (words for the static table, tokens for the model, one for the sentence); the "
         "cosine is between the two texts' vectors (for the word kinds, of “bank”); beside the hidden state, the "
         "mean cosine of random pairs of different words at that layer, and where this pair falls among them.</p>"
-        f"{WIDE}<table id='kinds'><tr><th>kind</th><th>model</th><th>one vector stands for</th>"
-        "<th>dimensions</th><th>vectors per text</th><th>bytes per vector (float32)</th><th>norm (text 1)</th>"
-        f"<th>cosine text 1 vs 2</th><th>random different words (mean; percentile)</th><th>what the cosine says</th>"
-        f"</tr>{rows}</table></div>"
+        f"{WIDE}<table id='kinds' class='cards'>{_head(KINDS_HEAD)}{rows}</table></div>"
     )
 
 
@@ -88,11 +110,13 @@ def cost_section(model: ContextualModel | str) -> str:
     def name(d: int) -> str:
         return f"{d}{' (glove-50d)' if d == 50 else ''}{f' ({html.escape(loaded.name)})' if d == served else ''}"
 
+    columns = ("flat", "sq8", "faiss_hnsw", "pg_vector_hnsw", "pg_halfvec_hnsw")
     rows = "".join(
-        f"<tr><td>{name(r['dimensions'])}</td>"
-        + "".join(
-            f"<td>{r[c] / gib:.2f}</td>" if r[c] is not None else "<td>refused (over 2,000)</td>"
-            for c in ("flat", "sq8", "faiss_hnsw", "pg_vector_hnsw", "pg_halfvec_hnsw")
+        "<tr>"
+        + cells(
+            COST_HEAD,
+            [name(r["dimensions"])]
+            + [f"{r[c] / gib:.2f}" if r[c] is not None else "refused (over 2,000)" for c in columns],
         )
         + "</tr>"
         for r in cost_rows(dims)
@@ -105,9 +129,7 @@ def cost_section(model: ContextualModel | str) -> str:
         "graph) and PostgreSQL with pgvector (HNSW index plus table; its page formula matched the measured "
         "page counts exactly at 384–1536 dimensions, docs/search.md). pgvector keeps whole tuples on 8 KiB pages, "
         "so there an HNSW index of 1024 dimensions is as big as one of 1536 (one element per page).</p>"
-        f"{WIDE}<table id='cost'><tr><th>dimensions</th><th>FAISS flat</th><th>FAISS sq8</th>"
-        "<th>FAISS HNSW</th><th>pgvector HNSW, vector</th><th>pgvector HNSW, halfvec</th></tr>"
-        f"{rows}</table></div>" + measured_section()
+        f"{WIDE}<table id='cost' class='cards'>{_head(COST_HEAD)}{rows}</table></div>" + measured_section()
     )
 
 
@@ -127,9 +149,20 @@ def measured_section() -> str:
         return f"{r['index_pages_predicted']:,} ({low:,}–{high:,}: random levels)"
 
     rows = "".join(
-        f"<tr><td>{r['dim']}</td><td>{r['type']}</td><td>{r['index_bytes_per_vector']:,}</td>"
-        f"<td>{r['faiss_hnsw_bytes_per_vector']:,}</td><td>{r['index_pages']:,}</td><td>{predicted(r)}</td>"
-        f"<td>{r['table_mib']:.1f}</td></tr>"
+        "<tr>"
+        + cells(
+            MEASURED_HEAD,
+            [
+                str(r["dim"]),
+                r["type"],
+                f"{r['index_bytes_per_vector']:,}",
+                f"{r['faiss_hnsw_bytes_per_vector']:,}",
+                f"{r['index_pages']:,}",
+                predicted(r),
+                f"{r['table_mib']:.1f}",
+            ],
+        )
+        + "</tr>"
         for r in dial["rows"]
         if r["index"] == "hnsw"
     )
@@ -140,7 +173,5 @@ def measured_section() -> str:
         "the pages: 4 elements of 384 dimensions fit on a page, 2 of 768, 1 of 1024 or 1536 — so halfvec is "
         "3× smaller than vector at 1024 dimensions, not 2×. The table (heap + TOAST) keeps the full vectors "
         "even when the index holds bits.</p>"
-        f"{WIDE}<table id='cost-measured'><tr><th>dimensions</th><th>stored as</th><th>pgvector HNSW bytes/vector</th>"
-        "<th>FAISS HNSW bytes/vector</th><th>index pages, measured</th><th>pages, predicted</th>"
-        f"<th>table MiB</th></tr>{rows}</table></div>"
+        f"{WIDE}<table id='cost-measured' class='cards'>{_head(MEASURED_HEAD)}{rows}</table></div>"
     )

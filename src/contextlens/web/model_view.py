@@ -60,7 +60,10 @@ def _strip(row: list[float], cls: str = "") -> str:
         f'height="{CELL_H * v:.2f}"/>'
         for i, v in enumerate(row)
     )
-    return f'<svg class="strip {cls}" width="{CELL_W}" height="{CELL_H}" aria-hidden="true">{bars}</svg>'
+    return (
+        f'<svg class="strip {cls}" viewBox="0 0 {CELL_W} {CELL_H}" preserveAspectRatio="none" width="{CELL_W}" '
+        f'height="{CELL_H}" aria-hidden="true">{bars}</svg>'
+    )
 
 
 def _top(tokens: list[str], row: list[float], special: list[bool], exclude: bool) -> str:
@@ -124,10 +127,18 @@ def grid(document: dict[str, Any], query: dict[str, Any]) -> str:
     )
 
 
+# The grid takes the page's width, up to the strips' own size: each strip's SVG scales to its cell
+# (viewBox), so on a phone all the heads fit side by side, smaller, and still link and hover.
 STYLE = """
 .mvwrap { overflow-x: auto; max-width: 100%; }
+.mv { table-layout: fixed; width: 100%; max-width: 1200px; } .mv th:first-child { width: 2.2em; }
 .mv td, .mv th { border: none; padding: 1px; font-size: 11px; color: #6b7280; }
-.mv .strip { background: #f3f4f6; display: block; } .mv rect { fill: #1d4ed8; }
+.mv .strip { background: #f3f4f6; display: block; width: 100%; height: 34px; } .mv rect { fill: #1d4ed8; }
+@media (max-width: 640px) {
+  .mv th:first-child { width: 1.7em; } .mv td, .mv th { padding: .5px; font-size: 9px; }
+  .mv tr:first-child th { writing-mode: vertical-rl; transform: rotate(180deg); text-align: left; }
+  .mv .strip { height: 26px; }
+}
 .mv .mean rect { fill: #6b7280; } .mv .rollout rect { fill: #15803d; }
 .mv a.cell:focus, .mv a.cell:hover { outline: 2px solid #f59e0b; display: block; }
 .tokens { margin: .5em 0; } .tok { margin: 2px; font-size: 13px; }

@@ -129,7 +129,17 @@ SCRIPT = """
 (function () {
   var doc = JSON.parse(document.getElementById('sense-data').textContent);
   var slider = document.getElementById('layer'), out = document.getElementById('layer-out');
-  var WIDE = '<div style="overflow-x:auto;max-width:100%">';  // a wide table scrolls in its box on a phone
+  var WIDE = '<div style="overflow-x:auto;max-width:100%">';  // a safety net: on a phone the rows are cards
+  var SENSES = ['sense', 'occurrences', 'distinctive words', 'nearest WordNet sense (cosine)'];
+  var NEAREST = ['rank', 'cosine', 'occurrence'];
+  function head(names) {
+    return '<tr class="head">' + names.map(function (h) { return '<th>' + h + '</th>'; }).join('') + '</tr>';
+  }
+  function row(names, values) {  // each cell names its column: a phone shows "label: value" (table.cards)
+    return '<tr>' + values.map(function (v, i) {
+      return '<td data-label="' + names[i] + '">' + v + '</td>';
+    }).join('') + '</tr>';
+  }
   var colours = ['#1d4ed8', '#dc2626', '#15803d', '#d97706', '#7c3aed', '#0891b2', '#db2777', '#4b5563'];
   function esc(s) { var d = document.createElement('div'); d.textContent = s; return d.innerHTML; }
   function hover(o) {
@@ -161,12 +171,11 @@ SCRIPT = """
     var rows = L.senses.map(function (s) {
       var words = s.distinctive_words.length ? esc(s.distinctive_words.join(', ')) :  // never a blank cell
         '<span class="dim none-stand-out">' + esc(SM_NONE) + '</span>';
-      return '<tr><td>' + (s.cluster + 1) + '</td><td>' + s.size + '</td><td>' + words +
-        '</td><td>' + (s.gloss ? esc(s.gloss.synset + ': ' + s.gloss.definition) + ' (' + s.gloss.cosine.toFixed(3) +
-        ')' : '—') + '</td></tr>';
+      return row(SENSES, [s.cluster + 1, s.size, words, s.gloss ? esc(s.gloss.synset + ': ' + s.gloss.definition) +
+        ' (' + s.gloss.cosine.toFixed(3) + ')' : '—']);
     }).join('');
-    document.getElementById('summary').innerHTML = WIDE + '<table id="senses"><tr><th>sense</th><th>occurrences</th>' +
-      '<th>distinctive words</th><th>nearest WordNet sense (cosine)</th></tr>' + rows + '</table></div>' +
+    document.getElementById('summary').innerHTML = WIDE + '<table id="senses" class="cards">' + head(SENSES) + rows +
+      '</table></div>' +
       '<p>silhouette per k: ' + esc(Object.entries(L.silhouettes).map(function (e) {
         return 'k=' + e[0] + ' ' + e[1].toFixed(3); }).join(', ')) + ' (k = 1 when none reaches the floor)</p>';
     var u = new URL(location.href); u.searchParams.set('layer', L.layer); history.replaceState(null, '', u);
@@ -179,10 +188,9 @@ SCRIPT = """
       .then(function (r) { return r.json(); }).then(function (d) {
         if (d.error) { box.innerHTML = '<p class="error">error: ' + esc(d.error) + '</p>'; return; }
         box.innerHTML = '<p id="nearest-of">Nearest to: ' + hover(o) + ' (layer ' + d.layer + ', ' + d.searched +
-          ' occurrences searched)</p>' + WIDE + '<table id="nearest-table">' +
-          '<tr><th>rank</th><th>cosine</th><th>occurrence</th></tr>' + d.hits.map(function (h) {
-            return '<tr><td>' + h.rank + '</td><td>' + h.cosine.toFixed(4) + '</td><td>' + hover(h) + '</td></tr>';
-          }).join('') + '</table></div>';
+          ' occurrences searched)</p>' + WIDE + '<table id="nearest-table" class="cards">' +
+          head(NEAREST) + d.hits.map(function (h) { return row(NEAREST, [h.rank, h.cosine.toFixed(4), hover(h)]); })
+          .join('') + '</table></div>';
       }).catch(function (e) { box.innerHTML = '<p class="error">error: ' + esc(String(e)) + '</p>'; });
   }
   slider.addEventListener('input', draw);

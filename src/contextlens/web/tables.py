@@ -21,15 +21,31 @@ def esc(text: Any) -> str:
     return html.escape(str(text))
 
 
-def table(head: Sequence[str], rows: Sequence[Sequence[Any]], caption: str = "", marked: set[int] = frozenset()) -> str:
-    """A table in a scrolling box (it fits a phone); ``marked``: row indices shown in bold red."""
+def table(
+    head: Sequence[str],
+    rows: Sequence[Sequence[Any]],
+    caption: str = "",
+    marked: set[int] = frozenset(),
+    cards: bool = False,
+) -> str:
+    """A table in a scrolling box (it fits a phone); ``marked``: row indices shown in bold red;
+    ``cards``: too many columns for a phone, so below 640 px each row is a card of label: value lines."""
     cap = f"<caption>{esc(caption)}</caption>" if caption else ""
     th = "".join(f"<th>{esc(h)}</th>" for h in head)
     body = "".join(
-        f"<tr{' class=mark' if i in marked else ''}>" + "".join(f"<td>{esc(c)}</td>" for c in r) + "</tr>"
+        f"<tr{' class=mark' if i in marked else ''}>{cells(head, [esc(c) for c in r], cards)}</tr>"
         for i, r in enumerate(rows)
     )
-    return f'<div class="scroll"><table class="numbers">{cap}<tr>{th}</tr>{body}</table></div>'
+    kind = "numbers cards" if cards else "numbers"
+    return f'<div class="scroll"><table class="{kind}">{cap}<tr class="head">{th}</tr>{body}</table></div>'
+
+
+def cells(head: Sequence[str], values: Sequence[str], cards: bool = True) -> str:
+    """One row's cells from HTML ``values``; for a card table each names its column (``data-label``),
+    which a phone shows before the value (web/html.py's ``table.cards``)."""
+    if not cards:
+        return "".join(f"<td>{v}</td>" for v in values)
+    return "".join(f'<td data-label="{esc(h)}">{v}</td>' for h, v in zip(head, values, strict=True))
 
 
 def kind_line(model: str) -> str:
@@ -97,6 +113,7 @@ def explore_numbers(result) -> str:
             + ["same", "cross", "gap", "p"],
             rows,
             f"{result.model}, {result.layer_label}, ranked by spread ({result.source})",
+            cards=True,
         )  # fmt: skip
         + (f"<ul class='dim'>{reasons}</ul>" if reasons else "")
         + _baseline_line(result, "the word's mean pairwise cosine (1 − spread)")
