@@ -30,7 +30,12 @@ state (occurrences per second after the first rows) with their own ratio. ``--fo
 the same on 60 words (10,222 occurrences), a job where the forward pass dominates;
 ``--block-occurrences N``: Ray blocks of N matches instead of ray_engine's default.
 
-    python benchmarks/corpus.py --ray-scaling --repeats 2 [--forward-bound]
+    python benchmarks/corpus.py --ray-scaling --repeats 2 [--forward-bound [180]] [--warm]
+
+``--warm`` runs each Ray job on a local Ray that has first run one trivial Ray Data job (timed
+apart, like ray.init): Ray Data's detached helper actors then exist, as on a running cluster that
+has run Ray Data before; without it each job is the first of a fresh local Ray. Beside the job's
+ratio it prints the ratio with Ray's start (ray.init + warm-up + the job) counted too.
 
 ``--read`` times the enwiki reader alone (decompression, XML, markup filter) with gensim's
 ``filter_wiki`` and with ``analyses/corpus/wiki_markup.py`` (the same documents, checked).
