@@ -166,7 +166,11 @@ def extract_cmd(
     from contextlens.analyses.corpus.extract import extract_corpus
 
     targets = target_words(words, words_file)
-    progress, show = status_line("checking the job...")
+    progress, show = status_line(
+        "checking the job..."
+        if engine == "local"  # on Ray the actors load the model (each once) before the first rows
+        else f"checking the job, starting Ray and {actors} actor(s), each loading {model}..."
+    )
 
     def update(s) -> None:
         rate = s.paragraphs / max(s.seconds, 1e-9)
