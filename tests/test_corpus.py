@@ -344,6 +344,38 @@ def test_ray_streams_through_one_actor_pool_resumes_and_reports_reader_errors(tm
         ray.shutdown()
 
 
+@pytest.mark.slow
+def test_a_job_joins_a_two_node_ray_cluster_by_address_one_actor_a_node(tmp_path, monkeypatch):
+    """docs/corpus.md's multi-node recipe, on one machine: a Ray cluster of two nodes (two raylets,
+    1 CPU each, started as `ray start --head` and `ray start --address` would), joined with
+    `--address`; the 2 actors of 1 thread can only run one a node, and the rows are the local
+    engine's."""
+    ray = pytest.importorskip("ray")
+    from ray.cluster_utils import Cluster
+
+    from contextlens.analyses.corpus import ray_engine
+
+    monkeypatch.setattr(ray_engine, "BLOCK_OCCURRENCES", 8)  # 60 occurrences: 8 blocks, both actors busy
+    corpus = _corpus(tmp_path / "c.txt", 60)
+    common = dict(model="minilm", layers=[6], chunk_chars=200)
+    local = extract_corpus(str(corpus), ["bank"], tmp_path / "local", **common)
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False})
+    try:
+        cluster.add_node(num_cpus=1)
+        cluster.wait_for_nodes()
+        out = tmp_path / "ray"
+        done = extract_corpus(
+            str(corpus), ["bank"], out, engine="ray", address=cluster.address, actors=2, threads=1, **common
+        )
+        assert len({n["NodeID"] for n in ray.nodes() if n["Alive"]}) == 2
+    finally:
+        ray.shutdown()
+        cluster.shutdown()
+    assert len(done.stats.actor_rss) == 2  # two actor processes, 1 CPU each: one on each node
+    assert keys(read_rows(out)) == keys(read_rows(tmp_path / "local"))
+    assert done.manifest.counts == local.manifest.counts
+
+
 def test_unreachable_ray_address_is_one_line(tmp_path, capsys):
     pytest.importorskip("ray")
     corpus = _corpus(tmp_path / "c.txt", 2)
