@@ -37,9 +37,7 @@ class ModelFacts:
 
     def check_layer(self, layer: int) -> int:
         """A hidden-state layer 0..L (negative counts from the top) as a non-negative index."""
-        real = self.num_layers + 1 + layer if layer < 0 else layer
-        if not 0 <= real <= self.num_layers:
-            raise InputError(f"layer {layer} is out of range for {self.name}: it has layers 0..{self.num_layers}")
+        (real,) = checked_layers([layer], self.num_layers, self.name)
         return real
 
     def check_layers(self, layers: Sequence[int] | None) -> tuple[int, ...]:

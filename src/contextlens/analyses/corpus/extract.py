@@ -4,12 +4,12 @@ The corpus is read as a stream of documents and cut into chunks of whole documen
 least ``chunk_chars`` characters, numbered in reading order (readers are deterministic). The job
 checks everything it can before any model loads (the arguments, the engine, the output folder
 against its manifest, the corpus), loads ONE model (``loader``: the face's, which also reports
-its drift), then hands the pending chunks to an engine (:mod:`.engines`: this process or Ray
-actors, both running :func:`.chunks.scan_chunk` and :func:`.chunks.encode_scanned`) and writes
-each chunk's rows as a shard of the extraction folder (:mod:`.folder`). A re-run skips the
-chunks whose shard exists: a job killed at any point (even ``kill -9``) finishes with no
-duplicated and no missing row. The manifest
-(:mod:`.manifest`) is marked complete last; a complete job re-run does nothing.
+its drift; a Ray job on torch fp32 reads only its facts, :class:`ActorsModel`), then hands the
+pending chunks to an engine (:mod:`.engines`: this process or Ray actors, both running
+:func:`.chunks.scan_chunk` and :func:`.chunks.encode_scanned`) and writes each chunk's rows as a
+shard of the extraction folder (:mod:`.folder`). A re-run skips the chunks whose shard exists: a
+job killed at any point (even ``kill -9``) finishes with no duplicated and no missing row. The
+manifest (:mod:`.manifest`) is marked complete last; a complete job re-run does nothing.
 """
 
 from __future__ import annotations
