@@ -120,19 +120,22 @@ FIT_PROBLEMS = """() => {
 
 
 # Problems with how the tables ``selector`` finds fit the window: one wider than its box or the window
-# (it would scroll sideways inside its box), or, in a card table (``table.cards``: a phone shows each
+# (it would scroll sideways inside its box), one that is its own box and scrolls sideways (the HTML
+# report's tables were, display: block), or, in a card table (``table.cards``: a phone shows each
 # row as "label: value" lines), a cell not named by its column's header.
 TABLE_PROBLEMS = """selector => {
   const out = [], tables = [...document.querySelectorAll(selector)];
   if (!tables.length) return [`no table ${selector}`];
-  tables.forEach(t => {
+  tables.forEach((t, k) => {
     const box = t.parentElement, width = t.getBoundingClientRect().width, room = Math.min(box.clientWidth, innerWidth);
-    if (width > room + 1) out.push(`${t.id}: ${Math.round(width)} px in a ${room} px box`);
-    if (box.scrollWidth > box.clientWidth + 1) out.push(`${t.id}: its box scrolls sideways`);
+    const name = t.id || `table ${k}`, own = getComputedStyle(t).overflowX !== 'visible';
+    if (width > room + 1) out.push(`${name}: ${Math.round(width)} px in a ${room} px box`);
+    if (box.scrollWidth > box.clientWidth + 1) out.push(`${name}: its box scrolls sideways`);
+    if (own && t.scrollWidth > t.clientWidth + 1) out.push(`${name}: scrolls sideways inside itself`);
     if (!t.classList.contains('cards')) return;
     const head = [...t.querySelectorAll('tr.head th')].map(h => h.textContent);
     t.querySelectorAll('tr:not(.head)').forEach((r, i) => [...r.children].forEach((td, j) => {
-      if (td.dataset.label !== head[j]) out.push(`${t.id} row ${i} cell ${j}: labelled ${td.dataset.label}`);
+      if (td.dataset.label !== head[j]) out.push(`${name} row ${i} cell ${j}: labelled ${td.dataset.label}`);
     }));
   });
   return out;

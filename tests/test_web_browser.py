@@ -555,6 +555,43 @@ def test_on_a_phone_the_explorer_summary_is_cards_that_fit_and_say_the_same(brow
     assert texts[390] == texts[1280] and len(texts[390]) == 3 * 10  # three words, ten columns
 
 
+REPORT_TABLES = """() => [...document.querySelectorAll('section table')].map(t => ({
+  cards: t.classList.contains('cards'), columns: t.rows[0].cells.length,
+  display: getComputedStyle(t).display, head: getComputedStyle(t.rows[0]).display,
+  lines: [...t.rows].slice(1).map(r => new Set([...r.cells].map(td => td.offsetTop)).size),
+  named: [...t.querySelectorAll('td')].every(td =>
+    getComputedStyle(td, '::before').content === JSON.stringify(td.dataset.label + ': ')),
+  texts: [...t.querySelectorAll('td')].map(td => td.textContent)}))"""
+
+
+def test_on_a_phone_the_demo_reports_wide_tables_are_cards_and_none_scrolls_sideways(browser, demo_run):
+    """The report's tables were their own scrolling boxes (display: block): at 390 px the cost table
+    was 540 px and the static methods' 921 px in 374. Now a table of five columns or more is a card
+    table there (each row a card of "label: value" lines, every cell named by its column's header), no
+    table is wider than its box, and the cells say what they say at 1280 px, where every table is an
+    ordinary one (its header row shown, each row's cells side by side on one line)."""
+    out, folder = demo_run
+    assert out.returncode == 0, out.stderr
+    seen = {}
+    for width, extra in ((1280, {"viewport": {"width": 1280, "height": 900}}), (390, PHONE)):
+        context = browser.new_context(**extra)
+        pg = context.new_page()
+        pg.goto((folder / "report.html").as_uri())
+        pg.wait_for_selector("section table")
+        seen[width] = pg.evaluate(REPORT_TABLES)
+        if width == 390:
+            assert pg.evaluate(TABLE_PROBLEMS, "section table") == []
+            assert pg.evaluate("document.documentElement.scrollWidth") <= 391
+        context.close()
+    wide, desk = seen[390], seen[1280]
+    assert [t["texts"] for t in wide] == [t["texts"] for t in desk] and len(desk) == 5
+    assert all(t["display"] == "table" and t["head"] == "table-row" and set(t["lines"]) == {1} for t in desk)
+    cards = [t for t in wide if t["cards"]]
+    assert [t["columns"] for t in cards] == [5, 9]  # the cost table and the static methods'
+    assert all(t["cards"] == (t["columns"] >= 5) for t in wide)
+    assert all(t["head"] == "none" and t["named"] and set(t["lines"]) == {t["columns"]} for t in cards)
+
+
 PROBE_NOTE_OVERLAPS = """() => {
   const d = document.querySelector('.js-plotly-plot'), hit = (a, b) =>
     a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom;

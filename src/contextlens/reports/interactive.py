@@ -29,6 +29,7 @@ from contextlens.analyses.lesson.trace import Trace
 from contextlens.analyses.representations.cka import CkaResult
 from contextlens.analyses.search.cost import CostReport
 from contextlens.core import atomic_files
+from contextlens.reports import card_tables
 from contextlens.reports.plot_style import COLOURS, FIT_JS, LAYOUT, PLOT_CONFIG  # noqa: E402,F401 - the house style
 
 
@@ -65,7 +66,7 @@ def page(title: str, body: str) -> str:
 *, *::before, *::after {{ box-sizing: border-box; }}
 body {{ font-family: sans-serif; max-width: 1200px; margin: 1.5em auto; padding: 0 1em; color: #1f2937; }}
 .plotly-graph-div, img {{ max-width: 100%; }}
-table {{ display: block; overflow-x: auto; max-width: 100%; }}
+.scroll {{ overflow-x: auto; max-width: 100%; }}
 pre, code {{ white-space: pre-wrap; overflow-wrap: anywhere; }}
 @media (max-width: 640px) {{
   body {{ padding: 0 .5em; margin: .5em auto; }} h1 {{ font-size: 1.35em; }}
@@ -75,7 +76,7 @@ p.explain {{ font-size: 1.05em; line-height: 1.45; }} p.numbers {{ color: #37415
 table {{ border-collapse: collapse; margin: .6em 0; font-size: .92em; }}
 td, th {{ border: 1px solid #d1d5db; padding: .25em .6em; text-align: right; }}
 th {{ background: #f3f4f6; }} td.text {{ text-align: left; }}
-</style>
+{card_tables.STYLE}</style>
 <script type="text/javascript">{get_plotlyjs()}</script>
 </head><body>
 <h1>{html.escape(title)}</h1>

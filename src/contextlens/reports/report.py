@@ -13,6 +13,7 @@ import plotly.graph_objects as go
 from contextlens.analyses.lesson.divergence import Comparison
 from contextlens.analyses.lesson.run import Lesson
 from contextlens.core import atomic_files
+from contextlens.reports import card_tables
 from contextlens.reports import interactive as ix
 
 
@@ -278,20 +279,33 @@ def render(sections: list[Section], title: str, subtitle: str = "") -> str:
         parts.append(f"<p class='explain'>{html.escape(s.explanation)}</p>")
         parts.append(f"<p class='numbers'>{html.escape(s.numbers)}</p>")
         if s.table:
-            head = "".join(f"<th>{html.escape(c)}</th>" for c in s.table[0])
-            body = "".join(
-                "<tr>"
-                + "".join(
-                    f"<td{' class=text' if k == 0 or not _NUMBER.match(c) else ''}>{html.escape(c)}</td>"
-                    for k, c in enumerate(row)
-                )
-                + "</tr>"
-                for row in s.table[1:]
-            )
-            parts.append(f"<table><tr>{head}</tr>{body}</table>")
+            parts.append(_table(s.table[0], s.table[1:]))
         parts.extend(ix.figure_div(f) for f in s.figures)
         parts.append("</section>")
     return ix.page(title, "\n".join(parts))
+
+
+CARD_COLUMNS = 5  # a table of this many columns or more is too wide for a phone: there its rows are cards
+
+
+def _table(head: list[str], rows: list[list[str]]) -> str:
+    """A section's table in a box that scrolls if it must; numbers right-aligned, text left; a wide
+    one is a card table (below 640 px each row a card of "label: value" lines, reports/card_tables)."""
+    cards = len(head) >= CARD_COLUMNS
+    th = "".join(f"<th>{html.escape(c)}</th>" for c in head)
+    body = "".join(
+        "<tr>"
+        + card_tables.cells(
+            head,
+            [html.escape(c) for c in row],
+            cards,
+            ["text" if k == 0 or not _NUMBER.match(c) else "" for k, c in enumerate(row)],
+        )
+        + "</tr>"
+        for row in rows
+    )
+    kind = " class='cards'" if cards else ""
+    return f"<div class='scroll'><table{kind}><tr class='head'>{th}</tr>{body}</table></div>"
 
 
 def figure_count(sections: list[Section]) -> int:

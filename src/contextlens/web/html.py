@@ -16,6 +16,7 @@ from urllib.parse import urlencode
 
 from pydantic import BaseModel
 
+from contextlens.reports import card_tables
 from contextlens.web.runs import PAGES
 
 URL_NAMES = {"sentences": "s"}  # short names in links: /compare?s=...&s=...
@@ -68,14 +69,8 @@ pre { background: #f3f4f6; padding: .6em; overflow-x: auto; max-height: 24em; }
   h1 { font-size: 1.4em; }
   table.numbers { font-size: .78em; } table.numbers td, table.numbers th { padding: .15em .25em; }
   table.numbers th { hyphens: auto; }
-  table.cards, table.cards tbody, table.cards tr, table.cards td, table.cards caption { display: block; width: 100%; }
-  table.cards tr.head { display: none; }
-  table.cards tr { border: 1px solid #d1d5db; border-radius: 4px; margin: .45em 0; padding: .15em 0; }
-  table.cards td { border: 0; padding: .1em .5em; text-align: left !important; overflow-wrap: anywhere; }
-  table.cards td::before { content: attr(data-label) ": "; color: #6b7280; font-weight: normal; }
-  table.cards td[data-label=""]::before { content: none; }
 }
-"""
+""" + card_tables.STYLE  # the phone's card tables, shared with the HTML report
 
 # One sentence per page: what the learner is looking at.
 WHAT = {

@@ -12,7 +12,7 @@ import html
 
 from contextlens.core.contextual_models import ContextualModel, as_contextual
 from contextlens.errors import InputError
-from contextlens.web.tables import cells
+from contextlens.reports.card_tables import cells
 
 TEXTS = ("We walked along the river [bank].", "I opened a [bank] account.")
 COUNT = 1_000_000  # vectors in the cost table

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from contextlens.core.model_kinds import model_kind
+from contextlens.reports.card_tables import cells
 
 
 def fmt(value: float | None, digits: int = 3) -> str:
@@ -38,14 +39,6 @@ def table(
     )
     kind = "numbers cards" if cards else "numbers"
     return f'<div class="scroll"><table class="{kind}">{cap}<tr class="head">{th}</tr>{body}</table></div>'
-
-
-def cells(head: Sequence[str], values: Sequence[str], cards: bool = True) -> str:
-    """One row's cells from HTML ``values``; for a card table each names its column (``data-label``),
-    which a phone shows before the value (web/html.py's ``table.cards``)."""
-    if not cards:
-        return "".join(f"<td>{v}</td>" for v in values)
-    return "".join(f'<td data-label="{esc(h)}">{v}</td>' for h, v in zip(head, values, strict=True))
 
 
 def kind_line(model: str) -> str:
