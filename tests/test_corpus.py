@@ -355,7 +355,11 @@ def test_a_job_joins_a_two_node_ray_cluster_by_address_one_actor_a_node(tmp_path
 
     from contextlens.analyses.corpus import ray_engine
 
-    monkeypatch.setattr(ray_engine, "BLOCK_OCCURRENCES", 8)  # 60 occurrences: 8 blocks, both actors busy
+    monkeypatch.setattr(ray_engine, "BLOCK_OCCURRENCES", 8)  # 60 occurrences: 8 blocks for 2 actors
+    # Ray Data hands blocks to the first actor that is up; the blocks here are so small that it could
+    # finish them all before the second one has loaded its model: both are up first, for this test
+    context = ray.data.DataContext.get_current()
+    monkeypatch.setattr(context, "wait_for_min_actors_s", 120)
     corpus = _corpus(tmp_path / "c.txt", 60)
     common = dict(model="minilm", layers=[6], chunk_chars=200)
     local = extract_corpus(str(corpus), ["bank"], tmp_path / "local", **common)
