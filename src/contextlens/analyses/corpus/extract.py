@@ -241,8 +241,8 @@ def _checked(
     source: str, targets: Sequence[str], out: Path | str, config: ExtractConfig
 ) -> tuple[ExtractConfig, tuple[str, ...], Path]:
     """The arguments checked without weights: each refusal names the parameter."""
-    from contextlens.core.choices import check_pooling, check_precision, check_runtime  # (no torch: a Ray
-    # job's driver on torch fp32 never imports it, the actors do)
+    # core.choices, not their torch-importing re-exports: a Ray job's driver on torch fp32 imports no torch
+    from contextlens.core.choices import check_pooling, check_precision, check_runtime
 
     if config.dtype not in DTYPES:
         raise InputError(f"unknown `dtype` {config.dtype!r}; use float16 or float32")

@@ -145,12 +145,16 @@ class ChunkEncoder:
         self.ready = time.time()
 
     def __call__(self, batch: dict) -> pa.Table:
+        if self.failed is not None:
+            return self._failure(self.failed)
         try:
-            if self.failed is not None:
-                raise self.failed
             return self._encoded(batch)
-        except ContextlensError as exc:  # as a row: Ray Data keeps only the text of an error a UDF raises
-            return self._row([FAILED], [pickle.dumps(exc)])
+        except ContextlensError as exc:
+            return self._failure(exc)
+
+    def _failure(self, exc: ContextlensError) -> pa.Table:
+        """The error as a row the driver raises: Ray Data keeps only the text of an error a UDF raises."""
+        return self._row([FAILED], [pickle.dumps(exc)])
 
     def _encoded(self, batch: dict) -> pa.Table:
         numbers: list[int] = []
@@ -299,16 +303,15 @@ def run_ray(
         context.target_max_block_size = saved
     try:
         for row in ds.iter_rows():
+            if memory is not None and row["chunks"][0] >= 0:  # an answer of chunks (not END, not FAILED)
+                memory(int(row["pid"]), int(row["peak"]), int(row["rss"]), float(row["born"]), float(row["ready"]))
             for number, payload in zip(row["chunks"], row["rows"], strict=True):
                 if number == END:
                     merge_read_stats(read_stats, ReadStats(**json.loads(payload)))
-                    continue
-                if number == FAILED:
+                elif number == FAILED:
                     raise pickle.loads(payload)
-                table = pa.ipc.open_stream(pa.py_buffer(payload)).read_all()
-                if memory is not None:
-                    memory(int(row["pid"]), int(row["peak"]), int(row["rss"]), float(row["born"]), float(row["ready"]))
-                written(int(number), table)
+                else:
+                    written(int(number), pa.ipc.open_stream(pa.py_buffer(payload)).read_all())
     except Exception as exc:
         cause = _our_error(exc)
         if cause is None:
