@@ -139,8 +139,9 @@ def main() -> None:
         print(f"{name[:34]:34} {cpu:9.2f}")
     print(f"{'in all':34} {sum(c for _, c in new.values()):9.2f}")
     cores = os.cpu_count() or 1
-    print(f"\n# {cores} CPUs: 2 actors' start-up is {2 * actor_cpu:.1f} CPU-s, at best {2 * actor_cpu / cores:.1f} s of "
-          f"wall clock on {cores} cores (1 actor: {actor_cpu:.1f} CPU-s on a core, {actor_cpu:.1f} s) before the "
+    two = 2 * actor_cpu
+    print(f"\n# {cores} CPUs: 2 actors' start-up is {two:.1f} CPU-s, at best {two / min(cores, 2):.1f} s of wall clock "
+          f"on {cores} cores (1 actor: {actor_cpu:.1f} CPU-s on a core, {actor_cpu:.1f} s) before the "
           f"first forward; load average before {'/'.join(f'{x:.1f}' for x in load_before)}, after "
           f"{'/'.join(f'{x:.1f}' for x in os.getloadavg())}")  # fmt: skip
 
