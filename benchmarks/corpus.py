@@ -1,7 +1,8 @@
 """Corpus extraction throughput: the local engine vs Ray (1 and 2 actors), and memory at 10x size.
 
-Each run is a fresh process, so ``ru_maxrss`` is its own (the driver's); each Ray actor reports
-its own peak RSS (``ru_maxrss``, or /proc's current RSS if higher) with every chunk it returns.
+Each run is a fresh process whose peak RSS (/proc's VmHWM, ``core/process_memory.py``: a spawned
+child's ``ru_maxrss`` starts at its parent's peak) is the driver's; each Ray actor reports its own
+peak the same way with every block it answers.
 The clock includes reading, locating, sentence splitting (of the paragraphs that hold a target
 only, since issue 21), encoding and writing the shards (with Ray, locating and splitting run in
 the actors), not the model load of the local engine (Ray's
@@ -28,7 +29,9 @@ on every WordNet usage example (48,339 lines) with 20 frequent words, alternated
 ratio, and its start-up (ray.init, each actor's start and model load, the first rows) and steady
 state (occurrences per second after the first rows) with their own ratio. ``--forward-bound``:
 the same on 60 words (10,222 occurrences), a job where the forward pass dominates;
-``--block-occurrences N``: Ray blocks of N matches instead of ray_engine's default.
+``--block-occurrences N``: Ray blocks of N matches instead of ray_engine's default;
+``--examples-times N``: the examples written N times over, so the same start-up meets N times
+the forward work (180 words x 3: 81,348 occurrences).
 
     python benchmarks/corpus.py --ray-scaling --repeats 2 [--forward-bound [180]] [--warm]
 
@@ -59,12 +62,13 @@ import argparse
 import json
 import multiprocessing as mp
 import os
-import resource
 import shutil
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from contextlens.core.process_memory import rss_bytes
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -142,7 +146,7 @@ def _one(engine: str, corpus: str, words: list[str], model: str, threads: int, o
             "occurrences": result.manifest.counts["rows"],
             "sentences_per_s": round(result.stats.sentences / seconds, 1),
             "occurrences_per_s": round(result.manifest.counts["rows"] / seconds, 1),
-            "driver_peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+            "driver_peak_rss_mib": round(rss_bytes()[0] / MIB, 1),  # VmHWM: ru_maxrss starts at the parent's
             # each actor's own peak (one entry per actor process: the pool lives for the whole job)
             "actor_peak_rss_mib": [round(peak / MIB, 1) for peak, _ in result.stats.actor_rss.values()],
             "load_average": [round(x, 2) for x in os.getloadavg()],
@@ -432,7 +436,7 @@ def limit_benchmark(
     print(f"limit: read {read_s:.2f} s + scan {scan_s:.2f} s + bare forward {forward_s:.2f} s = {limit_s:.2f} s "
           f"(best of {len(limits)}: {', '.join(f'{x[0]:.1f}' for x in limits)} s); the forward at 1 thread "
           f"{forward_1:.2f} s; peak RSS of this process "
-          f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:,.0f} MiB; load average "
+          f"{rss_bytes()[0] / MIB:,.0f} MiB; load average "
           f"{'/'.join(f'{x:.1f}' for x in os.getloadavg())}")  # fmt: skip
     ray_rows = [e for e in engines if e != "local"]
     if ray_rows:
@@ -509,15 +513,16 @@ MOST_WORDS = (
 )
 
 
-def wordnet_examples() -> str:
-    """Every usage example of WordNet 3.0, one a line (a file: reading it costs next to nothing,
-    so the job is the scan and the forward pass)."""
-    path = Path(tempfile.gettempdir()) / "cl-bench-wordnet-examples.txt"
+def wordnet_examples(times: int = 1) -> str:
+    """Every usage example of WordNet 3.0, one a line, ``times`` times over (a file: reading it
+    costs next to nothing, so the job is the scan and the forward pass; repeated, the same
+    start-up meets ``times`` times the forward work)."""
+    path = Path(tempfile.gettempdir()) / f"cl-bench-wordnet-examples{'' if times == 1 else f'-x{times}'}.txt"
     if not path.exists():
         from contextlens.core.wordnet import wordnet
 
         lines = [e.strip() for s in wordnet().all_synsets() for e in s.examples() if e.strip()]
-        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        path.write_text("\n".join(lines * times) + "\n", encoding="utf-8")
     return str(path)
 
 
@@ -535,12 +540,12 @@ def _with_start(row: dict) -> float:
     return row["seconds"] + (row["ray_start_s"] or 0) + (row["ray_warm_s"] or 0)
 
 
-def ray_scaling(words: list[str], model: str, opts: dict, repeats: int, as_json: bool) -> None:
+def ray_scaling(words: list[str], model: str, opts: dict, repeats: int, as_json: bool, times: int = 1) -> None:
     """Ray with 1 actor against Ray with 2 on the same job (each actor 1 torch thread, a local Ray
     of 2 CPUs), alternated, each run a fresh process with its own Ray; best of ``repeats``. Beside
     the whole job's ratio, its start-up (Ray start, actor start, model load, first rows) and its
     steady state (occurrences per second after the first rows came back) with their own ratio."""
-    corpus = wordnet_examples()
+    corpus = wordnet_examples(times)
     opts = {**opts, "actor_threads": 1}
     warm = opts.get("warm", False)
     load_before = os.getloadavg()
@@ -553,7 +558,7 @@ def ray_scaling(words: list[str], model: str, opts: dict, repeats: int, as_json:
     assert one["occurrences"] == two["occurrences"], "the two runs found different occurrences"
     steady = {e: max(r["steady_occurrences_per_s"] or 0 for r in rows) for e, rows in runs.items()}
     result = {
-        "corpus": "WordNet 3.0 usage examples (one a line)",
+        "corpus": "WordNet 3.0 usage examples (one a line)" + (f", {times} times over" if times > 1 else ""),
         "words": words,
         "model": model,
         "block_occurrences": opts.get("block_occurrences"),
@@ -626,6 +631,8 @@ def main() -> None:
     ap.add_argument("--warm", action="store_true",
                     help="Ray: run each job on a local Ray that has run one Ray Data job (timed apart), as a "
                     "running cluster has")  # fmt: skip
+    ap.add_argument("--examples-times", type=int, default=1,
+                    help="--ray-scaling on the examples N times over (N times the forward work)")  # fmt: skip
     ap.add_argument("--block-occurrences", type=int, help="Ray: matches per block of the stream (ray_engine's default)")
     args = ap.parse_args()
     words = args.words.split(",")
@@ -643,7 +650,7 @@ def main() -> None:
         opts = {"forms": args.forms, "precision": args.precision, "warm": args.warm}
         if args.block_occurrences:
             opts["block_occurrences"] = args.block_occurrences
-        ray_scaling(words, args.model, opts, args.repeats, args.json)
+        ray_scaling(words, args.model, opts, args.repeats, args.json, args.examples_times)
         return
     if args.scan:
         scan_benchmark(args.corpus, words, args.forms, args.json)

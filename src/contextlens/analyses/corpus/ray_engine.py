@@ -21,7 +21,6 @@ import json
 import logging
 import os
 import pickle
-import resource
 import socket
 import time
 from collections.abc import Callable, Iterator
@@ -33,6 +32,7 @@ from contextlens.analyses.corpus.chunks import JobSpec, encode_scanned, scan_chu
 from contextlens.analyses.corpus.readers import ReadStats
 from contextlens.analyses.corpus.stream import PendingChunks, merge_read_stats
 from contextlens.analyses.corpus.targets import Matcher
+from contextlens.core.process_memory import rss_bytes
 from contextlens.errors import ContextlensError, InputError
 
 # A block of the stream = the chunks an actor encodes in ONE extraction call (their occurrences
@@ -49,18 +49,6 @@ END = -1  # the chunk number of the read task's last row: what the reader saw, a
 FAILED = -2  # the chunk number of an actor's answer that carries its contextlens error (pickled)
 # (actor pid, peak RSS, RSS at its last chunk (bytes), the actor's start and model loaded (epoch s))
 Memory = Callable[[int, int, int, float, float], None]
-
-
-def _rss_bytes() -> tuple[int, int]:
-    """(peak, current) resident memory of this process, bytes (Linux: ru_maxrss and /proc;
-    ru_maxrss lags the current RSS by a few pages, hence the max)."""
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    try:
-        with open("/proc/self/statm") as fh:
-            now = int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except OSError:
-        now = peak
-    return max(peak, now), now
 
 
 class CorpusSource:
@@ -184,7 +172,7 @@ class ChunkEncoder:
         a task that yields a block per chunk holds its actor ~60 ms a block before the next
         task starts (Ray Data's streamed task outputs: 0.43 s between the 1 s calls of 7 chunks,
         6 ms as one row), and an actor that waits is a share of the job with no forward."""
-        peak, now = _rss_bytes()
+        peak, now = rss_bytes()
         return pa.table(
             {
                 "chunks": pa.array([numbers], pa.list_(pa.int64())),
