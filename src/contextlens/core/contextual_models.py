@@ -34,6 +34,7 @@ from contextlens.core.extraction import (
     Pooling,
     TokenStates,
 )
+from contextlens.core.held_interrupts import held_interrupts
 from contextlens.core.occurrences import Occurrence
 from contextlens.core.resources import resolve_contextual
 from contextlens.core.runtime_choice import resolve_runtime
@@ -192,6 +193,9 @@ def _load(name_or_path: str, precision: str, runtime: str) -> ContextualModel:
 @lru_cache(maxsize=6)
 def _load_once(name_or_path: str, precision: str, runtime: str) -> ContextualModel:
     name, source, revision = resolve_contextual(name_or_path)
+    if runtime == "torch":
+        with held_interrupts():  # a Ctrl-C inside torch's C++ import aborts the process: raised after
+            import torch  # noqa: F401
     return ContextualModel(name, source, revision, precision, runtime)
 
 
