@@ -54,10 +54,9 @@ def write_shard(folder: Path, chunk: int, table: pa.Table) -> None:
     """Write a shard whole or not at all (temporary name, then an atomic rename). The vector
     columns are written plain: no dictionary (every float differs, so pyarrow hashes them all and
     falls back) and no min/max statistics (no reader filters on a vector element). On Lee's
-    312 rows of 7 float16 layers that writes 3.3x faster and 4% smaller than pyarrow's
-    defaults (``benchmarks/corpus.py --write``)."""
-    plain = {name for name in table.column_names if _is_vector(table.schema.field(name).type)}
-    described = [name for name in table.column_names if name not in plain]
+    312 rows of 7 float16 layers in 11 shards that writes 2.7x faster and 29% smaller than
+    pyarrow's defaults (``benchmarks/corpus.py --write``)."""
+    described = [field.name for field in table.schema if not _is_vector(field.type)]
     with atomic_path(shard_path(folder, chunk)) as tmp:
         pq.write_table(table, tmp, use_dictionary=described, write_statistics=described)
 
