@@ -20,6 +20,12 @@ from typing import Any
 # Debian's headless Chromium (scripts/install-system-deps.sh), driven by Playwright.
 CHROMIUM = os.environ.get("CONTEXTLENS_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 
+# A wait in a test guards against a hang; it is no deadline. On a loaded machine (CI beside other
+# work: load 8-16 on 2 cores) a model load, a server's start or a page's first figure takes many
+# times what it takes on a quiet one, so every wait is this long and a hang still ends the test.
+HANG_SECONDS = 900
+BROWSER_WAIT_MS = HANG_SECONDS * 1000 // 3
+
 # Static models made here, shared by every test file that needs one (conftest's made_statics: made
 # once, kept in the test cache between runs; the suffix changes when the fixture's recipe does).
 MADE_STATICS = {"word2vec": "test-w2v-lee-v1", "fasttext": "test-ft-lee-v1", "distilled": "test-m2v-minilm-v1"}
@@ -46,7 +52,7 @@ def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def run_cli_subprocess(
-    *args: str, timeout: int = 600, env: dict[str, str] | None = None, cwd: str | None = None
+    *args: str, timeout: int = HANG_SECONDS, env: dict[str, str] | None = None, cwd: str | None = None
 ) -> subprocess.CompletedProcess[str]:
     """`python -m contextlens ARGS` in a fresh process: real stdout, stderr and exit code (in
     ``env`` and ``cwd`` when given, else this process's)."""

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from contextlens.core import atomic_files
+from tests.helpers import HANG_SECONDS
 
 # Run in a child process: the writer under test is made to write half of its output and then
 # SIGKILL its own process, as a kill during the write would.
@@ -27,7 +28,7 @@ def half_then_kill(target, data):
 
 def _run_killed(code: str) -> subprocess.CompletedProcess[str]:
     script = KILL_MID_WRITE + textwrap.dedent(code)
-    return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=HANG_SECONDS)
 
 
 def test_a_kill_during_plot_keeps_the_old_figure(tmp_path):

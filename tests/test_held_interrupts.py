@@ -6,11 +6,13 @@ import os
 import subprocess
 import sys
 
+from tests.helpers import HANG_SECONDS
+
 ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
 
 
 def _run(script: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=ENV, timeout=60)
+    return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=ENV, timeout=HANG_SECONDS)
 
 
 def test_a_ctrl_c_inside_the_block_is_raised_after_it_not_inside():

@@ -19,6 +19,7 @@ import pytest
 import contextlens
 from contextlens.core.model_facts import model_facts
 from contextlens.errors import InputError, UnknownModelError
+from tests.helpers import HANG_SECONDS
 
 HEAVY = ("torch", "transformers", "gensim")
 
@@ -71,7 +72,9 @@ def test_import_contextlens_is_light_and_resolves_names_on_first_use():
         "assert locate('The [bank] flooded.').word == 'bank'\n"
         "print(before, [m for m in ('torch', 'gensim') if m in sys.modules])\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=_env(), timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=_env(), timeout=HANG_SECONDS
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[] []"  # not at import, and not for an API name that needs neither
     for name in contextlens.__all__:  # every public name resolves, to the object its module defines
@@ -90,7 +93,9 @@ def test_help_of_every_command_imports_no_torch(tmp_path: Path):
         "    except SystemExit as stop:\n        assert stop.code == 0, path\n"
         f"print(len(paths), [m for m in {HEAVY!r} if m in sys.modules])\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=_env(), timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=_env(), timeout=HANG_SECONDS
+    )
     assert done.returncode == 0, done.stderr
     count, imported = done.stdout.strip().splitlines()[-1].split(" ", 1)
     assert int(count) > 20 and imported == "[]"
@@ -125,21 +130,27 @@ def test_help_of_every_command_imports_no_torch(tmp_path: Path):
         (("eval", "wic", "-m", "nosuchmodel"), "unknown model", ()),
     ],
     ids=[
-        "help", "bad-marker", "unknown-model", "word-not-in-glove", "attention-layer", "layer", "missing-file",
-        "cost-count", "cka-limit", "index-search", "eval-model",
+        "help",
+        "bad-marker",
+        "unknown-model",
+        "word-not-in-glove",
+        "attention-layer",
+        "layer",
+        "missing-file",
+        "cost-count",
+        "cka-limit",
+        "index-search",
+        "eval-model",
     ],
 )
 def test_usage_errors_answer_before_any_weights(tmp_path: Path, args, message, allowed):
-    started = time.perf_counter()
-    done, imported = _fresh(tmp_path, *args)
-    seconds = time.perf_counter() - started
+    done, imported = _fresh(tmp_path, *args)  # what it imported, not how long it took, is the proof
     assert [m for m in imported if m not in allowed] == [], f"{args} imported {imported}"
     if message is None:
         assert done.returncode == 0 and "Usage" in done.stdout
         return
     assert done.returncode == 2, done.stderr
     assert done.stderr.count("\n") == 1 and message in done.stderr, done.stderr
-    assert seconds < 30  # generous for a loaded CI machine; typically well under a second
 
 
 def test_model_facts_match_the_loaded_model(minilm):
@@ -200,7 +211,7 @@ def test_ctrl_c_from_outside_while_a_model_loads():
     )
     time.sleep(1.0)  # past the imports of the command line, inside torch's import or the weights' load
     proc.send_signal(signal.SIGINT)
-    _out, err = proc.communicate(timeout=120)
+    _out, err = proc.communicate(timeout=HANG_SECONDS)
     assert (proc.returncode, err) == (130, "interrupted\n"), err
 
 
@@ -217,7 +228,9 @@ def test_a_late_sigint_after_the_interrupted_line_keeps_exit_code_130():
         "finally:\n"
         "    time.sleep(0.6)  # a slow wind-down (torch's threads): the SIGINT lands in it\n"
     )
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=_env(), timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=_env(), timeout=HANG_SECONDS
+    )
     assert (done.returncode, done.stderr) == (130, "interrupted\n")
 
 
@@ -237,7 +250,9 @@ def test_a_ctrl_c_inside_a_callback_python_drops_still_stops_the_run():
         "except KeyboardInterrupt:\n"
         "    interrupted()\n"
     )
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=_env(), timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=_env(), timeout=HANG_SECONDS
+    )
     assert (done.returncode, done.stdout, done.stderr) == (130, "", "interrupted\n")
 
 
@@ -250,7 +265,9 @@ def test_the_web_app_loads_no_figure_builder_or_benchmark_before_a_request():
         "heavy = ('sklearn', 'scipy', 'plotly', 'pandas', 'torch', 'transformers', 'gensim', 'faiss')\n"
         "print(' '.join(m for m in heavy if m in sys.modules))\n"
     )
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=_env(), timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=_env(), timeout=HANG_SECONDS
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == ""
 
@@ -275,7 +292,9 @@ def test_a_ray_jobs_driver_on_torch_fp32_imports_no_torch(tmp_path: Path):
         "handed['heavy'] = [m for m in ('torch', 'transformers') if m in sys.modules]\n"
         "print(json.dumps(handed))\n"
     )
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=_env(), timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=_env(), timeout=HANG_SECONDS
+    )
     assert done.returncode == 0, done.stderr
     handed = json.loads(done.stdout.strip().splitlines()[-1])
     assert handed["heavy"] == []

@@ -20,7 +20,7 @@ from contextlens.core.onnx_graphs import ATTENTION_EXACT, EXACT
 from contextlens.core.resources import resolve_contextual
 from contextlens.core.runtime_choice import resolve_runtime
 from contextlens.core.wordnet import usage_examples
-from tests.helpers import run_cli
+from tests.helpers import HANG_SECONDS, run_cli
 
 BANK = ["The [bank] called about my account.", "The river [bank] flooded last night."]
 OCC = Occurrence("The river bank flooded last night.", 10, 14)
@@ -37,7 +37,7 @@ PROBE = (
 def _lean_process(*args: str) -> tuple[dict, dict]:
     """``contextlens ARGS --json`` in a fresh process: its JSON and what heavy modules it imported."""
     done = subprocess.run(
-        [sys.executable, "-c", PROBE, *args, "--json"], capture_output=True, text=True, timeout=300
+        [sys.executable, "-c", PROBE, *args, "--json"], capture_output=True, text=True, timeout=HANG_SECONDS
     )
     assert done.returncode == 0, done.stderr
     *body, last = done.stdout.strip().splitlines()

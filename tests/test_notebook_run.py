@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import CHROMIUM, FIT_PROBLEMS, abort_requests_leaving
+from tests.helpers import BROWSER_WAIT_MS, CHROMIUM, FIT_PROBLEMS, HANG_SECONDS, abort_requests_leaving
 
 ANALYSES = (
     "compare, explore, attend, trace, probe, rank_pairs, neighbors, same_sense, three_kinds, induce_senses, "
@@ -42,7 +42,7 @@ def executed(tmp_path_factory):
     src = str(Path(__file__).resolve().parents[1] / "src")
     env = {**os.environ, "PYTHONPATH": src + os.pathsep + os.environ.get("PYTHONPATH", ""),
            "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}  # fmt: skip
-    client = NotebookClient(nb, timeout=600, kernel_name="python3")
+    client = NotebookClient(nb, timeout=HANG_SECONDS, kernel_name="python3")
     old = dict(os.environ)
     os.environ.update(env)  # the kernel is a child process: it inherits this environment
     try:
@@ -94,7 +94,9 @@ def test_the_executed_notebooks_figures_draw_with_the_network_cut(executed, brow
     leaks = abort_requests_leaving(pg, lambda url: url.startswith("file://"))
     pg.goto(page_file.as_uri())
     divs = len(pg.query_selector_all(".plotly-graph-div"))
-    pg.wait_for_function(f"document.querySelectorAll('.plotly-graph-div .main-svg').length >= {divs}", timeout=60_000)
+    pg.wait_for_function(
+        f"document.querySelectorAll('.plotly-graph-div .main-svg').length >= {divs}", timeout=BROWSER_WAIT_MS
+    )
     assert divs >= 3 and leaks == []
     assert "plotly.js is not on this page" not in pg.inner_text("body")
     pg.hover(".plotly-graph-div")  # the modebar: no button that uploads the chart
@@ -135,7 +137,9 @@ def test_on_a_phone_the_notebooks_figures_are_fitted_by_fit_js_sent_once(execute
     leaks = abort_requests_leaving(pg, lambda url: url.startswith("file://"))
     pg.goto(page_file.as_uri())
     divs = len(pg.query_selector_all(".plotly-graph-div"))
-    pg.wait_for_function(f"document.querySelectorAll('.plotly-graph-div .main-svg').length >= {divs}", timeout=60_000)
+    pg.wait_for_function(
+        f"document.querySelectorAll('.plotly-graph-div .main-svg').length >= {divs}", timeout=BROWSER_WAIT_MS
+    )
     fitted = pg.evaluate("document.querySelectorAll('.plotly-graph-div[data-fitted]').length")
     problems = pg.evaluate(FIT_PROBLEMS)
     wide = pg.evaluate("document.documentElement.scrollWidth")

@@ -34,6 +34,7 @@ from contextlens.analyses.search.pg_index import (
 )
 from contextlens.errors import InputError
 from helpers import run_cli
+from tests.helpers import HANG_SECONDS
 
 QUERIES = ["a bushfire threatens homes near Sydney", "peace talks in the Middle East", "the cricket match"]
 SRC = str(Path(__file__).resolve().parent.parent / "src")
@@ -98,7 +99,7 @@ def test_concurrent_first_starts_share_one_server(tmp_path):
     """)
     procs = [subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               text=True) for _ in range(3)]  # fmt: skip
-    outs = [p.communicate(timeout=180) for p in procs]
+    outs = [p.communicate(timeout=HANG_SECONDS) for p in procs]
     assert [p.returncode for p in procs] == [0, 0, 0], [o[1] for o in outs]
     assert [o[0].strip() for o in outs] == ["2", "2", "2"]
     assert not list((tmp_path / "cl" / "cluster").glob("data.tmp-*"))
@@ -304,13 +305,13 @@ def _search_count(folder: Path) -> int:
 def test_a_killed_build_leaves_the_old_index_and_the_next_build_cleans_up(pg, conn, tmp_path):
     folder = tmp_path / "idx"
     first = _build(folder, 30)
-    assert first.communicate(timeout=120)[0].startswith("DONE"), first.stderr
+    assert first.communicate(timeout=HANG_SECONDS)[0].startswith("DONE"), first.stderr
     assert _search_count(folder) == 30
     for stall in ("in-transaction", "before-switch"):
         victim = _build(folder, 50, seed=1, stall=stall)
         assert victim.stdout.readline().strip() == "STARTED", victim.stderr.read()
         victim.send_signal(signal.SIGKILL)
-        victim.wait(timeout=30)
+        victim.wait(timeout=HANG_SECONDS)
         victim.stdout.close()
         victim.stderr.close()
         assert _search_count(folder) == 30  # the old index is found, whole
@@ -318,7 +319,7 @@ def test_a_killed_build_leaves_the_old_index_and_the_next_build_cleans_up(pg, co
     leftovers = _tables(conn, folder)
     assert len(leftovers) == 2  # the old index's table and the committed one CURRENT never named
     last = _build(folder, 40, seed=2)
-    out = last.communicate(timeout=120)[0]
+    out = last.communicate(timeout=HANG_SECONDS)[0]
     assert out.startswith("DONE"), last.stderr
     assert _search_count(folder) == 40 and _tables(conn, folder) == [out.split()[1]]
     assert len([p for p in folder.iterdir() if p.name.startswith("v-")]) == 1
@@ -327,7 +328,7 @@ def test_a_killed_build_leaves_the_old_index_and_the_next_build_cleans_up(pg, co
 def test_two_concurrent_builds_leave_one_complete_index(pg, conn, tmp_path):
     folder = tmp_path / "idx"
     procs = [_build(folder, 60 + i, seed=i) for i in range(2)]
-    outs = [p.communicate(timeout=180) for p in procs]
+    outs = [p.communicate(timeout=HANG_SECONDS) for p in procs]
     assert all(o[0].startswith("DONE") for o in outs), [o[1] for o in outs]
     current = json.loads((current_folder(folder) / "manifest.json").read_text())
     assert current["database"]["table"] in {o[0].split()[1] for o in outs}
@@ -454,12 +455,12 @@ def test_a_moved_index_folder_still_drops_its_old_table_on_rebuild(pg, conn, tmp
     """The tables are named after the folder's path; after a move, the rebuild still drops the table
     the old manifest named (it would otherwise stay in the database for good)."""
     first = _build(tmp_path / "before", 20)
-    old_table = first.communicate(timeout=120)[0].split()[1]
+    old_table = first.communicate(timeout=HANG_SECONDS)[0].split()[1]
     moved = tmp_path / "after"
     (tmp_path / "before").rename(moved)
     assert _search_count(moved) == 20  # the manifest names the table: a moved folder still searches
     again = _build(moved, 25, seed=3)
-    new_table = again.communicate(timeout=120)[0].split()[1]
+    new_table = again.communicate(timeout=HANG_SECONDS)[0].split()[1]
     names = {r[0] for r in conn.execute("SELECT tablename FROM pg_tables").fetchall()}
     assert new_table in names and old_table not in names and _search_count(moved) == 25
 

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from contextlens.cli import app
 from contextlens.reports.interactive import remote_resources
-from tests.helpers import abort_requests_leaving
+from tests.helpers import BROWSER_WAIT_MS, abort_requests_leaving
 
 FIN, RIVER = "The [bank] called about my account.", "The river [bank] flooded last night."
 
@@ -36,7 +36,7 @@ def render_dom(browser, page: Path, figures: int) -> str:
         tab.goto(page.as_uri())
         with contextlib.suppress(PlaywrightTimeout):  # then the counts below say what was drawn
             drawn = "n => document.querySelectorAll('.plot-container.plotly .main-svg').length >= 2 * n"
-            tab.wait_for_function(drawn, arg=figures, timeout=20_000)
+            tab.wait_for_function(drawn, arg=figures, timeout=BROWSER_WAIT_MS)
         dom = tab.content()
     finally:
         context.close()

@@ -14,7 +14,14 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from tests.helpers import CHROMIUM, FIT_PROBLEMS, TABLE_PROBLEMS, abort_requests_leaving, served_in_thread
+from tests.helpers import (
+    BROWSER_WAIT_MS,
+    CHROMIUM,
+    FIT_PROBLEMS,
+    TABLE_PROBLEMS,
+    abort_requests_leaving,
+    served_in_thread,
+)
 
 SHOTS = os.environ.get("CONTEXTLENS_WEB_SCREENSHOTS")  # folder: also write docs screenshots
 pytestmark = pytest.mark.skipif(not shutil.which(CHROMIUM), reason=f"no Chromium at {CHROMIUM}")
@@ -49,12 +56,12 @@ def test_type_sentences_submit_and_a_plot_appears_then_the_url_reproduces_it(pag
     page.goto(f"{server}/compare")
     page.fill("#f-s", "\n".join(BANK))
     page.click("#go")
-    page.wait_for_selector(".plotly-graph-div .main-svg", timeout=30_000)
+    page.wait_for_selector(".plotly-graph-div .main-svg", timeout=BROWSER_WAIT_MS)
     assert "s=" in page.url and "%5Bbank%5D" in page.url
     url = page.url
     page.goto("about:blank")
     page.goto(url)  # the link alone reproduces the page: same inputs, a plot again
-    page.wait_for_selector(".plotly-graph-div .main-svg", timeout=30_000)
+    page.wait_for_selector(".plotly-graph-div .main-svg", timeout=BROWSER_WAIT_MS)
     assert page.input_value("#f-s").splitlines() == BANK
     assert page.get_attribute("#json-link", "href").startswith("/compare.json?")
 
@@ -74,7 +81,9 @@ def test_the_quiz_accepts_a_right_answer_and_rejects_a_wrong_one(page, server):
     page.click("#check-1")
     page.wait_for_selector("#quiz-1 #verdict")
     assert page.text_content("#quiz-1 #verdict") == "Right."
-    page.wait_for_selector("#quiz-1 .plotly-graph-div .main-svg", timeout=30_000)  # explained with a live figure
+    page.wait_for_selector(
+        "#quiz-1 .plotly-graph-div .main-svg", timeout=BROWSER_WAIT_MS
+    )  # explained with a live figure
     page.check("#quiz-3 input[name=a3][value='1']")
     page.click("#check-3")
     page.wait_for_selector("#quiz-3 #verdict")  # checked in the page (POST /api/quiz), no reload
@@ -83,7 +92,7 @@ def test_the_quiz_accepts_a_right_answer_and_rejects_a_wrong_one(page, server):
         == "Not quite: the answer is “No: each model has its own representation space”."
     )
     # its figure is also the lesson's first one: both must be drawn, not only the first of equal ids
-    page.wait_for_selector("#quiz-3 .plotly-graph-div .main-svg", timeout=30_000)
+    page.wait_for_selector("#quiz-3 .plotly-graph-div .main-svg", timeout=BROWSER_WAIT_MS)
     assert len(page.query_selector_all(".plotly-graph-div .main-svg")) >= 4
 
 
@@ -162,7 +171,7 @@ def test_screenshots_of_every_page_at_phone_and_desktop_width(browser, server, t
 
 def test_the_layer_slider_redraws_the_explorer_at_that_layer(page, server):
     page.goto(f"{server}/explore?words=bank&permutations=20")
-    page.wait_for_selector(".plotly-graph-div .main-svg", timeout=30_000)
+    page.wait_for_selector(".plotly-graph-div .main-svg", timeout=BROWSER_WAIT_MS)
     assert page.get_attribute("#f-layer", "max") == "6"  # minilm: hidden states 0..6
     page.evaluate("window.notReloaded = true")
     page.fill("#f-layer", "2")  # a range input: fill sets the value and fires input: drawn in the page
@@ -177,7 +186,7 @@ def test_the_pages_draw_under_their_content_security_policy(page, server):
     response = page.goto(f"{server}/attention?s=The+[bank]+approved+the+loan.&layer=2&head=1")
     assert "frame-ancestors 'none'" in response.headers["content-security-policy"]
     assert response.headers["x-content-type-options"] == "nosniff"
-    page.wait_for_selector(".plotly-graph-div .main-svg", timeout=30_000)
+    page.wait_for_selector(".plotly-graph-div .main-svg", timeout=BROWSER_WAIT_MS)
     page.fill("#f-layer", "3")  # the slider's handler (page.js) redraws under the policy too
     page.wait_for_function("() => document.querySelector('#view-fig-2').textContent.includes('Layer 3, head 1')")
     assert "layer=3" in page.url
@@ -188,7 +197,7 @@ def test_no_modebar_button_can_send_a_figure_off_the_machine(page, server):
     """Offline means one click cannot leak either: plotly.js's "Share chart..." button (an upload to
     Plotly's cloud) is not on any figure, and hovering shows the buttons that remain."""
     page.goto(f"{server}/compare?s=" + "&s=".join(BANK))
-    page.wait_for_selector(".plotly-graph-div .main-svg", timeout=30_000)
+    page.wait_for_selector(".plotly-graph-div .main-svg", timeout=BROWSER_WAIT_MS)
     page.hover(".plotly-graph-div .main-svg")
     titles = page.eval_on_selector_all(".modebar-btn", "bs => bs.map(b => b.getAttribute('data-title'))")
     assert titles, "the modebar is drawn"
@@ -204,7 +213,7 @@ def test_keyboard_moves_the_slider_four_steps_with_no_reload_and_no_5xx(page, se
     statuses: list[int] = []
     page.on("response", lambda r: statuses.append(r.status))
     page.goto(f"{server}/explore?words=bank+bat&permutations=50")
-    page.wait_for_selector("#view-fig-0 .main-svg", timeout=30_000)
+    page.wait_for_selector("#view-fig-0 .main-svg", timeout=BROWSER_WAIT_MS)
     _no_reload_marker(page)
     requests_before = len(statuses)
     page.focus("#f-layer")
@@ -223,13 +232,13 @@ def test_keyboard_moves_the_slider_four_steps_with_no_reload_and_no_5xx(page, se
     assert [s for s in statuses if s >= 500] == []
     url = page.url
     page.goto(url)  # the replaced URL opens the same view
-    page.wait_for_selector("#view-fig-0 .main-svg", timeout=30_000)
+    page.wait_for_selector("#view-fig-0 .main-svg", timeout=BROWSER_WAIT_MS)
     assert page.input_value("#f-layer") == "2" and "cosine at layer 2" in page.text_content("#view-fig-0")
 
 
 def test_the_head_picker_redraws_the_token_map_in_the_page(page, server):
     page.goto(f"{server}/attention?s=The+[bank]+approved+the+loan.&layer=4&head=0")
-    page.wait_for_selector("#view-fig-2 .main-svg", timeout=30_000)
+    page.wait_for_selector("#view-fig-2 .main-svg", timeout=BROWSER_WAIT_MS)
     _no_reload_marker(page)
     page.focus("#f-head")
     page.keyboard.press("ArrowRight")
@@ -272,7 +281,7 @@ def test_mini_project_1_own_sentences_on_the_explorer(page, server):
     page.fill("#f-s", "\n".join(BAT))
     page.fill("#f-permutations", "200")
     page.click("#go")
-    page.wait_for_selector("#view-fig-0 .main-svg", timeout=30_000)
+    page.wait_for_selector("#view-fig-0 .main-svg", timeout=BROWSER_WAIT_MS)
     assert page.query_selector("#error") is None
     gap, p, senses = _cell(page, "bat", "gap"), _cell(page, "bat", "p"), _cell(page, "bat", "senses")
     api = page.request.post(f"{server}/api/explore", data={"sentences": BAT, "permutations": 200}).json()
@@ -296,7 +305,7 @@ def test_mini_project_2_twenty_word_pairs_on_the_rank_page(page, server):
     page.goto(f"{server}/rank")
     page.fill("#f-pairs", "\n".join(PAIRS))
     page.click("#go")
-    page.wait_for_selector(".plotly-graph-div .main-svg", timeout=30_000)
+    page.wait_for_selector(".plotly-graph-div .main-svg", timeout=BROWSER_WAIT_MS)
     tau = page.text_content("#tau")
     api = page.request.post(f"{server}/api/rank", data={"pairs": PAIRS}).json()
     assert len(api["pairs"]) == 20
@@ -403,7 +412,7 @@ def test_clicking_every_modebar_button_with_the_network_cut_sends_nothing_away(b
     total = 0
     for name in MODEBAR_PAGES:
         pg.goto(server + SHOT_PAGES[name])
-        pg.wait_for_selector(".js-plotly-plot .main-svg", timeout=30_000)
+        pg.wait_for_selector(".js-plotly-plot .main-svg", timeout=BROWSER_WAIT_MS)
         titles = pg.eval_on_selector_all(".modebar-btn", "bs => bs.map(b => b.getAttribute('data-title'))")
         labels = pg.eval_on_selector_all(".modebar-btn", "bs => bs.map(b => b.getAttribute('aria-label'))")
         assert None not in labels, (name, labels)  # a keyboard user hears what each button does
@@ -433,7 +442,7 @@ def test_clicking_every_modebar_button_of_an_html_report_offline(browser, tmp_pa
     )
     pg = context.new_page()
     pg.goto(out.as_uri())
-    pg.wait_for_selector(".js-plotly-plot .main-svg", timeout=30_000)
+    pg.wait_for_selector(".js-plotly-plot .main-svg", timeout=BROWSER_WAIT_MS)
     assert pg.evaluate("document.querySelector('meta[name=viewport]') !== null")
     assert pg.evaluate("document.documentElement.scrollWidth") <= 391
     assert _click_every_modebar_button(pg) >= 5
@@ -454,7 +463,7 @@ def test_clicking_every_modebar_button_of_the_demo_report_offline(browser, demo_
     )
     pg = context.new_page()
     pg.goto((folder / "report.html").as_uri())
-    pg.wait_for_selector(".js-plotly-plot .main-svg", timeout=30_000)
+    pg.wait_for_selector(".js-plotly-plot .main-svg", timeout=BROWSER_WAIT_MS)
     figures = len(pg.query_selector_all(".js-plotly-plot"))
     assert figures >= 14
     assert _click_every_modebar_button(pg) >= 5 * figures
@@ -474,7 +483,7 @@ def test_on_a_phone_every_figure_fits_its_box_and_its_title_clears_the_toolbar(b
     problems = {}
     for name in FIT_PAGES:
         pg.goto(server + SHOT_PAGES[name])
-        pg.wait_for_selector(".js-plotly-plot .main-svg", timeout=30_000)
+        pg.wait_for_selector(".js-plotly-plot .main-svg", timeout=BROWSER_WAIT_MS)
         pg.wait_for_load_state("networkidle")
         assert pg.evaluate("document.documentElement.scrollWidth") <= 391, name
         tables = pg.evaluate(TABLE_PROBLEMS, "table") if pg.query_selector("table") else []
@@ -482,7 +491,7 @@ def test_on_a_phone_every_figure_fits_its_box_and_its_title_clears_the_toolbar(b
             problems[name] = found
     # two panels stacked: the trace's second panel lies below the first, both at the full width
     pg.goto(server + SHOT_PAGES["trace"])
-    pg.wait_for_selector(".js-plotly-plot .main-svg", timeout=30_000)
+    pg.wait_for_selector(".js-plotly-plot .main-svg", timeout=BROWSER_WAIT_MS)
     domains = pg.evaluate(
         "(() => { const l = document.querySelector('.js-plotly-plot').layout;"
         " return [l.xaxis.domain, l.xaxis2.domain, l.yaxis.domain, l.yaxis3.domain]; })()"
@@ -506,7 +515,7 @@ def test_a_report_on_a_phone_stacks_its_panels_and_keeps_its_numbers(browser, tm
         context = browser.new_context(viewport={"width": width, "height": 844}, **extra)
         pg = context.new_page()
         pg.goto(out.as_uri())
-        pg.wait_for_selector(".js-plotly-plot .main-svg", timeout=30_000)
+        pg.wait_for_selector(".js-plotly-plot .main-svg", timeout=BROWSER_WAIT_MS)
         seen[width] = pg.evaluate(data)
         if width == 390:
             assert pg.evaluate("document.documentElement.scrollWidth") <= 391
@@ -523,7 +532,7 @@ def test_the_demo_report_on_a_phone_fits_every_figure(browser, demo_run):
     context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
     pg = context.new_page()
     pg.goto((folder / "report.html").as_uri())
-    pg.wait_for_selector(".js-plotly-plot .main-svg", timeout=30_000)
+    pg.wait_for_selector(".js-plotly-plot .main-svg", timeout=BROWSER_WAIT_MS)
     assert pg.evaluate("document.querySelectorAll('.js-plotly-plot[data-fitted]').length") >= 14
     assert pg.evaluate("document.documentElement.scrollWidth") <= 391
     problems = pg.evaluate(FIT_PROBLEMS)
@@ -544,7 +553,7 @@ def test_on_a_phone_the_explorer_summary_is_cards_that_fit_and_say_the_same(brow
         context = browser.new_context(**extra)
         pg = context.new_page()
         pg.goto(server + SHOT_PAGES["explore"])
-        pg.wait_for_selector("#numbers table", timeout=30_000)
+        pg.wait_for_selector("#numbers table", timeout=BROWSER_WAIT_MS)
         texts[width] = pg.evaluate(CELL_TEXTS, "#numbers table")
         if width == 390:
             assert pg.evaluate(TABLE_PROBLEMS, "#numbers table") == []
@@ -612,7 +621,7 @@ def test_the_probe_charts_random_words_note_clears_its_bars(browser, server):
         context = browser.new_context(**extra)
         pg = context.new_page()
         pg.goto(server + SHOT_PAGES["probe"])
-        pg.wait_for_selector(".js-plotly-plot .barlayer .point path", timeout=30_000)
+        pg.wait_for_selector(".js-plotly-plot .barlayer .point path", timeout=BROWSER_WAIT_MS)
         pg.wait_for_load_state("networkidle")
         overlaps = pg.evaluate(PROBE_NOTE_OVERLAPS)
         fit = pg.evaluate(FIT_PROBLEMS)

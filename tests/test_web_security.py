@@ -8,7 +8,6 @@ import asyncio
 import json
 import pickle
 import threading
-import time
 
 import pytest
 from fastapi.testclient import TestClient
@@ -144,7 +143,6 @@ def test_every_answer_carries_the_security_headers(client):
 
 def test_a_large_body_is_413_in_the_error_shape_before_it_is_parsed(client):
     big = json.dumps({"sentences": ["x" * 100_000]}).encode()
-    start = time.perf_counter()
     response = client.post("/api/compare", content=big, headers={"content-type": "application/json"})
     assert response.status_code == 413 and response.json() == {
         "error": f"the request body is larger than {MAX_BODY // 1024} KiB", "status": 413}  # fmt: skip
@@ -155,7 +153,6 @@ def test_a_large_body_is_413_in_the_error_shape_before_it_is_parsed(client):
 
     chunked = client.post("/api/compare", content=chunks(), headers={"content-type": "application/json"})
     assert chunked.status_code == 413 and chunked.json()["status"] == 413
-    assert time.perf_counter() - start < 5
     long_url = client.get("/compare.json", params={"s": "x" * 30_000})
     assert long_url.status_code == 413 and set(long_url.json()) == {"error", "status"}
 

@@ -15,6 +15,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from tests.helpers import (
+    BROWSER_WAIT_MS,
     CHROMIUM,
     FIT_PROBLEMS,
     TABLE_PROBLEMS,
@@ -137,7 +138,7 @@ def test_model_view_click_a_token_then_a_cell_opens_that_heads_token_map(page, s
         Path(SHOTS).mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(Path(SHOTS) / "web-model-view.png"), full_page=True)
     page.click("#cell-3-5")
-    page.wait_for_selector(".plotly-graph-div .main-svg", timeout=30_000)
+    page.wait_for_selector(".plotly-graph-div .main-svg", timeout=BROWSER_WAIT_MS)
     url = urlsplit(page.url)
     query = parse_qs(url.query)
     assert url.path == "/attention" and query["layer"] == ["3"] and query["head"] == ["5"]
@@ -219,7 +220,7 @@ def test_serve_refuses_a_corpus_that_is_not_an_extraction(tmp_path):
 def test_sense_map_slider_redraws_in_the_page_and_a_clicked_dot_lists_its_nearest(page, server):
     navigations: list[str] = []  # requests for a document: a reload would make one
     page.goto(f"{server}/sense-map?corpus=demo&word=bank")
-    page.wait_for_selector("#sense-map .main-svg", timeout=30_000)
+    page.wait_for_selector("#sense-map .main-svg", timeout=BROWSER_WAIT_MS)
     page.on("request", lambda r: r.resource_type == "document" and navigations.append(r.url))
     page.evaluate("window.__same_page = true")
     assert page.text_content("#layer-out") == "layer 6"
@@ -240,11 +241,11 @@ def test_sense_map_slider_redraws_in_the_page_and_a_clicked_dot_lists_its_neares
     # hover then click the first dot of the first sense: its sentence in the hover, then the nearest list
     box = page.query_selector_all("#sense-map .scatterlayer .trace .points path")[0].bounding_box()
     page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
-    page.wait_for_selector("#sense-map .hoverlayer .hovertext", timeout=10_000)
+    page.wait_for_selector("#sense-map .hoverlayer .hovertext", timeout=BROWSER_WAIT_MS)
     hover = page.text_content("#sense-map .hoverlayer .hovertext")
     assert "bank" in hover and any(hover.strip() in s or s.startswith(hover.strip()[:20]) for s in RIVER + MONEY)
     page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
-    page.wait_for_selector("#nearest-table", timeout=30_000)
+    page.wait_for_selector("#nearest-table", timeout=BROWSER_WAIT_MS)
     rows = page.query_selector_all("#nearest-table tr")[1:]
     assert len(rows) == 8
     first = rows[0].query_selector_all("td")
@@ -264,7 +265,7 @@ def test_a_sense_with_no_distinctive_word_says_so_instead_of_a_blank_cell(page, 
     senses = {tuple(sorted(s["distinctive_words"])) for s in answer.json()["layers"][2]["senses"]}
     assert () in senses and len(senses) == 2  # layer 4: the bare cluster's list is empty, the other's not
     page.goto(f"{server}/sense-map?corpus=stopwords&word=bank&k=2&layer=4")
-    page.wait_for_selector("#senses", timeout=30_000)
+    page.wait_for_selector("#senses", timeout=BROWSER_WAIT_MS)
     cells = page.eval_on_selector_all("#senses tr td:nth-child(3)", "tds => tds.map(t => t.textContent)")
     assert len(cells) == 2 and "" not in cells and NO_DISTINCTIVE_WORDS in cells
     assert "canoe" in cells[1 - cells.index(NO_DISTINCTIVE_WORDS)]
@@ -275,7 +276,7 @@ def test_the_sense_map_on_a_phone_fits_and_its_title_clears_the_toolbar(browser,
     context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
     pg = context.new_page()
     pg.goto(f"{server}/sense-map?corpus=demo&word=bank")
-    pg.wait_for_selector("#sense-map .main-svg", timeout=30_000)
+    pg.wait_for_selector("#sense-map .main-svg", timeout=BROWSER_WAIT_MS)
     assert pg.evaluate("document.documentElement.scrollWidth") <= 391
     problems = pg.evaluate(FIT_PROBLEMS)
     senses = pg.evaluate(TABLE_PROBLEMS, "#senses")  # was 633 px in a 374 px box: cards now
@@ -283,7 +284,7 @@ def test_the_sense_map_on_a_phone_fits_and_its_title_clears_the_toolbar(browser,
     dot.scroll_into_view_if_needed()
     box = dot.bounding_box()
     pg.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)  # its nearest occurrences
-    pg.wait_for_selector("#nearest-table", timeout=30_000)
+    pg.wait_for_selector("#nearest-table", timeout=BROWSER_WAIT_MS)
     nearest = pg.evaluate(TABLE_PROBLEMS, "#nearest-table")
     context.close()
     assert problems == [] and senses == [] and nearest == []

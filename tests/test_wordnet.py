@@ -9,7 +9,7 @@ import pytest
 
 from contextlens.analyses.benchmarks import suite
 from contextlens.core import wordnet as wn
-from tests.helpers import run_cli
+from tests.helpers import HANG_SECONDS, run_cli
 
 
 def test_reader_reads_debian_files_with_our_lexnames():
@@ -104,13 +104,17 @@ def test_a_hard_linked_cache_copy_is_read_and_the_original_left_intact(tmp_path)
 
     first, second = tmp_path / "cache", tmp_path / "linked"
     env = {**os.environ, "CONTEXTLENS_CACHE": str(first)}
-    made = subprocess.run([sys.executable, "-c", READ_BANK], capture_output=True, text=True, env=env, timeout=300)
+    made = subprocess.run(
+        [sys.executable, "-c", READ_BANK], capture_output=True, text=True, env=env, timeout=HANG_SECONDS
+    )
     assert made.returncode == 0 and made.stdout.strip() == "noun.object", made.stderr
     subprocess.run(["cp", "-al", str(first), str(second)], check=True)  # as a user copies a cache
     assert all(p.stat().st_nlink == 2 for p in _nltk_copy(second))
     before = {p.name: p.read_bytes() for p in _nltk_copy(first)}
     env["CONTEXTLENS_CACHE"] = str(second)
-    linked = subprocess.run([sys.executable, "-c", READ_BANK], capture_output=True, text=True, env=env, timeout=300)
+    linked = subprocess.run(
+        [sys.executable, "-c", READ_BANK], capture_output=True, text=True, env=env, timeout=HANG_SECONDS
+    )
     # before: NLTK refused the multiply-linked lexnames with a 63-line PermissionError traceback
     assert linked.returncode == 0 and linked.stdout.strip() == "noun.object", linked.stderr
     assert all(p.stat().st_nlink == 1 for p in _nltk_copy(second))  # copied, not linked

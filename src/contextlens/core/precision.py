@@ -42,14 +42,24 @@ class Batches(Protocol):
 DRIFT_SENTENCES = 64
 
 
+def cpu_flags(cpuinfo: str) -> set[str]:
+    """The CPU's feature flags from the text of Linux's /proc/cpuinfo (empty where it has none)."""
+    line = next((ln for ln in cpuinfo.splitlines() if ln.startswith("flags")), "")
+    return set(line.split(":", 1)[1].split()) if ":" in line else set()
+
+
+def has_vnni(flags: set[str]) -> bool:
+    """Whether an x86 CPU with these flags multiplies int8 with VNNI (AVX-512 or AVX)."""
+    return bool(flags & {"avx512_vnni", "avx_vnni"})
+
+
 def _cpu_has_vnni() -> bool:
-    """Whether this x86 CPU has an int8 dot-product instruction (Linux's /proc/cpuinfo flags)."""
+    """Whether this machine's CPU has an int8 dot-product instruction."""
     try:
         with open("/proc/cpuinfo", encoding="ascii", errors="replace") as fh:
-            flags = next((line.split(":", 1)[1].split() for line in fh if line.startswith("flags")), [])
+            return has_vnni(cpu_flags(fh.read()))
     except OSError:
         return False
-    return "avx512_vnni" in flags or "avx_vnni" in flags
 
 
 ACTIVATION_BITS = 8 if _cpu_has_vnni() else 7
