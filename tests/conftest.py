@@ -65,6 +65,66 @@ def pg():
         yield conninfo
 
 
+# Ray's own deadlines are for a quiet machine: a raylet must register within 30 s (hard-coded in
+# ray._private.node) and a node missing 5 health checks of 10 s is declared dead. Under load (CI
+# beside other work, load 8-16 on 2 cores) both were missed, so the tests start one cluster per
+# session, retrying a start that missed the raylet deadline, and give the health checks minutes.
+RAY_START_TRIES = 4
+RAY_JOIN_SECONDS = 600
+RAY_PATIENCE = {"RAY_health_check_timeout_ms": "60000", "RAY_health_check_failure_threshold": "20"}
+
+
+@pytest.fixture(scope="session")
+def ray_cluster():
+    """One Ray cluster for the whole test session: two nodes (two raylets, 1 CPU each, as `ray start
+    --head` and `ray start --address` would start them) on this machine, the test process joined
+    to it. Every Ray test runs on it; it is shut down, its processes gone, when the session ends."""
+    ray = pytest.importorskip("ray")
+    from ray.cluster_utils import Cluster
+
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in RAY_PATIENCE.items():
+            patch.setenv(name, value)
+        cluster = _start_ray_cluster(Cluster)
+        try:
+            cluster.wait_for_nodes(timeout=RAY_JOIN_SECONDS)
+            ray.init(address=cluster.address, include_dashboard=False, log_to_driver=False)
+            yield cluster
+        finally:
+            ray.shutdown()
+            cluster.shutdown()
+
+
+def _start_ray_cluster(cluster_class):
+    """A two-node cluster, tried again (its half-started processes killed) when a raylet missed Ray's
+    start-up deadline on a loaded machine."""
+    import psutil
+
+    for attempt in range(1, RAY_START_TRIES + 1):
+        cluster = cluster_class(initialize_head=False)
+        try:
+            cluster.add_node(num_cpus=1, include_dashboard=False)
+            cluster.add_node(num_cpus=1)
+            return cluster
+        except Exception as exc:  # ray raises a bare Exception for the missed deadline
+            cluster.shutdown()
+            for child in psutil.Process().children(recursive=True):
+                if "ray" in " ".join(_cmdline(child)):
+                    child.kill()
+            if attempt == RAY_START_TRIES or "timed out during startup" not in str(exc):
+                raise
+    raise AssertionError("unreachable")
+
+
+def _cmdline(process) -> list[str]:
+    import psutil
+
+    try:
+        return process.cmdline()
+    except psutil.Error:
+        return []
+
+
 @pytest.fixture(scope="session")
 def minilm() -> ContextualModel:
     return load_contextual("minilm")
@@ -220,6 +280,39 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         for proc in _WARMER:
             if proc.poll() is None:
                 proc.kill()  # its writes are atomic: a killed warmer leaves no half entry
+    if not hasattr(session.config, "workerinput"):  # the main process, once every fixture is torn down
+        left = _left_running()
+        if left:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+            print(f"\n{len(left)} process(es) of the tests still running after the session:", *left, sep="\n  ")
+
+
+LEFT_RUNNING_GRACE = 60  # seconds for an idle reaper (CONTEXTLENS_PG_IDLE_SECONDS=0) to stop its server
+SERVICE_WORDS = ("ray", "raylet", "gcs_server", "postgres", "pg_ctl", "chrom", "reaper", "pg_server")
+
+
+def _left_running() -> list[str]:
+    """Ray, PostgreSQL (and its reaper) or Chromium processes the tests started that are still alive:
+    this process's descendants, and any process that works in the test cache or a pytest tmp folder
+    (the embedded server detaches from the command that started it)."""
+    import time
+
+    import psutil
+
+    marks = (str(TEST_CACHE), "/pytest-of-")
+    me = psutil.Process()
+    deadline = time.monotonic() + LEFT_RUNNING_GRACE
+    while True:
+        left = []
+        mine = {p.pid for p in me.children(recursive=True)}
+        for proc in psutil.process_iter(["pid", "cmdline"]):
+            line = " ".join(proc.info["cmdline"] or [])
+            ours = proc.info["pid"] in mine or any(m in line for m in marks)
+            if ours and proc.info["pid"] != me.pid and any(w in line for w in SERVICE_WORDS):
+                left.append(f"{proc.info['pid']}: {line[:200]}")
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(1)
 
 
 def pytest_terminal_summary(terminalreporter) -> None:

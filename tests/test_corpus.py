@@ -258,9 +258,8 @@ def test_kill_9_then_rerun_gives_every_row_once(tmp_path, minilm):
 
 
 @pytest.mark.slow
-def test_ray_engine_gives_the_local_rows(tmp_path):
+def test_ray_engine_gives_the_local_rows(tmp_path, ray_cluster):
     """Ray actors split, find (inflected forms too) and encode: the local engine's rows exactly."""
-    ray = pytest.importorskip("ray")
     corpus = _corpus(tmp_path / "c.txt", 40)
     with corpus.open("a") as fh:
         fh.write("Two banks merged after the springs dried up. Banking resumed.\n")
@@ -273,13 +272,9 @@ def test_ray_engine_gives_the_local_rows(tmp_path):
         loads.append(args)
         raise AssertionError("the Ray driver loaded the model")
 
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    try:
-        remote_done = extract_corpus(
-            str(corpus), ["bank", "spring"], remote, engine="ray", actors=2, loader=loader, **common
-        )
-    finally:
-        ray.shutdown()
+    remote_done = extract_corpus(
+        str(corpus), ["bank", "spring"], remote, engine="ray", actors=2, loader=loader, **common
+    )
     assert loads == []
     same = ("model", "revision", "weights_sha256", "layers", "hidden_size", "precision", "runtime", "counts")
     assert {k: remote_done.manifest.to_dict()[k] for k in same} == {k: done.manifest.to_dict()[k] for k in same}
@@ -300,58 +295,52 @@ def test_ray_engine_gives_the_local_rows(tmp_path):
 
 
 @pytest.mark.slow
-def test_ray_streams_through_one_actor_pool_resumes_and_reports_reader_errors(tmp_path):
+def test_ray_streams_through_one_actor_pool_resumes_and_reports_reader_errors(tmp_path, ray_cluster):
     """One Ray Data stream for the whole job: 150 chunks (more than the 64-per-actor window the
     pool used to restart at) are encoded by at most 2 actor processes, each loading the model
     once; a resumed job encodes only the missing chunks; a reader's error is its own one line."""
-    ray = pytest.importorskip("ray")
     from contextlens.analyses.corpus.folder import shards
 
     corpus = _corpus(tmp_path / "c.txt", 150)
     common = dict(model="minilm", layers=[6], chunk_chars=1)
     local = extract_corpus(str(corpus), ["bank"], tmp_path / "local", **common)
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    try:
-        out = tmp_path / "ray"
-        first = extract_corpus(str(corpus), ["bank"], out, engine="ray", actors=2, **common)
-        assert first.stats.chunks_written == 150 and first.stats.read.documents == 150
-        assert 0 < len(first.stats.actor_rss) <= 2  # one pool for the job (per window: 4 processes)
-        assert keys(read_rows(out)) == keys(read_rows(tmp_path / "local"))
-        assert first.manifest.counts == local.manifest.counts
-        written = shards(out)
-        for path in written[::3]:
-            path.unlink()
-        manifest = json.loads((out / "manifest.json").read_text())
-        (out / "manifest.json").write_text(json.dumps(manifest | {"complete": False, "counts": {}}))
-        again = extract_corpus(str(corpus), ["bank"], out, engine="ray", actors=2, **common)
-        assert (again.stats.chunks_written, again.stats.chunks_skipped) == (50, 100)
-        assert again.manifest.counts == local.manifest.counts
-        assert keys(read_rows(out)) == keys(read_rows(tmp_path / "local"))
-        bad = tmp_path / "bad.txt"
-        bad.write_bytes(b"The bank opened.\n\xff\xfe broken\n")
-        with pytest.raises(DataFileError, match=r"bad.txt:2: not UTF-8"):
-            extract_corpus(str(bad), ["bank"], tmp_path / "bad", engine="ray", on_error="stop", **common)
-        # the driver reads a torch fp32 model's facts and only the actors load it: a folder whose
-        # config is there but whose weights are not fails in them, and is still the typed error
-        weightless = tmp_path / "weightless"
-        weightless.mkdir()
-        source = Path(resolve_contextual("minilm")[1])
-        for name in ("config.json", "tokenizer.json", "tokenizer_config.json", "vocab.txt"):
-            (weightless / name).write_bytes((source / name).read_bytes())
-        with pytest.raises(UnknownModelError, match=r"could not load model .*weightless.*no file named model"):
-            extract_corpus(str(corpus), ["bank"], tmp_path / "w", engine="ray", model=str(weightless), layers=[6])
-    finally:
-        ray.shutdown()
+    out = tmp_path / "ray"
+    first = extract_corpus(str(corpus), ["bank"], out, engine="ray", actors=2, **common)
+    assert first.stats.chunks_written == 150 and first.stats.read.documents == 150
+    assert 0 < len(first.stats.actor_rss) <= 2  # one pool for the job (per window: 4 processes)
+    assert keys(read_rows(out)) == keys(read_rows(tmp_path / "local"))
+    assert first.manifest.counts == local.manifest.counts
+    written = shards(out)
+    for path in written[::3]:
+        path.unlink()
+    manifest = json.loads((out / "manifest.json").read_text())
+    (out / "manifest.json").write_text(json.dumps(manifest | {"complete": False, "counts": {}}))
+    again = extract_corpus(str(corpus), ["bank"], out, engine="ray", actors=2, **common)
+    assert (again.stats.chunks_written, again.stats.chunks_skipped) == (50, 100)
+    assert again.manifest.counts == local.manifest.counts
+    assert keys(read_rows(out)) == keys(read_rows(tmp_path / "local"))
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"The bank opened.\n\xff\xfe broken\n")
+    with pytest.raises(DataFileError, match=r"bad.txt:2: not UTF-8"):
+        extract_corpus(str(bad), ["bank"], tmp_path / "bad", engine="ray", on_error="stop", **common)
+    # the driver reads a torch fp32 model's facts and only the actors load it: a folder whose
+    # config is there but whose weights are not fails in them, and is still the typed error
+    weightless = tmp_path / "weightless"
+    weightless.mkdir()
+    source = Path(resolve_contextual("minilm")[1])
+    for name in ("config.json", "tokenizer.json", "tokenizer_config.json", "vocab.txt"):
+        (weightless / name).write_bytes((source / name).read_bytes())
+    with pytest.raises(UnknownModelError, match=r"could not load model .*weightless.*no file named model"):
+        extract_corpus(str(corpus), ["bank"], tmp_path / "w", engine="ray", model=str(weightless), layers=[6])
 
 
 @pytest.mark.slow
-def test_a_job_joins_a_two_node_ray_cluster_by_address_one_actor_a_node(tmp_path, monkeypatch):
-    """docs/corpus.md's multi-node recipe, on one machine: a Ray cluster of two nodes (two raylets,
-    1 CPU each, started as `ray start --head` and `ray start --address` would), joined with
-    `--address`; the 2 actors of 1 thread can only run one a node, and the rows are the local
-    engine's."""
-    ray = pytest.importorskip("ray")
-    from ray.cluster_utils import Cluster
+def test_a_job_joins_a_two_node_ray_cluster_by_address_one_actor_a_node(tmp_path, monkeypatch, ray_cluster):
+    """docs/corpus.md's multi-node recipe, on one machine: the session's Ray cluster of two nodes
+    (two raylets, 1 CPU each, started as `ray start --head` and `ray start --address` would), joined
+    with `--address` by a driver not yet connected; the 2 actors of 1 thread can only run one a
+    node, and the rows are the local engine's."""
+    import ray
 
     from contextlens.analyses.corpus import ray_engine
 
@@ -363,18 +352,17 @@ def test_a_job_joins_a_two_node_ray_cluster_by_address_one_actor_a_node(tmp_path
     corpus = _corpus(tmp_path / "c.txt", 60)
     common = dict(model="minilm", layers=[6], chunk_chars=200)
     local = extract_corpus(str(corpus), ["bank"], tmp_path / "local", **common)
-    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False})
+    ray.shutdown()  # the job joins by the address it is given
     try:
-        cluster.add_node(num_cpus=1)
-        cluster.wait_for_nodes()
         out = tmp_path / "ray"
         done = extract_corpus(
-            str(corpus), ["bank"], out, engine="ray", address=cluster.address, actors=2, threads=1, **common
+            str(corpus), ["bank"], out, engine="ray", address=ray_cluster.address, actors=2, threads=1, **common
         )
+        assert ray.get_runtime_context().gcs_address == ray_cluster.address
         assert len({n["NodeID"] for n in ray.nodes() if n["Alive"]}) == 2
     finally:
-        ray.shutdown()
-        cluster.shutdown()
+        if not ray.is_initialized():  # the session's other Ray tests run on the same cluster
+            ray.init(address=ray_cluster.address, include_dashboard=False, log_to_driver=False)
     assert len(done.stats.actor_rss) == 2  # two actor processes, 1 CPU each: one on each node
     assert keys(read_rows(out)) == keys(read_rows(tmp_path / "local"))
     assert done.manifest.counts == local.manifest.counts

@@ -209,11 +209,12 @@ def start_ray(address: str | None, cpus: int | None = None):
         import ray
     except ImportError:
         raise InputError("`engine` ray needs Ray: pip install 'contextlens[corpus-ray]'") from None
+    if address is not None:
+        check_address(address)  # also when this process is already connected: the address asked is refused
     if ray.is_initialized():
         return _quiet(ray)
     kwargs = {"include_dashboard": False, "log_to_driver": False, "configure_logging": False}
     if address is not None:
-        check_address(address)
         try:
             ray.init(address=address, **kwargs)
         except (ConnectionError, RuntimeError, ValueError) as exc:
@@ -238,7 +239,10 @@ def actor_threads(actors: int, threads: int | None, address: str | None = None, 
         raise InputError(f"`actors` must be at least 1, got {actors}")
     ray = start_ray(address, cpus)
     total = int(ray.cluster_resources().get("CPU", 1))
-    threads = threads or max(1, total // actors)
+    # an actor runs on one node: more threads than the largest node's CPUs could never be scheduled
+    # (a job on two 1-CPU nodes waited forever for a 2-CPU actor)
+    largest = max((int(n["Resources"].get("CPU", 0)) for n in ray.nodes() if n.get("Alive")), default=total)
+    threads = threads or max(1, min(total // actors, largest or total))
     check_threads(actors, threads, total)
     return threads
 
