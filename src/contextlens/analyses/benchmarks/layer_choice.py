@@ -12,9 +12,9 @@ search and export, index):
   usage example finds its synset's definition, as in `eval retrieval`'s WordNet task), disjoint
   from the synsets that task reports on.
 
-The choice needs the benchmark's sentences encoded once per model (the suite's cache, minutes for
-mpnet); the chosen layer itself is cached on disk per model, backend and data, so the second
-call costs a file read.
+The choice needs eval wic's pair sentences encoded once per model (suite.encode_wic, the same
+encoding eval wic and same-sense read); the chosen layer itself is cached on disk per model,
+backend and data, so the second call costs a file read.
 """
 
 from __future__ import annotations
@@ -25,14 +25,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from contextlens.analyses.benchmarks.span_encoding import Progress, is_encoded
+from contextlens.analyses.benchmarks.span_encoding import Progress
 from contextlens.core import arguments
 from contextlens.core.backend import Backend
 from contextlens.core.contextual_models import ContextualModel, as_contextual
 from contextlens.core.disk_cache import cache_key, cached_arrays
 from contextlens.errors import InputError
 
-CHOICE_VERSION = 1
+# 2: the sense choice reads the WiC pairs' own encoding (suite.encode_wic), not the whole suite's
+CHOICE_VERSION = 2
+SENSE_ENCODE_TIME = "about 3 minutes for minilm, 16-26 for mpnet on 2 cores"  # measured: docs/speed.md
 TASKS = {
     "sense": "best sense separation on dev lemmas (eval wic)",
     "retrieval": "best retrieval MRR on dev synsets (WordNet example -> definition)",
@@ -159,30 +161,24 @@ def _remember(model: ContextualModel, task: str, size: str, make: Callable[[], L
 
 
 def _sense(model: ContextualModel, size: str, progress: Progress | None, announce: Announce | None) -> LayerChoice:
-    from contextlens.analyses.benchmarks.suite import build_suite, encode_suite
+    from contextlens.analyses.benchmarks.suite import build_wic_set, encode_wic, wic_is_encoded
     from contextlens.analyses.benchmarks.wic import evaluate_wic
 
     def make() -> LayerChoice:
-        from contextlens.analyses.benchmarks.datasets import build_wic
-        from contextlens.analyses.benchmarks.suite import SEED, SIZES
-        from contextlens.core import wordnet as wn
-
-        wn.check_installed()
-        # the key from eval wic's pairs alone (about a second), not the whole suite (several)
-        wic = build_wic(wn.usage_examples(), max_lemmas=SIZES[size].wic_lemmas, seed=SEED)
+        wic = build_wic_set(size).wic  # eval wic's pairs alone (about a second), not the whole suite
         pairs = [(p.first.text, p.first.start, p.second.text, p.second.start, p.same, p.split) for p in wic.pairs]
         key = cache_key("layer-choice", CHOICE_VERSION, "sense", model.name, model.identity, size, pairs)
 
         def compute() -> dict[str, np.ndarray]:
-            suite = build_suite(size)
-            if announce is not None and not is_encoded(model, suite.texts, suite.spans):
+            if announce is not None and not wic_is_encoded(model, size):
+                spans = len(build_wic_set(size).spans)
                 announce(
                     f"--layer auto: choosing {model.name}'s layer on eval wic's dev lemmas; this encodes the "
-                    f"{len(suite.spans):,} benchmark sentences once (about 3 minutes for minilm, 16-26 for mpnet "
-                    "on 2 cores), then the choice is read from the cache"
+                    f"{spans:,} word-in-context sentences once ({SENSE_ENCODE_TIME}), then the choice is read "
+                    "from the cache"
                 )
-            enc, _ = encode_suite(model, size, progress)
-            result = evaluate_wic(suite.wic, suite.wic_rows, enc.hidden, enc.input_rows, enc.model, None)
+            data, enc, _ = encode_wic(model, size, progress)
+            result = evaluate_wic(data.wic, data.rows, enc.hidden, enc.input_rows, enc.model, None)
             best = result.meta["best_layer"]["layer_by_dev"]
             dev = result.select(system=enc.model, layer=best, split="dev", metric="accuracy")[0]["value"]
             return {"layer": np.array(best), "score": np.array(dev)}

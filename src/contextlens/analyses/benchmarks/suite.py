@@ -20,7 +20,7 @@ from contextlens.analyses.benchmarks import contextuality as ctx
 from contextlens.analyses.benchmarks import similarity as sim
 from contextlens.analyses.benchmarks.datasets import WicData, WsdData, build_wic, build_wic_train, build_wsd
 from contextlens.analyses.benchmarks.result import BenchmarkResult, record_precision
-from contextlens.analyses.benchmarks.span_encoding import Progress, Span, SpanEncoding, encode_spans
+from contextlens.analyses.benchmarks.span_encoding import Progress, Span, SpanEncoding, encode_spans, is_encoded
 from contextlens.analyses.benchmarks.wic import evaluate_wic
 from contextlens.analyses.benchmarks.wsd import evaluate_wsd
 from contextlens.core import wordnet as wn
@@ -156,18 +156,66 @@ class WicTrain:
     rows: list[tuple[int, int]]  # each pair's two rows in ``spans``
 
 
-@functools.cache
-def build_wic_train_set(size: str = "full") -> WicTrain:
-    """The train pairs beside the suite's WiC dev/test (:func:`datasets.build_wic_train`): a set
-    of its own, encoded apart, so the suite (and every cached benchmark encoding) is unchanged."""
-    suite = build_suite(size)
-    wic = build_wic_train(wn.usage_examples(), suite.wic, max_lemmas=SIZES[size].wic_train_lemmas, seed=SEED)
+@dataclass
+class WicSet:
+    """`eval wic`'s dev and test pairs (the suite's, the same WicData) over their own texts.
+
+    Why: the sense choice of ``--layer auto``, same-sense's rule and `eval wic` need only these
+    pairs' spans; encoding them alone costs a fraction of the whole suite (docs/speed.md, issue 30),
+    and all three read this one encoding, so their numbers agree."""
+
+    size: str
+    wic: WicData
+    texts: list[str]
+    spans: list[Span]
+    rows: list[tuple[int, int]]  # each pair's two rows in ``spans``
+    counts: dict[str, Any] = field(default_factory=dict)
+
+
+def _pair_rows(wic: WicData) -> tuple[list[str], list[Span], list[tuple[int, int]]]:
     b = _Builder()
     rows = [
         (b.span(p.first.text, p.first.start, p.first.end), b.span(p.second.text, p.second.start, p.second.end))
         for p in wic.pairs
     ]
-    return WicTrain(wic, b.texts, b.spans, rows)
+    return b.texts, b.spans, rows
+
+
+@functools.cache
+def build_wic_set(size: str = "full") -> WicSet:
+    """The WiC dev/test pairs of the suite at ``size`` (built as :func:`build_suite` builds them)."""
+    wn.check_installed()  # fail early and clearly, even when the examples are cached
+    wic = build_wic(wn.usage_examples(), max_lemmas=SIZES[size].wic_lemmas, seed=SEED)
+    texts, spans, rows = _pair_rows(wic)
+    counts = {"texts": len(texts), "spans": len(spans), "wordnet_examples": wn.usage_example_stats()}
+    return WicSet(size, wic, texts, spans, rows, counts)
+
+
+def encode_wic(
+    model: ContextualModel | str, size: str, progress: Progress | None = None
+) -> tuple[WicSet, SpanEncoding, float]:
+    """The WiC dev/test pairs' spans through ``model`` (disk-cached); and the seconds it took."""
+    wic = build_wic_set(size)
+    model = as_contextual(model)
+    started = time.perf_counter()
+    encoding = encode_spans(model, wic.texts, wic.spans, progress=progress)
+    return wic, encoding, time.perf_counter() - started
+
+
+def wic_is_encoded(model: ContextualModel, size: str) -> bool:
+    """Whether :func:`encode_wic` would read its cache (no encoding) for ``model``."""
+    wic = build_wic_set(size)
+    return is_encoded(model, wic.texts, wic.spans)
+
+
+@functools.cache
+def build_wic_train_set(size: str = "full") -> WicTrain:
+    """The train pairs beside the suite's WiC dev/test (:func:`datasets.build_wic_train`): a set
+    of its own, encoded apart, so the suite (and every cached benchmark encoding) is unchanged."""
+    dev_test = build_wic_set(size).wic  # the suite's own pairs, without building the whole suite
+    wic = build_wic_train(wn.usage_examples(), dev_test, max_lemmas=SIZES[size].wic_train_lemmas, seed=SEED)
+    texts, spans, rows = _pair_rows(wic)
+    return WicTrain(wic, texts, spans, rows)
 
 
 def encode_wic_train(
@@ -189,7 +237,7 @@ def encode_suite(
     return encoding, time.perf_counter() - started
 
 
-def _meta(result: BenchmarkResult, suite: Suite, seconds: float, encode_seconds: float) -> BenchmarkResult:
+def _meta(result: BenchmarkResult, suite: Suite | WicSet, seconds: float, encode_seconds: float) -> BenchmarkResult:
     result.meta.update(
         {
             "size": suite.size,
@@ -201,7 +249,9 @@ def _meta(result: BenchmarkResult, suite: Suite, seconds: float, encode_seconds:
     return result
 
 
-def _timed(model: ContextualModel | str, run: Callable[[], tuple[BenchmarkResult, Suite, float]]) -> BenchmarkResult:
+def _timed(
+    model: ContextualModel | str, run: Callable[[], tuple[BenchmarkResult, Suite | WicSet, float]]
+) -> BenchmarkResult:
     started = time.perf_counter()
     result, suite, encode_seconds = run()
     return record_precision(_meta(result, suite, time.perf_counter() - started, encode_seconds), model)
@@ -210,14 +260,15 @@ def _timed(model: ContextualModel | str, run: Callable[[], tuple[BenchmarkResult
 def run_wic(
     model: ContextualModel | str, static: StaticModel | str, size: str = "full", progress: Progress | None = None
 ) -> BenchmarkResult:
-    def run() -> tuple[BenchmarkResult, Suite, float]:
-        suite = build_suite(size)
-        static_model = as_static(static)  # a wrong name fails before the (long) encoding
-        enc, secs = encode_suite(model, size, progress)
-        result = evaluate_wic(
-            suite.wic, suite.wic_rows, enc.hidden, enc.input_rows, enc.model, static_model, static_model.name
-        )
-        return result, suite, secs
+    """WiC per layer over the dev/test pairs' own encoding (:func:`encode_wic`), the one the
+    sense layer choice and same-sense's rule read."""
+
+    def run() -> tuple[BenchmarkResult, WicSet, float]:
+        build_wic_set(size)
+        static_model = as_static(static)  # a wrong name fails before the encoding
+        wic, enc, secs = encode_wic(model, size, progress)
+        result = evaluate_wic(wic.wic, wic.rows, enc.hidden, enc.input_rows, enc.model, static_model, static_model.name)
+        return result, wic, secs
 
     return _timed(model, run)
 

@@ -24,7 +24,7 @@ import numpy as np
 
 from contextlens.analyses.benchmarks.layer_choice import TASKS, resolve_layer
 from contextlens.analyses.benchmarks.span_encoding import Progress
-from contextlens.analyses.benchmarks.suite import build_suite, encode_suite, encode_wic_train
+from contextlens.analyses.benchmarks.suite import encode_wic, encode_wic_train
 from contextlens.analyses.benchmarks.wic import accuracy, evaluate_wic
 from contextlens.analyses.benchmarks.word_baseline import random_word_baseline
 from contextlens.analyses.lesson.left_context import left_context_note
@@ -188,17 +188,16 @@ def _rule(model: ContextualModel, chosen: int, auto: bool, size: str, progress: 
 
 
 def _make_rule(model: ContextualModel, chosen: int, auto: bool, size: str, progress: Progress | None) -> SameSenseRule:
-    suite = build_suite(size)
-    enc, _ = encode_suite(model, size, progress)
-    result = evaluate_wic(suite.wic, suite.wic_rows, enc.hidden, enc.input_rows, enc.model, None)
+    data, enc, _ = encode_wic(model, size, progress)  # eval wic's own encoding of its pairs
+    result = evaluate_wic(data.wic, data.rows, enc.hidden, enc.input_rows, enc.model, None)
     if auto:  # the resolver's choice is eval wic's own
         assert chosen == result.meta["best_layer"]["layer_by_dev"]
 
     def value(split: str, metric: str) -> float:
         return float(result.select(system=enc.model, layer=chosen, split=split, metric=metric)[0]["value"])
 
-    pairs = suite.wic.pairs
-    cos = _pair_cosines(enc.hidden, suite.wic_rows, chosen)
+    pairs = data.wic.pairs
+    cos = _pair_cosines(enc.hidden, data.rows, chosen)
     split = np.array([p.split for p in pairs])
     same = np.array([p.same for p in pairs], dtype=bool)
     dev, test = split == "dev", split == "test"
@@ -245,7 +244,7 @@ def same_sense_rule(
 ) -> SameSenseRule:
     """The dev-tuned rule for ``model`` at ``layer`` (``"auto"``: the layer `eval wic` picks on dev).
 
-    The first call for a model encodes the benchmark sentences and the train pairs (cached on
+    The first call for a model encodes eval wic's pairs and the train pairs (cached on
     disk afterwards); ``progress`` follows that encoding.
     """
     if size not in ("full", "quick"):
