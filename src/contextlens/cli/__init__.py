@@ -91,6 +91,7 @@ try:  # Ctrl-C while the command modules import is the same one line
         index,
         models,
         neighbors,
+        prepare,
         probe,
         rank,
         same_sense,

@@ -29,7 +29,7 @@ from contextlens.analyses.benchmarks.span_encoding import Progress
 from contextlens.core import arguments
 from contextlens.core.backend import Backend
 from contextlens.core.contextual_models import ContextualModel, as_contextual
-from contextlens.core.disk_cache import cache_key, cached_arrays
+from contextlens.core.disk_cache import cache_key, cache_path, cached_arrays
 from contextlens.errors import InputError
 
 # 2: the sense choice reads the WiC pairs' own encoding (suite.encode_wic), not the whole suite's
@@ -160,14 +160,29 @@ def _remember(model: ContextualModel, task: str, size: str, make: Callable[[], L
         return _memory.setdefault(key, choice)
 
 
+def _sense_key(model: ContextualModel, size: str) -> str:
+    from contextlens.analyses.benchmarks.suite import build_wic_set
+
+    wic = build_wic_set(size).wic
+    pairs = [(p.first.text, p.first.start, p.second.text, p.second.start, p.same, p.split) for p in wic.pairs]
+    return cache_key("layer-choice", CHOICE_VERSION, "sense", model.name, model.identity, size, pairs)
+
+
+def choice_cached(model: ContextualModel, task: str = "sense", size: str = DEFAULT_SIZE) -> bool:
+    """Whether :func:`choose_layer` reads ``task``'s choice for ``model`` from the disk cache
+    (``sense`` only: the retrieval choice costs a minute, not the WiC encoding)."""
+    if check_task(task) != "sense":
+        raise InputError("`task` must be sense: only its choice is checked for a cache entry")
+    return cache_path("layer-choice", _sense_key(model, size)).exists()
+
+
 def _sense(model: ContextualModel, size: str, progress: Progress | None, announce: Announce | None) -> LayerChoice:
     from contextlens.analyses.benchmarks.suite import build_wic_set, encode_wic, wic_is_encoded
     from contextlens.analyses.benchmarks.wic import evaluate_wic
 
     def make() -> LayerChoice:
         wic = build_wic_set(size).wic  # eval wic's pairs alone (about a second), not the whole suite
-        pairs = [(p.first.text, p.first.start, p.second.text, p.second.start, p.same, p.split) for p in wic.pairs]
-        key = cache_key("layer-choice", CHOICE_VERSION, "sense", model.name, model.identity, size, pairs)
+        key = _sense_key(model, size)
 
         def compute() -> dict[str, np.ndarray]:
             if announce is not None and not wic_is_encoded(model, size):

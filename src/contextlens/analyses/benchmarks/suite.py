@@ -226,6 +226,12 @@ def encode_wic_train(
     return train, encode_spans(model, train.texts, train.spans, progress=progress)
 
 
+def wic_train_is_encoded(model: ContextualModel, size: str) -> bool:
+    """Whether :func:`encode_wic_train` would read its cache (no encoding) for ``model``."""
+    train = build_wic_train_set(size)
+    return is_encoded(model, train.texts, train.spans)
+
+
 def encode_suite(
     model: ContextualModel | str, size: str, progress: Progress | None = None
 ) -> tuple[SpanEncoding, float]:

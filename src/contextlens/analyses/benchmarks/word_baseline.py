@@ -21,7 +21,7 @@ import numpy as np
 from contextlens.core import wordnet as wn
 from contextlens.core.backend import Backend
 from contextlens.core.contextual_models import ContextualModel, as_contextual
-from contextlens.core.disk_cache import cache_key, cached_arrays
+from contextlens.core.disk_cache import cache_key, cache_path, cached_arrays
 from contextlens.core.extraction import Pooling
 from contextlens.core.occurrences import ALPHA_WORD_RE, Occurrence
 from contextlens.core.similarity import normalize_rows
@@ -159,13 +159,26 @@ def pair_cosines(vectors: np.ndarray, words: list[str]) -> np.ndarray:
     return sims[iu][keep]
 
 
-@functools.lru_cache(maxsize=16)
-def _cached(model: ContextualModel, pooling: str, n_sentences: int, seed: int) -> CosineBaseline:
-    occurrences = cached_sample(n_sentences, seed)
-    key = cache_key(
+def _key(model: ContextualModel, pooling: str, occurrences: list[Occurrence], seed: int) -> str:
+    return cache_key(
         "word-baseline", BASELINE_VERSION, model.name, model.identity, pooling, seed,
         [(o.text, o.start, o.end) for o in occurrences], QUANTILES.tolist(),
     )  # fmt: skip
+
+
+def baseline_cached(
+    model: ContextualModel, pooling: Pooling = "mean", *, n_sentences: int = N_SENTENCES, seed: int = SEED
+) -> bool:
+    """Whether :func:`random_word_baseline` for ``model`` reads its disk cache (no forward pass):
+    what `contextlens prepare` reports and its tests check."""
+    occurrences = cached_sample(n_sentences, seed)
+    return cache_path("word-baseline", _key(model, pooling, occurrences, seed)).exists()
+
+
+@functools.lru_cache(maxsize=16)
+def _cached(model: ContextualModel, pooling: str, n_sentences: int, seed: int) -> CosineBaseline:
+    occurrences = cached_sample(n_sentences, seed)
+    key = _key(model, pooling, occurrences, seed)
 
     def compute() -> dict[str, np.ndarray]:
         encodings = model.encode_occurrences(occurrences, pooling=pooling)

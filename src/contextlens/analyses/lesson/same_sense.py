@@ -254,6 +254,15 @@ def same_sense_rule(
     return _rule(model, chosen, choice is not None, size, progress)
 
 
+def rule_cached(model: ContextualModel, size: str = "full") -> bool:
+    """Whether the auto rule for ``model`` is read from disk: the layer choice and both encodings it
+    fits on (eval wic's pairs, the train pairs) are cached; what `contextlens prepare` reports."""
+    from contextlens.analyses.benchmarks.layer_choice import choice_cached
+    from contextlens.analyses.benchmarks.suite import wic_is_encoded, wic_train_is_encoded
+
+    return choice_cached(model, "sense", size) and wic_is_encoded(model, size) and wic_train_is_encoded(model, size)
+
+
 def same_sense(
     occurrence_a: Occurrence | str,
     occurrence_b: Occurrence | str,

@@ -1,0 +1,114 @@
+"""``contextlens prepare``: build, once, what the first command for a shipped encoder would build.
+
+Why (issue 30): after the README's set-up every first command should run at warm speed. A first
+``compare`` otherwise exports and checks the ONNX graphs (the attention graph too) and computes the
+random-word baseline on them; a first ``same-sense`` (torch, its default runtime) computes the
+baseline on torch, encodes eval wic's pairs and the train pairs, chooses the sense layer and fits
+its rule. Each step here calls the very function the command calls, so the command then reads the
+same cache entries; a step whose entries exist only reads them (seconds).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from contextlens.core.resources import REGISTRY
+from contextlens.errors import InputError
+
+if TYPE_CHECKING:
+    from contextlens.core.contextual_models import ContextualModel
+    from contextlens.core.extraction import Progress
+
+SHIPPED_ENCODERS = ("minilm", "mpnet")  # the registered encoders `make setup` installs
+SIZE = "full"  # the benchmark data same-sense and --layer auto read by default
+StepDone = Callable[["PrepareStep"], None]
+
+
+@dataclass(frozen=True)
+class PrepareStep:
+    """One artefact built (or found cached) and the seconds it took."""
+
+    model: str | None  # None: shared by every model (WordNet examples, GloVe)
+    step: str
+    seconds: float
+    cached: bool | None  # True: read from the cache; None: not checked ahead (a shared table)
+
+    def to_dict(self) -> dict[str, object]:
+        return {"model": self.model, "step": self.step, "seconds": round(self.seconds, 2), "cached": self.cached}
+
+
+@dataclass
+class PrepareResult:
+    models: list[str]
+    steps: list[PrepareStep] = field(default_factory=list)
+
+    @property
+    def seconds(self) -> float:
+        return sum(s.seconds for s in self.steps)
+
+    def to_dict(self) -> dict[str, object]:
+        return {"models": self.models, "seconds": round(self.seconds, 2), "steps": [s.to_dict() for s in self.steps]}
+
+
+def check_models(models: Sequence[str] | None) -> list[str]:
+    """The shipped encoders asked for (default: all of them), in order, each once."""
+    wanted = list(SHIPPED_ENCODERS) if not models else list(dict.fromkeys(models))
+    for name in wanted:
+        if name not in SHIPPED_ENCODERS:
+            kind = "a static model" if name in REGISTRY and REGISTRY[name].kind == "static" else "not a shipped encoder"
+            raise InputError(f"prepare builds the shipped encoders ({', '.join(SHIPPED_ENCODERS)}); {name!r} is {kind}")
+    return wanted
+
+
+def prepare(
+    models: Sequence[str] | None = None, *, progress: Progress | None = None, on_step: StepDone | None = None
+) -> PrepareResult:
+    """Build each model's ONNX export (and its checks), its random-word baselines on ONNX Runtime
+    and torch, and its sense layer choice and same-sense rule on torch; ``on_step`` hears of each
+    step as it ends, ``progress`` follows the one long encoding (eval wic's pairs)."""
+    from contextlens.core import wordnet as wn
+    from contextlens.core.resources import DEFAULT_STATIC
+    from contextlens.core.static_models import as_static
+
+    names = check_models(models)
+    result = PrepareResult(names)
+
+    def step(model: str | None, what: str, cached: bool | None, run: Callable[[], object]) -> None:
+        started = time.perf_counter()
+        run()
+        done = PrepareStep(model, what, time.perf_counter() - started, cached)
+        result.steps.append(done)
+        if on_step is not None:
+            on_step(done)
+
+    step(None, "WordNet usage examples", None, wn.usage_example_stats)
+    step(None, f"{DEFAULT_STATIC} table", None, lambda: as_static(DEFAULT_STATIC))
+    for name in names:
+        _prepare_model(name, step, progress)
+    return result
+
+
+def _prepare_model(
+    name: str, step: Callable[[str | None, str, bool | None, Callable[[], object]], None], progress: Progress | None
+) -> None:
+    """One model's steps, each the call its first command would make."""
+    from contextlens.analyses.benchmarks.word_baseline import baseline_cached, random_word_baseline
+    from contextlens.analyses.lesson.same_sense import rule_cached, same_sense_rule
+    from contextlens.core.contextual_models import load_contextual
+    from contextlens.core.runtime_choice import export_pending
+
+    def export() -> None:
+        load_contextual(name, "fp32", "onnx").onnx_forward()  # exported and checked on first load
+
+    step(name, "ONNX export + checks (with attention)", not export_pending(name, "fp32"), export)
+    lean = load_contextual(name, "fp32", "onnx")  # the export step's instance: what compare runs on (auto)
+    step(name, "random-word baseline (onnx)", baseline_cached(lean), lambda: random_word_baseline(lean))
+    loaded: dict[str, ContextualModel] = {}
+    step(name, "model load (torch)", None, lambda: loaded.setdefault("torch", load_contextual(name, "fp32", "torch")))
+    reference = loaded["torch"]  # same-sense's default runtime
+    step(name, "random-word baseline (torch)", baseline_cached(reference), lambda: random_word_baseline(reference))
+    step(name, "sense layer + same-sense rule (torch)", rule_cached(reference, SIZE),
+         lambda: same_sense_rule(reference, "auto", SIZE, progress))  # fmt: skip
