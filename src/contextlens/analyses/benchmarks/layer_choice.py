@@ -34,7 +34,7 @@ from contextlens.errors import InputError
 
 # 2: the sense choice reads the WiC pairs' own encoding (suite.encode_wic), not the whole suite's
 CHOICE_VERSION = 2
-SENSE_ENCODE_TIME = "about 3 minutes for minilm, 16-26 for mpnet on 2 cores"  # measured: docs/speed.md
+SENSE_ENCODE_TIME = "about 10 s for minilm, a minute for mpnet on 2 cores"  # measured: docs/speed.md, issue 30
 TASKS = {
     "sense": "best sense separation on dev lemmas (eval wic)",
     "retrieval": "best retrieval MRR on dev synsets (WordNet example -> definition)",
