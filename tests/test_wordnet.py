@@ -68,9 +68,10 @@ def test_missing_wordnet_is_a_clear_error(tmp_path, monkeypatch):
     monkeypatch.setenv("CONTEXTLENS_WORDNET_DIR", str(tmp_path))
     with pytest.raises(wn.WordNetNotInstalledError, match="install-system-deps.sh"):
         wn.check_installed()
-    # this process already built (and keeps in memory) the benchmark suite from WordNet: the
+    # this process already built (and keeps in memory) the benchmark data from WordNet: the
     # command gets an empty cache of its own, as in a fresh process, and finds the files missing
     monkeypatch.setattr(suite, "build_suite", functools.cache(suite.build_suite.__wrapped__))
+    monkeypatch.setattr(suite, "build_wic_set", functools.cache(suite.build_wic_set.__wrapped__))  # eval wic's
     proc = run_cli("eval", "wic", "--model", "minilm", "--quick")
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1 and "wordnet-base" in proc.stderr and "Traceback" not in proc.stderr
