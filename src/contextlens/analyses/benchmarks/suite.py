@@ -95,7 +95,7 @@ def build_suite(size: str = "full") -> Suite:
     wn.check_installed()  # fail early and clearly, even when the examples are cached
     examples = wn.usage_examples()
     b = _Builder()
-    wic = build_wic(examples, max_lemmas=spec.wic_lemmas, seed=SEED)
+    wic = build_wic_set(size).wic  # the very pairs eval wic, the sense choice and same-sense read
     wic_rows = [
         (b.span(p.first.text, p.first.start, p.first.end), b.span(p.second.text, p.second.start, p.second.end))
         for p in wic.pairs

@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from contextlens.core.resources import REGISTRY
 from contextlens.errors import InputError
@@ -25,6 +25,13 @@ if TYPE_CHECKING:
 SHIPPED_ENCODERS = ("minilm", "mpnet")  # the registered encoders `make setup` installs
 SIZE = "full"  # the benchmark data same-sense and --layer auto read by default
 StepDone = Callable[["PrepareStep"], None]
+T = TypeVar("T")
+
+
+class Step(Protocol):
+    """Runs one timed step and gives back what it made."""
+
+    def __call__(self, model: str | None, what: str, cached: bool | None, run: Callable[[], T]) -> T: ...
 
 
 @dataclass(frozen=True)
@@ -76,13 +83,14 @@ def prepare(
     names = check_models(models)
     result = PrepareResult(names)
 
-    def step(model: str | None, what: str, cached: bool | None, run: Callable[[], object]) -> None:
+    def step(model: str | None, what: str, cached: bool | None, run: Callable[[], T]) -> T:
         started = time.perf_counter()
-        run()
+        made = run()
         done = PrepareStep(model, what, time.perf_counter() - started, cached)
         result.steps.append(done)
         if on_step is not None:
             on_step(done)
+        return made
 
     step(None, "WordNet usage examples", None, wn.usage_example_stats)
     step(None, f"{DEFAULT_STATIC} table", None, lambda: as_static(DEFAULT_STATIC))
@@ -91,24 +99,21 @@ def prepare(
     return result
 
 
-def _prepare_model(
-    name: str, step: Callable[[str | None, str, bool | None, Callable[[], object]], None], progress: Progress | None
-) -> None:
+def _prepare_model(name: str, step: Step, progress: Progress | None) -> None:
     """One model's steps, each the call its first command would make."""
     from contextlens.analyses.benchmarks.word_baseline import baseline_cached, random_word_baseline
     from contextlens.analyses.lesson.same_sense import rule_cached, same_sense_rule
     from contextlens.core.contextual_models import load_contextual
     from contextlens.core.runtime_choice import export_pending
 
-    def export() -> None:
-        load_contextual(name, "fp32", "onnx").onnx_forward()  # exported and checked on first load
+    def export() -> ContextualModel:
+        model = load_contextual(name, "fp32", "onnx")
+        model.onnx_forward()  # exported and checked on first load
+        return model
 
-    step(name, "ONNX export + checks (with attention)", not export_pending(name, "fp32"), export)
-    lean = load_contextual(name, "fp32", "onnx")  # the export step's instance: what compare runs on (auto)
+    lean = step(name, "ONNX export + checks (with attention)", not export_pending(name, "fp32"), export)
     step(name, "random-word baseline (onnx)", baseline_cached(lean), lambda: random_word_baseline(lean))
-    loaded: dict[str, ContextualModel] = {}
-    step(name, "model load (torch)", None, lambda: loaded.setdefault("torch", load_contextual(name, "fp32", "torch")))
-    reference = loaded["torch"]  # same-sense's default runtime
+    reference = step(name, "model load (torch)", None, lambda: load_contextual(name, "fp32", "torch"))
     step(name, "random-word baseline (torch)", baseline_cached(reference), lambda: random_word_baseline(reference))
     step(name, "sense layer + same-sense rule (torch)", rule_cached(reference, SIZE),
          lambda: same_sense_rule(reference, "auto", SIZE, progress))  # fmt: skip
