@@ -127,6 +127,38 @@ def test_a_cross_origin_request_never_makes_the_server_compute(client, app, monk
     assert calls == [1, 1]
 
 
+def test_every_route_that_computes_is_refused_cross_site_query_or_not(client, app, monkeypatch):
+    """Walk every route the app has: a cross-site request either is refused (403) or runs nothing
+    (no work reaches the pool). ``/model-view`` with no query used to run attention for any page."""
+    from fastapi.routing import APIRoute
+    from starlette.routing import Route
+
+    ran: list[str] = []
+    real = app.state.pool.run
+    monkeypatch.setattr(app.state.pool, "run", lambda fn, *a, **k: ran.append("run") or real(fn, *a, **k))
+    cross = {"sec-fetch-site": "cross-site"}
+    walked = []
+    for route in app.routes:
+        if not isinstance(route, APIRoute | Route) or "{" in route.path:
+            continue
+        for method in sorted(route.methods or ()):
+            for query in ("", "?sentence=The+river+%5Bbank%5D.&word=bank"):
+                if method == "HEAD" and "GET" in route.methods:
+                    continue  # the GET's own door
+                ran.clear()
+                response = client.request(method, route.path + query, headers=cross, json=None)
+                walked.append((method, route.path + query))
+                if response.status_code == 403:
+                    assert "cross-origin" in response.json()["error"], route.path
+                else:  # a free file or an empty form: shown (every page's example form renders), nothing run
+                    assert method in ("GET", "HEAD") and ran == [], (method, route.path, query, response.status_code)
+                    assert response.status_code == 200, (method, route.path, query, response.text[:200])
+    paths = {path for _, path in walked}
+    assert {"/model-view", "/lesson", "/sense-map", "/compare.json", "/api/compare"} <= paths
+    assert client.get("/model-view", headers=cross).status_code == 403
+    assert client.get("/model-view", headers={"sec-fetch-site": "same-origin"}).status_code == 200  # its own page
+
+
 def test_every_answer_carries_the_security_headers(client):
     for response in (
         client.get("/compare"),

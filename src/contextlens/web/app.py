@@ -84,7 +84,10 @@ def create_app(
     app.state.model, app.state.pool, app.state.indexes = model, pool, served
     app.state.loaded = loaded
 
-    app.add_middleware(Guard, bound=host)
+    # the paths whose bare GET only shows a form (html_page and sense_map.page run nothing without a
+    # query); every other GET but the cheap files is refused cross-site
+    forms = frozenset({*(f"/{name}" for name in PAGES), "/sense-map"})
+    app.add_middleware(Guard, bound=host, forms=forms)
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(_: Request, exc: RequestValidationError) -> JSONResponse:

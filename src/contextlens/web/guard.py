@@ -3,8 +3,11 @@
 A page on another site (or a ``file://`` page) can make a browser send requests to this local port:
 a plain ``<img src>`` GET, a form POST, or, through DNS rebinding, requests under a name of its own.
 So every request must name this server in ``Host`` (a loopback name or the bound address); a request
-that costs or changes anything (any POST, and a GET that runs a model) must come from this origin
-(no foreign ``Origin``, no ``Sec-Fetch-Site: cross-site``/``same-site``); a body is at most
+that costs or changes anything must come from this origin (no foreign ``Origin``, no
+``Sec-Fetch-Site: cross-site``/``same-site``). What costs is decided by an allow-list, not by the
+look of a URL: any POST, and any GET but the cheap files (``FREE``) and the empty forms the app
+names (``forms``: a page with no query shows its example unrun); so a route that runs a model on a
+bare GET (``/model-view``, ``/lesson``) is refused cross-site without knowing it. A body is at most
 ``MAX_BODY`` bytes, refused before it is parsed; a query at most ``MAX_QUERY`` characters. Every
 answer carries nosniff, a content security policy and frame-ancestors 'none'.
 """
@@ -25,7 +28,9 @@ MAX_BODY = 64 * 1024  # bytes of request body: the largest valid request is abou
 MAX_QUERY = 20_000  # characters of URL query
 LOOPBACK = frozenset({"localhost", "127.0.0.1", "::1"})
 WILDCARD = frozenset({"", "0.0.0.0", "::"})
-FREE = frozenset({"/", "/health", "/static/plotly.js", "/openapi.json"})  # cheap: any origin may GET them
+# cheap, whatever the query: any origin may GET them
+FREE = frozenset({"/", "/health", "/static/plotly.js", "/static/page.js", "/static/fit.js", "/favicon.ico",
+                  "/openapi.json"})  # fmt: skip
 CSP = (
     "default-src 'none'; script-src 'self' 'unsafe-inline'; style-src 'self' 'unsafe-inline'; "
     "img-src 'self' data: blob:; font-src 'self' data:; connect-src 'self'; form-action 'self'; "
@@ -69,20 +74,21 @@ def _is_ip(name: str) -> bool:
     return True
 
 
-def costly(method: str, path: str, query: bytes) -> bool:
-    """Whether a request may run a model or change anything (only cheap GETs are free)."""
+def costly(method: str, path: str, query: bytes, forms: frozenset[str] = frozenset()) -> bool:
+    """Whether a request may run a model or change anything: all but a GET of a ``FREE`` file, or a
+    GET of one of the empty ``forms`` (a path that, with no query, only shows its form)."""
     if method not in ("GET", "HEAD"):
         return True
     if path in FREE:
         return False
-    return bool(query) or path.endswith((".json", ".png")) or path == "/lesson"
+    return bool(query) or path not in forms
 
 
 class Guard:
     """ASGI middleware: refuses what the module docstring lists, adds the headers to every answer."""
 
-    def __init__(self, app: ASGIApp, bound: str = "127.0.0.1") -> None:
-        self.app, self.bound = app, bound
+    def __init__(self, app: ASGIApp, bound: str = "127.0.0.1", forms: frozenset[str] = frozenset()) -> None:
+        self.app, self.bound, self.forms = app, bound, frozenset(forms)
         self.hosts = host_names(bound)
 
     async def __call__(self, scope: Scope, receive, send) -> None:
@@ -129,7 +135,7 @@ class Guard:
             )
         if len(scope.get("query_string", b"")) > MAX_QUERY:
             return 413, f"the URL query is longer than {MAX_QUERY} characters; shorten the inputs"
-        if costly(scope["method"], scope["path"], scope.get("query_string", b"")):
+        if costly(scope["method"], scope["path"], scope.get("query_string", b""), self.forms):
             site = headers.get("sec-fetch-site", "").lower()
             origin = headers.get("origin")
             served = f"{scope.get('scheme', 'http')}://{host.lower()}"

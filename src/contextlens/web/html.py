@@ -25,6 +25,7 @@ IN_PAGE = {"explore", "attention", "probe", "rank"}  # the sliders redraw in the
 WORD_LISTS = {"words", "anchors", "positive", "negative"}  # split on spaces and commas; others per line
 EXAMPLES: dict[str, dict[str, Any]] = {
     "compare": {"sentences": ["I sat on the river [bank].", "I opened a [bank] account.", "The [bank] approved it."]},
+    "same-sense": {"sentences": ["I sat on the river [bank].", "The [bank] approved the loan."]},
     "explore": {"words": ["bank", "bat"], "permutations": 200},
     "attention": {"sentences": ["The [bank] approved the loan.", "The river [bank] flooded."]},
     "probe": {"sentences": ["She sat on the river [bank].", "He robbed the [bank]."], "anchors": ["shore", "money"]},
@@ -170,7 +171,7 @@ def form(
     rows = []
     for field_name, field in schema.model_fields.items():
         key = URL_NAMES.get(field_name, field_name)
-        value = values.get(field_name, field.default if not callable(field.default_factory) else None)
+        value = values.get(field_name, None if field.is_required() or callable(field.default_factory) else field.default)
         label = f'<label for="f-{key}">{html.escape(field_name.replace("_", " "))}</label>'
         hint = f' <small class="hint">{html.escape(field.description)}</small>' if field.description else ""
         if extra and field_name in extra:
