@@ -32,7 +32,7 @@ from contextlens.analyses.search.pg_index import (
     recall_at_k,
     search_table,
 )
-from contextlens.errors import InputError
+from contextlens.errors import InputError, ParameterError
 from helpers import run_cli
 from tests.helpers import HANG_SECONDS
 
@@ -429,10 +429,12 @@ def test_cli_capacity_pgvector(pg):
 def test_own_database_by_dsn_is_recorded_without_its_password(pg, tmp_path):
     """--dsn: the managed-service path (here the embedded server given as a DSN, as a user would give
     theirs); the manifest keeps the DSN without a password, and a search without --dsn reuses it."""
-    from contextlens.analyses.search.pg_index import redacted
+    from contextlens.analyses.search.pg_dsn import dsn_parameters, without_secrets
 
-    assert redacted("postgresql://app:s3cret@db.example:5432/vec") == "postgresql://app@db.example:5432/vec"
-    assert redacted("host=db user=app password=s3cret dbname=vec") == "host=db user=app dbname=vec"
+    assert dsn_parameters(without_secrets("postgresql://app:s3cret@db.example:5432/vec?sslmode=require&password=X")) \
+        == {"user": "app", "host": "db.example", "port": "5432", "dbname": "vec", "sslmode": "require"}
+    assert without_secrets("host=db user=app password='SECRET PW2' dbname=vec sslpassword=k") == \
+        "user=app dbname=vec host=db"
     docs = tmp_path / "docs.txt"
     docs.write_text("The river flooded the village.\nThe central bank raised interest rates.\n")
     out = tmp_path / "idx"
@@ -440,7 +442,7 @@ def test_own_database_by_dsn_is_recorded_without_its_password(pg, tmp_path):
                     "--dsn", pg, "--json")  # fmt: skip
     assert built.returncode == 0, built.stderr
     database = json.loads(built.stdout)["database"]
-    assert database["server"] == "dsn" and database["dsn"] == pg
+    assert database["server"] == "dsn" and dsn_parameters(database["dsn"]) == dsn_parameters(pg)
     for extra in ([], ["--dsn", pg]):
         found = run_cli("index", "search", str(out), "interest rates", "-k", "1", "--json", *extra)
         assert found.returncode == 0, found.stderr
@@ -449,6 +451,49 @@ def test_own_database_by_dsn_is_recorded_without_its_password(pg, tmp_path):
     assert run_cli("index", "build", str(docs), "--out", str(faiss_out), "--model", "minilm").returncode == 0
     wrong = run_cli("index", "search", str(faiss_out), "q", "--dsn", pg)
     assert wrong.returncode == 2 and "FAISS index" in wrong.stderr
+
+
+def test_a_dsn_password_is_never_stored_nor_echoed_and_a_bad_dsn_is_one_line_before_any_work(pg, tmp_path):
+    """A quoted password with a space used to leave ``PW2'`` in the manifest (0644) and break the next
+    search with a psycopg traceback; a bad DSN was psycopg's raw error after the model had loaded."""
+    from contextlens.analyses.search.pg_index import PgVectorIndex
+
+    docs = tmp_path / "docs.txt"
+    docs.write_text("The river flooded the village.\nThe central bank raised interest rates.\n")
+    out = tmp_path / "idx"
+    secret = f"{pg} password='SECRET PW2'"  # the embedded server does not ask for it: it is only carried
+    built = run_cli("index", "build", str(docs), "--out", str(out), "--engine", "pgvector", "--dsn", secret)
+    assert built.returncode == 0, built.stderr
+    stored = "".join(p.read_text() for p in out.rglob("*") if p.is_file())
+    assert "SECRET" not in stored and "PW2" not in stored and "password" not in stored
+    found = run_cli("index", "search", str(out), "interest rates", "-k", "1", "--json")  # the stored DSN
+    assert found.returncode == 0, found.stderr
+    assert json.loads(found.stdout)["hits"][0]["text"] == "The central bank raised interest rates."
+    for bad in ("garbage", "host='abc password=SECRETPW", "http://example.com/", "", "   "):
+        for args in (["index", "build", str(docs), "--out", str(tmp_path / "x"), "--engine", "pgvector"],
+                     ["index", "search", str(out), "q"],
+                     ["capacity", "--engine", "pgvector", "-n", "100", "-d", "8", "--measure"]):  # fmt: skip
+            proc = run_cli(*args, "--dsn", bad)
+            assert proc.returncode == 2 and "--dsn" in proc.stderr, (bad, args, proc.stderr)
+            assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
+            assert "SECRETPW" not in proc.stderr and "example.com" not in proc.stderr
+    assert not (tmp_path / "x").exists()
+    with pytest.raises(ParameterError, match="dsn is not a libpq"):  # the API: before the documents are encoded
+        PgVectorIndex.build([Document("a", "b")], _NoEncoding(), tmp_path / "y", dsn="garbage")
+    manifest = next(out.rglob("manifest.json"))
+    manifest.write_text(manifest.read_text().replace('"dsn": "', '"dsn": "host=\'broken '))
+    damaged = run_cli("index", "search", str(out), "q")
+    assert damaged.returncode == 2 and "not a libpq connection string" in damaged.stderr, damaged.stderr
+    assert len(damaged.stderr.strip().splitlines()) == 1
+
+
+class _NoEncoding:
+    """An encoder that fails if asked to encode: proof that a check came first."""
+
+    provenance = None
+
+    def encode(self, *_a, **_k):
+        raise AssertionError("encoded before the DSN was checked")
 
 
 def test_a_moved_index_folder_still_drops_its_old_table_on_rebuild(pg, conn, tmp_path):

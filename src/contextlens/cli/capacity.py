@@ -159,6 +159,8 @@ def _pgvector_capacity(
     given = {"hnsw": {"m": m}, "ivfflat": {"lists": lists}}.get(index, {})
     params = {k: v for k, v in given.items() if v is not None}
     config = PgIndexConfig(index, params, dtype or "float32")
+    if dsn is not None and not measure:
+        raise InputError("--dsn is for --measure: the formula needs no server")
     if measure:
         with contextlib.nullcontext() if json_out else console.status("building the table and index in PostgreSQL..."):
             result = pg_measure(config, count, dim, dsn=dsn)

@@ -127,6 +127,7 @@ def index_build(
     from contextlens.analyses.search.encoders import check_batch_size, check_kind, describe_encoder, make_encoder
     from contextlens.analyses.search.index import IndexConfig, VectorIndex, load_documents, read_manifest
     from contextlens.analyses.search.index_files import check_index_folder, current_folder
+    from contextlens.analyses.search.pg_dsn import checked_dsn
     from contextlens.analyses.search.pg_index import PgIndexConfig, PgVectorIndex, check_engine
     from contextlens.reports.output_paths import check_output_folder
 
@@ -156,6 +157,7 @@ def index_build(
     # the options are checked to fit the engine and index type before the model loads
     if check_engine(engine) == "pgvector":
         config = PgIndexConfig(index, params, dtype or "float32")
+        checked_dsn(dsn)  # parsed and tried before the model loads
     else:
         if dsn is not None:
             raise InputError("--dsn is for --engine pgvector; a FAISS index is a file in --out")
@@ -260,6 +262,7 @@ def index_search(
 
     require_index_folder(folder)  # before the index libraries (numpy) are imported
     from contextlens.analyses.search.index import index_encoder, search_index
+    from contextlens.analyses.search.pg_dsn import checked_dsn
     from contextlens.analyses.search.pg_index import engine_of, search_pg_index
     from contextlens.core.choices import check_precision
 
@@ -270,6 +273,7 @@ def index_search(
     engine = engine_of(folder)
     if dsn is not None and engine != "pgvector":
         raise InputError(f"--dsn is for an index in pgvector; {folder} is a FAISS index")
+    checked_dsn(dsn)  # parsed and tried before the model loads
     if stored.kind == "static":  # the index's static model, loaded by the name it recorded
         loaded = None
     else:

@@ -171,7 +171,8 @@ def form(
     rows = []
     for field_name, field in schema.model_fields.items():
         key = URL_NAMES.get(field_name, field_name)
-        value = values.get(field_name, None if field.is_required() or callable(field.default_factory) else field.default)
+        unset = field.is_required() or callable(field.default_factory)
+        value = values.get(field_name, None if unset else field.default)
         label = f'<label for="f-{key}">{html.escape(field_name.replace("_", " "))}</label>'
         hint = f' <small class="hint">{html.escape(field.description)}</small>' if field.description else ""
         if extra and field_name in extra:

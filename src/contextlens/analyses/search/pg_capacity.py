@@ -52,6 +52,7 @@ from typing import Any
 import numpy as np
 
 from contextlens.analyses.search import pg_hnsw_pages, pg_pages, pg_server
+from contextlens.analyses.search.pg_dsn import checked_dsn
 from contextlens.analyses.search.pg_hnsw_pages import PageDistribution
 from contextlens.analyses.search.pg_index import PgIndexConfig, create_table
 from contextlens.core.arguments import whole_number
@@ -316,6 +317,7 @@ def pg_measure(
     result = pg_estimate(config, count, dim)
     resolved = config.resolved(dim)
     check_measurable(result, dsn)
+    checked_dsn(dsn)  # parsed and tried before the vectors are drawn
     x = normalize_rows(np.random.default_rng(seed).standard_normal((count, dim), dtype=np.float32))
     measured: dict[str, Any] = {}
     with pg_server.database(dsn) as conninfo, pg_server.connect(conninfo) as conn:

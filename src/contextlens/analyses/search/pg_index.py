@@ -19,7 +19,6 @@ Index types: ``flat`` (no index: an exact scan), ``hnsw`` (m, ef_construction, e
 from __future__ import annotations
 
 import datetime as _dt
-import fcntl
 import hashlib
 import json
 import re
@@ -46,7 +45,9 @@ from contextlens.analyses.search.index import (
 )
 from contextlens.analyses.search.index_config import normalize
 from contextlens.analyses.search.index_files import DOCS_FILE, MANIFEST, current_folder
+from contextlens.analyses.search.pg_dsn import checked_dsn, dsn_parameters, without_secrets
 from contextlens.core.arguments import whole_number
+from contextlens.core.private_files import open_lock, private_folder
 from contextlens.core.resources import cache_dir
 from contextlens.core.vectors import Provenance
 from contextlens.errors import InputError, ParameterError
@@ -275,19 +276,9 @@ def drop_unreferenced(conn, folder: Path, keep: str | None) -> list[str]:
 
 
 def _folder_lock(folder: Path):
-    locks = cache_dir() / "pgvector" / "locks"
-    locks.mkdir(parents=True, exist_ok=True)
-    f = open(locks / f"{folder_digest(folder)}.lock", "a+")  # noqa: SIM115 - closed by the caller
-    fcntl.flock(f, fcntl.LOCK_EX)
-    return f
-
-
-def redacted(dsn: str | None) -> str | None:
-    """A DSN without its password (the manifest never stores one)."""
-    if not dsn:
-        return None
-    dsn = re.sub(r"(://[^:/@]+):[^@]*@", r"\1@", dsn)
-    return re.sub(r"password\s*=\s*\S+\s*", "", dsn).strip()
+    """The index folder's build lock (0600 in a 0700 folder: no other user can hold it)."""
+    private_folder(cache_dir() / "pgvector")
+    return open_lock(cache_dir() / "pgvector" / "locks" / f"{folder_digest(folder)}.lock")
 
 
 # --- the index --------------------------------------------------------------------------------
@@ -323,6 +314,7 @@ class PgVectorIndex:
         """Encode the documents, load their vectors into a new table and switch ``folder`` to it."""
         if not documents:
             raise InputError("no documents to index")
+        dsn = checked_dsn(dsn)  # parsed and tried before the encoding
         folder = index_files.check_index_folder(folder, force)
         config = (config or PgIndexConfig()).resolved(encoder.provenance.dim)
         vectors = encoder.encode([d.text for d in documents], batch_size=batch_size,
@@ -376,7 +368,7 @@ class PgVectorIndex:
             "index": self.config.to_dict(),
             "database": {
                 "server": "dsn" if self.dsn else "embedded",
-                "dsn": redacted(self.dsn),
+                "dsn": without_secrets(self.dsn) if self.dsn else None,  # libpq reads the password at use
                 "table": self.table,
                 "column": self.config.column(self.provenance.dim),
                 "postgresql": server[0],
@@ -404,6 +396,13 @@ class PgVectorIndex:
         db = manifest["database"]
         config = PgIndexConfig(manifest["index"]["type"], manifest["index"]["params"], manifest["dtype"])
         given = dsn or (db.get("dsn") if db.get("server") == "dsn" else None)
+        if given is not None and not dsn:
+            try:
+                dsn_parameters(given)
+            except ParameterError:
+                raise DamagedIndexError(
+                    f"the DSN recorded in {Path(folder) / MANIFEST} is not a libpq connection string; give --dsn"
+                ) from None
         return cls(manifest_provenance(manifest), config, db["table"], documents, given)
 
     def search_vectors(self, queries: np.ndarray, k: int = 10, exact: bool = False) -> tuple[np.ndarray, np.ndarray]:
@@ -490,6 +489,7 @@ def search_pg_index(
     static: StaticModel | str | None = None,
 ) -> PgSearchResult:
     """:func:`~contextlens.analyses.search.index.search_index` for an index in pgvector."""
+    checked_dsn(dsn)  # before the model encodes the query
     index, encoder = open_for_query(
         folder, model, kind, layer, precision, runtime, lambda f: PgVectorIndex.load(f, dsn), static
     )
