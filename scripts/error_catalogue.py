@@ -229,7 +229,23 @@ def newer_commands(tmp: Path) -> list[tuple[str, list[str]] | tuple[str, list[st
     ce = ["corpus", "extract"]
     si = ["senses", "induce"]
     cs = ["corpus", "search", str(good)]
+    linked = tmp / "extraction-linked-out"
+    shutil.copytree(good, linked)
+    outside = tmp / "outside.txt"
+    outside.write_text("not the folder's\n")
+    victim = shard(linked)
+    victim.unlink()
+    victim.symlink_to(outside)
+    pg_build = ["index", "build", str(river), "--out", str(tmp / "pg-ix"), "--engine", "pgvector", *M]
     return [
+        ("corpus search: a shard linked to a file outside the folder", [
+            "corpus", "search", str(linked), "--like", "The river [bank]."]),
+        ("index build --dsn that libpq cannot read", [*pg_build, "--dsn", "garbage"]),
+        ("index build --dsn with an unterminated quote", [*pg_build, "--dsn", "host='abc password=SECRET"]),
+        ("index build --dsn an http URL", [*pg_build, "--dsn", "http://example.com/"]),
+        ("index build --dsn empty", [*pg_build, "--dsn", ""]),
+        ("capacity --dsn without --measure", ["capacity", "--engine", "pgvector", "-n", "10", "-d", "8",
+                                              "--dsn", "host=/x"]),
         ("corpus search: an example without [brackets]", [*cs, "--like", "The river bank flooded."]),
         ("corpus search: --model other than the folder's", [*cs, "--like", "The river [bank].", "-m", "mpnet"]),
         ("corpus search: a layer not extracted", [*cs, "--like", "The river [bank].", "--layer", "99"]),

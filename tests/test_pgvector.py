@@ -544,3 +544,19 @@ def test_web_search_serves_a_pgvector_index(pg, lee, tmp_path):
     expected = search_pg_index(folder, QUERIES[0], 3, model=encoder.model).to_dict()
     assert body["engine"] == "pgvector" and [h["id"] for h in body["hits"]] == [h["id"] for h in expected["hits"]]
     assert body["recall_vs_exact_scan"] == expected["recall_vs_exact_scan"]
+
+
+def test_an_index_build_lock_is_private_to_its_owner(tmp_path):
+    """Another user who could open a 0644 lock could flock it and hang every build of that folder."""
+    from contextlens.analyses.search.pg_index import _folder_lock, folder_digest
+    from contextlens.core.resources import cache_dir
+
+    locks = cache_dir() / "pgvector" / "locks"
+    _folder_lock(tmp_path / "idx").close()
+    path = locks / f"{folder_digest(tmp_path / 'idx')}.lock"
+    assert path.stat().st_mode & 0o777 == 0o600
+    os.chmod(path, 0o644)  # as an older contextlens left it
+    os.chmod(locks, 0o755)
+    _folder_lock(tmp_path / "idx").close()
+    assert path.stat().st_mode & 0o777 == 0o600
+    assert locks.stat().st_mode & 0o777 == 0o700 and (cache_dir() / "pgvector").stat().st_mode & 0o077 == 0

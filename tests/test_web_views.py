@@ -206,6 +206,40 @@ def test_corpus_search_endpoint_is_the_clis_document(client, corpus):
     api = search_occurrences(corpus, SENTENCE, 4, 5).to_dict()
     assert [h["sentence"] for h in web["hits"]] == [h["sentence"] for h in api["hits"]]
     assert [h["cosine"] for h in web["hits"]] == pytest.approx([h["cosine"] for h in api["hits"]], abs=1e-6)
+    assert web["folder"] == "demo" and api["folder"] == str(corpus)  # the web names the corpus, never its path
+    for answer in (web, client.post("/api/sense-map", json={"corpus": "demo", "word": "bank"}).json()):
+        text = str(answer)
+        assert str(corpus) not in text and str(corpus.resolve()) not in text and str(corpus.parent) not in text
+
+
+def test_a_shard_linked_out_of_the_served_folder_is_refused_not_opened(minilm, corpus, tmp_path):
+    """A link named like a shard that points at a file outside the folder (the system's password
+    hashes, in the report) was opened and only called "damaged"; now it is refused by name."""
+    from fastapi.testclient import TestClient
+
+    from contextlens.analyses.corpus.folder import shards
+    from contextlens.web.app import create_app
+
+    served = tmp_path / "served"
+    shutil.copytree(corpus, served)
+    secret = tmp_path / "secret.txt"
+    secret.write_text("root:SECRETHASH:19000:0:99999:7:::\n")
+    victim = shards(served)[0]
+    victim.unlink()
+    victim.symlink_to(secret)
+    client = TestClient(create_app("minilm", corpora={"shared": str(served)}), base_url="http://127.0.0.1")
+    for answer in (client.post("/api/corpus-search", json={"corpus": "shared", "like": SENTENCE}),
+                   client.post("/api/sense-map", json={"corpus": "shared", "word": "bank"}),
+                   client.get("/sense-map", params={"corpus": "shared", "word": "bank"})):  # fmt: skip
+        assert answer.status_code == 400, answer.text[:300]
+        assert "link to a file outside the folder" in answer.text and "SECRETHASH" not in answer.text
+        assert str(tmp_path) not in answer.text
+    cli = run_cli("corpus", "search", str(served), "--like", SENTENCE)
+    assert cli.returncode == 2 and "link to a file outside the folder" in cli.stderr, cli.stderr
+    assert len(cli.stderr.strip().splitlines()) == 1
+    victim.unlink()
+    victim.symlink_to(served / "manifest.json")  # a link inside the folder is the folder's own file
+    assert shards(served)[0] == victim
 
 
 def test_serve_refuses_a_corpus_that_is_not_an_extraction(tmp_path):

@@ -9,6 +9,7 @@ occurrences nearest it.
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import json
 from pathlib import Path
@@ -77,7 +78,8 @@ def run_corpus_search(req: CorpusSearchRequest, model: ContextualModel, corpora:
     folder = served_folder(req.corpus, corpora)
     manifest = require_manifest(folder)
     mine = (manifest.model, manifest.precision, manifest.runtime) == (model.name, model.precision, model.runtime)
-    return search_occurrences(folder, req.like, req.layer, req.top, model=model if mine else None)
+    result = search_occurrences(folder, req.like, req.layer, req.top, model=model if mine else None)
+    return dataclasses.replace(result, folder=Path(req.corpus))  # the served name, never the server's path
 
 
 def _form(values: dict[str, Any], corpora: dict[str, str], error: str | None) -> str:

@@ -22,6 +22,7 @@ from contextlens.analyses.corpus.chunks import table_counts
 from contextlens.analyses.corpus.manifest import MANIFEST
 from contextlens.analyses.corpus.targets import ScanCounts
 from contextlens.core.atomic_files import atomic_path
+from contextlens.core.folder_files import own_file
 from contextlens.core.resources import clean_leftovers
 from contextlens.errors import DataFileError, InputError
 
@@ -40,8 +41,8 @@ def shard_number(name: str) -> int:
 
 
 def shards(folder: Path) -> list[Path]:
-    """The folder's shards in chunk order."""
-    return sorted(Path(folder).glob(SHARD_GLOB))
+    """The folder's shards in chunk order (a link that leaves the folder is refused)."""
+    return [own_file(Path(folder), p) for p in sorted(Path(folder).glob(SHARD_GLOB))]
 
 
 def shards_fingerprint(folder: Path) -> list[list[Any]]:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from contextlens.core.atomic_files import write_text as atomic_write_text
 from contextlens.core.backend import Backend
+from contextlens.core.folder_files import own_file
 from contextlens.errors import InputError
 
 MANIFEST = "manifest.json"
@@ -93,7 +94,7 @@ def check_settings(existing: Manifest, settings: dict[str, object], folder: Path
 
 def read_manifest(folder: Path) -> Manifest | None:
     """The folder's manifest, or None when there is none (a fresh folder)."""
-    path = Path(folder) / MANIFEST
+    path = own_file(Path(folder), Path(folder) / MANIFEST)
     if not path.is_file():
         return None
     try:
