@@ -5,8 +5,10 @@ command, and torch and transformers must never be imported by it."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -222,3 +224,28 @@ def test_the_printed_export_check_includes_the_attention_graphs(minilm_onnx: Con
     assert 0 < max(fp32.attention_max_abs_diff) <= ATTENTION_EXACT
     assert "attention weights within" in fp32.line() and fp32.to_dict()["attention_max_abs_diff"]
     assert drift("minilm", "int8", "onnx").attention_max_abs_diff == ()  # int8 has no attention graph
+
+
+def test_int8_quantization_reads_a_private_copy_so_two_first_uses_do_not_collide(monkeypatch, tmp_path) -> None:
+    """onnxruntime's quantize_dynamic writes ``fp32-inferred.onnx`` beside its input and deletes it
+    after; run on the shared export folder, two processes' first int8 loads at once deleted each
+    other's file (FileNotFoundError, seen with two test workers). The input is now a link in the
+    process's own temporary folder, and the shared folder never holds an inferred copy."""
+    import shutil
+
+    from contextlens.core import onnx_runtime
+    from contextlens.core.contextual_models import ContextualModel as Model
+    from contextlens.core.resources import cache_dir
+
+    shared = next((cache_dir() / "onnx").glob("minilm-*"))
+    monkeypatch.setenv("CONTEXTLENS_CACHE", str(tmp_path))
+    fresh = tmp_path / "onnx" / shared.name
+    shutil.copytree(shared, fresh, ignore=shutil.ignore_patterns("int8*"), copy_function=os.link)
+    inputs = []
+    real = onnx_runtime.quantize_onnx
+    monkeypatch.setattr(onnx_runtime, "quantize_onnx", lambda path, *a, **k: inputs.append(path) or real(path, *a, **k))
+    model = Model(*resolve_contextual("minilm"), "int8", "onnx")
+    assert len(inputs) == 1 and Path(inputs[0]).parent != fresh and Path(inputs[0]).parent.parent == fresh
+    assert (fresh / "int8-check.json").is_file() and not list(fresh.glob("*inferred*"))
+    assert not [p for p in fresh.iterdir() if ".tmp-" in p.name]  # the private folder is gone
+    assert model.precision == "int8" and model.runtime == "onnx"

@@ -222,6 +222,14 @@ def optimize_onnx(path: str, out: str, config: Any, external_data: bool = False)
     return {k: v for k, v in opt.get_fused_operator_statistics().items() if v}
 
 
+def _link_or_copy(source: Path, target: Path) -> None:
+    """``target`` as a hard link to ``source`` (no bytes copied), or a copy where links fail."""
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copyfile(source, target)
+
+
 def quantize_onnx(
     path: str, out: str, intermediate: int, hidden: int, down_projection: bool, external_data: bool = False
 ) -> int:
@@ -362,8 +370,13 @@ class OnnxForward(OnnxGraphs):
         config = self.model.config
         tmp = temp_dir_for(self.folder / "int8.onnx")  # also removes what a killed quantization left
         try:
+            # quantize_dynamic writes a shape-inferred copy beside its input and deletes it after: from
+            # the shared folder, two first uses at once deleted each other's copy (FileNotFoundError)
+            for name in ("fp32.onnx", "fp32.onnx.data"):
+                if (self.folder / name).exists():
+                    _link_or_copy(self.folder / name, tmp / name)
             count = quantize_onnx(
-                str(self.folder / "fp32.onnx"),
+                str(tmp / "fp32.onnx"),
                 str(tmp / "int8.onnx"),
                 int(config.intermediate_size),
                 int(config.hidden_size),
