@@ -365,7 +365,8 @@ def pg_measure(
 def replay_index(conn, index: str, dim: int, config: PgIndexConfig) -> dict[str, Any]:
     """The page rule applied to what the build drew, read back from the index's pages (HNSW: each
     element's level; IVFFlat: each list's length), or why it could not be read (CHECKPOINT and
-    ``pg_read_binary_file`` need a superuser's rights)."""
+    ``pg_read_binary_file`` need rights a managed service's user lacks: the superuser's, or the
+    ``pg_checkpoint`` role and that function's EXECUTE, which the embedded server's role is granted)."""
     import psycopg
 
     try:
@@ -374,8 +375,8 @@ def replay_index(conn, index: str, dim: int, config: PgIndexConfig) -> dict[str,
             return asdict(pg_hnsw_pages.replay(conn, index, element, config.params["m"]))
         data = pg_pages.read_index_file(conn, index)
     except psycopg.errors.InsufficientPrivilege as exc:
-        return {"skipped": f"the index's pages cannot be read here ({exc.diag.message_primary}): it needs a "
-                           "superuser, as the embedded server's user is"}  # fmt: skip
+        return {"skipped": f"the index's pages cannot be read here ({exc.diag.message_primary}): it needs "
+                           "CHECKPOINT and pg_read_binary_file, granted to the embedded server's role"}  # fmt: skip
     layout = pg_pages.ivfflat_lists(data)
     pages = ivfflat_pages_of_lists(layout.entries, layout.list_pages, dim, config.dtype)
     per_page = INDEX_USABLE // ivfflat_entry(dim, config.dtype)

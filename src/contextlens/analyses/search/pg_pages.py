@@ -4,8 +4,9 @@ Two things about an index's layout are drawn while it is built and cannot be kno
 element's level (random) and an IVFFlat list's length (k-means). Reading them back lets the page
 rules of :mod:`.pg_hnsw_pages` and :mod:`.pg_capacity` be checked exactly on a real index.
 
-The file comes through ``pg_read_binary_file`` after a ``CHECKPOINT`` (a superuser's rights: the
-embedded server's user has them, a managed service's user usually does not). The layout read is
+The file comes through ``pg_read_binary_file`` after a ``CHECKPOINT`` (rights the embedded server
+grants its role, ``pg_checkpoint`` and that function's EXECUTE, confined to the data folder; a
+managed service's user usually has neither). The layout read is
 PostgreSQL's page (a 24-byte header whose ``pd_lower`` ends the 4-byte line pointers, each an
 offset in its low 15 bits; the special space at ``pd_special``) and pgvector 0.8's tuples
 (hnsw.h, ivfflat.h).
