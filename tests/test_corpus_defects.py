@@ -240,6 +240,22 @@ def test_ray_threads_beyond_the_cpus_are_refused_before_ray_starts(tmp_path, mon
     assert not (tmp_path / "o").exists()
 
 
+def test_actors_that_no_node_can_place_are_refused_not_left_waiting():
+    """Ray waits forever, silently, for a place for an actor no node can hold: the check counts
+    each node's places, not only the cluster's total (two 1-CPU nodes hold two 1-thread actors,
+    not one 2-thread actor)."""
+    from contextlens.analyses.corpus.ray_engine import check_threads
+
+    check_threads(2, 1, [1, 1])
+    check_threads(2, 2, [4])
+    with pytest.raises(InputError, match=r"fit on 0 place\(s\) only.*nodes have 1, 1 CPUs.*at most 1"):
+        check_threads(1, 2, [1, 1])
+    with pytest.raises(InputError, match=r"fit on 2 place\(s\) only"):
+        check_threads(3, 2, [3, 3])
+    with pytest.raises(InputError, match="need 6 CPUs; the Ray cluster has 2"):
+        check_threads(3, 2, [1, 1])
+
+
 def test_precision_rerun_of_an_fp32_folder_is_refused_before_any_model_loads(tmp_path, finished, monkeypatch):
     import contextlens.cli.corpus as cli_corpus
 

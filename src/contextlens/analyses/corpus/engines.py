@@ -49,7 +49,7 @@ def check(engine: str, address: str | None, actors: int, threads: int | None) ->
         return
     if address is None:  # a local Ray gets this machine's CPUs: check them before starting it
         total = os.cpu_count() or 1
-        ray_engine.check_threads(actors, threads or max(1, total // actors), total)
+        ray_engine.check_threads(actors, threads or max(1, total // actors), [total])
 
 
 def prepare(engine: str, address: str | None, actors: int, threads: int | None) -> int | None:

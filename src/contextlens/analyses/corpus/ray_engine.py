@@ -239,19 +239,29 @@ def actor_threads(actors: int, threads: int | None, address: str | None = None, 
         raise InputError(f"`actors` must be at least 1, got {actors}")
     ray = start_ray(address, cpus)
     total = int(ray.cluster_resources().get("CPU", 1))
+    nodes = [int(n["Resources"].get("CPU", 0)) for n in ray.nodes() if n.get("Alive")] or [total]
     # an actor runs on one node: more threads than the largest node's CPUs could never be scheduled
     # (a job on two 1-CPU nodes waited forever for a 2-CPU actor)
-    largest = max((int(n["Resources"].get("CPU", 0)) for n in ray.nodes() if n.get("Alive")), default=total)
-    threads = threads or max(1, min(total // actors, largest or total))
-    check_threads(actors, threads, total)
+    threads = threads or max(1, min(total // actors, max(nodes) or total))
+    check_threads(actors, threads, nodes)
     return threads
 
 
-def check_threads(actors: int, threads: int, total: int) -> None:
+def check_threads(actors: int, threads: int, nodes: list[int]) -> None:
+    """Refuse actors that could not all be placed: an actor takes ``threads`` CPUs of one node
+    (``nodes``: each node's CPUs), and Ray would wait for a place forever, saying nothing."""
+    total = sum(nodes)
     if threads * actors > total:
         raise InputError(
             f"{actors} actor(s) x {threads} thread(s) need {threads * actors} CPUs; the Ray cluster has {total}: "
             "lower `actors` or `threads`"
+        )
+    places = sum(n // threads for n in nodes)
+    if places < actors:
+        sizes = ", ".join(str(n) for n in sorted(nodes, reverse=True))
+        raise InputError(
+            f"{actors} actor(s) of {threads} thread(s) each fit on {places} place(s) only: an actor runs on one node, "
+            f"and the nodes have {sizes} CPUs; lower `threads` (at most {max(nodes)}) or `actors`"
         )
 
 
