@@ -28,10 +28,15 @@ system:
 demo: setup
 	$(BIN)/contextlens demo
 
+# the suite on TEST_WORKERS processes (pytest-xdist; tests/conftest.py keeps each file on one worker
+# and the embedded-PostgreSQL files together): most of a test's time is a subprocess, a server or a
+# browser waiting, so three workers on two cores finish sooner than one
+TEST_WORKERS ?= 3
+
 test: setup
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/lint-imports
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
 
 lint: setup
 	$(BIN)/ruff check src tests benchmarks

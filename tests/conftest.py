@@ -224,14 +224,38 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
+# pytest-xdist (make test runs the suite on TEST_WORKERS processes): each test file stays on one
+# worker (its module fixtures are made once), and the files that share the embedded PostgreSQL go
+# to one worker together, since some of them stop it or time its idle limit.
+PG_FILES = frozenset({"test_pgvector.py", "test_pg_security.py", "test_pg_measured.py", "test_pg_hnsw_pages.py"})
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        name = item.path.name
+        item.add_marker(pytest.mark.xdist_group("pg" if name in PG_FILES else name))
+
+
+def _worker_id(config: pytest.Config) -> str | None:
+    """``gw0``, ``gw1``... in an xdist worker; None in a plain run or xdist's controller."""
+    return getattr(config, "workerinput", {}).get("workerid")
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
     """Start the selected tests' real-process smoke commands now, one after another in a thread:
     each is an interpreter start plus a model load (~5 s) that runs on the core the
     single-threaded tests leave idle; its test collects the result when its turn comes. The
-    environment and working folder are this moment's, not those of whatever test is running."""
+    environment and working folder are this moment's, not those of whatever test is running.
+    In an xdist worker (which collects every test but runs its share) each runs when its test does,
+    and only the first worker starts the cold-cache warmer."""
     from tests.helpers import run_cli_subprocess
 
     if session.config.option.collectonly:
+        return
+    worker = _worker_id(session.config)
+    if worker is not None:
+        if worker == "gw0" and len(session.items) >= WARM_FROM_ITEMS and _cache_is_cold():
+            _WARMER_DONE.append(_SMOKE_RUNNER.submit(_run_warmer, dict(os.environ)))
         return
     for item in session.items:
         mark = item.get_closest_marker("cli_subprocess")
