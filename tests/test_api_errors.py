@@ -169,7 +169,7 @@ WRONG_CALLS = [
         "ContextualModel",
         "encode_occurrences batch_size=0",
         lambda c: c.m.encode_occurrences([c.occ], batch_size=0),
-        "batch_size must be at least 1",
+        "batch_size must be between 1 and",
     ),
     ("ContextualModel", "check_layers(['a'])", lambda c: c.m.check_layers(["a"]), "layers[0] must be a layer number"),
     ("ContextualModel", "check_layers([2.0])", lambda c: c.m.check_layers([2.0]), "layers[0]"),

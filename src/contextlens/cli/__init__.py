@@ -126,8 +126,9 @@ def _run(args: list[str] | None) -> None:
         notes_after_result(code in (None, 0))
         if code == INTERRUPTED:  # typer turns a KeyboardInterrupt inside a command into this code
             interrupted()
-    except ParameterError as exc:  # the API names its parameter; say the flag the user typed
-        sys.stderr.write(f"error: {exc.named(flag_of(exc.parameter, sys.argv[1:] if args is None else args))}\n")
+    except ParameterError as exc:  # the API names its parameter; say the flag the user typed, here and in the fix
+        typed = sys.argv[1:] if args is None else args
+        sys.stderr.write(f"error: {flags_for_parameters(exc.named(flag_of(exc.parameter, typed)), typed)}\n")
         sys.exit(2)
     except ContextlensError as exc:
         sys.stderr.write(f"error: {flags_for_parameters(str(exc), sys.argv[1:] if args is None else args)}\n")

@@ -220,10 +220,12 @@ def layer_text(layer: str) -> int | str:
     """--layer as typed: ``"auto"`` or a layer number, read before any model loads."""
     if layer.strip().lower() == "auto":
         return "auto"
-    try:
-        return int(layer.strip())
-    except ValueError:
-        raise InputError(f"--layer must be auto or a layer number, got {layer!r}") from None
+    from contextlens.core.numerals import integer_text
+
+    number = integer_text(layer)
+    if number is None:
+        raise InputError(f"--layer must be auto or a layer number, got {layer!r}")
+    return number
 
 
 def layer_numbers_to_check(layer: int | str) -> list[int]:

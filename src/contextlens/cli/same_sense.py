@@ -56,11 +56,12 @@ def same_sense_cmd(
     occs = locate_all(sentences, word, occurrence)
     if len(occs) != 2:
         raise InputError(f"same-sense compares exactly two sentences, got {len(occs)}")
+    from contextlens.analyses.lesson.same_sense import check_same_word, same_sense, same_sense_rule
+
+    check_same_word(*occs)  # before any weights load
     wanted = layer_text(layer)
     check_model(model, precision, runtime, layers=layer_numbers_to_check(wanted))
     contextual = contextual_option(model, precision, threads, runtime)
-    from contextlens.analyses.lesson.same_sense import same_sense, same_sense_rule
-
     size = "quick" if quick else "full"
     with encoding_progress(contextual.name) as progress:  # the rule's one-time encoding, under a bar
         same_sense_rule(contextual, wanted, size, progress)

@@ -58,18 +58,18 @@ def induce_cmd(
 ) -> None:
     """Cluster a word's occurrences; label each sense; show typical and ambiguous occurrences."""
     from contextlens.analyses.corpus.senses import POS_NAMES, induce_senses
+    from contextlens.core.numerals import integer_text
     from contextlens.errors import InputError
 
-    if k != "auto" and not k.isdigit():
+    senses = k if k == "auto" else integer_text(k, signed=False)
+    if senses is None:
         raise InputError(f"--k {k!r}: give auto or a number between 1 and 8")
     wanted = None if layer is None else layer_text(layer)
     choice = None
     with as_flags(word="--word", layer="--layer", k="--k", pos="--pos", sense_vectors="--sense-vectors"):
         if wanted == "auto":  # the choice first, under a note and a progress bar when it encodes
             choice = auto_layer_of_folder(folder)
-        result = induce_senses(
-            folder, word, wanted, k if k == "auto" else int(k), pos=pos.strip().lower(), sense_vectors=sense_vectors
-        )
+        result = induce_senses(folder, word, wanted, senses, pos=pos.strip().lower(), sense_vectors=sense_vectors)
     with figures_after(plot, html, result, f"senses of {word}"):
         if json_out:
             print_json(result.to_dict())

@@ -47,7 +47,9 @@ def train_cmd(
         int,
         typer.Option("--workers", help="Training threads; 1 (default) is reproducible from --seed, more is faster."),
     ] = 1,
-    buckets: Annotated[int, typer.Option("--buckets", help="fastText: hashed n-gram vectors kept.")] = 200_000,
+    buckets: Annotated[
+        int | None, typer.Option("--buckets", help="fastText only: hashed n-gram vectors kept (default 200,000).")
+    ] = None,
     force: ForceOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
@@ -100,7 +102,7 @@ def distill_cmd(
 
     check_new(name, force)
     check_arguments(pca_dims, sif_coefficient, batch_size)
-    check_model(model)
+    check_arguments(pca_dims, sif_coefficient, batch_size, check_model(model))  # its hidden size, from config.json
     teacher = contextual_option(model, threads=threads)
 
     result = distill_static(

@@ -53,6 +53,13 @@ def whole_number(
     return number
 
 
+def flag(value: Any, name: str) -> bool:
+    """A switch: True or False (a numpy bool too), never a str (``'no'`` is truthy) or a number."""
+    if isinstance(value, bool) or (type(value).__module__ == "numpy" and type(value).__name__ in ("bool", "bool_")):
+        return bool(value)
+    raise ParameterError(name, f"must be True or False, got {given(value)}")
+
+
 def layer_number(value: Any, name: str = "layer") -> int:
     """One layer number (0 = the embedding output; negative counts from the top), not yet range-checked."""
     try:
@@ -68,9 +75,22 @@ def optional_layer(value: Any, name: str) -> int | None:
     return None if value is None else layer_number(value, name)
 
 
-def batch_size(value: Any) -> int:
-    """How many sequences one forward pass takes: a whole number of at least 1."""
-    return whole_number(value, "batch_size", minimum=1)
+MAX_BATCH_SIZE = 8192  # sequences per forward pass; a larger batch only takes more memory, at once
+
+
+def batch_size(value: Any, name: str = "batch_size") -> int:
+    """How many sequences one forward pass takes: a whole number from 1 to :data:`MAX_BATCH_SIZE`."""
+    return whole_number(value, name, minimum=1, maximum=MAX_BATCH_SIZE)
+
+
+def distinct(names: list[str], name: str, what: str = "model") -> list[str]:
+    """``names`` when none is repeated; else a ParameterError naming the first repeated one."""
+    seen: set[str] = set()
+    for item in names:
+        if item in seen:
+            raise ParameterError(name, f"names {what} {item!r} twice; give each {what} once")
+        seen.add(item)
+    return names
 
 
 def layer_numbers(layers: Any, name: str = "layers") -> list[int] | None:

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from contextlens.core import atomic_files
+from contextlens.core.numerals import is_digits
 from contextlens.errors import (
     InputError,
     ModelLoadError,
@@ -83,7 +84,7 @@ def clean_leftovers(target: Path) -> None:
     """Remove the temporaries that an interrupted build of ``target`` left (dead processes only)."""
     for stale in target.parent.glob(f".{target.name}.*-*"):
         pid = stale.name.rsplit("-", 1)[-1]
-        if pid.isdigit() and int(pid) != os.getpid() and _alive(int(pid)):
+        if is_digits(pid) and int(pid) != os.getpid() and _alive(int(pid)):
             continue
         if stale.is_dir():
             shutil.rmtree(stale, ignore_errors=True)
@@ -397,7 +398,10 @@ def resolve_contextual(name_or_path: str) -> tuple[str, str, str | None]:
     spec = REGISTRY.get(name_or_path)
     if spec is not None:
         if spec.kind != "contextual":
-            raise UnknownModelError(f"{name_or_path!r} is a static model; pass it as `static`, not `model`")
+            raise UnknownModelError(
+                f"{name_or_path!r} is a static model, not a contextual one; give a contextual model here "
+                "(minilm, mpnet or a Hugging Face model folder)"
+            )
         path = spec.locate()
         if path is not None:
             return spec.name, str(spec.require()), None

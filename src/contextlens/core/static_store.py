@@ -26,6 +26,7 @@ PROVENANCE = "provenance.json"
 VECTORS = "vectors.kv"
 TOKENIZER = "tokenizer.json"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+NO_STATIC = "none"  # `static` none: no static model, where a command can do without one
 
 
 def made_root() -> Path:
@@ -34,14 +35,21 @@ def made_root() -> Path:
 
 def check_name(name: Any, parameter: str = "name") -> str:
     """A made model's name: letters, digits, ``.``, ``_``, ``-`` (a cache folder name, never a path),
-    and not a registered model's name (which would shadow it)."""
+    not ``none`` (which says "no static model") and not a registered model's name in any case
+    (``GLOVE-50D`` would shadow glove-50d, or be taken for it on a case-insensitive disk)."""
     if not isinstance(name, str) or not _NAME.match(name) or name.endswith((".kv", ".bin", ".txt")):
         raise ParameterError(
             parameter,
             f"must be a short name of letters, digits, '.', '_' or '-' (e.g. w2v-lee), got {name!r}",
         )
-    if name in REGISTRY:
-        raise ParameterError(parameter, f"{name!r} is a registered model's name; choose another")
+    if name.lower() == NO_STATIC:
+        raise ParameterError(
+            parameter, f"{name!r} is reserved: as a static model's name it means no static model; choose another"
+        )
+    registered = next((known for known in REGISTRY if known.lower() == name.lower()), None)
+    if registered is not None:
+        same = "" if registered == name else f" ({registered}, in another case)"
+        raise ParameterError(parameter, f"{name!r} is a registered model's name{same}; choose another")
     return name
 
 

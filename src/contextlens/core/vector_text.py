@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from contextlens.core.numerals import is_digits
 from contextlens.errors import StaticModelError
 
 
@@ -79,7 +80,7 @@ def read_text_vectors(path: Path, header: bool) -> tuple[list[str], np.ndarray]:
 
 def _header(path: Path, number: int, line: str) -> tuple[int, int]:
     parts = line.split()
-    if len(parts) != 2 or not all(p.isdigit() for p in parts) or int(parts[1]) < 1:
+    if len(parts) != 2 or not all(is_digits(p) and len(p) < 20 for p in parts) or int(parts[1]) < 1:
         raise StaticModelError(
             f"{path}: line {number} should be the word2vec header 'count dimension', got {line[:40]!r}"
         )

@@ -430,3 +430,14 @@ def inflected_forms(lemma: str) -> tuple[str, ...]:
             if form not in forms and word in reader._morphy(form, pos):
                 forms.append(form)
     return tuple(forms)
+
+
+def base_forms(word: str) -> frozenset[str]:
+    """The word (lowercase, a possessive ``'s`` dropped) and every base form WordNet's ``morphy``
+    gives it in any part of speech: ``banks`` -> {banks, bank}, ``ran`` -> {ran, run}. Two words
+    that share one can be forms of one lemma; a word WordNet does not know has only itself."""
+    form = word.lower().removesuffix("'s").rstrip("'")
+    if not form or not ALPHA_WORD_RE.fullmatch(form):
+        return frozenset({form})
+    reader = wordnet()
+    return frozenset({form, *(base for pos in ("n", "v", "a", "r") for base in reader._morphy(form, pos))})

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import html
 import re
+import types
 import typing
 from typing import Any
 from urllib.parse import urlencode
 
 from pydantic import BaseModel
 
+from contextlens.core.numerals import integer_text
 from contextlens.reports import card_tables
 from contextlens.web.runs import PAGES
 
@@ -122,8 +124,18 @@ def _is_bool(annotation: Any) -> bool:
     return annotation is bool
 
 
+def _is_int(annotation: Any) -> bool:
+    """``int``, ``StrictInt`` or either of them ``| None``."""
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        kinds = {typing.get_args(a)[0] if typing.get_origin(a) is typing.Annotated else a
+                 for a in typing.get_args(annotation)} - {type(None)}  # fmt: skip
+        return kinds == {int}
+    return annotation is int
+
+
 def query_to_request(schema: type[BaseModel], query: Any) -> dict[str, Any]:
-    """URL query -> request fields: list fields from repeated or multi-line values; empty inputs dropped."""
+    """URL query -> request fields: list fields from repeated or multi-line values, a number field's
+    ASCII digits as its int (the requests' numbers are strict); empty inputs dropped."""
     data: dict[str, Any] = {}
     for name, field in schema.model_fields.items():
         keys = [name] + ([URL_NAMES[name]] if name in URL_NAMES else [])
@@ -137,7 +149,8 @@ def query_to_request(schema: type[BaseModel], query: Any) -> dict[str, Any]:
             if values:
                 data[name] = values[-1].lower() in ("1", "on", "true", "yes")
         elif values and values[-1].strip() != "":
-            data[name] = values[-1]
+            number = integer_text(values[-1]) if _is_int(field.annotation) else None
+            data[name] = values[-1] if number is None else number  # not a number: the request refuses it
     return data
 
 

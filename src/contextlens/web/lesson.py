@@ -17,9 +17,10 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi import Request as HttpRequest
 from fastapi.responses import HTMLResponse, JSONResponse
-from pydantic import Field, ValidationError
+from pydantic import Field, StrictInt, ValidationError
 
 from contextlens.core.contextual_models import ContextualModel, as_contextual
+from contextlens.core.numerals import integer_text, is_digits
 from contextlens.web import html as pages
 from contextlens.web import kinds
 from contextlens.web.runs import (
@@ -111,8 +112,8 @@ QUIZ: tuple[Question, ...] = (
 
 
 class QuizAnswer(Request):
-    question: int = Field(ge=1, le=len(QUIZ), description="Question number, 1-based.")
-    answer: int = Field(ge=1, le=3, description="Option number, 1-based.")
+    question: StrictInt = Field(ge=1, le=len(QUIZ), description="Question number, 1-based.")
+    answer: StrictInt = Field(ge=1, le=3, description="Option number, 1-based.")
 
 
 def check(answer: QuizAnswer) -> dict[str, object]:
@@ -127,7 +128,7 @@ def check(answer: QuizAnswer) -> dict[str, object]:
 
 
 class QuizAnswers(Request):
-    answers: dict[int, int] = Field(
+    answers: dict[int, StrictInt] = Field(
         max_length=len(QUIZ), description="Question number -> option number, both 1-based: the answers given so far."
     )
 
@@ -322,16 +323,24 @@ def _quiz_html(model: ContextualModel | str, answers: dict[int, int], seed: int 
     )  # fmt: skip
 
 
+def _number(text: str) -> int:
+    """A question or option number of the query (ASCII digits); ValueError for anything else."""
+    number = integer_text(text)
+    if number is None:
+        raise ValueError(text)
+    return number
+
+
 def _answers(query: Any) -> dict[int, int]:
     """The answers a request carries: ``a1``..``aN`` (the quiz form), or one ``q`` and ``a`` (a
     link from an older page); ValueError for a question or option out of range."""
     answers = {}
     for key, value in query.items():
-        if key.startswith("a") and key[1:].isdigit() and value != "":
-            answers[int(key[1:])] = int(value)
+        if key.startswith("a") and is_digits(key[1:]) and value != "":
+            answers[int(key[1:])] = _number(value)
     q, a = query.get("q"), query.get("a")
     if q and a:
-        answers[int(q)] = int(a)
+        answers[_number(q)] = _number(a)
     if any(not 1 <= k <= len(QUIZ) or not 1 <= v <= 3 for k, v in answers.items()):
         raise ValueError
     return answers
@@ -357,7 +366,7 @@ def routes(app: FastAPI, pool: WorkerPool, model: ContextualModel | str, label: 
     @app.get("/lesson", include_in_schema=False)
     async def lesson(request: HttpRequest, seed: str | None = None) -> HTMLResponse:
         kept = request.cookies.get(QUIZ_COOKIE, "")
-        chosen = seed if seed and seed.isdigit() else kept if kept.isdigit() else str(random.randrange(10**9))
+        chosen = seed if is_digits(seed) else kept if is_digits(kept) else str(random.randrange(10**9))
         try:
             answers = _answers(request.query_params)
         except ValueError:

@@ -15,7 +15,7 @@ from urllib.parse import urlencode
 
 from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse
-from pydantic import Field
+from pydantic import Field, StrictBool, StrictInt
 
 from contextlens.core.contextual_models import ContextualModel, as_contextual
 from contextlens.errors import InputError
@@ -32,8 +32,8 @@ TOP = 3  # tokens named in a cell's tooltip
 class ModelViewRequest(Schema):
     sentence: str = Field(min_length=1, max_length=MAX_TEXT, description="Target in [brackets].")
     word: str | None = Field(None, max_length=100)
-    occurrence: int = Field(0, ge=-MAX_SENTENCES, le=MAX_TEXT)
-    exclude_special: bool = False
+    occurrence: StrictInt = Field(0, ge=-MAX_SENTENCES, le=MAX_TEXT)
+    exclude_special: StrictBool = False
 
 
 def run_model_view(req: ModelViewRequest, model: ContextualModel | str):

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
 
 from contextlens.core.contextual_models import ContextualModel, as_contextual
 from contextlens.core.occurrences import in_template, locate_all
@@ -33,7 +33,9 @@ Word = Annotated[str, Field(max_length=100)]
 
 
 class Request(BaseModel):
-    """Every request: unknown fields are refused (a typo is an error, not a silent default)."""
+    """Every request: unknown fields are refused (a typo is an error, not a silent default). A
+    number field is a ``StrictInt`` and a switch a ``StrictBool``: ``{"layer": true}`` is not layer 1,
+    nor ``{"quick": "no"}`` a switch (a page's query strings are typed first, html.query_to_request)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -41,7 +43,7 @@ class Request(BaseModel):
 class CompareRequest(Request):
     sentences: list[Text] = Field(min_length=1, max_length=MAX_SENTENCES, description="Target in [brackets].")
     word: str | None = Field(None, max_length=100)
-    occurrence: int = Field(0, ge=-MAX_SENTENCES, le=MAX_TEXT)
+    occurrence: StrictInt = Field(0, ge=-MAX_SENTENCES, le=MAX_TEXT)
     pooling: str = "mean"
     static: str = "glove-50d"
 
@@ -49,9 +51,9 @@ class CompareRequest(Request):
 class SameSenseRequest(Request):
     sentences: list[Text] = Field(min_length=2, max_length=2, description="Two uses of one word, in [brackets].")
     word: str | None = Field(None, max_length=100)
-    occurrence: int = Field(0, ge=-MAX_SENTENCES, le=MAX_TEXT)
+    occurrence: StrictInt = Field(0, ge=-MAX_SENTENCES, le=MAX_TEXT)
     layer: str = Field("auto", max_length=8, description="auto (eval wic's dev-picked layer) or a layer number.")
-    quick: bool = Field(False, description="Tune on the small benchmark subset (tests only).")
+    quick: StrictBool = Field(False, description="Tune on the small benchmark subset (tests only).")
 
 
 class ExploreRequest(Request):
@@ -64,37 +66,37 @@ class ExploreRequest(Request):
         description="Your own, one per line, target in [brackets], optionally after its sense and a bar: "
         "money | I opened a [bank] account. Empty: the built-in set.",
     )
-    layer: int = Field(-1, ge=-MAX_LAYER, le=MAX_LAYER)
-    permutations: int = Field(1000, ge=1, le=5000)
-    seed: int = 0
+    layer: StrictInt = Field(-1, ge=-MAX_LAYER, le=MAX_LAYER)
+    permutations: StrictInt = Field(1000, ge=1, le=5000)
+    seed: StrictInt = 0
 
 
 class AttentionRequest(Request):
     sentences: list[Text] = Field(min_length=1, max_length=2)
-    layer: int = Field(6, ge=-MAX_LAYER, le=MAX_LAYER)
-    head: int = Field(3, ge=0, le=MAX_LAYER)
-    exclude_special: bool = False
-    top: int = Field(3, ge=1, le=MAX_TOP)
+    layer: StrictInt = Field(6, ge=-MAX_LAYER, le=MAX_LAYER)
+    head: StrictInt = Field(3, ge=0, le=MAX_LAYER)
+    exclude_special: StrictBool = False
+    top: StrictInt = Field(3, ge=1, le=MAX_TOP)
     word: str | None = Field(None, max_length=100)
-    occurrence: int = Field(0, ge=-MAX_SENTENCES, le=MAX_TEXT)
+    occurrence: StrictInt = Field(0, ge=-MAX_SENTENCES, le=MAX_TEXT)
 
 
 class ProbeRequest(Request):
     sentences: list[Text] = Field(min_length=1, max_length=MAX_SENTENCES)
     anchors: list[Word] = Field(min_length=1, max_length=MAX_WORDS)
     template: str = Field("The word is [{word}].", max_length=200)
-    layer: int = Field(-1, ge=-MAX_LAYER, le=MAX_LAYER)
+    layer: StrictInt = Field(-1, ge=-MAX_LAYER, le=MAX_LAYER)
     static: str = "glove-50d"
     word: str | None = Field(None, max_length=100)
-    occurrence: int = Field(0, ge=-MAX_SENTENCES, le=MAX_TEXT)
+    occurrence: StrictInt = Field(0, ge=-MAX_SENTENCES, le=MAX_TEXT)
 
 
 class TraceRequest(Request):
     sentence: str = Field(min_length=1, max_length=MAX_TEXT)
-    top: int = Field(3, ge=1, le=MAX_TOP)
-    exclude_special: bool = False
+    top: StrictInt = Field(3, ge=1, le=MAX_TOP)
+    exclude_special: StrictBool = False
     word: str | None = Field(None, max_length=100)
-    occurrence: int = Field(0, ge=-MAX_SENTENCES, le=MAX_TEXT)
+    occurrence: StrictInt = Field(0, ge=-MAX_SENTENCES, le=MAX_TEXT)
 
 
 class NeighborsRequest(Request):
@@ -102,7 +104,7 @@ class NeighborsRequest(Request):
     analogy: str | None = Field(None, max_length=300, description="a:b::c, e.g. king:man::queen")
     positive: list[Word] = Field(default_factory=list, max_length=MAX_WORDS)
     negative: list[Word] = Field(default_factory=list, max_length=MAX_WORDS)
-    top: int = Field(10, ge=1, le=MAX_TOP)
+    top: StrictInt = Field(10, ge=1, le=MAX_TOP)
     static: str = "glove-50d"
 
 
@@ -113,15 +115,15 @@ class RankRequest(Request):
         description="Your own, one pair per line: cup mug. Empty: the 20 built-in pairs.",
     )
     template: str = Field("The word is [{word}].", max_length=200)
-    layer: int = Field(-1, ge=-MAX_LAYER, le=MAX_LAYER)
-    top: int = Field(5, ge=1, le=MAX_TOP)
+    layer: StrictInt = Field(-1, ge=-MAX_LAYER, le=MAX_LAYER)
+    top: StrictInt = Field(5, ge=1, le=MAX_TOP)
     static: str = "glove-50d"
 
 
 class SearchRequest(Request):
     index: str = Field(max_length=100, description="Name of an index served with --index NAME=FOLDER.")
     query: str = Field(min_length=1, max_length=MAX_TEXT)
-    k: int = Field(10, ge=1, le=MAX_TOP)
+    k: StrictInt = Field(10, ge=1, le=MAX_TOP)
 
 
 def static_names() -> list[str]:

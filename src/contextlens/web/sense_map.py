@@ -17,9 +17,10 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse
-from pydantic import Field
+from pydantic import Field, StrictInt
 
 from contextlens.core.contextual_models import ContextualModel
+from contextlens.core.numerals import integer_text
 from contextlens.errors import InputError
 from contextlens.reports.plot_style import LAYOUT, PLOT_CONFIG
 from contextlens.web import html as pages
@@ -38,14 +39,14 @@ class SenseMapRequest(Schema):
     corpus: str = Field(max_length=100, description="Name of a corpus served with --corpus NAME=DIR.")
     word: Word = Field(min_length=1, description="A word the corpus extraction holds.")
     k: str = Field("auto", max_length=4, description="Senses per layer: auto (silhouette) or a number 1..8.")
-    seed: int = Field(0, ge=0, le=2**31 - 1)
+    seed: StrictInt = Field(0, ge=0, le=2**31 - 1)
 
 
 class CorpusSearchRequest(Schema):
     corpus: str = Field(max_length=100, description="Name of a corpus served with --corpus NAME=DIR.")
     like: str = Field(min_length=1, max_length=MAX_TEXT, description="An example occurrence, target in [brackets].")
-    layer: int | None = Field(None, ge=-64, le=64, description="An extracted layer (default: the top one).")
-    top: int = Field(10, ge=1, le=MAX_TOP)
+    layer: StrictInt | None = Field(None, ge=-64, le=64, description="An extracted layer (default: the top one).")
+    top: StrictInt = Field(10, ge=1, le=MAX_TOP)
 
 
 def served_folder(name: str, corpora: dict[str, str]) -> Path:
@@ -60,9 +61,10 @@ def _k(value: str) -> str | int:
     value = value.strip().lower()
     if value == "auto":
         return value
-    if not value.isdigit():
+    number = integer_text(value, signed=False)
+    if number is None:
         raise InputError(f"`k` must be auto or a number of senses 1..8, got {value!r}")
-    return int(value)
+    return number
 
 
 def run_sense_map(req: SenseMapRequest, corpora: dict[str, str]):
@@ -244,7 +246,7 @@ def routes(app: FastAPI, pool: WorkerPool, model: ContextualModel, label: str, c
             req = SenseMapRequest.model_validate(values)
             result = await pool.run(lambda: run_sense_map(req, corpora))
             layer = query.get("layer")
-            block = map_block(result.to_dict(), int(layer) if layer and layer.lstrip("-").isdigit() else None)
+            block = map_block(result.to_dict(), integer_text(layer))
         except Exception as exc:  # noqa: BLE001 - shown beside the input, never a trace
             status, error = error_status(exc)
         return HTMLResponse(pages.frame(TITLE, _form(values, corpora, error) + block, label), status_code=status)

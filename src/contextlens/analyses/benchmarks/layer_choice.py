@@ -30,6 +30,7 @@ from contextlens.core import arguments
 from contextlens.core.backend import Backend
 from contextlens.core.contextual_models import ContextualModel, as_contextual
 from contextlens.core.disk_cache import cache_key, cache_path, cached_arrays
+from contextlens.core.numerals import integer_text
 from contextlens.errors import InputError
 
 # 2: the sense choice reads the WiC pairs' own encoding (suite.encode_wic), not the whole suite's
@@ -88,10 +89,10 @@ def layer_request(layer: object) -> int | str:
     if is_auto(layer):
         return "auto"
     if isinstance(layer, str):
-        try:
-            return int(layer.strip())
-        except ValueError:
-            raise InputError(f"`layer` must be auto or a layer number, got {layer!r}") from None
+        number = integer_text(layer)
+        if number is None:
+            raise InputError(f"`layer` must be auto or a layer number, got {layer!r}")
+        return number
     return arguments.layer_number(layer)
 
 

@@ -117,12 +117,6 @@ class SameSenseAnswer:
     @property
     def notes(self) -> list[str]:
         out = []
-        words = {o.word.lower() for o in self.occurrences}
-        if len(words) > 1:
-            out.append(
-                f"the targets are different words ({', '.join(sorted(words))}); the rule was tuned on two uses "
-                "of one word, so the answer says little"
-            )
         if self.same != (self.probability >= 0.5):
             out.append(
                 "the decision (threshold, tuned for accuracy) and the probability (logistic fit) disagree: "
@@ -263,6 +257,25 @@ def rule_cached(model: ContextualModel, size: str = "full") -> bool:
     return choice_cached(model, "sense", size) and wic_is_encoded(model, size) and wic_train_is_encoded(model, size)
 
 
+def check_same_word(occurrence_a: Occurrence, occurrence_b: Occurrence) -> None:
+    """The rule is tuned on pairs of uses of one word (WordNet usage examples of one lemma, in any
+    of its forms), so it answers only for such a pair: ``bank`` and ``Bank``, ``bank`` and ``banks``,
+    ``run`` and ``ran`` are one word; ``bank`` and ``river`` are refused (a cosine between two
+    words is no sense decision)."""
+    first, second = occurrence_a.word, occurrence_b.word
+    if first.casefold() == second.casefold():
+        return
+    from contextlens.core.wordnet import base_forms
+
+    if base_forms(first) & base_forms(second):
+        return
+    raise InputError(
+        f"same-sense compares two uses of one word, but the targets are {first!r} and {second!r}; bracket the "
+        "same word in both sentences (its forms count as one: bank, banks), e.g. 'The river [bank] flooded.' "
+        "'I opened a [bank] account.'"
+    )
+
+
 def same_sense(
     occurrence_a: Occurrence | str,
     occurrence_b: Occurrence | str,
@@ -271,8 +284,10 @@ def same_sense(
     size: str = "full",
 ) -> SameSenseAnswer:
     """Do two occurrences of a word share a sense? The decision of the dev-tuned cosine threshold,
-    a probability, and the rule's held-out accuracy beside chance."""
+    a probability, and the rule's held-out accuracy beside chance. Two different words are refused
+    (:func:`check_same_word`)."""
     occs = arguments.occurrence_list([occurrence_a, occurrence_b])
+    check_same_word(*occs)
     model = as_contextual(model)
     rule = same_sense_rule(model, layer, size)
     enc = model.encode_occurrences(occs, layers=[rule.layer])

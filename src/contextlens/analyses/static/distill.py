@@ -109,9 +109,18 @@ def sif_weights(n: int, sif_coefficient: float) -> np.ndarray:
     return sif_coefficient / (sif_coefficient + proba)
 
 
-def check_arguments(pca_dims: Any, sif_coefficient: Any, batch_size: Any) -> tuple[int, float, int]:
-    """The distillation's numbers, checked before any weights load."""
+def check_arguments(
+    pca_dims: Any, sif_coefficient: Any, batch_size: Any, teacher: Any = None
+) -> tuple[int, float, int]:
+    """The distillation's numbers, checked before any weights load; with ``teacher`` (a loaded model
+    or its config facts: ``name``, ``hidden_size``), ``pca_dims`` against its hidden size too."""
     pca_dims = arguments.whole_number(pca_dims, "pca_dims", minimum=2, maximum=4096)
+    hidden = getattr(teacher, "hidden_size", None)
+    if hidden is not None and pca_dims > hidden:
+        raise ParameterError(
+            "pca_dims", f"must be at most {hidden}, the hidden size of {teacher.name} (PCA keeps at most as many "
+            f"dimensions as the teacher has), got {pca_dims}"
+        )  # fmt: skip
     batch_size = arguments.batch_size(batch_size)
     if isinstance(sif_coefficient, bool) or not isinstance(sif_coefficient, float | int) or not 0 < sif_coefficient < 1:
         raise ParameterError("sif_coefficient", f"must be between 0 and 1 (model2vec: 1e-4), got {sif_coefficient!r}")
@@ -130,11 +139,12 @@ def distill_static(
     progress: Progress | None = None,
 ) -> DistilledModel:
     """Distill ``model`` (a registered name or a model folder, read offline) into the static model ``name``."""
-    check_new(name, force)
+    check_new(name, arguments.flag(force, "force"))
     pca_dims, sif_coefficient, batch_size = check_arguments(pca_dims, sif_coefficient, batch_size)
     from contextlens.core.contextual_models import as_contextual
 
     teacher = as_contextual(model)
+    check_arguments(pca_dims, sif_coefficient, batch_size, teacher)
     teacher.require_torch("distillation")
     if teacher.is_decoder:
         raise InputError(f"{teacher.name} is a decoder; distill an encoder (minilm, mpnet, a BERT-like folder)")

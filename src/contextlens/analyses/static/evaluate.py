@@ -22,7 +22,8 @@ contextual teachers (minilm, mpnet). Tasks, each beside its baseline:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import os
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -34,14 +35,25 @@ from contextlens.analyses.benchmarks.result import BenchmarkResult
 from contextlens.analyses.benchmarks.retrieval import lee_scores, ndcg_at_k
 from contextlens.analyses.benchmarks.suite import build_suite, run_wic
 from contextlens.analyses.benchmarks.wic import accuracy, tune_threshold
+from contextlens.core import arguments
+from contextlens.core.arguments import given
 from contextlens.core.static_models import StaticModel, as_static
 from contextlens.data.lee import load_lee
-from contextlens.errors import InputError, OutOfVocabularyError
+from contextlens.errors import InputError, OutOfVocabularyError, ParameterError
 
 STATIC_WIC_NOTE = (
     "a static model has one vector per word, so both occurrences of a pair have cosine 1: the dev-tuned "
     "threshold can only say 'same' or 'different' for every pair, the majority class (chance by construction)"
 )
+
+
+def _models(values: Any, one: tuple[type, ...], name: str) -> list[Any]:
+    """A list of models, or one model alone (never a str iterated as its letters)."""
+    if isinstance(values, one):
+        return [values]
+    if values is None or isinstance(values, bytes | Mapping) or not isinstance(values, Iterable):
+        raise ParameterError(name, f"must be a model or a list of models (names or loaded ones), got {given(values)}")
+    return list(values)
 
 
 def evaluate_static(
@@ -50,9 +62,17 @@ def evaluate_static(
     size: str = "full",
     wic_teachers: bool = True,
 ) -> BenchmarkResult:
-    """Every static model and teacher on word similarity, word in context, Lee retrieval and speed."""
-    from contextlens.core.contextual_models import as_contextual
+    """Every static model and teacher on word similarity, word in context, Lee retrieval and speed.
 
+    ``statics`` and ``teachers`` are lists, or one model (a name or a loaded one) each; ``size`` is
+    ``full`` or ``quick``."""
+    from contextlens.core.contextual_models import ContextualModel, as_contextual
+
+    if size not in ("full", "quick"):
+        raise ParameterError("size", f"must be 'full' or 'quick', got {size!r}")
+    wic_teachers = arguments.flag(wic_teachers, "wic_teachers")
+    statics = _models(statics, (StaticModel, str, os.PathLike), "statics")
+    teachers = _models(teachers, (ContextualModel, str, os.PathLike), "teachers")
     if not statics:
         raise InputError("give at least one static model (`statics`), e.g. glove-50d")
     loaded = [as_static(s) for s in statics]
@@ -60,6 +80,7 @@ def evaluate_static(
     if len(set(names)) != len(names):
         raise InputError(f"`statics` names a model twice: {', '.join(names)}")
     models = [as_contextual(t) for t in teachers]
+    arguments.distinct([m.name for m in models], "teachers", "teacher")
     result = BenchmarkResult("static", ", ".join(m.name for m in models) or None)
     suite = build_suite(size)
     lee = load_lee()

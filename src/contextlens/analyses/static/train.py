@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Iterable
 from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -25,6 +26,8 @@ from contextlens.errors import InputError, ParameterError
 
 METHODS = ("word2vec", "fasttext")
 ALL_INSTALLED = "installed"
+BUCKETS = 200_000  # fastText's hashed n-gram vectors kept by default (fastText's own: 2,000,000)
+MAX_SEED = 2**32 - 1  # gensim seeds numpy's legacy RandomState, which takes 0..2**32 - 1
 
 
 @dataclass(frozen=True)
@@ -54,7 +57,7 @@ class TrainedModel:
 
 def corpus_sources(corpus: str | list[str] | tuple[str, ...]) -> list[str]:
     """``installed`` (every installed corpus: enwiki, lee, wordnet), one corpus, or several."""
-    sources = [corpus] if isinstance(corpus, str) else list(corpus)
+    sources = [corpus] if isinstance(corpus, str) else list(corpus) if isinstance(corpus, Iterable) else []
     if not sources or not all(isinstance(s, str) and s.strip() for s in sources):
         raise ParameterError("corpus", f"must name a corpus (a file, a folder, {', '.join(INSTALLED)} or installed)")
     out: list[str] = []
@@ -92,27 +95,35 @@ def train_static(
     min_count: int = 5,
     seed: int = 0,
     workers: int = 1,
-    buckets: int = 200_000,
+    buckets: int | None = None,
     force: bool = False,
     show_progress_bar: bool = False,
     progress: Progress | None = None,
 ) -> TrainedModel:
     """Train word2vec (``sg``: skip-gram, else CBOW) or fastText on ``corpus`` and save it as ``name``.
 
-    fastText keeps ``buckets`` hashed character n-gram vectors (3 to 6 letters; fastText's own
-    default is 2,000,000, 800 MB at 100-d, too large for a cache entry), from which a word never
-    seen in the corpus gets a vector. ``workers=1`` makes the run reproducible from ``seed``. An
-    existing model of that name is replaced only with ``force``.
+    fastText keeps ``buckets`` hashed character n-gram vectors (3 to 6 letters; default 200,000;
+    fastText's own default is 2,000,000, 800 MB at 100-d, too large for a cache entry), from which a
+    word never seen in the corpus gets a vector; word2vec has none, so ``buckets`` with it is
+    refused. ``workers=1`` makes the run reproducible from ``seed`` (0 to 2**32 - 1). An existing
+    model of that name is replaced only with ``force``.
     """
     if method not in METHODS:
         raise ParameterError("method", f"must be one of {', '.join(METHODS)}, got {method!r}")
+    sg = arguments.flag(sg, "sg")
+    force = arguments.flag(force, "force")
+    if buckets is not None and method != "fasttext":
+        raise ParameterError(
+            "buckets", "is fastText's (hashed n-gram vectors); word2vec has none: drop it, or use `method` fasttext"
+        )
     check_new(name, force)
     dim = arguments.whole_number(dim, "dim", minimum=2, maximum=1000)
     epochs = arguments.whole_number(epochs, "epochs", minimum=1, maximum=100)
     window = arguments.whole_number(window, "window", minimum=1, maximum=50)
     min_count = arguments.whole_number(min_count, "min_count", minimum=1)
-    seed = arguments.whole_number(seed, "seed", minimum=0)
+    seed = arguments.whole_number(seed, "seed", minimum=0, maximum=MAX_SEED)
     workers = arguments.whole_number(workers, "workers", minimum=1, maximum=64)
+    buckets = BUCKETS if buckets is None else buckets
     buckets = arguments.whole_number(buckets, "buckets", minimum=1000, maximum=2_000_000)
     sources = corpus_sources(corpus)
     for source in sources:

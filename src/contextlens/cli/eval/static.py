@@ -63,8 +63,10 @@ def static_cmd(
 ) -> None:
     """Static models vs their teachers: what a static model loses (word in context) and keeps."""
     from contextlens.cli.common import check_model
+    from contextlens.core.arguments import distinct
     from contextlens.core.static_models import load_static
 
+    distinct(model or ["minilm"], "--model", "teacher")  # a repeated teacher would repeat its rows
     for name in model or ["minilm"]:
         check_model(name)  # a wrong teacher fails without torch
     statics = [load_static(s) for s in (static or ["glove-50d"])]  # a wrong name fails before any weights
