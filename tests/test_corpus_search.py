@@ -264,3 +264,30 @@ def test_sense_restricts_and_labels_hits_with_the_induction_and_the_baseline(fol
         main(["corpus", "search", str(folder), "--like", like, "--sense", "5"])
     _, err = capsys.readouterr()
     assert stop.value.code == 2 and err.count("\n") == 1 and "--sense 5" in err, err
+
+
+def test_wrong_api_calls_on_a_folder_are_one_typed_line(folder, minilm):
+    """``export_projector(None)`` was a TypeError from pathlib, ``sense_map(word=None)`` an
+    AttributeError, ``k=2.5`` silently 2 clusters and ``senses='no'`` a yes."""
+    from contextlens.analyses.corpus.projector import export_projector
+    from contextlens.analyses.corpus.sense_map import sense_map
+    from contextlens.analyses.corpus.senses import induce_senses
+    from contextlens.errors import ParameterError
+
+    calls = {
+        "export_projector(None)": lambda: export_projector(None),
+        "export_projector(senses='no')": lambda: export_projector(folder, senses="no"),
+        "search_occurrences(folder=None)": lambda: search_occurrences(None, "The river [bank].", model=minilm),
+        "search_occurrences(senses='no')": lambda: search_occurrences(folder, "The [bank].", model=minilm, senses="no"),
+        "sense_map(word=None)": lambda: sense_map(folder, None),
+        "sense_map(k=2.5)": lambda: sense_map(folder, "bank", k=2.5),
+        "sense_map(k=True)": lambda: sense_map(folder, "bank", k=True),
+        "sense_map(k='3')": lambda: sense_map(folder, "bank", k="3"),
+        "induce_senses(folder=3)": lambda: induce_senses(3, "bank"),
+    }
+    for call, run in calls.items():
+        with pytest.raises(ParameterError) as caught:
+            run()
+        message = str(caught.value)
+        assert "\n" not in message and message.split()[0] in ("folder", "senses", "word", "k"), (call, message)
+    assert sense_map(folder, "bank", k=2).layers[-1].k == 2  # a whole number still works

@@ -13,7 +13,9 @@ from __future__ import annotations
 import contextlib
 import math
 import operator
+import os
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
 from contextlens.core.occurrences import Occurrence, locate
@@ -51,6 +53,21 @@ def whole_number(
         bounds = f"at least {minimum}" if maximum is None else f"between {minimum} and {maximum}"
         raise ParameterError(name, f"must be {bounds}, got {number}")
     return number
+
+
+def path_argument(value: Any, name: str) -> Path:
+    """A file or folder path: a non-blank str or an ``os.PathLike``, never None or a number (``Path``
+    of those is a TypeError far from the call)."""
+    if isinstance(value, os.PathLike) or (isinstance(value, str) and value.strip()):
+        return Path(value)
+    raise ParameterError(name, f"must be a path (str or pathlib.Path), got {given(value)}")
+
+
+def one_word(value: Any, name: str) -> str:
+    """A single word (a non-blank str), never None, a number or a list."""
+    if isinstance(value, str) and value.strip():
+        return value
+    raise ParameterError(name, f"must be a word (a non-empty str), got {given(value)}")
 
 
 def flag(value: Any, name: str) -> bool:

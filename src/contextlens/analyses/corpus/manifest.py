@@ -16,6 +16,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from contextlens.core.arguments import path_argument
 from contextlens.core.atomic_files import write_text as atomic_write_text
 from contextlens.core.backend import Backend
 from contextlens.core.folder_files import own_file
@@ -112,7 +113,7 @@ def read_manifest(folder: Path) -> Manifest | None:
 
 def require_manifest(folder: Path) -> Manifest:
     """The manifest of a finished extraction (for senses, contextuality)."""
-    manifest = read_manifest(Path(folder))
+    manifest = read_manifest(path_argument(folder, "folder"))
     if manifest is None:
         raise InputError(
             f"{folder} is not a corpus extraction folder (no {MANIFEST}); run `contextlens corpus extract`"

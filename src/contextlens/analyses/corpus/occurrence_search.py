@@ -42,7 +42,7 @@ from contextlens.analyses.corpus.hit_senses import senses_or_none, word_senses
 from contextlens.analyses.corpus.manifest import Manifest, pick_layer, require_manifest
 from contextlens.analyses.corpus.targets import form_table
 from contextlens.core import atomic_files
-from contextlens.core.arguments import whole_number
+from contextlens.core.arguments import flag, path_argument, whole_number
 from contextlens.errors import InputError, ProvenanceMismatchError
 
 INDEX_FORMAT = "contextlens-occurrence-index/1"
@@ -82,7 +82,7 @@ def clear_cache() -> None:
 
 def open_index(folder: Path | str, layer: int | None = None, rebuild: bool = False) -> OccurrenceIndex:
     """The folder's index at ``layer`` (default: its top extracted layer), built once and kept."""
-    folder = Path(folder)
+    folder = path_argument(folder, "folder")
     layer = pick_layer(require_manifest(folder), layer, folder)
     key = (folder.resolve(), layer)
     kept = _CACHE.get(key)
@@ -257,7 +257,8 @@ def search_occurrences(
 
     from contextlens.core.occurrences import parse_marked
 
-    folder = Path(folder)
+    folder = path_argument(folder, "folder")
+    senses, baseline = flag(senses, "senses"), flag(baseline, "baseline")
     manifest = require_manifest(folder)
     top = whole_number(top, "top", minimum=1)
     layer = pick_layer(manifest, layer, folder)

@@ -21,6 +21,7 @@ from contextlens.analyses.corpus.folder import layer_matrix, read_rows
 from contextlens.analyses.corpus.hit_senses import senses_or_none
 from contextlens.analyses.corpus.manifest import pick_layer, require_manifest
 from contextlens.core import atomic_files
+from contextlens.core.arguments import flag, path_argument
 
 FORMATS = ("projector",)
 METADATA_COLUMNS = ("occurrence", "target", "form", "document", "sense")
@@ -60,7 +61,8 @@ def export_projector(
     the metadata stops at the document)."""
     from contextlens.errors import InputError
 
-    folder = Path(folder)
+    folder = path_argument(folder, "folder")
+    senses = flag(senses, "senses")  # 'no' is a true str
     manifest = require_manifest(folder)
     layer = pick_layer(manifest, layer, folder)
     if out is not None and not str(out).strip():

@@ -32,6 +32,7 @@ from contextlens.analyses.corpus.chunks import JobSpec, encode_scanned, scan_chu
 from contextlens.analyses.corpus.readers import ReadStats
 from contextlens.analyses.corpus.stream import PendingChunks, merge_read_stats
 from contextlens.analyses.corpus.targets import Matcher
+from contextlens.core.numerals import is_digits
 from contextlens.core.process_memory import rss_bytes
 from contextlens.errors import ContextlensError, InputError
 
@@ -192,7 +193,7 @@ def check_address(address: str) -> None:
         return
     hostport = address.split("://", 1)[-1]
     host, _, port = hostport.rpartition(":")
-    if not host or not port.isdigit():
+    if not host or not is_digits(port):
         raise InputError(f"`address` {address!r}: give host:port, ray://host:port or auto")
     try:
         with socket.create_connection((host, int(port)), timeout=3):

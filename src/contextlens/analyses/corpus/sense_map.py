@@ -20,7 +20,7 @@ import numpy as np
 from contextlens.analyses.corpus.folder import read_rows
 from contextlens.analyses.corpus.manifest import require_manifest
 from contextlens.analyses.corpus.senses import SenseInduction, induce_senses
-from contextlens.core.arguments import whole_number
+from contextlens.core.arguments import one_word, path_argument, whole_number
 from contextlens.errors import InputError, TargetNotFoundError
 
 MAX_OCCURRENCES = 5000  # points on one map: beyond, a browser redraw per layer is no longer instant
@@ -84,9 +84,9 @@ def sense_map(
     Raises TargetNotFoundError for a word the folder did not extract, InputError for fewer than 3
     occurrences (no clusters) or more than :data:`MAX_OCCURRENCES`.
     """
-    folder = Path(folder)
+    folder = path_argument(folder, "folder")
+    word = one_word(word, "word").strip().lower()
     manifest = require_manifest(folder)
-    word = word.strip().lower()
     if word not in manifest.targets:
         name = corpus or folder.name
         raise TargetNotFoundError(f"{word!r} was not extracted in {name}; its words: {', '.join(manifest.targets)}")

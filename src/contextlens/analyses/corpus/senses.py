@@ -36,6 +36,7 @@ from contextlens.analyses.corpus.chunks import layer_column
 from contextlens.analyses.corpus.folder import read_rows
 from contextlens.analyses.corpus.manifest import pick_layer, require_manifest
 from contextlens.analyses.representations.clustering import CRITERION, cluster_unit_vectors
+from contextlens.core.arguments import one_word, path_argument
 from contextlens.core.occurrences import ALPHA_WORD_RE
 from contextlens.core.similarity import normalize_rows
 from contextlens.errors import ContextlensError, InputError, TargetNotFoundError
@@ -145,8 +146,9 @@ def induce_senses(
         raise InputError(f"`pos` {pos!r}: give n, v, a, r or auto")
     if sense_vectors not in SENSE_VECTORS:
         raise InputError(f"`sense_vectors` {sense_vectors!r}: give {', '.join(SENSE_VECTORS)}")
-    manifest = require_manifest(Path(folder))
-    word = word.strip().lower()
+    folder = path_argument(folder, "folder")
+    word = one_word(word, "word").strip().lower()
+    manifest = require_manifest(folder)
     if word not in manifest.targets:
         raise TargetNotFoundError(f"{word!r} was not extracted in {folder}; its targets: {', '.join(manifest.targets)}")
     layer = pick_layer(manifest, layer, folder)

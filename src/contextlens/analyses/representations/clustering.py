@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from contextlens.errors import InputError
+from contextlens.core.arguments import given, whole_number
+from contextlens.errors import ParameterError
 
 MAX_K = 8
 MIN_SILHOUETTE = 0.1
@@ -29,6 +30,12 @@ def cluster_unit_vectors(
     from sklearn.metrics import silhouette_score
 
     n = len(x)
+    if k != "auto":  # checked before any fit: 2.5 was read as 2, True as 1
+        top = min(MAX_K, n - 1)
+        try:
+            k = whole_number(k, "k", minimum=1, maximum=top)
+        except ParameterError:
+            raise ParameterError("k", f"must be auto or a whole number between 1 and {top}, got {given(k)}") from None
     silhouettes: dict[int, float] = {}
     fits = {}
     for kk in range(2, min(MAX_K, n - 1) + 1):
@@ -42,8 +49,6 @@ def cluster_unit_vectors(
         chosen = best if silhouettes.get(best, 0.0) >= MIN_SILHOUETTE else 1
     else:
         chosen = int(k)
-        if not 1 <= chosen <= min(MAX_K, n - 1):
-            raise InputError(f"`k` {k}: give auto or a number between 1 and {min(MAX_K, n - 1)}")
         if chosen > 1 and chosen not in fits:
             fits[chosen] = KMeans(n_clusters=chosen, n_init=4, random_state=seed).fit(x).labels_
     labels = np.zeros(n, dtype=int) if chosen == 1 else np.asarray(fits[chosen])
