@@ -111,6 +111,19 @@ def main(args: list[str] | None = None) -> None:
         _run(args)
     except KeyboardInterrupt:
         interrupted()
+    finally:
+        if args is None:  # the command line's own process (a test's main([...]) keeps its Ctrl-C)
+            _ignore_late_interrupts()
+
+
+def _ignore_late_interrupts() -> None:
+    """The run is over and its answer written: a Ctrl-C landing while Python shuts down (torch's
+    and the threads' teardown, atexit) killed the process with the signal, exit -2 and no line
+    (1 run in 10 of `trace` and `neighbors`). From here on it is ignored."""
+    import threading
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _run(args: list[str] | None) -> None:
