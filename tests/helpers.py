@@ -162,7 +162,9 @@ def served_in_thread(app: Any) -> Iterator[str]:
     import uvicorn
 
     port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    from contextlens.web.http_protocol import uvicorn_options
+
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, **uvicorn_options()))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     for _ in range(200):

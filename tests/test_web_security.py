@@ -13,7 +13,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from contextlens.web.app import create_app
-from contextlens.web.guard import MAX_BODY
+from contextlens.web.guard import HEADERS, MAX_BODY
 
 BANK = ["I sat on the river [bank].", "I opened a [bank] account."]
 LOCAL = "http://127.0.0.1"
@@ -308,3 +308,36 @@ def test_an_unhandled_error_still_carries_the_security_headers(minilm):
     assert response.status_code == 500 and set(response.json()) == {"error", "status"}
     for name, value in HEADERS:
         assert response.headers.get(name.decode()) == value.decode(), name
+
+
+def test_a_request_the_http_parser_refuses_gets_the_error_shape_and_the_headers(minilm):
+    """A repeated or missing Host, or Content-Length -1, is refused by uvicorn's parser before the
+    guard: it answered plain text ("Invalid HTTP request received.") without the security headers."""
+    import socket
+
+    from tests.helpers import served_in_thread
+
+    requests = [
+        b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nHost: 127.0.0.1\r\n\r\n",
+        b"GET /health HTTP/1.1\r\n\r\n",
+        b"POST /api/compare HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: -1\r\n\r\n",
+        b"NOT A REQUEST LINE\r\n\r\n",
+    ]
+    with served_in_thread(create_app("minilm")) as url:
+        port = int(url.rsplit(":", 1)[1])
+        for raw in requests:
+            with socket.create_connection(("127.0.0.1", port), timeout=60) as conn:
+                conn.sendall(raw)
+                answer = b""
+                while chunk := conn.recv(65536):
+                    answer += chunk
+            head, _, body = answer.partition(b"\r\n\r\n")
+            lines = head.decode("latin-1").split("\r\n")
+            headers = {k.lower(): v.strip() for k, v in (line.split(":", 1) for line in lines[1:])}
+            assert lines[0].startswith("HTTP/1.1 400"), (raw, lines[0])
+            assert headers["content-type"] == "application/json", raw
+            assert json.loads(body) == {"error": json.loads(body)["error"], "status": 400}
+            assert "Host header" in json.loads(body)["error"]
+            for name, value in HEADERS:
+                assert headers[name.decode()] == value.decode(), (raw, name)
+

@@ -114,6 +114,7 @@ def serve_cmd(
     import uvicorn
 
     from contextlens.web.app import create_app
+    from contextlens.web.http_protocol import uvicorn_options
 
     check_address(host, port)
     served = parse_indexes(list(index or []))
@@ -136,7 +137,7 @@ def serve_cmd(
         model, served, workers=workers, precision=precision, runtime=loaded.runtime, host=host, corpora=corpora
     )
     try:
-        uvicorn.run(web_app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=GRACE)
+        uvicorn.run(web_app, host=host, port=port, timeout_graceful_shutdown=GRACE, **uvicorn_options())
     finally:
         if web_app.state.pool.pending:
             exit_now(sys.exc_info()[0] is KeyboardInterrupt)
