@@ -162,7 +162,7 @@ def served_in_thread(app: Any) -> Iterator[str]:
     import uvicorn
 
     port = free_port()
-    from contextlens.web.http_protocol import uvicorn_options
+    from contextlens.web.http_server import uvicorn_options
 
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, **uvicorn_options()))
     thread = threading.Thread(target=server.run, daemon=True)

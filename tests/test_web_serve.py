@@ -9,13 +9,19 @@ from contextlens.cli import main
 
 @pytest.fixture()
 def started(monkeypatch) -> dict:
-    """uvicorn.run replaced: the command's parsing and checks run, no port opens."""
-    import uvicorn
+    """The server's run replaced: the command's parsing and checks run, no port opens."""
+    from types import SimpleNamespace
 
     from contextlens.cli import serve
+    from contextlens.web import http_server
 
     calls: dict = {}
-    monkeypatch.setattr(uvicorn, "run", lambda app, host, port, **kw: calls.update(app=app, host=host, port=port))
+
+    def fake(app, host, port, grace):
+        calls.update(app=app, host=host, port=port)
+        return SimpleNamespace(interrupted=False, started=True)
+
+    monkeypatch.setattr(http_server, "serve_app", fake)
     monkeypatch.setattr(serve, "check_address", lambda host, port: None)  # the default port may be taken here
     return calls
 

@@ -111,10 +111,8 @@ def serve_cmd(
     open_browser: Annotated[bool, typer.Option("--open", help="Open the lesson in the default browser.")] = False,
 ) -> None:
     """A local web page: the lesson and every analysis, offline, with a JSON API under /api."""
-    import uvicorn
-
     from contextlens.web.app import create_app
-    from contextlens.web.http_protocol import uvicorn_options
+    from contextlens.web.http_server import serve_app
 
     check_address(host, port)
     served = parse_indexes(list(index or []))
@@ -136,8 +134,14 @@ def serve_cmd(
     web_app = create_app(
         model, served, workers=workers, precision=precision, runtime=loaded.runtime, host=host, corpora=corpora
     )
+    server = None
     try:
-        uvicorn.run(web_app, host=host, port=port, timeout_graceful_shutdown=GRACE, **uvicorn_options())
+        server = serve_app(web_app, host, port, GRACE)
     finally:
+        ctrl_c = sys.exc_info()[0] is KeyboardInterrupt or (server is not None and server.interrupted)
         if web_app.state.pool.pending:
-            exit_now(sys.exc_info()[0] is KeyboardInterrupt)
+            exit_now(ctrl_c)
+    if ctrl_c:
+        raise KeyboardInterrupt  # "interrupted", exit 130, as every command stopped by Ctrl-C
+    if not server.started:
+        raise InputError(f"the server could not start on {host}:{port}; see the lines above")

@@ -14,6 +14,8 @@ answer carries nosniff, a content security policy and frame-ancestors 'none'.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import ipaddress
 import json
 import socket
@@ -31,6 +33,7 @@ WILDCARD = frozenset({"", "0.0.0.0", "::"})
 # cheap, whatever the query: any origin may GET them
 FREE = frozenset({"/", "/health", "/static/plotly.js", "/static/page.js", "/static/fit.js", "/favicon.ico",
                   "/openapi.json"})  # fmt: skip
+STOPPING = "the server stopped before this answer was ready (it was asked to quit); start it again and retry"
 CSP = (
     "default-src 'none'; script-src 'self' 'unsafe-inline'; style-src 'self' 'unsafe-inline'; "
     "img-src 'self' data: blob:; font-src 'self' data:; connect-src 'self'; form-action 'self'; "
@@ -96,8 +99,11 @@ class Guard:
             await self.app(scope, receive, send)
             return
 
+        started: list[bool] = []
+
         async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
+                started.append(True)
                 present = {k.lower() for k, _ in message.get("headers", [])}
                 message["headers"] = [*message.get("headers", []), *(h for h in HEADERS if h[0] not in present)]
             await send(message)
@@ -120,7 +126,14 @@ class Guard:
                 return {"type": "http.request", "body": b"".join(m.get("body", b"") for m in body), "more_body": False}
             return await receive()
 
-        await self.app(scope, replay, send_with_headers)
+        try:
+            await self.app(scope, replay, send_with_headers)
+        except asyncio.CancelledError:
+            # the server is stopping (SIGTERM, Ctrl-C) and this request outlived the grace period:
+            # uvicorn cancels it, which printed a traceback per request and answered a plain-text 500
+            if not started:
+                with contextlib.suppress(Exception):
+                    await _answer(send_with_headers, 503, STOPPING)
 
     def refusal(self, scope: Scope) -> tuple[int, str] | None:
         """Status and message for a request refused on its headers alone, else None."""
