@@ -227,7 +227,8 @@ def pytest_configure(config: pytest.Config) -> None:
 # pytest-xdist (make test runs the suite on TEST_WORKERS processes): each test file stays on one
 # worker (its module fixtures are made once), and the files that share the embedded PostgreSQL go
 # to one worker together, since some of them stop it or time its idle limit.
-PG_FILES = frozenset({"test_pgvector.py", "test_pg_security.py", "test_pg_measured.py", "test_pg_hnsw_pages.py"})
+PG_FILES = frozenset({"test_pgvector.py", "test_pg_security.py", "test_pg_measured.py", "test_pg_hnsw_pages.py",
+                      "test_pg_lifetime.py"})  # fmt: skip
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

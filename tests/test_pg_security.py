@@ -56,17 +56,17 @@ def test_lock_files_are_0600_in_a_0700_folder_whatever_the_umask(root):
     finally:
         os.umask(old)
     assert _mode(root) == 0o700
-    for name in ("start.lock", "users.lock", "last_use", "reaper.lock"):
+    for name in ("start.lock", "users.lock", "last_use", "reaper.lock", "idle_limit"):
         assert _mode(root / name) == 0o600, name
     # as an older contextlens left them: 0644 files in a 0755 folder
-    for name in ("start.lock", "users.lock", "last_use", "reaper.lock"):
+    for name in ("start.lock", "users.lock", "last_use", "reaper.lock", "idle_limit"):
         os.chmod(root / name, 0o644)
     os.chmod(root, 0o755)
     with pg_server.embedded_server(root, idle=0):
         pass
     pg_server.reap(root, 0.01)
     assert _mode(root) == 0o700
-    for name in ("start.lock", "users.lock", "last_use", "reaper.lock"):
+    for name in ("start.lock", "users.lock", "last_use", "reaper.lock", "idle_limit"):
         assert _mode(root / name) == 0o600, name
 
 
@@ -77,6 +77,11 @@ def test_the_server_runs_as_its_own_user_with_a_clean_environment(root, monkeypa
         pid = _postmaster(root)
         env = _environ(pid)
         uid = os.stat(f"/proc/{pid}").st_uid
+        keeper = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])  # its parent
+        keeper_line = Path(f"/proc/{keeper}/cmdline").read_bytes().split(b"\0")
+        keeper_env = _environ(keeper)
+    assert keeper_line[-4:-1] == [b"keep", os.fsencode(root), b"0.0"]  # the postmaster's keeper
+    assert MARKER not in keeper_env and set(keeper_env) <= {*pg_server.REAPER_ENV, "PYTHONPATH", "LC_ALL"}
     assert MARKER not in env and "root-shell-secret" not in "".join(env.values())
     assert "PGUSER" not in env and "HOME" not in env
     assert env["LC_ALL"] == "C" and env["PATH"].split(os.pathsep)[0] == str(pg_server.binaries())
@@ -92,9 +97,10 @@ def test_the_reaper_gets_no_copy_of_the_environment(monkeypatch, tmp_path):
     monkeypatch.setenv(MARKER, "root-shell-secret")
     seen = {}
     monkeypatch.setattr(pg_server.subprocess, "Popen", lambda args, **kw: seen.update(args=args, **kw))
-    pg_server._spawn_reaper(tmp_path, 5.0)
-    assert seen["args"][-3:] == ["reap", str(tmp_path), "5.0"]
-    assert MARKER not in seen["env"] and set(seen["env"]) <= {*pg_server.REAPER_ENV, "PYTHONPATH", "LC_ALL"}
+    for mode in ("reap", "keep"):
+        pg_server._spawn_reaper(tmp_path, 5.0, mode)
+        assert seen["args"][-3:] == [mode, str(tmp_path), "5.0"]
+        assert MARKER not in seen["env"] and set(seen["env"]) <= {*pg_server.REAPER_ENV, "PYTHONPATH", "LC_ALL"}
 
 
 def test_the_application_role_is_no_superuser_and_runs_no_program(root):

@@ -546,6 +546,58 @@ def test_web_search_serves_a_pgvector_index(pg, lee, tmp_path):
     assert body["recall_vs_exact_scan"] == expected["recall_vs_exact_scan"]
 
 
+def test_serve_serves_a_pgvector_index_and_search_index_searches_it(pg, conn, lee, tmp_path, monkeypatch):
+    """Regression (issue 35, item 6): `serve --index pg=<pgvector folder>` exited 2 ('search it with
+    `engine` pgvector': serve loaded every index as FAISS) and `contextlens.search_index` said the
+    same with no `engine` parameter. Now serve loads it with its own engine (and checks its table),
+    /api/search answers what `index search --json` prints, and search_index searches it too."""
+    from types import SimpleNamespace
+
+    from fastapi.testclient import TestClient
+
+    from contextlens import search_index
+    from contextlens.analyses.search.index import VectorIndex
+    from contextlens.cli import main, serve
+    from contextlens.web import http_server
+
+    docs, encoder, _, _ = lee
+    folder = tmp_path / "idx"
+    built = PgVectorIndex.build(docs[:40], encoder, folder, PgIndexConfig("hnsw"))
+    started: dict = {}
+
+    def fake_serve(app, host, port, grace):  # the command's parsing and checks run, no port opens
+        started.update(app=app)
+        return SimpleNamespace(interrupted=False, started=True)
+
+    monkeypatch.setattr(http_server, "serve_app", fake_serve)
+    monkeypatch.setattr(serve, "check_address", lambda host, port: None)
+
+    def run(*args: str) -> int:
+        try:
+            main(list(args))
+        except SystemExit as exc:
+            return int(exc.code or 0)
+        return 0
+
+    assert run("serve", "-m", "minilm", "--index", f"pg={folder}") == 0
+    client = TestClient(started.pop("app"), base_url="http://127.0.0.1")
+    answer = client.post("/api/search", json={"index": "pg", "query": QUERIES[0], "k": 3})
+    assert answer.status_code == 200, answer.text
+    printed = run_cli("index", "search", str(folder), QUERIES[0], "-k", "3", "--json")
+    assert printed.returncode == 0, printed.stderr
+    expected = json.loads(printed.stdout)
+    body = answer.json()
+    assert body["engine"] == expected["engine"] == "pgvector"
+    assert [(h["id"], h["score"]) for h in body["hits"]] == [(h["id"], h["score"]) for h in expected["hits"]]
+    assert body["recall_vs_exact_scan"] == expected["recall_vs_exact_scan"]
+    api = search_index(folder, QUERIES[0], 3, model=encoder.model).to_dict()
+    assert api["engine"] == "pgvector" and [h["id"] for h in api["hits"]] == [h["id"] for h in expected["hits"]]
+    with pytest.raises(InputError, match="search_index or search_folder"):
+        VectorIndex.load(folder)  # FAISS's loader names the calls that read the engine
+    conn.execute(f"DROP TABLE {built.table}")  # a damaged index fails when serve starts, in one line
+    assert run("serve", "-m", "minilm", "--index", f"pg={folder}") == 2 and "app" not in started
+
+
 def test_an_index_build_lock_is_private_to_its_owner(tmp_path):
     """Another user who could open a 0644 lock could flock it and hang every build of that folder."""
     from contextlens.analyses.search.pg_index import _folder_lock, folder_digest

@@ -46,7 +46,8 @@ if TYPE_CHECKING:
     from contextlens.analyses.search.capacity import estimate
     from contextlens.analyses.search.cost import measure_cost
     from contextlens.analyses.search.encoders import make_encoder
-    from contextlens.analyses.search.index import VectorIndex, search_index
+    from contextlens.analyses.search.folders import search_index
+    from contextlens.analyses.search.index import VectorIndex
     from contextlens.analyses.search.pg_capacity import pg_estimate
     from contextlens.analyses.static.distill import distill_static
     from contextlens.analyses.static.evaluate import evaluate_static
@@ -108,7 +109,7 @@ _HOMES: dict[str, str] = {
     "evaluate_wordnet": "contextlens.analyses.benchmarks.retrieval",
     "random_word_baseline": "contextlens.analyses.benchmarks.word_baseline",
     "VectorIndex": "contextlens.analyses.search.index",
-    "search_index": "contextlens.analyses.search.index",
+    "search_index": "contextlens.analyses.search.folders",
     "make_encoder": "contextlens.analyses.search.encoders",
     "estimate": "contextlens.analyses.search.capacity",
     "pg_estimate": "contextlens.analyses.search.pg_capacity",

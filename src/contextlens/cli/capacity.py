@@ -15,6 +15,7 @@ from contextlens.cli.index import DsnOpt, IndexTypeOpt, NlistOpt, PqMOpt
 from contextlens.errors import InputError
 
 PLATFORMS = ("opensearch", "azure", "vertex")  # analyses.search.platforms.PLATFORMS (kept torch-free here)
+MAX_MEASURE = 100_000  # --max-measure's default (analyses.search.pg_capacity.MAX_MEASURE; measure()'s own)
 CapacityEngineOpt = Annotated[
     str,
     typer.Option(
@@ -45,8 +46,12 @@ def capacity_cmd(
     ] = None,
     measure: Annotated[bool, typer.Option("--measure", help="Also build the real FAISS index and measure it.")] = False,
     max_measure: Annotated[
-        int, typer.Option(help="Build on at most this many vectors; above it, two samples are extrapolated.")
-    ] = 100_000,
+        int | None,
+        typer.Option(
+            help="--measure: build on at most this many vectors (default 100,000); above it faiss "
+            "extrapolates two samples, pgvector refuses (its pages hold whole vectors)."
+        ),
+    ] = None,
     engine: CapacityEngineOpt = "faiss",
     dsn: DsnOpt = None,
     lists: Annotated[int | None, typer.Option(help="pgvector IVFFlat: inverted lists (default 100).")] = None,
@@ -99,6 +104,8 @@ def capacity_cmd(
                       "knn_engine": knn_engine, "segments": segments, "machine": machine}  # fmt: skip
     if engine not in ("faiss", "pgvector", *PLATFORMS):
         raise InputError(f"--engine must be one of faiss, pgvector, {', '.join(PLATFORMS)}, got {engine!r}")
+    if max_measure is not None and not measure:
+        raise InputError("--max-measure is for --measure: the formula builds nothing")
     if engine in PLATFORMS:
         given_platform |= {"nlist": nlist, "pq_m": pq_m, "nbits": nbits}
         _platform_capacity(engine, count, dim, dtype, m, measure, given_platform, json_out)
@@ -108,7 +115,7 @@ def capacity_cmd(
         raise InputError(f"{', '.join(extra)} {'is' if len(extra) == 1 else 'are'} for --engine opensearch, azure "
                          "or vertex")  # fmt: skip
     if check_engine(engine) == "pgvector":
-        _pgvector_capacity(count, dim, dtype, index, m, lists, measure, dsn, json_out)
+        _pgvector_capacity(count, dim, dtype, index, m, lists, measure, dsn, json_out, max_measure)
         return
     if dsn is not None or lists is not None:
         raise InputError("--dsn and --lists are for --engine pgvector")
@@ -118,7 +125,7 @@ def capacity_cmd(
     config = IndexConfig(index, {k: v for k, v in given.items() if k in DEFAULT_PARAMS[index]}, dtype)
     if measure:
         with contextlib.nullcontext() if json_out else console.status("building the FAISS index to measure it..."):
-            result = measure_size(config, count, dim, max_measure=max_measure)
+            result = measure_size(config, count, dim, max_measure=MAX_MEASURE if max_measure is None else max_measure)
     else:
         result = estimate(config, count, dim)
     if json_out:
@@ -151,7 +158,7 @@ def capacity_cmd(
 
 def _pgvector_capacity(
     count: int, dim: int, dtype: str | None, index: str, m: int | None, lists: int | None, measure: bool,
-    dsn: str | None, json_out: bool,
+    dsn: str | None, json_out: bool, max_measure: int | None = None,
 ) -> None:  # fmt: skip
     from contextlens.analyses.search.pg_capacity import pg_estimate, pg_measure
     from contextlens.analyses.search.pg_index import PgIndexConfig
@@ -163,7 +170,8 @@ def _pgvector_capacity(
         raise InputError("--dsn is for --measure: the formula needs no server")
     if measure:
         with contextlib.nullcontext() if json_out else console.status("building the table and index in PostgreSQL..."):
-            result = pg_measure(config, count, dim, dsn=dsn)
+            result = pg_measure(config, count, dim, dsn=dsn,
+                                max_measure=MAX_MEASURE if max_measure is None else max_measure)  # fmt: skip
     else:
         result = pg_estimate(config, count, dim)
     if json_out:

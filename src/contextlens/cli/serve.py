@@ -28,12 +28,13 @@ GRACE = 1  # seconds in-flight requests get after SIGTERM or the first Ctrl-C, t
 
 
 def parse_indexes(specs: list[str]) -> dict[str, str]:
-    """``NAME=FOLDER`` pairs; each index is loaded and verified now (checksums included), so a damaged
-    one fails at start and the page never opens a path a user types."""
-    from contextlens.analyses.search.index import VectorIndex
+    """``NAME=FOLDER`` pairs; each index (FAISS or pgvector, as its manifest says) is loaded and
+    verified now (checksums included; a pgvector index's table in its database), so a damaged one
+    fails at start and the page never opens a path a user types."""
+    from contextlens.analyses.search.folders import load_folder
 
     # a missing, broken or damaged index fails in its load, with its own message
-    return _named_folders(specs, "--index", "FOLDER", "docs=./my-index", "index", VectorIndex.load)
+    return _named_folders(specs, "--index", "FOLDER", "docs=./my-index", "index", load_folder)
 
 
 def parse_corpora(specs: list[str]) -> dict[str, str]:

@@ -226,7 +226,7 @@ def run_neighbors(req: NeighborsRequest, _model: ContextualModel | str, __: dict
 
 
 def run_search(req: SearchRequest, _model: ContextualModel | str, indexes: dict[str, str]):
-    from contextlens.analyses.search.pg_index import search_folder
+    from contextlens.analyses.search.folders import search_folder
 
     if req.index not in indexes:
         served = ", ".join(sorted(indexes)) or "none (start serve with --index NAME=FOLDER)"

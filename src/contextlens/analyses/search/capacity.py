@@ -47,7 +47,7 @@ from contextlens.analyses.search.index_config import (
 )
 from contextlens.core.arguments import whole_number
 from contextlens.core.similarity import normalize_rows
-from contextlens.errors import InputError
+from contextlens.errors import InputError, ParameterError
 
 __all__ = ["ALLOWED_DTYPES", "DTYPES", "INDEX_TYPES", "CapacityEstimate", "estimate", "measure", "serialized_size"]
 
@@ -82,9 +82,14 @@ class CapacityEstimate:
         return out
 
 
+FAISS_MAX_DIM = 2**31 - 1  # faiss::Index keeps its dimension ``d`` in a C int
+
+
 def _check_count(count: int, dim: int) -> None:
-    whole_number(count, "count")
-    whole_number(dim, "dim")
+    whole_number(count, "count", minimum=1)
+    if whole_number(dim, "dim", minimum=1) > FAISS_MAX_DIM:
+        raise ParameterError("dim", f"must be at most {FAISS_MAX_DIM:,} on FAISS (its indexes keep the dimension in "
+                                    f"a C int), got {dim:,}")  # fmt: skip
 
 
 def estimate(config: IndexConfig, count: int, dim: int) -> CapacityEstimate:

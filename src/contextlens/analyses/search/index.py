@@ -314,7 +314,10 @@ class VectorIndex:
         """Read and verify a saved index: manifest present, checksums and counts consistent."""
         manifest = read_manifest(folder)
         if manifest.get("engine") == "pgvector":
-            raise InputError(f"{folder} is a pgvector index; search it with `engine` pgvector (PgVectorIndex)")
+            raise InputError(
+                f"{folder} is a pgvector index; open it with PgVectorIndex.load, or search it with "
+                "contextlens.search_index or search_folder, which read the engine from the manifest"
+            )
         folder = current_folder(folder)
         blobs = {}
         for name in (INDEX_FILE, DOCS_FILE):
@@ -446,7 +449,8 @@ def search_index(
     checked against the manifest before any model is loaded. Without a loaded model, the index's
     model is loaded at the index's precision, on ``runtime`` or else the index's runtime. An index
     of a static model loads it by the name it recorded (``static``, a name or a loaded model, must
-    be that one).
+    be that one). A FAISS index: ``contextlens.search_index`` (analyses/search/folders.py) takes
+    either engine, as the folder's manifest says.
     """
     index, encoder = open_for_query(folder, model, kind, layer, precision, runtime, VectorIndex.load, static)
     (result,) = index.search(encoder, [query], k)

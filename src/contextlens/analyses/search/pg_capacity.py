@@ -32,6 +32,13 @@ ivfbuild.c) and PostgreSQL's page layout (8,192-byte page, 24-byte header, 8-byt
   list's own pages (at least one) of ``MAXALIGN(8 + VARSIZE) + 4``-byte entries. k-means decides
   the lists' lengths, so before the build this is an expectation (binomial lengths); ``--measure``
   reads the lengths back from the built index and gets its page count exactly, list by list.
+* **Limits** (checked before any formula, for the estimate and ``--measure`` alike): pgvector's
+  ``vector`` and ``halfvec`` types hold at most 16,000 dimensions (``VECTOR_MAX_DIM``,
+  ``HALFVEC_MAX_DIM``; a binary index keeps ``vector(d)`` in the table, so 16,000 too), its HNSW and
+  IVFFlat indexes 2,000 (vector), 4,000 (halfvec) and 64,000 (bit) (:mod:`.pg_index`); the table's
+  ``pos integer`` numbers at most 2,147,483,648 rows; and PostgreSQL addresses at most 4,294,967,295
+  pages (``MaxBlockNumber`` + 1: 32 TiB) in one relation (the heap, the TOAST table, its index, the
+  vector index). Page counts are whole numbers throughout (no float rounding).
 * **Table**: heap tuples ``MAXALIGN(28 + VARSIZE) + 4`` bytes on 8,168-byte pages; past 2,032
   bytes (a ``vector`` over ~500 dims) the value moves to the TOAST table (pgvector's storage is
   EXTERNAL: never compressed) in chunks of 1,996 bytes, leaving an 18-byte pointer in the heap.
@@ -47,6 +54,7 @@ import math
 import re
 import time
 from dataclasses import asdict, dataclass, field
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -57,7 +65,7 @@ from contextlens.analyses.search.pg_hnsw_pages import PageDistribution
 from contextlens.analyses.search.pg_index import PgIndexConfig, create_table
 from contextlens.core.arguments import whole_number
 from contextlens.core.similarity import normalize_rows
-from contextlens.errors import InputError
+from contextlens.errors import InputError, ParameterError
 
 PAGE = 8192
 INDEX_USABLE = PAGE - 24 - 8  # page header, pgvector's special space
@@ -71,15 +79,56 @@ NOTICE_RE = re.compile(r"after (\d+) tuples")
 IVFFLAT_ERROR_RE = re.compile(r"memory required is (\d+) MB")
 VECTOR_ARRAY_HEADER = 32  # VectorArrayData: three ints, a Size and a pointer
 MAX_HEAP_TUPLES = 291  # MaxHeapTuplesPerPage for 8 KiB pages
+# What the engine allows (pgvector 0.8.5's vector.h and halfvec.h, PostgreSQL's storage/block.h)
+MAX_TABLE_DIM = 16_000  # VECTOR_MAX_DIM = HALFVEC_MAX_DIM: the table's vector(d) or halfvec(d) column
+MAX_ROWS = 2**31  # the table's `pos integer`: rows 0 to 2,147,483,647
+MAX_BLOCKS = 2**32 - 1  # block numbers 0 to MaxBlockNumber (0xFFFFFFFE) in one relation: 32 TiB of 8 KiB pages
+MAX_MEASURE = 100_000  # the vectors a measurement builds at most, by default (the CLI's --max-measure)
 
 
 def maxalign(x: int) -> int:
     return (x + 7) // 8 * 8
 
 
+def ceil_div(a: int, b: int) -> int:
+    """⌈a/b⌉ in whole numbers (``math.ceil(a / b)`` rounds through a float past 2**53)."""
+    return -(-a // b)
+
+
+def check_limits(count: int, dim: int, dtype: str) -> tuple[int, int]:
+    """``count`` and ``dim`` as ints, or a ParameterError naming the limit of PostgreSQL or pgvector
+    that refuses them: the table's column type (16,000 dimensions) and its ``pos integer`` rows."""
+    count = whole_number(count, "count", minimum=1)
+    dim = whole_number(dim, "dim", minimum=1)
+    if dim > MAX_TABLE_DIM:
+        column = {"float32": "vector", "float16": "halfvec", "binary": "vector"}.get(dtype, "vector")
+        kept = " (a binary index keeps vector(d) in the table)" if dtype == "binary" else ""
+        raise ParameterError("dim", f"must be at most {MAX_TABLE_DIM:,} on pgvector: its {column} type holds at most "
+                                    f"{MAX_TABLE_DIM:,} dimensions{kept}, got {dim:,}")  # fmt: skip
+    if count > MAX_ROWS:
+        raise ParameterError(
+            "count", f"must be at most {MAX_ROWS:,} on pgvector: the table numbers its rows in a PostgreSQL integer "
+                     f"column (pos 0 to {MAX_ROWS - 1:,}), got {count:,}"
+        )  # fmt: skip
+    return count, dim
+
+
+def check_blocks(result: PgCapacity) -> None:
+    """Refuse sizes with a relation past PostgreSQL's 4,294,967,295 pages (32 TiB) per relation."""
+    names = {"heap": "table's heap", "toast": "TOAST table", "toast index": "TOAST table's index"}
+    relations = {names.get(part, part): size // PAGE for part, size in result.table.items()}
+    relations["index"] = max(result.index_pages, (result.index_pages_range or (0, 0))[1])
+    for name, pages in relations.items():
+        if pages > MAX_BLOCKS:
+            raise ParameterError(
+                "count", f"{result.count:,} is too many on PostgreSQL at {result.dim:,} dims: the {name} would need "
+                         f"{pages:,} pages, past its limit of {MAX_BLOCKS:,} pages (32 TiB) per relation"
+            )  # fmt: skip
+
+
 def value_size(dim: int, dtype: str) -> int:
     """VARSIZE of one value in the index: vector, halfvec or bit."""
-    return 8 + {"float32": 4 * dim, "float16": 2 * dim, "binary": math.ceil(dim / 8)}[dtype]
+    return 8 + {"float32": 4 * dim, "float16": 2 * dim, "binary": ceil_div(dim, 8)}[dtype]
 
 
 def column_size(dim: int, dtype: str) -> int:
@@ -119,7 +168,7 @@ def ivfflat_pages_of_lists(entries: list[int], list_pages: int, dim: int, dtype:
     """Pages of an IVFFlat index whose lists hold ``entries``: the metapage, the list pages, and each
     list's own pages (at least one, even empty: every list starts a page of its own)."""
     per_page = INDEX_USABLE // ivfflat_entry(dim, dtype)
-    return 1 + list_pages + sum(max(1, math.ceil(n / per_page)) for n in entries)
+    return 1 + list_pages + sum(max(1, ceil_div(n, per_page)) for n in entries)
 
 
 def ivfflat_pages(count: int, dim: int, dtype: str, lists: int) -> tuple[int, str]:
@@ -128,7 +177,7 @@ def ivfflat_pages(count: int, dim: int, dtype: str, lists: int) -> tuple[int, st
     little more even than that, real sentence vectors' much less."""
     entry = ivfflat_entry(dim, dtype)
     per_page = INDEX_USABLE // entry
-    list_pages = math.ceil(lists / max(1, INDEX_USABLE // entry))
+    list_pages = ceil_div(lists, max(1, INDEX_USABLE // entry))
     used = min(lists, count)
     pages_per_list = _expected_pages_per_list(count, used, per_page)
     return 1 + list_pages + round(used * pages_per_list) + (lists - used), (
@@ -138,13 +187,13 @@ def ivfflat_pages(count: int, dim: int, dtype: str, lists: int) -> tuple[int, st
     )
 
 
-def _expected_pages_per_list(count: int, lists: int, per_page: int) -> float:
+def _expected_pages_per_list(count: int, lists: int, per_page: int) -> float | Fraction:
     """E[max(1, ⌈n/k⌉)] for n ~ Binomial(count, 1/lists), summed over the likely n (±9 sd)."""
     p = 1.0 / lists
     mean, sd = count * p, math.sqrt(count * p * (1 - p))
     low, high = max(0, math.floor(mean - 9 * sd - 1)), min(count, math.ceil(mean + 9 * sd + 1))
     if high - low > 200_000:  # so long a list that ⌈n/k⌉'s rounding averages out: n/k + (k-1)/2k
-        return mean / per_page + (per_page - 1) / (2 * per_page)
+        return Fraction(count, lists * per_page) + Fraction(per_page - 1, 2 * per_page)  # exact: no float
     n = np.arange(low, high + 1)
     log_pmf = (math.lgamma(count + 1) - np.array([math.lgamma(x + 1) + math.lgamma(count - x + 1) for x in n.tolist()])
                + n * math.log(p) + (count - n) * math.log1p(-p))  # fmt: skip
@@ -179,14 +228,14 @@ def table_parts(count: int, dim: int, dtype: str) -> dict[str, int]:
     value = column_size(dim, dtype)
     toasted = 28 + value > TOAST_THRESHOLD
     row = maxalign(28 + (TOAST_POINTER if toasted else value)) + LINE_POINTER
-    parts = {"heap": math.ceil(count / min(291, HEAP_USABLE // row)) * PAGE}
+    parts = {"heap": ceil_div(count, min(MAX_HEAP_TUPLES, HEAP_USABLE // row)) * PAGE}
     if toasted:
         data = value - 4  # the value without its varlena header, cut into chunks
         chunks = [TOAST_CHUNK] * (data // TOAST_CHUNK) + ([data % TOAST_CHUNK] if data % TOAST_CHUNK else [])
         sizes = [maxalign(36 + c) + LINE_POINTER for c in chunks]
         parts["toast"] = _sequential_pages(sizes, count) * PAGE
         total_chunks = count * len(chunks)
-        leaves = math.ceil(total_chunks / BTREE_LEAF_ENTRIES)
+        leaves = ceil_div(total_chunks, BTREE_LEAF_ENTRIES)
         parts["toast index"] = (1 + leaves + (1 if leaves > 1 else 0)) * PAGE
     else:
         parts["toast index"] = PAGE  # the empty TOAST table's index: its metapage
@@ -246,8 +295,7 @@ def pg_estimate(config: PgIndexConfig, count: int, dim: int) -> PgCapacity:
         raise InputError(
             f"`config` must be a PgIndexConfig (e.g. PgIndexConfig('hnsw')), got {type(config).__name__}"
         )
-    whole_number(count, "count", minimum=1)
-    whole_number(dim, "dim", minimum=1)
+    count, dim = check_limits(count, dim, config.dtype)
     r = config.resolved(dim)
     p = r.params
     memory = memory_formula = None
@@ -255,7 +303,11 @@ def pg_estimate(config: PgIndexConfig, count: int, dim: int) -> PgCapacity:
     exact = r.type == "flat"
     if r.type == "hnsw":
         distribution, formula = hnsw_pages(count, dim, r.dtype, p["m"])
-        pages, pages_range, exact = distribution.median, (distribution.low, distribution.high), distribution.exact
+        # at most k elements share a page, so ceil(n/k) + 1 is a floor no draw goes under (the scaled
+        # simulation's float spread can reach a page below it at 2**31 elements)
+        least = distribution.formula
+        pages, exact = max(distribution.median, least), distribution.exact
+        pages_range = (max(distribution.low, least), max(distribution.high, least))
         per_element = value_size(dim, r.dtype) + 32 * p["m"] + 196
         memory, memory_formula = count * per_element, f"n*(VARSIZE {value_size(dim, r.dtype)} + 32*m + 196)"
     elif r.type == "ivfflat":
@@ -275,28 +327,42 @@ def pg_estimate(config: PgIndexConfig, count: int, dim: int) -> PgCapacity:
             f"past maintenance_work_mem ({memory:,} bytes needed) pgvector builds the graph on disk, several "
             "times slower (NOTICE: hnsw graph no longer fits into maintenance_work_mem after N tuples)"
         )
-    return PgCapacity(
+    result = PgCapacity(
         count=count, dim=dim, dtype=r.dtype, index=r.type, params=p, index_pages=pages, index_bytes=pages * PAGE,
         index_formula=formula, table=table, table_bytes=sum(table.values()), build_memory_bytes=memory,
         build_memory_formula=memory_formula, exact=exact, index_pages_range=pages_range, notes=notes,
     )  # fmt: skip
+    check_blocks(result)
+    return result
 
 
 def check_measurable(result: PgCapacity, dsn: str | None) -> None:
     """Refuse a measurement whose random vectors do not fit in memory, or whose table and index do
     not fit on the embedded server's disk, before anything is allocated."""
-    import shutil
+    check_memory(result.count, result.dim)
+    check_disk(result, dsn)
 
+
+def check_memory(count: int, dim: int) -> None:
+    """Refuse a measurement whose random float32 vectors (and the COPY payload made of them) do not
+    fit in the memory available."""
     from contextlens.analyses.search.capacity import available_memory
-    from contextlens.core.resources import cache_dir
 
-    vectors = result.count * result.dim * 4 * 2  # float32, and the COPY payload built from it
+    vectors = count * dim * 4 * 2  # float32, and the COPY payload built from it
     available = available_memory()
     if available is not None and vectors > available:
         raise InputError(
-            f"measuring {result.count:,} vectors of {result.dim:,} dims needs about {vectors:,} bytes of memory but "
+            f"measuring {count:,} vectors of {dim:,} dims needs about {vectors:,} bytes of memory but "
             f"only {available:,} are available; lower `count`, or drop `measure` for the formula"
         )
+
+
+def check_disk(result: PgCapacity, dsn: str | None) -> None:
+    """Refuse a measurement whose table and index do not fit on the embedded server's disk."""
+    import shutil
+
+    from contextlens.core.resources import cache_dir
+
     if dsn is None:
         disk = result.table_bytes + result.index_bytes
         free = shutil.disk_usage(cache_dir()).free
@@ -308,15 +374,32 @@ def check_measurable(result: PgCapacity, dsn: str | None) -> None:
 
 
 def pg_measure(
-    config: PgIndexConfig, count: int, dim: int, dsn: str | None = None, seed: int = 0, memory_probe: bool = True
-) -> PgCapacity:
+    config: PgIndexConfig, count: int, dim: int, dsn: str | None = None, seed: int = 0, memory_probe: bool = True,
+    max_measure: int = MAX_MEASURE,
+) -> PgCapacity:  # fmt: skip
     """:func:`pg_estimate`, plus the sizes of the real table and index built on ``count`` random unit
     vectors, and (``memory_probe``) the build memory: for HNSW the NOTICE point of a build given a
     quarter of the memory, for IVFFlat the error of a build given 1 kB less than predicted and the
-    success of one given 1 kB more."""
+    success of one given 1 kB more. The pages hold whole vectors, so nothing is extrapolated: a
+    ``count`` above ``max_measure`` is refused (the formula, :func:`pg_estimate`, takes any count
+    PostgreSQL allows). Checked in this order, before anything is allocated: the arguments, the
+    dimension against pgvector's types and indexes, the memory the vectors need, the engine's
+    limits on the count, ``max_measure``, the disk."""
+    if not isinstance(config, PgIndexConfig):
+        pg_estimate(config, count, dim)  # its message
+    max_measure = whole_number(max_measure, "max_measure", minimum=1)
+    count, dim = whole_number(count, "count", minimum=1), whole_number(dim, "dim", minimum=1)
+    check_limits(1, dim, config.dtype)
+    config.resolved(dim)  # the index's own dimension limit
+    check_memory(count, dim)
     result = pg_estimate(config, count, dim)
+    if count > max_measure:
+        raise ParameterError("count", f"must be at most `max_measure` ({max_measure:,}) to be measured, got "
+                                      f"{count:,}: a measurement builds every vector in PostgreSQL (its pages hold "
+                                      "whole vectors: nothing is extrapolated); raise `max_measure`, or drop "
+                                      "`measure` for the formula")  # fmt: skip
+    check_disk(result, dsn)
     resolved = config.resolved(dim)
-    check_measurable(result, dsn)
     checked_dsn(dsn)  # parsed and tried before the vectors are drawn
     x = normalize_rows(np.random.default_rng(seed).standard_normal((count, dim), dtype=np.float32))
     measured: dict[str, Any] = {}
@@ -351,7 +434,7 @@ def pg_measure(
                             memory_probe_seconds=report.seconds)  # fmt: skip
             if points:
                 measured["bytes_per_element"] = budget_kb * 1024 / points[0]
-                measured["build_memory_bytes"] = round(count * budget_kb * 1024 / points[0])
+                measured["build_memory_bytes"] = round(Fraction(count * budget_kb * 1024, points[0]))
         if memory_probe and resolved.type == "ivfflat" and result.build_memory_bytes:
             # the sample is capped by the heap's real page count (COPY may extend it past the prediction)
             heap_pages = measured.pop("heap_pages")
@@ -385,7 +468,7 @@ def replay_index(conn, index: str, dim: int, config: PgIndexConfig) -> dict[str,
         "lists": len(layout.entries), "entries": sum(layout.entries), "shortest_list": min(layout.entries),
         "longest_list": max(layout.entries),
         # each list's chain of pages is the rule's max(1, ceil(n/k)): the layout, list by list
-        "same_lists": layout.pages == [max(1, math.ceil(n / per_page)) for n in layout.entries],
+        "same_lists": layout.pages == [max(1, ceil_div(n, per_page)) for n in layout.entries],
     }  # fmt: skip
 
 
@@ -394,7 +477,7 @@ def _ivfflat_memory_threshold(conn, table: str, x: np.ndarray, config: PgIndexCo
     counts it in kB): pgvector's error on the first and a built index on the second pin it exactly."""
     import psycopg
 
-    below, above = max(1024, math.ceil(predicted / 1024) - 1), max(1024, math.ceil(predicted / 1024))
+    below, above = max(1024, ceil_div(predicted, 1024) - 1), max(1024, ceil_div(predicted, 1024))
     out: dict[str, Any] = {"memory_probe_kb": [below, above]}
     for budget_kb, key in ((below, "below"), (above, "above")):
         try:

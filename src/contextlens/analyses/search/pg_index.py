@@ -405,6 +405,12 @@ class PgVectorIndex:
                 ) from None
         return cls(manifest_provenance(manifest), config, db["table"], documents, given)
 
+    def verify(self) -> None:
+        """The index's table checked in its database now (present, one row per document), as a
+        FAISS index's files are checked when it loads; the embedded server starts if it must."""
+        with pg_server.database(self.dsn) as conninfo, pg_server.connect(conninfo) as conn:
+            self._check_table(conn)
+
     def search_vectors(self, queries: np.ndarray, k: int = 10, exact: bool = False) -> tuple[np.ndarray, np.ndarray]:
         """Raw ``(scores, positions)``; ``exact`` scans the whole table (the index unused)."""
         k = whole_number(k, "k", minimum=1)
@@ -495,15 +501,3 @@ def search_pg_index(
     )
     (result,) = index.search(encoder, [query], k)
     return result
-
-
-def search_folder(
-    folder: Path | str, query: str, k: int = 10, model: ContextualModel | str | None = None
-) -> SearchResult:
-    """Search the index in ``folder`` with its own engine (FAISS or pgvector, from its manifest), as
-    the web's ``/api/search`` does: the same answer as ``index search FOLDER QUERY --json``."""
-    from contextlens.analyses.search.index import search_index
-
-    if engine_of(folder) == "pgvector":
-        return search_pg_index(folder, query, k, model=model)
-    return search_index(folder, query, k, model=model)

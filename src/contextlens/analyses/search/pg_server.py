@@ -18,7 +18,7 @@ server's kernel uid 0, so it could still write every root-owned file.)
 
 **What it gets.** The server's programs (initdb, pg_ctl, postgres, psql) run with a clean environment:
 ``PATH`` (the binaries' folder first), ``LC_ALL=C`` and ``PGTZ=UTC``, nothing of the invoking user's.
-The reaper (below) runs as the invoking user, with ``PATH``, ``PYTHONPATH`` and Python's own startup
+The keeper and the reaper (below) run as the invoking user, with ``PATH``, ``PYTHONPATH`` and Python's own startup
 variables only.
 
 **Who may connect.** It listens on a Unix socket in ``cluster/sock`` (mode 0700) and on no TCP port,
@@ -40,20 +40,42 @@ cluster's files are given to the server's user (``lchown``, links not followed),
 authentication files rewritten, the old superuser renamed ``contextlens_admin``, and a plain
 ``contextlens`` role made the owner of the database and of every table in it.
 
-**Lock files** (``start.lock``, ``users.lock``, ``reaper.lock``, ``last_use``) are 0600 in the
+**Lock files** (``start.lock``, ``users.lock``, ``reaper.lock``, ``last_use``, ``idle_limit``) are 0600 in the
 0700 folder ``<cache>/pgvector``: another user who can pass through the cache folder can neither
 ``flock`` one (and hang every command) nor replace it.
 
 :func:`embedded_server` is a context manager: the first user starts the server (initdb first if
-the cluster is new) and every user holds a shared lock while inside. The server then **stays up
-between commands** (a CLI search would otherwise pay 1.5-2 s to start and stop it): the last one out
-touches ``last_use`` and leaves a detached *reaper* process (at most one per cluster, holding
-``reaper.lock``) that stops the server once nobody has used it for ``idle_seconds``
-(``$CONTEXTLENS_PG_IDLE_SECONDS``, default 300; 0 stops it at once, as the last user leaves).
-``contextlens index server stop`` stops it now. Starting and stopping happen under an exclusive
-lock, and the reaper stops the server only when it can take the users' lock exclusively (nobody
-inside) and the last use is older than the timeout, so concurrent users are safe; initdb writes to
-a temporary folder renamed into place, so a killed initdb leaves nothing half-made.
+the cluster is new) and every user holds a shared lock (``users.lock``) while inside. The server then
+**stays up between commands** (a CLI search would otherwise pay 1.5-2 s to start and stop it) until
+nobody has been inside for the idle limit (``$CONTEXTLENS_PG_IDLE_SECONDS``, default 300; 0 stops it
+at once, as the last user leaves). ``contextlens index server stop`` stops it now.
+
+**Its lifetime** does not depend on its users leaving cleanly:
+
+* The first user starts the postmaster as the child of a detached **keeper** process (``keep``
+  below; not ``pg_ctl start``), which holds ``reaper.lock``. It looks every :data:`POLL_SECONDS`:
+  when it can take ``users.lock`` exclusively nobody is inside, and the server has been idle since
+  ``last_use``, which each user touches as it enters and leaves and the keeper touches when it
+  first sees the lock free after a user (a user killed by kill -9 or SIGTERM touches nothing, but
+  its lock goes with it). Past the limit it stops the server, under the start lock, after checking
+  again that nobody came in.
+* The limit is the one of the user who entered or left last (``idle_limit``, read at every look):
+  a later command's shorter limit reaches a keeper already running, and a longer one extends it.
+* The postmaster gets SIGTERM (a smart shutdown: sessions open go on, new ones are refused) when
+  its keeper dies, however it dies (``setpriv --pdeathsig``, or ``prctl`` when not root): a killed
+  keeper stops its server at once. The keeper ends as its postmaster does, so after ``index server
+  stop`` nothing lingers.
+* A server running with no process holding ``reaper.lock`` (an older contextlens started it with
+  pg_ctl, or the reaper of such a server was killed) gets a plain **reaper** (``reap``) from the
+  next user or from ``index server status``; that reaper follows one postmaster and ends when it is
+  gone. Killing that reaper is the one case left in which the server stays up until the next
+  contextlens command of this cache comes.
+* ``client_connection_check_interval`` is 1 s: the backend of a killed command aborts its query
+  (a CREATE INDEX is rolled back) within about a second instead of running it to its end.
+
+Starting and stopping happen under an exclusive lock (``start.lock``) and a stop only when the
+users' lock can be taken exclusively, so concurrent users are safe; initdb writes to a temporary
+folder renamed into place, so a killed initdb leaves nothing half-made.
 """
 
 from __future__ import annotations
@@ -63,12 +85,14 @@ import fcntl
 import importlib.util
 import os
 import pwd
+import select
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from contextlens.core.private_files import open_lock, private_folder
@@ -85,6 +109,12 @@ SOCKET_NAME = ".s.PGSQL.5432"
 SUN_PATH_MAX = 107  # bytes of a Unix socket path (Linux: sun_path[108] with the NUL)
 IDLE_SECONDS = 300.0  # how long the embedded server waits for the next user before it stops
 IDLE_ENV = "CONTEXTLENS_PG_IDLE_SECONDS"
+POLL_SECONDS = 0.5  # how often a reaper looks at the users' lock and the server
+START_SECONDS = 60.0  # how long the server may take to accept connections
+# the server's settings: the Unix socket only; a backend whose client is gone (killed) aborts its
+# query within a second (PostgreSQL 14+) instead of running a CREATE INDEX to its end
+SERVER_OPTIONS = ("-c", "listen_addresses=", "-k", "{dir}/sock", "-c", "unix_socket_permissions=0700",
+                  "-c", "client_connection_check_interval=1000")  # fmt: skip
 REAPER_ENV = ("PATH", "PYTHONHOME", "PYTHONUSERBASE", "PYTHONNOUSERSITE")  # what the reaper keeps
 
 # psql, as the server's user, connected as ADMIN; every step may run again
@@ -219,18 +249,9 @@ class Cluster:
         clean environment; ``{dir}`` in ``args`` is the cluster folder, ``input`` its stdin."""
         fd = os.open(self.folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         try:
-            where = f"/proc/self/fd/{fd}" if self.as_root else str(self.folder)
-            command = [str(binaries() / program), *(a.replace("{dir}", where) for a in args)]
-            if self.as_root:
-                setpriv = shutil.which("setpriv")
-                if setpriv is None:
-                    raise DatabaseError(
-                        f"running PostgreSQL as root needs setpriv (util-linux) to run it as {SERVER_USER}"
-                    )
-                uid, gid = (self.owner.pw_uid, self.owner.pw_gid) if as_uid is None else (as_uid, _gid_of(as_uid))
-                command = [setpriv, f"--reuid={uid}", f"--regid={gid}", "--clear-groups", "--", *command]
+            command = self.command([str(binaries() / program), *args], fd, as_uid)
             feed = {"input": input} if input is not None else {"stdin": subprocess.DEVNULL}
-            # Output to a temporary file, not a pipe: the server pg_ctl starts would hold a pipe open.
+            # Output to a temporary file, not a pipe: a server it starts would hold a pipe open.
             with tempfile.TemporaryFile("w+", encoding="utf-8") as out:
                 done = subprocess.run(
                     command, stdout=out, stderr=subprocess.STDOUT, pass_fds=(fd,), cwd="/", text=True,
@@ -244,6 +265,21 @@ class Cluster:
             tail = " ".join(done.stdout.strip().splitlines()[-3:])
             raise DatabaseError(f"PostgreSQL {program} failed (exit {done.returncode}): {tail}")
         return done
+
+    def command(self, argv: list[str], fd: int, as_uid: int | None = None, pdeathsig: bool = False) -> list[str]:
+        """``argv`` with ``{dir}`` made the cluster folder (as root: through the descriptor ``fd``, and
+        run as the server's user, or ``as_uid``; ``pdeathsig``: SIGTERM when its parent dies, set
+        after the change of user, which clears it)."""
+        where = f"/proc/self/fd/{fd}" if self.as_root else str(self.folder)
+        command = [a.replace("{dir}", where) for a in argv]
+        if not self.as_root:
+            return command
+        setpriv = shutil.which("setpriv")
+        if setpriv is None:
+            raise DatabaseError(f"running PostgreSQL as root needs setpriv (util-linux) to run it as {SERVER_USER}")
+        uid, gid = (self.owner.pw_uid, self.owner.pw_gid) if as_uid is None else (as_uid, _gid_of(as_uid))
+        death = ["--pdeathsig", "TERM"] if pdeathsig else []
+        return [setpriv, f"--reuid={uid}", f"--regid={gid}", "--clear-groups", *death, "--", *command]
 
     def psql(self, script: str, user: str = ADMIN, database: str = "postgres") -> str:
         """``script`` run by psql as the server's user, connected as ``user`` (by default the
@@ -322,12 +358,29 @@ class Cluster:
     def running(self, as_uid: int | None = None) -> bool:
         return self.run("pg_ctl", "status", "-D", "{dir}/data", check=False, as_uid=as_uid).returncode == 0
 
-    def start(self) -> None:
+    def start(self, idle: float) -> None:
+        """Start the server as the child of a new keeper process (:func:`keep`), which stops it once
+        it has been idle for its limit, and whose death stops it too (the postmaster's parent-death
+        signal); returns when it accepts connections."""
         self.socket_dir.mkdir(mode=0o700, exist_ok=True)
         if self.as_root and self.socket_dir.lstat().st_uid != self.owner.pw_uid:
             os.chown(self.socket_dir, self.owner.pw_uid, self.owner.pw_gid, follow_symlinks=False)
-        options = "-c listen_addresses='' -k '{dir}/sock' -c unix_socket_permissions=0700"
-        self.run("pg_ctl", "start", "-w", "-t", "60", "-D", "{dir}/data", "-l", "{dir}/server.log", "-o", options)
+        keeper = _spawn_reaper(self.root, idle, mode="keep")
+        try:
+            answer = _read_line(keeper.stdout, START_SECONDS + 30)
+        finally:
+            keeper.stdout.close()
+        if answer != "ready":
+            if keeper.poll() is None:
+                keeper.kill()  # its postmaster, if any, gets SIGTERM
+            raise DatabaseError(f"PostgreSQL did not start ({answer or 'its keeper ended without a word'}); "
+                                f"its log is {self.folder / 'server.log'}")  # fmt: skip
+
+    def postmaster(self) -> int | None:
+        """The running postmaster's pid (from ``postmaster.pid``), or None."""
+        lines = _read_text(self.folder / "data" / "postmaster.pid").splitlines()
+        pid = int(lines[0]) if lines and lines[0].strip().isdigit() else 0
+        return pid if pid > 0 and os.path.exists(f"/proc/{pid}") else None
 
     def reload(self) -> None:
         """The server re-reads its authentication files (new connections use them)."""
@@ -385,9 +438,10 @@ def idle_seconds() -> float:
 def embedded_server(root: Path | str | None = None, idle: float | None = None) -> Iterator[str]:
     """The running embedded server's connection string, for the time of the ``with`` block.
 
-    The first user in starts it (after initdb for a new cluster). When the last one leaves, the
-    server stays up for ``idle`` seconds more (default :func:`idle_seconds`) for the next command,
-    then a reaper process stops it; with ``idle`` 0 the last one out stops it at once.
+    The first user in starts it (after initdb for a new cluster) under a keeper process; once
+    nobody has been inside for ``idle`` seconds (default :func:`idle_seconds`; the limit of the user
+    who entered or left last applies) the keeper stops it; with ``idle`` 0 the last one out stops it
+    at once. A user who finds the server running with no reaper watching it leaves one.
     """
     idle = idle_seconds() if idle is None else float(idle)
     cluster = Cluster(Path(root) if root is not None else None)
@@ -400,110 +454,248 @@ def embedded_server(root: Path | str | None = None, idle: float | None = None) -
         running = cluster.running()
         if running and changed:
             cluster.reload()
-        elif not running:
-            cluster.start()
+        _mark_use(cluster.root, idle)
+        if not running:
+            cluster.start(idle)
+        elif not _reaper_watches(cluster.root):  # its keeper was killed, or an older contextlens started it
+            _leave_reaper(cluster.root, idle)
         _ensure_database(cluster)
         users = open_lock(cluster.root / "users.lock", fcntl.LOCK_SH)  # held until the block ends
     try:
         yield cluster.conninfo
     finally:
         with _locked(cluster.root / "start.lock", fcntl.LOCK_EX):
-            _touch(cluster.root / "last_use")
+            _mark_use(cluster.root, idle)
             fcntl.flock(users, fcntl.LOCK_UN)
             try:
-                fcntl.flock(users, fcntl.LOCK_EX | fcntl.LOCK_NB)  # nobody else inside: the last one out
-            except BlockingIOError:
-                last = False
-            else:
-                last = True
                 if idle <= 0:
+                    fcntl.flock(users, fcntl.LOCK_EX | fcntl.LOCK_NB)  # nobody else inside: the last one out
                     cluster.stop()
+                elif not _reaper_watches(cluster.root):
+                    _leave_reaper(cluster.root, idle)
+            except BlockingIOError:
+                pass  # another user is inside; the reaper stops the server after them (limit 0: at once)
             finally:
                 users.close()
-        if last and idle > 0:
-            _spawn_reaper(cluster.root, idle)
 
 
-def _spawn_reaper(root: Path, idle: float) -> None:
-    """A detached process that stops the server after ``idle`` seconds without a user (it exits at
-    once if another reaper already watches this cluster). It runs as the invoking user, with
+def _mark_use(root: Path, idle: float) -> None:
+    """A use now: ``last_use`` touched, and ``idle_limit`` made this user's limit (the reaper reads
+    it at each look, so a later command's shorter limit applies to a reaper already running)."""
+    _touch(root / "last_use")
+    text, path = f"{idle!r}\n", root / "idle_limit"
+    if _read_text(path) != text or path.lstat().st_mode & 0o077:  # a new file: 0600 as it is made
+        tmp = root / f".idle_limit.tmp-{os.getpid()}"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            os.fchmod(f.fileno(), 0o600)
+            f.write(text)
+        os.replace(tmp, path)
+
+
+def _idle_limit(root: Path, default: float) -> float:
+    """The idle limit in effect: the last user's (``idle_limit``), else ``default``."""
+    try:
+        value = float(_read_text(root / "idle_limit").strip())
+    except ValueError:
+        return default
+    return value if value >= 0 else default
+
+
+def _leave_reaper(root: Path, idle: float) -> None:
+    """A reaper for the running server, once it watches it (or has found it need not): a second
+    user does not leave a second one meanwhile."""
+    reaper = _spawn_reaper(root, idle)
+    try:
+        _read_line(reaper.stdout, START_SECONDS)
+    finally:
+        reaper.stdout.close()
+
+
+def _spawn_reaper(root: Path, idle: float, mode: str = "reap") -> subprocess.Popen:
+    """A detached reaper process: ``reap`` watches a running server (it ends at once if another
+    reaper already watches this cluster), ``keep`` starts the server as its child; each says on its
+    stdout what it does (``watching``, ``ready``, or why not). It runs as the invoking user, with
     :data:`REAPER_ENV` of the environment only: a long-lived process keeps no copy of the rest."""
     package_parent = str(Path(__file__).resolve().parents[3])  # this contextlens, however it was found
     path = os.pathsep.join(p for p in (package_parent, os.environ.get("PYTHONPATH", "")) if p)
     env = {name: os.environ[name] for name in REAPER_ENV if name in os.environ}
-    subprocess.Popen(
-        [sys.executable, "-m", "contextlens.analyses.search.pg_server", "reap", str(root), repr(idle)],
-        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-        close_fds=True, cwd="/", env={**env, "PYTHONPATH": path, "LC_ALL": "C"},
+    return subprocess.Popen(
+        [sys.executable, "-m", "contextlens.analyses.search.pg_server", mode, str(root), repr(idle)],
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True, cwd="/",
+        env={**env, "PYTHONPATH": path, "LC_ALL": "C"},
     )  # fmt: skip
 
 
-def reap(root: Path | str, idle: float) -> str:
-    """Wait until nobody has used the server for ``idle`` seconds, then stop it; returns why it ended.
-
-    Only one reaper per cluster (``reaper.lock``); it keeps watching while users come and go, and
-    gives its lock up while holding the start lock, so a user who starts the server just after it
-    has gone always leaves a reaper of its own."""
+def keep(root: Path | str, idle: float) -> str:
+    """The keeper: start the server as this process's child, say ``ready`` (or why not) on stdout,
+    then watch it as :func:`reap` does until it stops. The postmaster gets SIGTERM (a smart
+    shutdown) when its keeper dies, however it dies."""
+    cluster = Cluster(Path(root))
+    reaper = _try_lock(cluster.root / "reaper.lock")  # an older reaper may hold it a moment longer
     try:
-        return _reap(Cluster(Path(root)), idle)
-    except FileNotFoundError:  # the cluster's folder was removed meanwhile: nothing left to stop
-        return "cluster removed"
+        fd = os.open(cluster.folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            # the server's log: the shell, as the server's user, opens it (never root, in its folder)
+            argv = ["/bin/sh", "-c", 'exec "$@" >>"$0" 2>&1', "{dir}/server.log", str(binaries() / "postgres"),
+                    "-D", "{dir}/data", *SERVER_OPTIONS]  # fmt: skip
+            server = subprocess.Popen(
+                cluster.command(argv, fd, pdeathsig=True), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL, pass_fds=(fd,), cwd="/", env=server_environment(),
+                preexec_fn=None if cluster.as_root else _die_with_parent(),
+            )  # fmt: skip
+        finally:
+            os.close(fd)
+    except (OSError, DatabaseError) as exc:
+        _say(f"cannot run postgres: {exc}")
+        return "failed"
+    why = _until_ready(cluster, server)
+    _say(why)
+    if why != "ready":
+        if server.poll() is None:
+            server.terminate()
+        return why
+    return _watch(cluster, server.pid, idle, reaper, server)
 
 
-def _reap(cluster: Cluster, idle: float) -> str:
+def reap(root: Path | str, idle: float, say: Callable[[str], None] = lambda line: None) -> str:
+    """Watch the running server until it stops, and stop it once nobody has used it for its idle
+    limit (:func:`_idle_limit`, else ``idle``); returns why it ended, and ``say``-s ``watching`` or
+    that first. One reaper per cluster (``reaper.lock``); it follows one postmaster and ends when
+    that one is gone."""
+    cluster = Cluster(Path(root))
+    if not cluster.folder.is_dir():
+        say("cluster removed")
+        return "cluster removed"  # nothing left to stop
+    reaper = _try_lock(cluster.root / "reaper.lock")
+    pid = cluster.postmaster() if cluster.initialised() and cluster.running() else None
+    if pid is None or reaper is None:
+        if reaper is not None:
+            reaper.close()
+        why = "not running" if pid is None else "another reaper watches this cluster"
+        say(why)
+        return why
+    say("watching")
+    return _watch(cluster, pid, idle, reaper)
+
+
+def _watch(cluster: Cluster, pid: int, idle: float, reaper, child: subprocess.Popen | None = None) -> str:
+    """Every :data:`POLL_SECONDS`: the server's users' lock is looked at; when it is free, the server
+    is idle since the last use (``last_use``, touched by each user as it enters and leaves, and here
+    when a user is seen gone, which a killed one does not do itself); past the idle limit, read anew
+    each time, it is stopped. A keeper (``child``) goes on without ``reaper.lock`` while another
+    reaper holds it, and takes it over when free."""
+    was_busy = False
     try:
-        reaper = open_lock(cluster.root / "reaper.lock", fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return "another reaper watches this cluster"
-    with reaper:
         while True:
-            try:
-                last = (cluster.root / "last_use").stat().st_mtime
-            except FileNotFoundError:
-                last = 0.0
-            wait = last + idle - time.time()
-            if wait > 0:
-                time.sleep(min(wait, idle) + 0.05)
-                continue
-            with _locked(cluster.root / "start.lock", fcntl.LOCK_EX):
-                if not cluster.running():
-                    fcntl.flock(reaper, fcntl.LOCK_UN)
-                    return "not running"
-                try:
-                    users = open_lock(cluster.root / "users.lock", fcntl.LOCK_EX | fcntl.LOCK_NB)
-                except BlockingIOError:
-                    busy = True  # someone is inside; they touch last_use when they leave
-                else:
-                    with users:
-                        busy = False
-                        recent = (cluster.root / "last_use").stat().st_mtime + idle > time.time()
-                        if not recent:
-                            cluster.stop()
-                            fcntl.flock(reaper, fcntl.LOCK_UN)
-                            return "stopped after idle"
-            time.sleep(min(idle, 5.0) if busy else 0.05)
+            if (child.poll() is not None) if child is not None else cluster.postmaster() != pid:
+                return "server stopped"
+            if reaper is None:
+                reaper = _try_lock(cluster.root / "reaper.lock")
+                if reaper is None and child is None:
+                    return "another reaper watches this cluster"
+            if reaper is not None:
+                busy = not _nobody_inside(cluster.root)
+                if busy or was_busy:
+                    if was_busy and not busy:
+                        _touch(cluster.root / "last_use")  # idle from now, however the last user left
+                    was_busy = busy
+                elif _idle_for(cluster.root) >= _idle_limit(cluster.root, idle) and _stop_if_idle(cluster, pid, idle):
+                    if child is not None:
+                        child.wait()
+                    return "stopped after idle"
+            time.sleep(POLL_SECONDS)
+    finally:
+        if reaper is not None:
+            reaper.close()
+
+
+def _stop_if_idle(cluster: Cluster, pid: int, idle: float) -> bool:
+    """Stop the server ``pid`` if it is still idle, under the start lock; True when it is gone."""
+    with _locked(cluster.root / "start.lock", fcntl.LOCK_EX):
+        if cluster.postmaster() != pid:
+            return True
+        try:
+            users = open_lock(cluster.root / "users.lock", fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False  # a user came in meanwhile
+        with users:
+            if _idle_for(cluster.root) < _idle_limit(cluster.root, idle):
+                return False
+            cluster.stop()
+    return True
+
+
+def _until_ready(cluster: Cluster, server: subprocess.Popen) -> str:
+    """``ready`` once the postmaster ``server`` accepts connections (its ``postmaster.pid`` says so,
+    as pg_ctl -w reads it), else why not."""
+    deadline = time.monotonic() + START_SECONDS
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            log = _read_text(cluster.folder / "server.log", tail=600).strip().splitlines()[-3:]
+            return f"postgres exited with status {server.returncode}: {' '.join(log)}"
+        lines = _read_text(cluster.folder / "data" / "postmaster.pid").splitlines()
+        if len(lines) >= 8 and lines[0].strip() == str(server.pid) and lines[7].strip() == "ready":
+            return "ready"
+        time.sleep(0.05)
+    return f"postgres was not ready after {START_SECONDS:.0f} s"
+
+
+def _die_with_parent():
+    """A ``preexec_fn`` that asks for SIGTERM when the parent dies (``prctl(PR_SET_PDEATHSIG)``)."""
+    import ctypes
+
+    prctl = ctypes.CDLL(None, use_errno=True).prctl  # looked up before the fork
+    return lambda: prctl(1, signal.SIGTERM)
+
+
+def _say(line: str) -> None:
+    """The keeper's one line to the user who started it; stdout is then closed (it may be gone)."""
+    with contextlib.suppress(OSError):
+        os.write(1, (line + "\n").encode("utf-8", "replace"))
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 1)
+    os.close(null)
+
+
+def _read_line(pipe, timeout: float) -> str:
+    """The first line from ``pipe`` within ``timeout`` seconds ('' at its end or on time out)."""
+    fd, data = pipe.fileno(), b""
+    deadline = time.monotonic() + timeout
+    while b"\n" not in data:
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([fd], [], [], left)[0]:
+            return data.decode("utf-8", "replace").strip() or f"no word from its keeper in {timeout:.0f} s"
+        chunk = os.read(fd, 4096)
+        if not chunk:
+            break
+        data += chunk
+    return data.decode("utf-8", "replace").split("\n")[0].strip()
 
 
 def server_status(root: Path | str | None = None) -> dict:
-    """Whether the embedded server runs, for how long it has been idle, and whether it is in use."""
+    """Whether the embedded server runs, is in use, for how long it has been idle (as its reaper
+    counts) and after how long idle it stops (the limit in effect). A running server no reaper
+    watches (its reaper was killed) gets one, so that what this says is what happens."""
     cluster = Cluster(Path(root) if root is not None else None)
+    default = idle_seconds()
     running = cluster.folder.is_dir() and cluster.initialised() and cluster.running()
-    in_use = False
+    in_use = restarted = False
     if running:
-        try:
-            open_lock(cluster.root / "users.lock", fcntl.LOCK_EX | fcntl.LOCK_NB).close()
-        except BlockingIOError:
-            in_use = True
-    try:
-        idle_for = time.time() - (cluster.root / "last_use").stat().st_mtime
-    except FileNotFoundError:
-        idle_for = None
+        in_use = not _lock_free(cluster.root / "users.lock")
+        if not _reaper_watches(cluster.root):
+            _leave_reaper(cluster.root, default)
+            restarted = True
+    idle_for = _idle_for(cluster.root) if (cluster.root / "last_use").exists() else None
     return {"running": running, "in_use": in_use, "idle_seconds": idle_for if running and not in_use else None,
-            "idle_timeout_seconds": idle_seconds(), "data": str(cluster.folder)}  # fmt: skip
+            "idle_timeout_seconds": _idle_limit(cluster.root, default), "reaper_restarted": restarted,
+            "data": str(cluster.folder)}  # fmt: skip
 
 
 def stop_server(root: Path | str | None = None) -> bool:
-    """Stop the embedded server now; False when it was not running. Refused while a command uses it."""
+    """Stop the embedded server now; False when it was not running. Refused while a command uses it.
+    Its reaper ends with it (a keeper at once, a reaper at its next look)."""
     cluster = Cluster(Path(root) if root is not None else None)
     if not (cluster.folder.is_dir() and cluster.initialised()):
         return False
@@ -519,6 +711,54 @@ def stop_server(root: Path | str | None = None) -> bool:
         with users:
             cluster.stop()
     return True
+
+
+def _try_lock(path: Path):
+    """``path`` locked exclusively now, or None when another process holds it."""
+    try:
+        return open_lock(path, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return None
+
+
+def _lock_free(path: Path) -> bool:
+    lock = _try_lock(path)
+    if lock is not None:
+        lock.close()
+    return lock is not None
+
+
+def _nobody_inside(root: Path) -> bool:
+    """The users' lock is free, looked at under the start lock (so that the look never makes a user
+    leaving think another is inside); a user entering or leaving (holding that lock) counts as inside."""
+    start = _try_lock(root / "start.lock")
+    if start is None:
+        return False
+    with start:
+        return _lock_free(root / "users.lock")
+
+
+def _reaper_watches(root: Path) -> bool:
+    return not _lock_free(root / "reaper.lock")
+
+
+def _idle_for(root: Path) -> float:
+    try:
+        return time.time() - (root / "last_use").stat().st_mtime
+    except FileNotFoundError:
+        return float("inf")
+
+
+def _read_text(path: Path, tail: int | None = None) -> str:
+    """A small file's text ('' if missing or a link); ``tail``: its last bytes only."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return ""
+    with os.fdopen(fd, "rb") as f:
+        if tail is not None:
+            f.seek(max(0, os.fstat(fd).st_size - tail))
+        return f.read(1 << 16).decode("utf-8", "replace")
 
 
 @contextlib.contextmanager
@@ -594,6 +834,8 @@ def connect(conninfo: str):
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise DatabaseError(f"cannot connect to PostgreSQL ({first}); check --dsn") from exc
     try:
+        if conn.info.server_version >= 140000:  # your own server too: a killed command's query is cancelled
+            conn.execute("SET client_connection_check_interval = 1000")
         conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
     except psycopg.Error as exc:
         conn.close()
@@ -601,6 +843,9 @@ def connect(conninfo: str):
     return conn
 
 
-if __name__ == "__main__":  # the reaper: python -m contextlens.analyses.search.pg_server reap ROOT SECONDS
-    if len(sys.argv) == 4 and sys.argv[1] == "reap":
-        reap(sys.argv[2], float(sys.argv[3]))
+if __name__ == "__main__":  # python -m contextlens.analyses.search.pg_server reap|keep ROOT SECONDS
+    if len(sys.argv) == 4 and sys.argv[1] in ("reap", "keep"):
+        if sys.argv[1] == "reap":
+            reap(sys.argv[2], float(sys.argv[3]), _say)
+        else:
+            keep(sys.argv[2], float(sys.argv[3]))

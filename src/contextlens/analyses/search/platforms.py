@@ -29,6 +29,7 @@ it against the arithmetic done by hand.
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import asdict, dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -83,7 +84,7 @@ OPENSEARCH_ENGINES = ("faiss", "lucene", "nmslib")
 OPENSEARCH_METHODS = ("hnsw", "ivf")
 # bytes per dimension of each knn_vector data_type: float, byte, binary (one bit, dimension a multiple of 8)
 OPENSEARCH_DTYPES = {"float32": Fraction(4), "int8": Fraction(1), "binary": Fraction(1, 8)}
-OPENSEARCH_MAX_DIM = 16_000  # Faiss/HNSW, Faiss/IVF and Lucene/HNSW ("Engine recommendations")
+OPENSEARCH_MAX_DIM = 16_000  # a knn_vector's dimension, "[1, 16,000]" (k-NN vector; "Engine recommendations" too)
 OPENSEARCH_NLIST = 4  # the IVF method's default nlist
 OPENSEARCH_SEGMENTS = 300  # PQ: "a recommended default value is 300" segments
 OPENSEARCH_PQ_MAX_M = 1024
@@ -157,10 +158,35 @@ def _check(count: int, dim: int) -> tuple[int, int]:
     return whole_number(count, "count", minimum=1, floats=True), whole_number(dim, "dim", minimum=1)
 
 
-def _fraction(value: Any, name: str, low: float, high: float) -> Fraction:
-    if isinstance(value, bool) or not isinstance(value, int | float | Fraction) or not low <= value <= high:
-        raise ParameterError(name, f"must be a number from {low} to {high}, got {value!r}")
-    return Fraction(value).limit_denominator(10**9)
+def _real(
+    value: Any, name: str, low: int | Fraction, high: int | Fraction, *, low_open: bool = False,
+    high_open: bool = False, unit: str = "", why: str = "",
+) -> Fraction:  # fmt: skip
+    """The one range check of every real-valued platform option: ``value`` (an int or a float, numpy's
+    too; never a bool, nan or inf) as an exact Fraction from ``low`` to ``high`` (``low_open`` /
+    ``high_open``: that end excluded), or a ParameterError naming the range (its ``unit``, and
+    ``why``: where a bound comes from)."""
+
+    def inside(x: Fraction | None) -> bool:
+        return x is not None and (x > low if low_open else x >= low) and (x < high if high_open else x <= high)
+
+    number = None
+    if not isinstance(value, bool) and isinstance(value, numbers.Real) and math.isfinite(float(value)):
+        number = Fraction(value if isinstance(value, int | Fraction) else float(value))
+        short = number.limit_denominator(10**9)  # 0.1 as 1/10, unless that crosses a bound
+        number = short if inside(short) else number
+    if not inside(number):
+        if low_open or high_open:
+            bounds = (f"{'above' if low_open else 'at least'} {_shown(low)}{unit} and "
+                      f"{'below' if high_open else 'at most'} {_shown(high)}{unit}")  # fmt: skip
+        else:
+            bounds = f"from {_shown(low)} to {_shown(high)}{unit}"
+        raise ParameterError(name, f"must be a number {bounds}{why}, got {value!r}")
+    return number
+
+
+def _shown(x: int | Fraction) -> str:
+    return f"{int(x):,}" if isinstance(x, int) or x.denominator == 1 else f"{float(x):g}"
 
 
 def _choice(value: Any, name: str, choices: tuple[str, ...] | list[str] | dict[str, Any]) -> str:
@@ -289,12 +315,13 @@ def opensearch(
             raise ParameterError(name, "is for product quantization (pq_m)")
     nbits = 8 if nbits is None else whole_number(nbits, "nbits", minimum=1, maximum=8)
     segments = OPENSEARCH_SEGMENTS if segments is None else whole_number(segments, "segments", minimum=1)
-    if knn_engine != "nmslib" and d > OPENSEARCH_MAX_DIM:
-        raise ParameterError("dim", f"must be at most {OPENSEARCH_MAX_DIM:,} with the {knn_engine} engine, got {d:,}")
-    memory = _fraction(node_memory_gib, "node_memory_gib", 1, 1_000_000)
-    heap = min(memory / 2, Fraction(32)) if heap_gib is None else _fraction(heap_gib, "heap_gib", 0, float(memory))
-    if heap >= memory:
-        raise ParameterError("heap_gib", f"must be less than the node's memory ({float(memory):g} GiB)")
+    if d > OPENSEARCH_MAX_DIM:
+        raise ParameterError("dim", f"must be at most {OPENSEARCH_MAX_DIM:,} on OpenSearch (a knn_vector field's "
+                                    f"dimension, every engine), got {d:,}")  # fmt: skip
+    memory = _real(node_memory_gib, "node_memory_gib", 1, 1_000_000, unit=" GiB")
+    heap = min(memory / 2, Fraction(32)) if heap_gib is None else _real(
+        heap_gib, "heap_gib", 0, memory, low_open=True, high_open=True, unit=" GiB",
+        why=" (the node's memory, `node_memory_gib`)")  # fmt: skip
     layout = _opensearch_layout(d, m, method, knn_engine, dtype, bits, nlist, pq_m, nbits, segments)
     per_vector = layout.per_vector
     copies = replicas + 1
@@ -368,10 +395,12 @@ def azure(
     if d > AZURE_MAX_DIMENSIONS:
         raise ParameterError("dim", f"must be at most {AZURE_MAX_DIMENSIONS:,} on Azure AI Search (dimensions per "
                                     f"vector field), got {d:,}")  # fmt: skip
-    if dtype not in AZURE_BYTES:
+    if not isinstance(dtype, str) or dtype not in AZURE_BYTES:
         raise ParameterError("dtype", f"Azure AI Search stores float32, float16, int16 or int8 vectors, got {dtype!r}")
-    hnsw = azure_overhead(d) if overhead is None else _fraction(overhead, "overhead", 0, 1)
-    deleted = AZURE_DELETED_RATIO if deleted_ratio is None else _fraction(deleted_ratio, "deleted_ratio", 0, 10)
+    hnsw = azure_overhead(d) if overhead is None else _real(overhead, "overhead", 0, 1)
+    # the share of the index's documents deleted but not yet merged away: below 1 while any document lives
+    deleted = AZURE_DELETED_RATIO if deleted_ratio is None else _real(deleted_ratio, "deleted_ratio", 0, 1,
+                                                                      high_open=True)  # fmt: skip
     raw = Fraction(d * AZURE_BYTES[dtype])
     per_vector = raw * (1 + hnsw) * (1 + deleted)
     budget = AZURE_QUOTA_GB[tier] * partitions * GIB
@@ -430,7 +459,7 @@ def vertex(count: int, dim: int, shard_size: str = "medium", machine: str | None
     per_shard = shard // per_vector
     if per_shard == 0:
         raise ParameterError("dim", f"one vector of {d:,} float32 dimensions is larger than a {shard_size} shard")
-    shards = math.ceil(n / per_shard)
+    shards = -(-n // per_shard)  # whole numbers: n / per_shard rounds through a float past 2**53
     default = VERTEX_DEFAULT_MACHINE[shard_size]
     return PlatformCapacity(
         platform="vertex", count=n, dim=d,

@@ -1,0 +1,55 @@
+"""An index folder opened or searched with the engine its manifest names: FAISS or pgvector.
+
+The two engines' modules (``index``, ``pg_index``) each know their own folders; what takes either
+(``contextlens.search_index``, ``serve --index``, the web's ``/api/search``) reads the manifest here,
+above both, so neither imports the other to dispatch.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from contextlens.analyses.search.index import SearchResult, VectorIndex
+from contextlens.analyses.search.index import search_index as search_faiss_index
+from contextlens.analyses.search.pg_index import PgVectorIndex, engine_of, search_pg_index
+
+if TYPE_CHECKING:
+    from contextlens.core.contextual_models import ContextualModel
+    from contextlens.core.static_models import StaticModel
+
+
+def search_index(
+    folder: Path | str,
+    query: str,
+    k: int = 10,
+    model: ContextualModel | str | None = None,
+    kind: str | None = None,
+    layer: int | None = None,
+    precision: str | None = None,
+    runtime: str | None = None,
+    static: StaticModel | str | None = None,
+) -> SearchResult:
+    """Rank the documents of the index in ``folder`` for ``query``, with the index's own encoder, in
+    the engine its manifest names (a pgvector index by the DSN it records, or the embedded server)."""
+    if engine_of(folder) == "pgvector":
+        return search_pg_index(folder, query, k, model, kind, layer, precision, runtime, static=static)
+    return search_faiss_index(folder, query, k, model, kind, layer, precision, runtime, static)
+
+
+def load_folder(folder: Path | str) -> VectorIndex | PgVectorIndex:
+    """The index in ``folder`` with its own engine, checked as a search would check it (a pgvector
+    index's table too): what ``serve --index`` loads at start, so a damaged index fails there."""
+    if engine_of(folder) == "pgvector":
+        index = PgVectorIndex.load(folder)
+        index.verify()
+        return index
+    return VectorIndex.load(folder)
+
+
+def search_folder(
+    folder: Path | str, query: str, k: int = 10, model: ContextualModel | str | None = None
+) -> SearchResult:
+    """Search the index in ``folder`` with its own engine (FAISS or pgvector, from its manifest), as
+    the web's ``/api/search`` does: the same answer as ``index search FOLDER QUERY --json``."""
+    return search_index(folder, query, k, model=model)
