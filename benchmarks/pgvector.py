@@ -114,14 +114,14 @@ def run(
                         row["faiss_hnsw_bytes_per_vector"] = faiss_hnsw_bytes(x, dtype, 16) / count
                         row["memory_predicted"] = predicted.build_memory_bytes
                         if memory:
-                            probe = pg_measure(config, count, d)
+                            probe = pg_measure(config, count, d, max_measure=count)  # the benchmark sets its own counts
                             row["memory_measured"] = probe.measured.get("build_memory_bytes")
                             row["memory_probe_notice"] = probe.measured.get("memory_probe_notices")
                             # the same build with a quarter of the memory: 3/4 of it on disk
                             row["spilled_build_s"] = probe.measured.get("memory_probe_seconds")
                             row["in_memory_build_s"] = probe.measured.get("build_seconds")
                     elif memory:  # ivfflat: pgvector's own threshold, on the real heap's page count
-                        probe = pg_measure(config, count, d)
+                        probe = pg_measure(config, count, d, max_measure=count)  # the benchmark sets its own counts
                         m = probe.measured
                         row["memory_predicted"] = m["build_memory_predicted_on_heap_pages"]["bytes"]
                         row["memory_estimate"] = probe.build_memory_bytes  # from the predicted heap
