@@ -473,3 +473,43 @@ def test_a_layer_counted_back_too_far_says_so(minilm):
         enc.hidden_state(-99)
     with pytest.raises(InputError, match=r"`layer` 2 was not extracted; extracted layers: \[1, 3\]"):
         enc.hidden_state(2)
+
+
+def _pg_server():
+    from contextlens.analyses.search import pg_server
+
+    return pg_server
+
+
+def _pg_index():
+    from contextlens.analyses.search import pg_index
+
+    return pg_index
+
+
+# the newest names of the search and database layers, not exported from the package (issue 35)
+SEARCH_WRONG_CALLS = [
+    ("search_index", "query=None", lambda: contextlens.search_index("/tmp", None), "query must be a text"),
+    ("search_index", "folder=None", lambda: contextlens.search_index(None, "q"), "folder must be a path"),
+    ("PgIndexConfig", "params=[1]", lambda: _pg_index().PgIndexConfig("hnsw", [1]), "params must be a dict"),
+    ("PgVectorIndex.build", "config='hnsw'",
+     lambda: _pg_index().PgVectorIndex.build([_pg_index().Document("a", "b")], None, "/tmp/n", config="hnsw"),
+     "config must be a PgIndexConfig"),
+    ("connect", "None", lambda: _pg_server().connect(None), "conninfo must be a text"),
+    ("embedded_server", "idle='x'", lambda: _pg_server().embedded_server(idle="x").__enter__(), "idle must be"),
+    ("embedded_server", "idle=-1", lambda: _pg_server().embedded_server(idle=-1).__enter__(), "0 or more"),
+    ("embedded_server", "idle=nan", lambda: _pg_server().embedded_server(idle=float("nan")).__enter__(), "0 or more"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("name", "what", "call", "fragment"), SEARCH_WRONG_CALLS,
+                         ids=[f"{n}: {w}" for n, w, _, _ in SEARCH_WRONG_CALLS])  # fmt: skip
+def test_a_wrong_call_to_the_search_and_database_layers_is_one_typed_line(name, what, call, fragment):
+    with pytest.raises(ContextlensError) as caught:
+        call()
+    assert "\n" not in str(caught.value) and fragment in str(caught.value), (name, what, str(caught.value))
+
+
+def test_pg_index_config_without_params_takes_pgvectors_defaults():
+    config = _pg_index().PgIndexConfig("hnsw", None)
+    assert config.params == {} and config.resolved(384).params == _pg_index().PgIndexConfig("hnsw").resolved(384).params

@@ -55,6 +55,21 @@ def whole_number(
     return number
 
 
+def seconds(value: Any, name: str) -> float:
+    """A duration: a finite number of seconds, 0 or more (an int or a float, numpy's too; never a
+    bool or a str: ``'x'`` was a bare ValueError, and -1 and nan were taken)."""
+    if not isinstance(value, bool) and _is_number(value) and math.isfinite(float(value)) and float(value) >= 0:
+        return float(value)
+    raise ParameterError(name, f"must be a number of seconds, 0 or more, got {given(value)}")
+
+
+def one_text(value: Any, name: str) -> str:
+    """A single text (a non-blank str), never None, a number or a list."""
+    if isinstance(value, str) and value.strip():
+        return value
+    raise ParameterError(name, f"must be a text (a non-empty str), got {given(value)}")
+
+
 def path_argument(value: Any, name: str) -> Path:
     """A file or folder path: a non-blank str or an ``os.PathLike``, never None or a number (``Path``
     of those is a TypeError far from the call)."""

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from contextlens.analyses.search.index import SearchResult, VectorIndex
 from contextlens.analyses.search.index import search_index as search_faiss_index
 from contextlens.analyses.search.pg_index import PgVectorIndex, engine_of, search_pg_index
+from contextlens.core.arguments import one_text, path_argument
 
 if TYPE_CHECKING:
     from contextlens.core.contextual_models import ContextualModel
@@ -32,7 +33,8 @@ def search_index(
 ) -> SearchResult:
     """Rank the documents of the index in ``folder`` for ``query``, with the index's own encoder, in
     the engine its manifest names (a pgvector index by the DSN it records, or the embedded server)."""
-    if engine_of(folder) == "pgvector":
+    query = one_text(query, "query")
+    if engine_of(path_argument(folder, "folder")) == "pgvector":
         return search_pg_index(folder, query, k, model, kind, layer, precision, runtime, static=static)
     return search_faiss_index(folder, query, k, model, kind, layer, precision, runtime, static)
 

@@ -46,7 +46,7 @@ from contextlens.analyses.search.index import (
 from contextlens.analyses.search.index_config import normalize
 from contextlens.analyses.search.index_files import DOCS_FILE, MANIFEST, current_folder
 from contextlens.analyses.search.pg_dsn import checked_dsn, dsn_parameters, without_secrets
-from contextlens.core.arguments import whole_number
+from contextlens.core.arguments import given, whole_number
 from contextlens.core.private_files import open_lock, private_folder
 from contextlens.core.resources import cache_dir
 from contextlens.core.vectors import Provenance
@@ -83,6 +83,12 @@ class PgIndexConfig:
     dtype: str = "float32"
 
     def __post_init__(self) -> None:
+        if self.params is None:  # no parameters: pgvector's defaults
+            object.__setattr__(self, "params", {})
+        if not isinstance(self.params, dict):
+            raise ParameterError(
+                "params", f"must be a dict of the index's parameters (e.g. {{'m': 16}}), got {given(self.params)}"
+            )
         if self.type not in PG_INDEX_TYPES:
             raise InputError(f"pgvector has no `index` {self.type!r}; use one of {', '.join(PG_INDEX_TYPES)}")
         if self.dtype not in PG_DTYPES:
@@ -315,6 +321,8 @@ class PgVectorIndex:
         if not documents:
             raise InputError("no documents to index")
         dsn = checked_dsn(dsn)  # parsed and tried before the encoding
+        if config is not None and not isinstance(config, PgIndexConfig):
+            raise ParameterError("config", f"must be a PgIndexConfig (e.g. PgIndexConfig('hnsw')), got {given(config)}")
         folder = index_files.check_index_folder(folder, force)
         config = (config or PgIndexConfig()).resolved(encoder.provenance.dim)
         vectors = encoder.encode([d.text for d in documents], batch_size=batch_size,

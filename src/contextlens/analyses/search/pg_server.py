@@ -95,6 +95,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from contextlens.core.arguments import one_text, path_argument, seconds
 from contextlens.core.private_files import open_lock, private_folder
 from contextlens.core.resources import cache_dir
 from contextlens.errors import ContextlensError
@@ -443,8 +444,8 @@ def embedded_server(root: Path | str | None = None, idle: float | None = None) -
     who entered or left last applies) the keeper stops it; with ``idle`` 0 the last one out stops it
     at once. A user who finds the server running with no reaper watching it leaves one.
     """
-    idle = idle_seconds() if idle is None else float(idle)
-    cluster = Cluster(Path(root) if root is not None else None)
+    idle = idle_seconds() if idle is None else seconds(idle, "idle")
+    cluster = Cluster(None if root is None else path_argument(root, "root"))
     cluster.prepare()
     with _locked(cluster.root / "start.lock", fcntl.LOCK_EX):
         cluster.adopt()
@@ -822,6 +823,7 @@ def database(dsn: str | None = None) -> Iterator[str]:
 
 def connect(conninfo: str):
     """A psycopg connection with pgvector's types ready (the extension is created if missing)."""
+    conninfo = one_text(conninfo, "conninfo")
     try:
         import psycopg
     except ImportError as exc:
