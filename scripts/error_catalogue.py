@@ -170,6 +170,8 @@ def free_port() -> int:
 
 def newer_commands(tmp: Path) -> list[tuple[str, list[str]] | tuple[str, list[str], int]]:
     """The corpus, senses, eval --corpus, cost, cka, serve, index and capacity mistakes."""
+    import json
+
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -240,6 +242,21 @@ def newer_commands(tmp: Path) -> list[tuple[str, list[str]] | tuple[str, list[st
     victim = shard(linked)
     victim.unlink()
     victim.symlink_to(outside)
+    checked = {kind: extraction(tmp, f"extraction-{kind}", river) for kind in ("nan", "zeros", "mpnet", "layers")}
+    for kind, fill in (("nan", float("nan")), ("zeros", 0.0)):  # the top layer's vectors rewritten by pyarrow
+        table = pq.read_table(shard(checked[kind]))
+        name = table.schema.names[-1]
+        width = table.schema.field(name).type.list_size
+        filled = pa.FixedSizeListArray.from_arrays(pa.array([fill] * (table.num_rows * width), pa.float16()), width)
+        pq.write_table(table.set_column(len(table.schema) - 1, table.schema.field(name), filled), shard(checked[kind]))
+    for kind, change in (("mpnet", {"model": "mpnet"}), ("layers", {"layers": "0,6"})):  # hand-edited manifests
+        manifest_file = checked[kind] / "manifest.json"
+        manifest_file.write_text(json.dumps(json.loads(manifest_file.read_text()) | change))
+    checked["zero-byte"] = extraction(tmp, "extraction-zero-byte-served", river)
+    shard(checked["zero-byte"]).write_bytes(b"")
+    checked["missing"] = extraction(tmp, "extraction-missing-served", river)
+    shard(checked["missing"]).unlink()
+    serve_corpus = ["serve", *M, "--port", str(free_port()), "--corpus"]
     pg_build = ["index", "build", str(river), "--out", str(tmp / "pg-ix"), "--engine", "pgvector", *M]
     return [
         ("corpus search: a shard linked to a file outside the folder", [
@@ -256,6 +273,18 @@ def newer_commands(tmp: Path) -> list[tuple[str, list[str]] | tuple[str, list[st
         ("corpus search: --top 0", [*cs, "--like", "The river [bank].", "--top", "0"]),
         ("corpus search: not an extraction folder", ["corpus", "search", str(tmp), "--like", "The [bank]."]),
         ("corpus export: an unknown --format", ["corpus", "export", str(good), "--format", "csv"]),
+        ("corpus search: a shard with NaN vectors", ["corpus", "search", str(checked["nan"]), "--like", "The [bank]."]),
+        ("corpus search: a shard of all-zero vectors", [
+            "corpus", "search", str(checked["zeros"]), "--like", "The [bank]."]),
+        ("corpus search: a manifest that says mpnet over minilm's shards", [
+            "corpus", "search", str(checked["mpnet"]), "--like", "The [bank]."]),
+        ("corpus search: a manifest whose layers is a string", [
+            "corpus", "search", str(checked["layers"]), "--like", "The [bank]."]),
+        ("corpus export: a shard with NaN vectors", ["corpus", "export", str(checked["nan"])]),
+        ("corpus export: a manifest whose layers is a string", ["corpus", "export", str(checked["layers"])]),
+        ("serve --corpus: a zero-byte shard", [*serve_corpus, f"wiki={checked['zero-byte']}"], HANG),
+        ("serve --corpus: a missing shard", [*serve_corpus, f"wiki={checked['missing']}"], HANG),
+        ("serve --corpus: a NAME with a slash", [*serve_corpus, f"a/b={good}"], HANG),
         ("corpus extract: a JSONL line nested 100,000 deep", [*ce, str(deep), "--out", str(tmp / "c1"), *x]),
         ("corpus extract: --out whose manifest.json is a list", [*ce, str(river), "--out", str(listed["list"]), *x]),
         ("corpus extract: --out whose manifest.json is null", [*ce, str(river), "--out", str(listed["null"]), *x]),
@@ -373,6 +402,22 @@ def newer_commands(tmp: Path) -> list[tuple[str, list[str]] | tuple[str, list[st
              "--method", "ivf"],
         ),
         ("capacity on Azure over its dimension limit", ["capacity", "--engine", "azure", "-n", "1000", "-d", "5000"]),
+        ("capacity on pgvector over its vector type's 16,000 dims",
+         ["capacity", "--engine", "pgvector", "-n", "1000", "-d", "70000", "--index", "flat"]),
+        ("capacity --measure on pgvector over its vector type's 16,000 dims",
+         ["capacity", "--engine", "pgvector", "-n", "1000", "-d", "70000", "--index", "flat", "--measure"]),
+        ("capacity on pgvector over the table's integer rows",
+         ["capacity", "--engine", "pgvector", "-n", str(10**30), "-d", "384"]),
+        ("capacity on pgvector past PostgreSQL's pages per relation",
+         ["capacity", "--engine", "pgvector", "-n", "2000000000", "-d", "16000"]),
+        ("capacity --measure on pgvector above --max-measure",
+         ["capacity", "--engine", "pgvector", "-n", "200000", "-d", "8", "--measure"]),
+        ("capacity --max-measure without --measure", ["capacity", "-n", "1000", "-d", "8", "--max-measure", "10"]),
+        ("capacity on Azure with --deleted-ratio 1.5",
+         ["capacity", "--engine", "azure", "-n", "1000", "-d", "768", "--deleted-ratio", "1.5"]),
+        ("capacity on OpenSearch with --heap-gib 0",
+         ["capacity", "--engine", "opensearch", "-n", "1000", "-d", "768", "--heap-gib", "0"]),
+        ("serve --workers 10**12", ["serve", "--workers", str(10**12)]),
         (
             "serve with the same --index name twice",
             ["serve", *M, "--port", str(free_port()), "--index", f"a={index}", "--index", f"a={index}"],

@@ -263,9 +263,9 @@ def search_cmd(
 ) -> None:
     """The occurrences in FOLDER most like an example occurrence (cosine at the folder's layer,
     with its percentile among random-word cosines)."""
-    from contextlens.analyses.corpus.manifest import require_manifest
+    from contextlens.analyses.corpus.folder_check import checked_folder
 
-    manifest = require_manifest(folder)
+    manifest = checked_folder(folder)
     if model is not None and model != manifest.model:
         raise InputError(
             f"--model {model} is not the model of {folder} ({manifest.model}); vectors of two models are not "

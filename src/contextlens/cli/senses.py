@@ -112,10 +112,10 @@ def auto_layer_of_folder(folder: Path):
     """--layer auto for an extraction folder: its model's sense layer, chosen here with a note and a
     progress bar when the benchmark sentences must be encoded (cached after)."""
     from contextlens.analyses.benchmarks.layer_choice import choose_layer
-    from contextlens.analyses.corpus.manifest import require_manifest
+    from contextlens.analyses.corpus.folder_check import checked_folder
     from contextlens.core.contextual_models import load_contextual
 
-    manifest = require_manifest(folder)
+    manifest = checked_folder(folder)
     model = load_contextual(manifest.model, manifest.precision, manifest.runtime)
     with encoding_progress(model.name) as progress:
         return choose_layer(model, "sense", progress=progress, announce=note)

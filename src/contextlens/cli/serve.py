@@ -38,16 +38,23 @@ def parse_indexes(specs: list[str]) -> dict[str, str]:
 
 
 def parse_corpora(specs: list[str]) -> dict[str, str]:
-    """``NAME=DIR`` pairs of finished extraction folders (``corpus extract``), checked now: a page
-    names a corpus by NAME only and never opens a path a user types."""
-    from pathlib import Path
+    """``NAME=DIR`` pairs of finished extraction folders (``corpus extract``), each checked now
+    against its manifest, shards and vectors included (a zero-byte or missing shard fails at
+    start): a page names a corpus by NAME only (a plain name: it goes into the page's URLs) and
+    never opens a path a user types."""
+    import re
 
-    from contextlens.analyses.corpus.manifest import require_manifest
+    from contextlens.analyses.corpus.folder_check import checked_folder
 
-    # not an extraction, or unfinished: its own one-line message
-    return _named_folders(
-        specs, "--corpus", "DIR", "wiki=./bank-extraction", "corpus", lambda folder: require_manifest(Path(folder))
-    )
+    for spec in specs:
+        name, sep, _ = spec.partition("=")
+        if sep and name.strip() and not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}", name.strip()):
+            raise InputError(
+                f"--corpus name {name.strip()!r} is not a plain name; use letters, digits, '.', '_' and '-' "
+                "(e.g. --corpus wiki=./bank-extraction)"
+            )
+    # not an extraction, unfinished, or not what its manifest says: its own one-line message
+    return _named_folders(specs, "--corpus", "DIR", "wiki=./bank-extraction", "corpus", checked_folder)
 
 
 def _named_folders(

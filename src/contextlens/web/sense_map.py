@@ -74,11 +74,11 @@ def run_sense_map(req: SenseMapRequest, corpora: dict[str, str]):
 
 
 def run_corpus_search(req: CorpusSearchRequest, model: ContextualModel, corpora: dict[str, str]):
-    from contextlens.analyses.corpus.manifest import require_manifest
+    from contextlens.analyses.corpus.folder_check import checked_folder
     from contextlens.analyses.corpus.occurrence_search import search_occurrences
 
     folder = served_folder(req.corpus, corpora)
-    manifest = require_manifest(folder)
+    manifest = checked_folder(folder)  # checked at start-up; again here, as it may have changed since
     mine = (manifest.model, manifest.precision, manifest.runtime) == (model.name, model.precision, model.runtime)
     result = search_occurrences(folder, req.like, req.layer, req.top, model=model if mine else None)
     return dataclasses.replace(result, folder=Path(req.corpus))  # the served name, never the server's path

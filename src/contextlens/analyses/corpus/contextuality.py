@@ -39,7 +39,8 @@ from contextlens.analyses.benchmarks.result import BenchmarkResult
 from contextlens.analyses.corpus.chunks import SENTENCE_KEY, layer_column
 from contextlens.analyses.corpus.extract import ExtractStats, extract_corpus
 from contextlens.analyses.corpus.folder import layer_matrix, read_rows
-from contextlens.analyses.corpus.manifest import OLD_FORMATS, Manifest, read_manifest, require_manifest
+from contextlens.analyses.corpus.folder_check import checked_folder
+from contextlens.analyses.corpus.manifest import OLD_FORMATS, Manifest, read_manifest
 from contextlens.analyses.corpus.readers import INSTALLED, check_readable, describe, read_corpus
 from contextlens.analyses.corpus.sentences import document_sentences
 from contextlens.core.backend import Backend
@@ -76,7 +77,7 @@ class _Rows:
 
     @classmethod
     def read(cls, folder: Path) -> _Rows:
-        manifest = require_manifest(Path(folder))
+        manifest = checked_folder(Path(folder))
         # a sentence is (doc_id, paragraph_index, sentence_index) from format 3 on; before, the
         # sentence index was counted within the document (no paragraph_index column)
         key = ["doc_id", "sentence_index"] if manifest.format in OLD_FORMATS else list(SENTENCE_KEY)

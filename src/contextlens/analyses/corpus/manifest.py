@@ -7,7 +7,8 @@ inflected forms or not, corpus, chunking) is refused, so one folder never mixes 
 models. Format 3 (rows keyed by paragraph and sentence within it, only paragraphs holding a
 target split) reads format-1 and format-2 folders for the analyses but does not continue them.
 ``runtime`` came later within format 2: a manifest without it was written on torch and reads as
-torch.
+torch. A manifest is read only when each field has its type (a list of layer numbers, a whole
+hidden size...): a hand-edited one is refused in one line, naming the field.
 """
 
 from __future__ import annotations
@@ -106,13 +107,56 @@ def read_manifest(folder: Path) -> Manifest | None:
             data["chunk_chars"] = data.pop("chunk_sentences", None)
         elif data.get("format") not in (FORMAT, *OLD_FORMATS):
             raise ValueError(f"format {data.get('format')!r}")
-        return Manifest(**data)
+        manifest = Manifest(**data)
+        check_fields(manifest)
+        return manifest
     except (ValueError, TypeError, OSError, RecursionError) as exc:
         raise InputError(f"{path} is not a contextlens corpus manifest ({exc}); use another folder") from None
 
 
+def check_fields(manifest: Manifest) -> None:
+    """Raise ValueError naming the first field whose value is not of its type (a hand-edited
+    manifest: ``"layers": "3,6"`` was a TypeError deep inside a reader)."""
+    m, text = manifest, "a string"
+    counts = m.counts if isinstance(m.counts, dict) else {}
+    checks: list[tuple[str, object, bool, str]] = [
+        *((key, getattr(m, key), _text(getattr(m, key)), text) for key in _STRINGS),
+        *((key, getattr(m, key), getattr(m, key) is None or _text(getattr(m, key)), text) for key in _NAMES),
+        ("targets", m.targets, isinstance(m.targets, list) and all(map(_text, m.targets)), "a list of words"),
+        ("layers", m.layers, _layer_list(m.layers), "a list of layer numbers (0 or more, increasing)"),
+        ("hidden_size", m.hidden_size, _count(m.hidden_size) and m.hidden_size > 0, "a positive whole number"),
+        ("chunk_chars", m.chunk_chars, m.chunk_chars is None or _count(m.chunk_chars), "a whole number"),
+        ("forms", m.forms, isinstance(m.forms, bool), "true or false"),
+        ("complete", m.complete, isinstance(m.complete, bool), "true or false"),
+        ("counts", m.counts, isinstance(m.counts, dict), "an object"),
+        *((f"counts.{k}", counts[k], _count(counts[k]), "a whole number") for k in ("rows", "shards") if k in counts),
+    ]  # fmt: skip
+    for key, value, ok, what in checks:
+        if not ok:
+            shown = repr(value)
+            # the JSON key in double quotes: a name in backticks is a parameter's, which faces rename
+            raise ValueError(f'"{key}" is {shown if len(shown) <= 40 else shown[:37] + "..."}, not {what}')
+
+
+_STRINGS = ("corpus", "model", "pooling", "dtype", "precision", "runtime", "format")
+_NAMES = ("revision", "weights_sha256")  # a string, or null for a model the registry does not pin
+
+
+def _text(value: object) -> bool:
+    return isinstance(value, str)
+
+
+def _count(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _layer_list(value: object) -> bool:
+    return isinstance(value, list) and bool(value) and all(map(_count, value)) and value == sorted(set(value))
+
+
 def require_manifest(folder: Path) -> Manifest:
-    """The manifest of a finished extraction (for senses, contextuality)."""
+    """The manifest of a finished extraction, its shards unread: a reader opens the folder with
+    :func:`contextlens.analyses.corpus.folder_check.checked_folder`, which also checks them."""
     manifest = read_manifest(path_argument(folder, "folder"))
     if manifest is None:
         raise InputError(

@@ -38,12 +38,13 @@ from contextlens.analyses.corpus.folder import (
     shards,
     shards_fingerprint,
 )
+from contextlens.analyses.corpus.folder_check import FIX, checked_folder
 from contextlens.analyses.corpus.hit_senses import senses_or_none, word_senses
-from contextlens.analyses.corpus.manifest import Manifest, pick_layer, require_manifest
+from contextlens.analyses.corpus.manifest import Manifest, pick_layer
 from contextlens.analyses.corpus.targets import form_table
 from contextlens.core import atomic_files
 from contextlens.core.arguments import flag, path_argument, whole_number
-from contextlens.errors import InputError, ProvenanceMismatchError
+from contextlens.errors import DataFileError, InputError, ProvenanceMismatchError
 
 INDEX_FORMAT = "contextlens-occurrence-index/1"
 HIT_COLUMNS = ("doc_id", "paragraph_index", "sentence_index", "sentence", "start", "end", "target", "form")
@@ -83,7 +84,7 @@ def clear_cache() -> None:
 def open_index(folder: Path | str, layer: int | None = None, rebuild: bool = False) -> OccurrenceIndex:
     """The folder's index at ``layer`` (default: its top extracted layer), built once and kept."""
     folder = path_argument(folder, "folder")
-    layer = pick_layer(require_manifest(folder), layer, folder)
+    layer = pick_layer(checked_folder(folder), layer, folder)
     key = (folder.resolve(), layer)
     kept = _CACHE.get(key)
     if not rebuild and kept is not None and kept[0] == _state(folder, layer):
@@ -106,7 +107,7 @@ def _open_index(folder: Path, layer: int, rebuild: bool) -> OccurrenceIndex:
 
     from contextlens.analyses.search.index_config import IndexConfig, build_faiss_index, serialized_bytes
 
-    manifest = require_manifest(folder)
+    manifest = checked_folder(folder)  # kept from open_index's check: no shard is read again
     faiss_path, meta_path = index_paths(folder, layer)
     fingerprint = shards_fingerprint(folder)
     started = time.perf_counter()
@@ -233,6 +234,12 @@ def check_model_is_the_folders(manifest: Manifest, model, folder: Path) -> None:
             f"{model.name} ({model.backend.label}): vectors of two models (or backends) are not comparable; "
             "search with the folder's own model"
         )
+    width = getattr(model, "hidden_size", manifest.hidden_size)
+    if width != manifest.hidden_size:  # a model whose config was not on disk when the folder was checked
+        raise DataFileError(
+            f"{folder} holds {manifest.hidden_size}-d vectors, but its model {manifest.model} makes {width}-d ones: "
+            f"the manifest does not describe these shards; {FIX}"
+        )
 
 
 def search_occurrences(
@@ -259,7 +266,7 @@ def search_occurrences(
 
     folder = path_argument(folder, "folder")
     senses, baseline = flag(senses, "senses"), flag(baseline, "baseline")
-    manifest = require_manifest(folder)
+    manifest = checked_folder(folder)
     top = whole_number(top, "top", minimum=1)
     layer = pick_layer(manifest, layer, folder)
     example = parse_marked(like)  # checked before a model loads

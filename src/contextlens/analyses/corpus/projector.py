@@ -18,8 +18,9 @@ from pathlib import Path
 
 from contextlens.analyses.corpus.chunks import layer_column
 from contextlens.analyses.corpus.folder import layer_matrix, read_rows
+from contextlens.analyses.corpus.folder_check import checked_folder
 from contextlens.analyses.corpus.hit_senses import senses_or_none
-from contextlens.analyses.corpus.manifest import pick_layer, require_manifest
+from contextlens.analyses.corpus.manifest import pick_layer
 from contextlens.core import atomic_files
 from contextlens.core.arguments import flag, path_argument
 
@@ -63,7 +64,7 @@ def export_projector(
 
     folder = path_argument(folder, "folder")
     senses = flag(senses, "senses")  # 'no' is a true str
-    manifest = require_manifest(folder)
+    manifest = checked_folder(folder)
     layer = pick_layer(manifest, layer, folder)
     if out is not None and not str(out).strip():
         raise InputError("`out` is empty; give a folder for vectors.tsv and metadata.tsv")

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from contextlens.analyses.corpus.folder import read_rows
-from contextlens.analyses.corpus.manifest import require_manifest
+from contextlens.analyses.corpus.folder_check import checked_folder
 from contextlens.analyses.corpus.senses import SenseInduction, induce_senses
 from contextlens.core.arguments import one_word, path_argument, whole_number
 from contextlens.errors import InputError, TargetNotFoundError
@@ -86,7 +86,7 @@ def sense_map(
     """
     folder = path_argument(folder, "folder")
     word = one_word(word, "word").strip().lower()
-    manifest = require_manifest(folder)
+    manifest = checked_folder(folder)
     if word not in manifest.targets:
         name = corpus or folder.name
         raise TargetNotFoundError(f"{word!r} was not extracted in {name}; its words: {', '.join(manifest.targets)}")

@@ -34,7 +34,8 @@ import numpy as np
 
 from contextlens.analyses.corpus.chunks import layer_column
 from contextlens.analyses.corpus.folder import read_rows
-from contextlens.analyses.corpus.manifest import pick_layer, require_manifest
+from contextlens.analyses.corpus.folder_check import checked_folder
+from contextlens.analyses.corpus.manifest import pick_layer
 from contextlens.analyses.representations.clustering import CRITERION, cluster_unit_vectors
 from contextlens.core.arguments import one_word, path_argument
 from contextlens.core.occurrences import ALPHA_WORD_RE
@@ -148,7 +149,7 @@ def induce_senses(
         raise InputError(f"`sense_vectors` {sense_vectors!r}: give {', '.join(SENSE_VECTORS)}")
     folder = path_argument(folder, "folder")
     word = one_word(word, "word").strip().lower()
-    manifest = require_manifest(folder)
+    manifest = checked_folder(folder)
     if word not in manifest.targets:
         raise TargetNotFoundError(f"{word!r} was not extracted in {folder}; its targets: {', '.join(manifest.targets)}")
     layer = pick_layer(manifest, layer, folder)
