@@ -63,6 +63,16 @@ def test_runtime_is_offered_where_precision_is_except_where_attention_weights_ar
     assert refused.returncode == 2 and "--runtime" in refused.stderr  # no int8 attention graph
 
 
+def test_attention_on_onnx_int8_is_refused_before_an_int8_export_is_made(tmp_path, monkeypatch) -> None:
+    """On a machine with no int8 export yet, the refusal came after the export (a note, a quantization
+    and its check, then the error): the refusal is one line, first, and nothing is exported."""
+    monkeypatch.setenv("CONTEXTLENS_CACHE", str(tmp_path))
+    refused = run_cli("attention", *BANK, "-m", "minilm", "--runtime", "onnx", "--precision", "int8")
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1, refused.stderr
+    assert "ONNX int8 has no attention graph" in refused.stderr and "exporting" not in refused.stderr
+    assert not (tmp_path / "onnx").exists() or not any((tmp_path / "onnx").rglob("int8*"))
+
+
 def test_the_api_refuses_attention_weights_on_onnx_int8() -> None:
     from contextlens.analyses.lesson.attention import attend
     from contextlens.analyses.lesson.trace import trace

@@ -16,6 +16,7 @@ from contextlens.core.choices import check_runtime_choice
 from contextlens.core.model_facts import model_facts
 from contextlens.core.onnx_graphs import attention_ready, lean_ready, onnxruntime_installed
 from contextlens.core.resources import resolve_contextual
+from contextlens.errors import InputError
 
 AUTO = "auto"
 
@@ -23,6 +24,9 @@ AUTO = "auto"
 def resolve_runtime(name_or_path: str, precision: str, runtime: str, *, attention: bool = False) -> str:
     """``torch`` or ``onnx`` for ``runtime`` (``auto``, ``torch`` or ``onnx``) on this model."""
     runtime = check_runtime_choice(runtime)
+    if runtime == "onnx" and attention and precision != "fp32":  # said before an int8 export is made for nothing
+        raise InputError("attention weights come from the torch runtime; run this with `runtime` torch, not onnx "
+                         f"(ONNX {precision} has no attention graph)")  # fmt: skip
     if runtime != AUTO:
         return runtime
     if not onnxruntime_installed():
