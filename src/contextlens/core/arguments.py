@@ -63,11 +63,11 @@ def seconds(value: Any, name: str) -> float:
     raise ParameterError(name, f"must be a number of seconds, 0 or more, got {given(value)}")
 
 
-def one_text(value: Any, name: str) -> str:
-    """A single text (a non-blank str), never None, a number or a list."""
+def one_text(value: Any, name: str, what: str = "text") -> str:
+    """A single text (a non-blank str), never None, a number or a list; ``what`` names it."""
     if isinstance(value, str) and value.strip():
         return value
-    raise ParameterError(name, f"must be a text (a non-empty str), got {given(value)}")
+    raise ParameterError(name, f"must be a {what} (a non-empty str), got {given(value)}")
 
 
 def path_argument(value: Any, name: str) -> Path:
@@ -80,9 +80,7 @@ def path_argument(value: Any, name: str) -> Path:
 
 def one_word(value: Any, name: str) -> str:
     """A single word (a non-blank str), never None, a number or a list."""
-    if isinstance(value, str) and value.strip():
-        return value
-    raise ParameterError(name, f"must be a word (a non-empty str), got {given(value)}")
+    return one_text(value, name, "word")
 
 
 def flag(value: Any, name: str) -> bool:
