@@ -21,13 +21,14 @@ from pathlib import Path
 
 
 @contextmanager
-def atomic_path(path: Path | str, durable: bool = False) -> Iterator[Path]:
+def atomic_path(path: Path | str, durable: bool = False, mode: int | None = None) -> Iterator[Path]:
     """A temporary path beside ``path``; when the block ends without an exception it replaces
     ``path`` in one step, otherwise it is removed and ``path`` is left as it was. ``durable``
-    also flushes the file to disk before the rename (for files that must survive a power cut)."""
+    also flushes the file to disk before the rename (for files that must survive a power cut);
+    ``mode`` gives the new file that mode (0o600: private), whatever the old one had."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = _new_temporary(path)
+    tmp = _new_temporary(path, mode)
     try:
         yield tmp
         if durable:
@@ -38,10 +39,12 @@ def atomic_path(path: Path | str, durable: bool = False) -> Iterator[Path]:
         tmp.unlink(missing_ok=True)
 
 
-def _new_temporary(path: Path) -> Path:
-    """An empty, new file beside ``path`` with the permissions a plain write would give it (the
-    umask's, or the old file's), not mkstemp's 0600."""
-    mode = stat.S_IMODE(path.stat().st_mode) if path.is_file() else 0o666
+def _new_temporary(path: Path, mode: int | None = None) -> Path:
+    """An empty, new file beside ``path`` with ``mode``, or else the permissions a plain write
+    would give it (the umask's, or the old file's), not mkstemp's 0600."""
+    exact = mode is not None
+    if mode is None:
+        mode = stat.S_IMODE(path.stat().st_mode) if path.is_file() else 0o666
     while True:
         tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp-{os.getpid()}")
         try:
@@ -49,18 +52,20 @@ def _new_temporary(path: Path) -> Path:
         except FileExistsError:
             continue
         os.close(fd)
-        if path.is_file():
+        if exact or path.is_file():
             os.chmod(tmp, mode)  # os.open applies the umask; an existing file keeps its own mode
         return tmp
 
 
-def write_bytes(path: Path | str, data: bytes, durable: bool = False) -> Path:
-    """Write ``data`` to ``path`` atomically; returns ``path``."""
-    with atomic_path(path, durable) as tmp:
+def write_bytes(path: Path | str, data: bytes, durable: bool = False, mode: int | None = None) -> Path:
+    """Write ``data`` to ``path`` atomically (``mode``: see :func:`atomic_path`); returns ``path``."""
+    with atomic_path(path, durable, mode) as tmp:
         tmp.write_bytes(data)
     return Path(path)
 
 
-def write_text(path: Path | str, text: str, encoding: str = "utf-8", durable: bool = False) -> Path:
-    """Write ``text`` to ``path`` atomically; returns ``path``."""
-    return write_bytes(path, text.encode(encoding), durable)
+def write_text(
+    path: Path | str, text: str, encoding: str = "utf-8", durable: bool = False, mode: int | None = None
+) -> Path:
+    """Write ``text`` to ``path`` atomically (``mode``: see :func:`atomic_path`); returns ``path``."""
+    return write_bytes(path, text.encode(encoding), durable, mode)

@@ -95,6 +95,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from contextlens.core import atomic_files
 from contextlens.core.arguments import one_text, path_argument, seconds
 from contextlens.core.private_files import open_lock, private_folder
 from contextlens.core.resources import cache_dir
@@ -486,12 +487,7 @@ def _mark_use(root: Path, idle: float) -> None:
     _touch(root / "last_use")
     text, path = f"{idle!r}\n", root / "idle_limit"
     if _read_text(path) != text or path.lstat().st_mode & 0o077:  # a new file: 0600 as it is made
-        tmp = root / f".idle_limit.tmp-{os.getpid()}"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            os.fchmod(f.fileno(), 0o600)
-            f.write(text)
-        os.replace(tmp, path)
+        atomic_files.write_text(path, text, mode=0o600)
 
 
 def _idle_limit(root: Path, default: float) -> float:
