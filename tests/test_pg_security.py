@@ -19,7 +19,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from contextlens.analyses.search import pg_server
+from contextlens.analyses.search import pg_cluster, pg_keeper, pg_server
 
 AS_ROOT = os.geteuid() == 0
 NOBODY = 65534
@@ -96,9 +96,9 @@ def test_the_server_runs_as_its_own_user_with_a_clean_environment(root, monkeypa
 def test_the_reaper_gets_no_copy_of_the_environment(monkeypatch, tmp_path):
     monkeypatch.setenv(MARKER, "root-shell-secret")
     seen = {}
-    monkeypatch.setattr(pg_server.subprocess, "Popen", lambda args, **kw: seen.update(args=args, **kw))
+    monkeypatch.setattr(pg_keeper.subprocess, "Popen", lambda args, **kw: seen.update(args=args, **kw))
     for mode in ("reap", "keep"):
-        pg_server._spawn_reaper(tmp_path, 5.0, mode)
+        pg_keeper._spawn_reaper(tmp_path, 5.0, mode)
         assert seen["args"][-3:] == [mode, str(tmp_path), "5.0"]
         assert MARKER not in seen["env"] and set(seen["env"]) <= {*pg_server.REAPER_ENV, "PYTHONPATH", "LC_ALL"}
 
@@ -175,7 +175,7 @@ def test_another_uid_cannot_connect(root):
 
 @needs_root
 def test_a_missing_server_user_is_one_line_saying_how_to_make_it(tmp_path, monkeypatch):
-    monkeypatch.setattr(pg_server, "SERVER_USER", "contextlens-pg-missing")
+    monkeypatch.setattr(pg_cluster, "SERVER_USER", "contextlens-pg-missing")
     with pytest.raises(pg_server.DatabaseError) as caught, pg_server.embedded_server(tmp_path / "cl", idle=0):
         pass
     message = str(caught.value)

@@ -21,12 +21,21 @@ def private_folder(path: Path) -> Path:
     return path
 
 
+def open_private(path: Path, flags: int = os.O_RDWR) -> int:
+    """A descriptor of ``path``, created if missing and made 0600 either way (an older file may be 0644)."""
+    fd = os.open(path, flags | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        os.fchmod(fd, 0o600)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
 def open_lock(path: Path, how: int = fcntl.LOCK_EX) -> IO[str]:
     """``path`` (in a 0700 folder) opened 0600 and ``flock``-ed ``how``; the caller closes it to unlock."""
     private_folder(path.parent)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
-    os.fchmod(fd, 0o600)
-    f = os.fdopen(fd, "a+")
+    f = os.fdopen(open_private(path, os.O_RDWR | os.O_APPEND), "a+")
     try:
         fcntl.flock(f, how)
     except BaseException:
