@@ -374,8 +374,18 @@ def test_the_favicon_is_served_from_here(page, server):
     assert [p for p, s in statuses.items() if s >= 400] == []
 
 
+# each modebar button's centre in the window, or null where another element lies on top of it there
+BUTTON_CENTRES = """f => [...f.querySelectorAll('.modebar-btn')].map(b => {
+  const r = b.getBoundingClientRect(), x = r.left + r.width / 2, y = r.top + r.height / 2;
+  const top = document.elementFromPoint(x, y);
+  return top && top.closest('.modebar-btn') === b ? [x, y] : null;
+})"""
+
+
 def _click_every_modebar_button(pg) -> int:
-    """Hover each figure and click every button of its modebar; returns the clicks made."""
+    """Hover each figure and click every button of its modebar; returns the clicks made. A click is
+    the mouse's own, at the button's centre, where the button is the element on top (else
+    Playwright's element click, which waits until it can be clicked)."""
     clicks = 0
     for k in range(len(pg.query_selector_all(".js-plotly-plot"))):
         fig = pg.query_selector_all(".js-plotly-plot")[k]
@@ -383,7 +393,11 @@ def _click_every_modebar_button(pg) -> int:
             continue
         fig.scroll_into_view_if_needed()
         fig.hover()
-        for b in range(len(fig.query_selector_all(".modebar-btn"))):
+        for b, centre in enumerate(fig.evaluate(BUTTON_CENTRES)):
+            if centre is not None:
+                pg.mouse.click(*centre)
+                clicks += 1
+                continue
             fig.hover()
             button = fig.query_selector_all(".modebar-btn")[b]
             with contextlib.suppress(Exception):  # a download button starts a download: local too
