@@ -45,7 +45,7 @@ def test_cost_rows_are_the_capacity_formulas():
     from contextlens.analyses.search.index_config import IndexConfig
     from contextlens.analyses.search.pg_capacity import pg_estimate
     from contextlens.analyses.search.pg_index import PgIndexConfig
-    from contextlens.web.kinds import cost_rows
+    from contextlens.analyses.search.dimension_cost import cost_rows
 
     rows = {r["dimensions"]: r for r in cost_rows([384, 1024, 3072])}
     assert rows[384]["flat"] == estimate(IndexConfig("flat"), 10**6, 384).bytes
