@@ -20,7 +20,7 @@ from pydantic import BaseModel
 from contextlens.core.numerals import integer_text
 from contextlens.reports import card_tables
 from contextlens.web.page import Page
-from contextlens.web.pages import NAV
+from contextlens.web.pages import nav as page_nav
 
 URL_NAMES = {"sentences": "s"}  # short names in links: /compare?s=...&s=...
 WORD_LISTS = {"words", "anchors", "positive", "negative"}  # split on spaces and commas; others per line
@@ -69,7 +69,7 @@ pre { background: #f3f4f6; padding: .6em; overflow-x: auto; max-height: 24em; }
 
 def frame(title: str, body: str, model: str, what: str = "") -> str:
     """The page: a viewport for phones, the local favicon, and scripts from this server only."""
-    nav = " ".join(f'<a href="/{n}">{n}</a>' for n in NAV)
+    nav = " ".join(f'<a href="/{n}">{n}</a>' for n in page_nav())
     lead = f'<p class="what" id="what">{html.escape(what)}</p>' if what else ""
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">

@@ -167,7 +167,11 @@ _RECORDS = (
     ),
 )
 PAGES: dict[str, Page] = {page.name: page for page in _RECORDS}
-NAV: tuple[str, ...] = (LESSON, *(page.name for page in _RECORDS if page.nav))
+
+
+def nav() -> tuple[str, ...]:
+    """The navigation bar's pages: the lesson, then every record's with ``nav``."""
+    return (LESSON, *(page.name for page in PAGES.values() if page.nav))
 
 
 def page_named(name: str) -> Page:
