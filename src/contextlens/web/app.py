@@ -91,18 +91,7 @@ def create_app(
     forms = frozenset(f"/{page.name}" for page in PAGES.values() if page.first_visit == "form")
     app.add_middleware(Guard, bound=host, forms=forms)
 
-    @app.exception_handler(RequestValidationError)
-    async def _invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
-        return error_json(422, without_paths(validation_message(exc)))
-
-    @app.exception_handler(HTTPException)
-    async def _http(_: Request, exc: HTTPException) -> JSONResponse:  # 404, 405, a body that does not parse
-        return error_json(exc.status_code, without_paths(str(exc.detail))[:300], exc.headers)
-
-    @app.exception_handler(Exception)
-    async def _bug(_: Request, exc: Exception) -> JSONResponse:
-        # answered by Starlette's outermost middleware, outside the guard: its headers are added here
-        return error_json(*error_status(exc), headers=SECURITY_HEADERS)
+    _errors(app)
 
     @app.get("/health")
     async def health() -> dict[str, Any]:
@@ -130,6 +119,23 @@ def create_app(
     lesson.routes(app, pool, loaded, label)
     app.router.on_shutdown.append(pool.shutdown)
     return app
+
+
+def _errors(app: FastAPI) -> None:
+    """Every error answer in the one shape ``{"error", "status"}``, one line, no server path."""
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
+        return error_json(422, without_paths(validation_message(exc)))
+
+    @app.exception_handler(HTTPException)
+    async def _http(_: Request, exc: HTTPException) -> JSONResponse:  # 404, 405, a body that does not parse
+        return error_json(exc.status_code, without_paths(str(exc.detail))[:300], exc.headers)
+
+    @app.exception_handler(Exception)
+    async def _bug(_: Request, exc: Exception) -> JSONResponse:
+        # answered by Starlette's outermost middleware, outside the guard: its headers are added here
+        return error_json(*error_status(exc), headers=SECURITY_HEADERS)
 
 
 def _files(app: FastAPI) -> None:
