@@ -152,7 +152,10 @@ def form(
     (page.js): ``layers``: layer from the controls' first layer to ``layers``; ``heads``: 0..heads-1."""
     schema, controls = page.request, page.controls.names if page.controls else ()
     rows = []
+    shown = page.form_fields or tuple(schema.model_fields)
     for field_name, field in schema.model_fields.items():
+        if field_name not in shown:
+            continue
         key = URL_NAMES.get(field_name, field_name)
         unset = field.is_required() or callable(field.default_factory)
         value = values.get(field_name, None if unset else field.default)

@@ -113,7 +113,7 @@ def grid(document: dict[str, Any], query: dict[str, Any]) -> str:
     target = ", ".join(html.escape(tokens[p]) for p in sent["target_positions"])
     return (
         f"<style>{STYLE}{select_css}</style>"
-        f'<p id="model-view-what">Each small strip is one attention head: the bars are how much the target '
+        f'<p id="what">Each small strip is one attention head: the bars are how much the target '
         f"(<b>{target}</b>) attends to each token of the sentence, left to right, at that layer; a full bar is "
         f"weight 1. {layers} layers x {heads} heads = {layers * heads} heads of {html.escape(document['model'])}. "
         "The last two columns are the head mean and the rollout (Abnar &amp; Zuidema 2020). Click a strip to open "

@@ -69,6 +69,7 @@ class Page:
     draws: str | None = None  # the result type whose figures (reports.figure_registry) the page shows
     numbers: Callable[[Any], str] | None = None  # result -> the HTML numbers beside the figures (web/tables.py)
     controls: Controls | None = None
+    form_fields: tuple[str, ...] | None = None  # the fields the form shows (default: every field of the request)
     choices: Callable[[Served], dict[str, list[str]]] | None = None  # field -> the served names it may take
     none_served: str = ""  # the note shown when a field of ``choices`` has nothing served to name
     render: Render | None = None  # a view of its own instead of figures and numbers

@@ -130,12 +130,12 @@ _RECORDS = (
     Page(
         "model-view",
         "Model view: every head of every layer",
-        "Every attention head of every layer at once for one target: how much the target attends to each "
-        "token of the sentence, head by head.",
+        "",  # its grid opens with the sentence, with the run's counts (model_view.grid)
         model_view.ModelViewRequest,
         model_view.run_model_view,
         example={"sentence": model_view.EXAMPLE},
         render=model_view.view,
+        form_fields=("sentence", "word", "exclude_special"),  # a link may still set the occurrence
         first_visit="run",
         api=False,  # its document is POST /api/attention's
         nav=False,
