@@ -221,7 +221,7 @@ def bare(model: str, requests: list[tuple[str, dict]], threads: int | None = Non
 
     from contextlens.cli.common import default_threads
     from contextlens.core.contextual_models import load_contextual
-    from contextlens.web.runs import PAGES
+    from contextlens.web.pages import PAGES
 
     torch.set_num_threads(threads or default_threads())  # as serve sets them
     loaded = load_contextual(model)

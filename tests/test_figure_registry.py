@@ -25,7 +25,7 @@ from contextlens.reports.figure_registry import (
 )
 from contextlens.web import app as web_app
 from contextlens.web.app import create_app
-from contextlens.web.runs import PAGES
+from contextlens.web.pages import PAGES
 
 PAIR = ["The [bank] approved the loan.", "We sat on the river [bank]."]
 COMPARISON = "contextlens.analyses.lesson.divergence.Comparison"

@@ -42,10 +42,10 @@ def test_two_texts_of_one_word_or_a_clear_error(minilm, glove):
 
 def test_cost_rows_are_the_capacity_formulas():
     from contextlens.analyses.search.capacity import estimate
+    from contextlens.analyses.search.dimension_cost import cost_rows
     from contextlens.analyses.search.index_config import IndexConfig
     from contextlens.analyses.search.pg_capacity import pg_estimate
     from contextlens.analyses.search.pg_index import PgIndexConfig
-    from contextlens.web.kinds import cost_rows
 
     rows = {r["dimensions"]: r for r in cost_rows([384, 1024, 3072])}
     assert rows[384]["flat"] == estimate(IndexConfig("flat"), 10**6, 384).bytes

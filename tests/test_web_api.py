@@ -280,7 +280,7 @@ def test_the_page_frame_fits_a_phone_and_has_a_favicon(client):
 def test_the_quiz_right_answer_is_not_the_giveaway_longest_option():
     """Passed 4/5 by always taking the longest option before; now at most 2 right answers are longest,
     and no place wins more than 2 of 5 in any shuffle (lesson.option_orders)."""
-    from contextlens.web.lesson import QUIZ, option_orders
+    from contextlens.analyses.lesson.quiz import QUIZ, option_orders
 
     longest = [len(q.options[q.right]) == max(len(o) for o in q.options) for q in QUIZ]
     assert sum(longest) <= 2

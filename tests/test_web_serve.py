@@ -128,3 +128,24 @@ def test_a_port_in_use_or_a_bad_host_is_one_line_and_exit_2(capsys):
         assert _run(["serve", "-m", "minilm", "--host", host, "--port", str(port)]) == 2, host
         err = capsys.readouterr().err
         assert err.startswith("error: ") and err.count("\n") == 1 and "ERROR" not in err, (host, err)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [({"workers": 0}, "workers must be a whole number of at least 1"),
+     ({"workers": -2}, "workers must be"), ({"workers": True}, "workers must be"),
+     ({"queue": -1}, "queue must be a whole number of at least 0")],
+)  # fmt: skip
+def test_a_pool_of_no_workers_is_a_typed_one_line_error(kwargs, message):
+    """From the Python API, ``WorkerPool(0)`` was ThreadPoolExecutor's plain ValueError; now a
+    ParameterError naming the parameter, before any thread starts."""
+    from contextlens.errors import ParameterError
+    from contextlens.web.serving import WorkerPool
+
+    with pytest.raises(ParameterError) as err:
+        WorkerPool(**kwargs)
+    assert str(err.value).startswith(message) and "\n" not in str(err.value)
+    assert err.value.parameter == next(iter(kwargs))
+    pool = WorkerPool(workers=1, queue=0)  # the smallest pool there is
+    assert (pool.workers, pool.queue) == (1, 0)
+    pool.shutdown()

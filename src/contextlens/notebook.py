@@ -5,6 +5,7 @@ classes, drawing the same plotly figures as the HTML pages. plotly.js (4.8 MB) g
 notebook **once**, as the output of the cell that loads this module, not into every result: three
 results weigh kilobytes, not 15 MB, and the notebook still renders offline (nothing is fetched).
 A result whose page has no plotly.js (that cell's output was cleared) says so instead of a blank.
+``quiz()`` shows the lesson's checkpoint quiz, ``quiz({1: 2})`` marks and scores answers to it.
 ``reports/fit.js`` (a figure refitted below 640 px: the pages' and the reports' phone fitting) goes
 in with plotly.js, once; each result adds only the one line that fits its own figures.
 
@@ -19,6 +20,7 @@ import html
 import json
 import uuid
 import warnings
+from collections.abc import Mapping
 from typing import Any
 
 from contextlens.errors import InputError, NoFigureError
@@ -136,6 +138,39 @@ def quiet_tqdm() -> None:
             import tqdm.auto  # noqa: F401
     except ImportError:  # no tqdm: nothing prints the warning either
         pass
+
+
+class QuizSheet:
+    """The lesson's checkpoint quiz in a notebook (the one quiz analysis, ``analyses/lesson/quiz.py``):
+    each question with its options numbered by their own numbers, and the answers given marked with
+    the score. ``score`` is the analysis's result (``.to_dict()``: the web's ``/api/quiz-score``)."""
+
+    def __init__(self, answers: Mapping[int, int] | None = None) -> None:
+        from contextlens.analyses.lesson import quiz as checkpoint
+
+        self.score = checkpoint.score(dict(answers or {}))
+
+    def _repr_html_(self) -> str:
+        from contextlens.analyses.lesson.quiz import QUIZ
+
+        marked = {a.question: a for a in self.score.answers}
+        blocks = []
+        for number, question in enumerate(QUIZ, 1):
+            options = "".join(f"<li>{html.escape(o)}</li>" for o in question.options)
+            block = f"<p><b>Q{number}. {html.escape(question.text)}</b></p><ol>{options}</ol>"
+            if number in marked:
+                a = marked[number]
+                verdict = "Right." if a.correct else f"Not quite: the answer is {a.right_answer}."
+                block += f"<p>your answer: {a.answer}. <b>{verdict}</b> {html.escape(a.explanation)}</p>"
+            blocks.append(block)
+        hint = "<p>Answer with <code>quiz({1: 2, 3: 1})</code>: question number → option number.</p>"
+        return "".join(blocks) + (f"<p><b>{html.escape(self.score.line)}</b></p>" if marked else hint)
+
+
+def quiz(answers: Mapping[int, int] | None = None) -> QuizSheet:
+    """The checkpoint quiz, shown as HTML in the notebook; ``answers`` (question -> option, both
+    1-based) marked and scored. A question or option out of range is an InputError."""
+    return QuizSheet(answers)
 
 
 def load_ipython_extension(ip: Any) -> None:

@@ -118,6 +118,7 @@ try:  # Ctrl-C while the command modules import is the same one line
         neighbors,
         prepare,
         probe,
+        quiz,
         rank,
         same_sense,
         senses,

@@ -11,6 +11,7 @@ fp32 ONNX model's checked attention graph, give them).
 """
 
 import io
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -24,9 +25,10 @@ from starlette.exceptions import HTTPException
 from contextlens.core.contextual_models import load_contextual
 from contextlens.reports.figure_registry import interactive_figures, static_figure
 from contextlens.web import html as pages
-from contextlens.web import lesson, model_view, sense_map, tables, views
+from contextlens.web import lesson, tables, views
 from contextlens.web.guard import HEADERS, Guard
-from contextlens.web.runs import PAGES, Page
+from contextlens.web.page import Page, Served
+from contextlens.web.pages import LESSON, PAGES
 from contextlens.web.serving import Busy, WorkerPool, error_status, validation_message, without_paths
 
 
@@ -80,14 +82,47 @@ def create_app(
     # no /docs: Swagger UI loads its script from a CDN; the schema itself is at /openapi.json
     app = FastAPI(title="contextlens", version="1", docs_url=None, redoc_url=None)
     pool = WorkerPool(workers, queue)
-    served = dict(indexes or {})
-    app.state.model, app.state.pool, app.state.indexes = model, pool, served
+    served = Served(dict(indexes or {}), dict(corpora or {}))
+    app.state.model, app.state.pool, app.state.indexes = model, pool, served.indexes
     app.state.loaded = loaded
 
-    # the paths whose bare GET only shows a form (html_page and sense_map.page run nothing without a
+    # the paths whose bare GET only shows a form (a record's first visit "form" runs nothing without a
     # query); every other GET but the cheap files is refused cross-site
-    forms = frozenset({*(f"/{name}" for name in PAGES), "/sense-map"})
+    forms = frozenset(f"/{page.name}" for page in PAGES.values() if page.first_visit == "form")
     app.add_middleware(Guard, bound=host, forms=forms)
+
+    _errors(app)
+
+    @app.get("/health")
+    async def health() -> dict[str, Any]:
+        """Answers at once, from the event loop, whatever the workers are doing."""
+        return {
+            "status": "ok",
+            "model": model,
+            "precision": precision,
+            "runtime": loaded.runtime,  # as resolved (runtime="auto" is torch or onnx)
+            "busy": pool.pending,
+            "workers": pool.workers,
+        }
+
+    _files(app)
+
+    @app.get("/", include_in_schema=False)
+    async def index() -> HTMLResponse:
+        items = "".join(f'<li><a href="/{n}">{n}</a>: {p.blurb or p.title}</li>' for n, p in PAGES.items())
+        body = f'<p>Start with <a href="/{LESSON}">the lesson</a>, or open one analysis:</p><ul>{items}</ul>'
+        return HTMLResponse(pages.frame("contextlens", body, label))
+
+    server = Server(pool, loaded, served, label, layers, heads)
+    for page in PAGES.values():
+        _routes(app, page, server)
+    lesson.routes(app, pool, loaded, label)
+    app.router.on_shutdown.append(pool.shutdown)
+    return app
+
+
+def _errors(app: FastAPI) -> None:
+    """Every error answer in the one shape ``{"error", "status"}``, one line, no server path."""
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
@@ -102,17 +137,9 @@ def create_app(
         # answered by Starlette's outermost middleware, outside the guard: its headers are added here
         return error_json(*error_status(exc), headers=SECURITY_HEADERS)
 
-    @app.get("/health")
-    async def health() -> dict[str, Any]:
-        """Answers at once, from the event loop, whatever the workers are doing."""
-        return {
-            "status": "ok",
-            "model": model,
-            "precision": precision,
-            "runtime": loaded.runtime,  # as resolved (runtime="auto" is torch or onnx)
-            "busy": pool.pending,
-            "workers": pool.workers,
-        }
+
+def _files(app: FastAPI) -> None:
+    """The cheap files every page loads (guard.FREE lets any origin GET them)."""
 
     @app.get("/static/plotly.js", include_in_schema=False)
     async def plotly() -> Response:
@@ -130,106 +157,122 @@ def create_app(
     async def favicon() -> Response:
         return Response(favicon_ico(), media_type="image/x-icon", headers={"Cache-Control": "max-age=86400"})
 
-    @app.get("/", include_in_schema=False)
-    async def index() -> HTMLResponse:
-        items = "".join(f'<li><a href="/{n}">{n}</a>: {p.title}</li>' for n, p in PAGES.items())
-        items += '<li><a href="/model-view">model-view</a>: every attention head of every layer at once</li>'
-        items += '<li><a href="/sense-map">sense-map</a>: one word across a served corpus, coloured by sense</li>'
-        body = f'<p>Start with <a href="/lesson">the lesson</a>, or open one analysis:</p><ul>{items}</ul>'
-        return HTMLResponse(pages.frame("contextlens", body, label))
 
-    async def compute(page: Page, data: dict[str, Any]):
-        req = page.request.model_validate(data)  # ValidationError -> 422 naming the limit
-        return await pool.run(lambda: page.run(req, loaded, served))
+@dataclass(frozen=True)
+class Server:
+    """What every page's routes share: the pool, the served model and what else is served, the
+    model's label and its top layer and head count (for the sliders)."""
 
-    for page in PAGES.values():
-        _routes(app, page, compute, label, served, layers, heads)
-    lesson.routes(app, pool, loaded, label)
-    model_view.routes(app, pool, loaded, label)
-    sense_map.routes(app, pool, loaded, label, dict(corpora or {}))
-    app.router.on_shutdown.append(pool.shutdown)
-    return app
+    pool: WorkerPool
+    loaded: Any
+    served: Served
+    label: str
+    layers: int
+    heads: int | None
+
+    async def compute(self, request: type, run, data: dict[str, Any]):
+        req = request.model_validate(data)  # ValidationError -> 422 naming the limit
+        return await self.pool.run(lambda: run(req, self.loaded, self.served))
 
 
-def _routes(
-    app: FastAPI, page: Page, compute, model: str, served: dict[str, str], layers: int, heads: int | None
-) -> None:
+def _routes(app: FastAPI, page: Page, server: Server) -> None:
+    """A record's routes: its API (``POST /api/<name>``, ``/<name>.json``, ``/<name>.png``), its
+    further endpoints and its page."""
+    if page.api:
+        _api(app, page.name, page.title, f"{page.title}: {page.document()}.", page.request, page.run, server)
+        _as_json(app, page, server)
+    for endpoint in page.endpoints:
+        _api(app, endpoint.name, endpoint.summary, endpoint.doc, endpoint.request, endpoint.run, server)
+    if page.figures is not None and page.figures.png is not None:
+        _as_png(app, page, server)
+    _html_page(app, page, server)
+
+
+def _api(app: FastAPI, name: str, summary: str, doc: str, request: type, run, server: Server) -> None:
     async def api(body):
         try:
-            result = await compute(page, body.model_dump())
+            result = await server.compute(request, run, body.model_dump())
         except (Exception, Busy) as exc:  # noqa: BLE001 - every failure becomes one JSON line
             return error_json(*error_status(exc))
         return JSONResponse(result.to_dict())
 
-    api.__annotations__ = {"body": page.request}
-    api.__doc__ = f"{page.title}: the document `contextlens {page.name} --json` prints for the same inputs."
-    app.post(f"/api/{page.name}", name=f"api_{page.name}", summary=page.title)(api)
+    api.__annotations__ = {"body": request}
+    api.__doc__ = doc
+    app.post(f"/api/{name}", name=f"api_{name}", summary=summary)(api)
 
+
+def _as_json(app: FastAPI, page: Page, server: Server) -> None:
     async def as_json(request: Request) -> Response:
         try:
-            result = await compute(page, pages.query_to_request(page.request, request.query_params))
+            data = pages.query_to_request(page.request, request.query_params)
+            result = await server.compute(page.request, page.run, data)
         except Exception as exc:  # noqa: BLE001
             return error_json(*error_status(exc))
         return JSONResponse(result.to_dict())
 
     app.get(f"/{page.name}.json", include_in_schema=False)(as_json)
 
-    if page.figures is not None and page.figures.png is not None:
 
-        async def as_png(request: Request) -> Response:
-            try:
-                result = await compute(page, pages.query_to_request(page.request, request.query_params))
-                data = await app.state.pool.run(lambda: png_bytes(static_figure(result)))
-            except Exception as exc:  # noqa: BLE001
-                return error_json(*error_status(exc))
-            return Response(data, media_type="image/png")
+def _as_png(app: FastAPI, page: Page, server: Server) -> None:
+    async def as_png(request: Request) -> Response:
+        try:
+            data = pages.query_to_request(page.request, request.query_params)
+            result = await server.compute(page.request, page.run, data)
+            png = await server.pool.run(lambda: png_bytes(static_figure(result)))
+        except Exception as exc:  # noqa: BLE001
+            return error_json(*error_status(exc))
+        return Response(png, media_type="image/png")
 
-        app.get(f"/{page.name}.png", include_in_schema=False)(as_png)
+    app.get(f"/{page.name}.png", include_in_schema=False)(as_png)
 
+
+def _html_page(app: FastAPI, page: Page, server: Server) -> None:
     async def html_page(request: Request) -> HTMLResponse:  # a query longer than guard.MAX_QUERY is refused there
         query = request.query_params
-        values = pages.query_to_request(page.request, query)
-        extra = {"index": sorted(served)} if page.name == "search" else None
-        note = (
-            '<p class="error">No index is served: build one with '
-            "<code>contextlens index build DOCS --out FOLDER</code> and start "
-            "<code>contextlens serve --index NAME=FOLDER</code>.</p>"
-            if page.name == "search" and not served
-            else ""
-        )
-        if not query:  # first visit: a filled-in example, not run yet
-            example = dict(pages.EXAMPLES.get(page.name, {}))
-            if page.name == "search" and served:
-                example["index"] = sorted(served)[0]
-            body = note + pages.form(page.name, example, None, extra, layers, heads)
-            return HTMLResponse(pages.frame(page.title, body, model, pages.WHAT.get(page.name, "")))
+        choices = page.choices_for(server.served)
+        note = page.none_served if not all(choices.values()) else ""
+        if query:
+            values = pages.query_to_request(page.request, query)
+            for name, names in choices.items():  # a served field left out: its first served name
+                if names:
+                    values.setdefault(name, names[0])
+        else:  # first visit: a filled-in example, run or not as the record says
+            values = page.first_values(server.served)
+        if not query and page.first_visit == "form":
+            body = note + pages.form(page, values, None, choices, server.layers, server.heads)
+            return HTMLResponse(pages.frame(page.title, body, server.label, page.what))
         status, error, block = 200, None, ""
 
         def rerun(layer: int):  # the same request at another layer (rank: each layer is its own forward)
-            req = page.request.model_validate({**values, "layer": layer})
-            return page.run(req, app.state.loaded, served)
+            return page.run(page.request.model_validate({**values, "layer": layer}), server.loaded, server.served)
 
         try:
-            result = await compute(page, values)
-            block = await app.state.pool.run(lambda: result_html(page, values, result, rerun, layers))
+            req = page.request.model_validate(values)
+            result = await server.pool.run(lambda: page.run(req, server.loaded, server.served))
+            block = await server.pool.run(lambda: result_html(page, values, result, rerun, server.layers, req, query))
         except Exception as exc:  # noqa: BLE001 - shown beside the input, never a trace
             status, error = error_status(exc)
-        body = note + pages.form(page.name, values, error, extra, layers, heads) + block
-        return HTMLResponse(pages.frame(page.title, body, model, pages.WHAT.get(page.name, "")), status_code=status)
+        body = note + pages.form(page, values, error, choices, server.layers, server.heads) + block
+        return HTMLResponse(pages.frame(page.title, body, server.label, page.what), status_code=status)
 
     app.get(f"/{page.name}", include_in_schema=False)(html_page)
 
 
-def result_html(page: Page, values: dict[str, Any], result, rerun=None, layers: int | None = None) -> str:
-    """The result under the form: every view the sliders may show (web/views.py) or the figures,
-    and the numbers beside them (web/tables.py)."""
-    query = pages.request_to_query(page.name, values)
-    if views.has_views(page.name):
-        shown = views.page_views(page.name, result, rerun, layers)
+def result_html(
+    page: Page, values: dict[str, Any], result, rerun=None, layers: int | None = None, req=None, query=None
+) -> str:
+    """The result under the form: the page's own view (``render``), or every view its sliders may
+    show (web/views.py), or its figures; and the numbers beside them (web/tables.py)."""
+    link = pages.request_to_query(page.name, values)
+    if page.render is not None:
+        return pages.result_block(page, link, page.render(result, req, query or {}))
+    if page.controls is not None:
+        shown = views.page_views(page, result, rerun, layers)
         slots = views.views_script(shown) + views.figure_slots(shown)
-        return pages.result_block(page.name, query, [], None, views=slots)
-    numbers = tables.numbers(page.name, result)
-    return pages.result_block(page.name, query, figure_divs(page, result), result.to_dict(), numbers)
+        return pages.result_block(page, link, slots + '<p class="dim" id="view-note" aria-live="polite"></p>')
+    figures = "".join(f'<div class="figure">{f}</div>' for f in figure_divs(page, result))
+    content = figures + tables.numbers(page, result)
+    return pages.result_block(page, link, content, None if figures else result.to_dict())
 
 
 @lru_cache(maxsize=1)

@@ -19,25 +19,14 @@ from pydantic import BaseModel
 
 from contextlens.core.numerals import integer_text
 from contextlens.reports import card_tables
-from contextlens.web.runs import PAGES
+from contextlens.web.page import Page
+from contextlens.web.pages import nav as page_nav
 
 URL_NAMES = {"sentences": "s"}  # short names in links: /compare?s=...&s=...
-SLIDER_PAGES = {"explore", "attention", "probe", "rank"}  # a layer slider
-IN_PAGE = {"explore", "attention", "probe", "rank"}  # the sliders redraw in the page (web/views.py)
 WORD_LISTS = {"words", "anchors", "positive", "negative"}  # split on spaces and commas; others per line
-EXAMPLES: dict[str, dict[str, Any]] = {
-    "compare": {"sentences": ["I sat on the river [bank].", "I opened a [bank] account.", "The [bank] approved it."]},
-    "same-sense": {"sentences": ["I sat on the river [bank].", "The [bank] approved the loan."]},
-    "explore": {"words": ["bank", "bat"], "permutations": 200},
-    "attention": {"sentences": ["The [bank] approved the loan.", "The river [bank] flooded."]},
-    "probe": {"sentences": ["She sat on the river [bank].", "He robbed the [bank]."], "anchors": ["shore", "money"]},
-    "trace": {"sentence": "The river [bank] flooded."},
-    "neighbors": {"word": "bank"},
-    "rank": {},
-    "search": {"query": "money and loans"},
-}
 
-STYLE = """
+STYLE = (
+    """
 *, *::before, *::after { box-sizing: border-box; }
 body { font-family: sans-serif; max-width: 1200px; margin: 1em auto; padding: 0 1em; color: #1f2937; line-height: 1.4; }
 nav a { margin-right: .9em; display: inline-block; } nav { border-bottom: 1px solid #d1d5db; padding-bottom: .5em; }
@@ -73,33 +62,14 @@ pre { background: #f3f4f6; padding: .6em; overflow-x: auto; max-height: 24em; }
   table.numbers { font-size: .78em; } table.numbers td, table.numbers th { padding: .15em .25em; }
   table.numbers th { hyphens: auto; }
 }
-""" + card_tables.STYLE  # the phone's card tables, shared with the HTML report
-
-# One sentence per page: what the learner is looking at.
-WHAT = {
-    "compare": "The cosine between the target word's hidden states in your sentences, layer by layer, beside the "
-    "static vector's and the input row's cosine (both fixed per word) and the band of random word pairs.",
-    "same-sense": "Whether the two uses of the word share a sense, by the cosine rule eval wic tunes on dictionary "
-    "pairs, with the rule's test accuracy beside chance.",
-    "explore": "One word in many sentences: the cosine between every two of them at one layer, a PCA of their hidden "
-    "states coloured by sense, and how far same-sense pairs beat cross-sense pairs (gap, with its p).",
-    "attention": "Where the target token looks: its attention to every token per layer (head mean), the rollout "
-    "(attention carried through the residual stream), and one head's token × token map.",
-    "probe": "How close the target's hidden state is to each anchor word's, per sentence, at one layer and across "
-    "layers, beside the static vector's (the same in every sentence).",
-    "trace": "The pipeline for one target: its tokens, their ids and rows of the embedding table, then its hidden "
-    "state layer by layer (how far from the input row, its norm, what it attends to).",
-    "neighbors": "The nearest words in a static embedding table (the same vector for a word in every sentence), or "
-    "the answers to an analogy a:b::c (b − a + c).",
-    "rank": "Word pairs ranked by static cosine and by contextual cosine (each word alone in a template): where the "
-    "two rankings disagree, and Kendall's τ between them.",
-    "search": "The texts of a served index nearest to your query by an embedding model's one vector per text.",
-}
+"""
+    + card_tables.STYLE
+)  # the phone's card tables, shared with the HTML report
 
 
 def frame(title: str, body: str, model: str, what: str = "") -> str:
     """The page: a viewport for phones, the local favicon, and scripts from this server only."""
-    nav = " ".join(f'<a href="/{n}">{n}</a>' for n in ["lesson", *PAGES])
+    nav = " ".join(f'<a href="/{n}">{n}</a>' for n in page_nav())
     lead = f'<p class="what" id="what">{html.escape(what)}</p>' if what else ""
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
@@ -170,19 +140,22 @@ def request_to_query(name: str, data: dict[str, Any]) -> str:
 
 
 def form(
-    name: str,
+    page: Page,
     values: dict[str, Any],
     error: str | None,
     extra: dict[str, list[str]] | None = None,
     layers: int | None = None,
     heads: int | None = None,
 ) -> str:
-    """The page's inputs, pre-filled, with the error shown beside them; ``layers``: a layer slider
-    0..layers; ``heads``: a head slider 0..heads-1 (attention). On the pages of ``IN_PAGE`` the sliders
-    redraw the page's views in place (page.js); elsewhere a slider's change submits the form."""
-    schema = PAGES[name].request
+    """The page's inputs, pre-filled, with the error shown beside them; ``extra``: a field's served
+    names (a select). For each of the page's ``controls``, a slider that redraws its views in place
+    (page.js): ``layers``: layer from the controls' first layer to ``layers``; ``heads``: 0..heads-1."""
+    schema, controls = page.request, page.controls.names if page.controls else ()
     rows = []
+    shown = page.form_fields or tuple(schema.model_fields)
     for field_name, field in schema.model_fields.items():
+        if field_name not in shown:
+            continue
         key = URL_NAMES.get(field_name, field_name)
         unset = field.is_required() or callable(field.default_factory)
         value = values.get(field_name, None if unset else field.default)
@@ -193,20 +166,20 @@ def form(
                 f"<option{' selected' if o == value else ''}>{html.escape(o)}</option>" for o in extra[field_name]
             )
             widget = f'<select id="f-{key}" name="{key}">{opts}</select>'
-        elif field_name == "layer" and layers is not None and name in SLIDER_PAGES:
-            low = 1 if name == "attention" else 0  # attention layers are blocks 1..L, hidden states 0..L
+        elif field_name == "layer" and layers is not None and "layer" in controls:
+            low = page.controls.first_layer  # attention layers are blocks 1..L, hidden states 0..L
             try:
                 at = int(value if value is not None else -1)
             except ValueError:
                 at = layers
             at = layers + 1 + at if at < 0 else at
-            widget = _slider(key, low, layers, at, submit=name not in IN_PAGE)
-        elif field_name == "head" and heads is not None and name in IN_PAGE:
+            widget = _slider(key, low, layers, at)
+        elif field_name == "head" and heads is not None and "head" in controls:
             try:
                 at = int(value if value is not None else 0)
             except ValueError:
                 at = 0
-            widget = _slider(key, 0, heads - 1, at, submit=False)
+            widget = _slider(key, 0, heads - 1, at)
         elif _is_list(field.annotation) and field_name in WORD_LISTS:  # a few words: one line
             text = " ".join(value or [])
             widget = f'<input type="text" id="f-{key}" name="{key}" value="{html.escape(text)}">'
@@ -223,15 +196,16 @@ def form(
             widget = f'<input type="text" id="f-{key}" name="{key}" value="{html.escape(text)}">'
         rows.append(f"<div>{label}{widget}{hint}</div>")
     err = f'<div class="error" id="error" role="alert">error: {html.escape(error)}</div>' if error else ""
-    return f'<form method="get" action="/{name}">{"".join(rows)}{err}<button id="go" type="submit">Run</button></form>'
+    go = '<button id="go" type="submit">Run</button>'
+    return f'<form method="get" action="/{page.name}">{"".join(rows)}{err}{go}</form>'
 
 
-def _slider(key: str, low: int, high: int, at: int, submit: bool) -> str:
-    """A range input with its value beside it; arrow keys step it, and focus stays on it."""
-    change = ' onchange="this.form.submit()"' if submit else ""
+def _slider(key: str, low: int, high: int, at: int) -> str:
+    """A range input with its value beside it; arrow keys step it, and focus stays on it, and the
+    page redraws its views in place (no submit)."""
     return (
         f'<input type="range" id="f-{key}" name="{key}" min="{low}" max="{high}" value="{at}" '
-        f'aria-label="{key}" oninput="this.nextElementSibling.value=this.value"{change}>'
+        f'aria-label="{key}" oninput="this.nextElementSibling.value=this.value">'
         f'<output for="f-{key}">{at}</output>'
     )
 
@@ -251,26 +225,20 @@ def rows_table(document: dict[str, Any]) -> str:
     return f'<table id="result"><tr>{head}</tr>{body}</table>'
 
 
-def result_block(
-    name: str,
-    query: str,
-    figures: list[str],
-    document: dict[str, Any] | None,
-    numbers: str = "",
-    views: str = "",
-) -> str:
-    """Links to the same result as JSON and PNG, the figures (or the views' slots and data), the
-    numbers beside them, and for a page without figures its table or JSON."""
+def result_block(page: Page, query: str, content: str, document: dict[str, Any] | None = None) -> str:
+    """Links to the same result as JSON and PNG (where the page answers them), the page's content
+    (figures and numbers, the views' slots and data, or its own view), and for a page without
+    figures its table or JSON (``document``)."""
     import json
 
-    links = f'<p class="links"><a id="json-link" href="/{name}.json?{html.escape(query)}">JSON</a>'
-    makers = PAGES[name].figures
+    links = ""
+    if page.api:
+        links += f'<a id="json-link" href="/{page.name}.json?{html.escape(query)}">JSON</a>'
+    makers = page.figures
     if makers is not None and makers.png is not None:
-        links += f'<a id="png-link" href="/{name}.png?{html.escape(query)}">PNG</a>'
-    links += "</p>"
-    body = views + "".join(f'<div class="figure">{f}</div>' for f in figures) + numbers
-    if views:
-        body += '<p class="dim" id="view-note" aria-live="polite"></p>'
-    if document is not None and not figures:
+        links += f'<a id="png-link" href="/{page.name}.png?{html.escape(query)}">PNG</a>'
+    body = content
+    if document is not None:
         body += rows_table(document) or f'<pre id="result">{html.escape(json.dumps(document, indent=2))}</pre>'
+    links = f'<p class="links">{links}</p>' if links else ""
     return f'<section id="results">{links}{body}</section>'

@@ -1,7 +1,8 @@
 """Two lesson sections as HTML: the three kinds of embedding for one text, and the cost of a dimension.
 
-The numbers come from the analyses (``analyses/lesson/kinds.py``; ``analyses/search/capacity.py``
-for FAISS and ``analyses/search/pg_capacity.py`` for pgvector, whose HNSW page formula matched the
+The numbers come from the analyses (``analyses/lesson/kinds.py``; ``analyses/search/dimension_cost.py``
+for the memory by dimension, by ``capacity.py``'s FAISS formulas and ``pg_capacity.py``'s pgvector
+ones, whose HNSW page formula matched the
 page counts measured on a real PostgreSQL at 384, 768, 1024 and 1536 dimensions, docs/search.md);
 this module only lays them out.
 """
@@ -11,11 +12,9 @@ from __future__ import annotations
 import html
 
 from contextlens.core.contextual_models import ContextualModel, as_contextual
-from contextlens.errors import InputError
 from contextlens.reports.card_tables import cells
 
 TEXTS = ("We walked along the river [bank].", "I opened a [bank] account.")
-COUNT = 1_000_000  # vectors in the cost table
 STATIC = "glove-50d"
 WIDE = '<div style="overflow-x:auto;max-width:100%">'  # a safety net: on a phone the rows are cards
 KINDS_HEAD = ("kind", "model", "one vector stands for", "dimensions", "vectors per text", "bytes per vector (float32)",
@@ -71,55 +70,27 @@ def _baseline(k) -> str:
     return f"{k.baseline:.4f}; this pair at p{k.percentile:.1f}"
 
 
-def cost_rows(dims: list[int], count: int = COUNT) -> list[dict[str, object]]:
-    """Bytes of ``count`` vectors per dimension: FAISS flat, sq8 and HNSW, pgvector HNSW on vector and
-    halfvec (index and table), each by the project's formulas."""
-    from contextlens.analyses.search.capacity import estimate
-    from contextlens.analyses.search.index_config import IndexConfig
-    from contextlens.analyses.search.pg_capacity import pg_estimate
-    from contextlens.analyses.search.pg_index import PgIndexConfig
-
-    def pg(dtype: str, d: int) -> int | None:
-        """None where pgvector refuses the index (HNSW on vector stops at 2,000 dimensions)."""
-        try:
-            found = pg_estimate(PgIndexConfig("hnsw", dtype=dtype), count, d)
-        except InputError:
-            return None
-        return found.index_bytes + found.table_bytes
-
-    return [
-        {
-            "dimensions": d,
-            "flat": estimate(IndexConfig("flat"), count, d).bytes,
-            "sq8": estimate(IndexConfig("sq8"), count, d).bytes,
-            "faiss_hnsw": estimate(IndexConfig("hnsw"), count, d).bytes,
-            "pg_vector_hnsw": pg("float32", d),
-            "pg_halfvec_hnsw": pg("float16", d),
-        }
-        for d in dims
-    ]
+def width_label(d: int, loaded: ContextualModel) -> str:
+    """A width of the cost table, with the model it belongs to (glove-50d's 50, the served model's)."""
+    return f"{d}{f' ({STATIC})' if d == 50 else ''}{f' ({loaded.name})' if d == loaded.hidden_size else ''}"
 
 
 def cost_section(model: ContextualModel | str) -> str:
     """A table beside the cost figure: memory grows with vectors x dimensions, and by the engine's rule."""
+    from contextlens.analyses.search.dimension_cost import COLUMNS, COUNT, index_memory
+
     loaded = as_contextual(model)
     served = loaded.hidden_size
-    dims = sorted({50, served, 768, 1024, 1536, 3072})
     gib = 2**30
-
-    def name(d: int) -> str:
-        return f"{d}{' (glove-50d)' if d == 50 else ''}{f' ({html.escape(loaded.name)})' if d == served else ''}"
-
-    columns = ("flat", "sq8", "faiss_hnsw", "pg_vector_hnsw", "pg_halfvec_hnsw")
     rows = "".join(
         "<tr>"
         + cells(
             COST_HEAD,
-            [name(r["dimensions"])]
-            + [f"{r[c] / gib:.2f}" if r[c] is not None else "refused (over 2,000)" for c in columns],
+            [html.escape(width_label(r["dimensions"], loaded))]
+            + [f"{r[c] / gib:.2f}" if r[c] is not None else "refused (over 2,000)" for c in COLUMNS],
         )
         + "</tr>"
-        for r in cost_rows(dims)
+        for r in index_memory(served)
     )
     return (
         f'<p id="cost-what">In production the memory of an index is about vectors × dimensions × bytes per value: '

@@ -1,7 +1,8 @@
 """The lesson page: the seeds' story with live figures on the served model, and a checkpoint quiz.
 
-The quiz questions are written from the seed's "common misconceptions"; each answer is checked on
-the server and explained with a live figure computed by the same analyses as every other page.
+The quiz and its scoring are an analysis (``analyses/lesson/quiz.py``, also behind ``contextlens
+quiz`` and ``contextlens.notebook.quiz``); here each answer is checked on the server through it and
+explained with a live figure computed by the same analyses as every other page.
 """
 
 from __future__ import annotations
@@ -10,17 +11,19 @@ import html
 import random
 import re
 import uuid
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
 from fastapi import FastAPI
 from fastapi import Request as HttpRequest
 from fastapi.responses import HTMLResponse, JSONResponse
-from pydantic import Field, StrictInt, ValidationError
+from pydantic import Field, StrictInt
 
+from contextlens.analyses.lesson import quiz as checkpoint
+from contextlens.analyses.lesson.quiz import QUIZ
 from contextlens.core.contextual_models import ContextualModel, as_contextual
 from contextlens.core.numerals import integer_text, is_digits
+from contextlens.errors import InputError
 from contextlens.web import html as pages
 from contextlens.web import kinds
 from contextlens.web.runs import (
@@ -32,120 +35,21 @@ from contextlens.web.runs import (
     run_neighbors,
     run_trace,
 )
-from contextlens.web.serving import WorkerPool, error_status, validation_message
+from contextlens.web.serving import WorkerPool, error_status
 
 BANK = ["We walked along the river [bank].", "I opened a [bank] account.", "The [bank] approved the loan."]
 TRACE = "The river [bank] flooded."
 
 
-@dataclass(frozen=True)
-class Question:
-    text: str
-    options: tuple[str, ...]
-    right: int
-    explanation: str
-    figure: str  # "compare", "trace" or "neighbors": the live evidence
-
-
-QUIZ: tuple[Question, ...] = (
-    Question(
-        "A transformer such as BERT or MiniLM: where does the vector for “bank” start?",
-        (
-            "It has no static embeddings; everything is contextual",
-            "In a fixed row of its embedding table, the same in every sentence",
-            "In the GloVe vector of the word, which the model downloads when it loads",
-        ),
-        1,
-        "Every token starts as a fixed row of the model's own embedding table; attention builds on top of it. "
-        "In the trace below, the input row of “bank” is a lookup; only the layers above it change with context.",
-        "trace",
-    ),
-    Question(
-        "Is a contextual embedding always the better choice?",
-        (
-            "Yes: a contextual vector is better for every task, whatever it costs to compute",
-            "It depends on the task: static vectors are cheaper and still rank similar words well",
-            "No: static vectors are always better, since they need no forward pass at all",
-        ),
-        1,
-        "For fast retrieval or word similarity a static table needs no forward pass; for meaning in context the "
-        "contextual state wins. Below: the static neighbours, computed in microseconds, are sensible words.",
-        "neighbors",
-    ),
-    Question(
-        "Can you compare the hidden state of “bank” from one model with the hidden state of “bank” from another?",
-        (
-            "Yes: cosine works across any two models, since both give unit-length vectors",
-            "Only if both have the same number of dimensions",
-            "No: each model has its own representation space",
-        ),
-        2,
-        "Hidden states are not interoperable across models: different architecture, training and space "
-        "(contextlens refuses such a comparison with a ProvenanceMismatchError). Compare within one model, as below.",
-        "compare",
-    ),
-    Question(
-        "Once attention has run, is the initial embedding table useless?",
-        (
-            "Yes: after the first layer, attention replaces it entirely",
-            "No: it is the input every layer builds on",
-            "It matters only for the last layer",
-        ),
-        1,
-        "The embedding table is the foundation: layer 0 of the trace is the input row plus position, and each "
-        "later layer is a change made to it.",
-        "trace",
-    ),
-    Question(
-        "Is word2vec (a static model) obsolete and wrong?",
-        (
-            "Yes: its vectors are wrong, so its neighbours and analogies make no sense",
-            "No: it cannot see context, but it is fast, compact and still good at similarity",
-            "Yes, because it cannot do analogies such as man:king::woman:queen",
-        ),
-        1,
-        "Static vectors cannot tell the river bank from the money bank (their line is flat at cosine 1 in the "
-        "comparison), but they are compact and fast, and their neighbours and analogies still make sense.",
-        "compare",
-    ),
-)
-
-
 class QuizAnswer(Request):
     question: StrictInt = Field(ge=1, le=len(QUIZ), description="Question number, 1-based.")
-    answer: StrictInt = Field(ge=1, le=3, description="Option number, 1-based.")
-
-
-def check(answer: QuizAnswer) -> dict[str, object]:
-    q = QUIZ[answer.question - 1]
-    return {
-        "question": answer.question,
-        "answer": answer.answer,
-        "correct": answer.answer - 1 == q.right,
-        "right_answer": q.right + 1,
-        "explanation": q.explanation,
-    }
+    answer: StrictInt = Field(ge=1, le=checkpoint.OPTIONS, description="Option number, 1-based.")
 
 
 class QuizAnswers(Request):
     answers: dict[int, StrictInt] = Field(
         max_length=len(QUIZ), description="Question number -> option number, both 1-based: the answers given so far."
     )
-
-
-def score(answers: dict[int, int]) -> dict[str, object]:
-    """Every given answer checked by ``check`` and the score over them: the one scoring of the quiz,
-    for the page's script (``POST /api/quiz-score``) and for a browser without scripts (the quiz
-    form's ``/lesson?a1=..&a2=..``) alike. A question or option out of range is refused."""
-    checked = [check(QuizAnswer(question=q, answer=a)) for q, a in sorted(answers.items())]
-    right = sum(1 for c in checked if c["correct"])
-    return {
-        "answers": checked,
-        "right": right,
-        "answered": len(checked),
-        "questions": len(QUIZ),
-        "line": f"score: {right} right of {len(checked)} answered ({len(QUIZ)} questions)",
-    }
 
 
 def live_figure(kind: str, model: ContextualModel | str) -> str:
@@ -164,7 +68,7 @@ def _live_figure(kind: str, model: ContextualModel | str) -> str:
     from contextlens.reports.figure_registry import interactive_figures
 
     if kind == "compare":
-        figs = interactive_figures(run_compare(CompareRequest(sentences=BANK), model, {}))
+        figs = interactive_figures(run_compare(CompareRequest(sentences=BANK), model))
     elif kind == "trace":
         loaded = as_contextual(model)
         if loaded.runtime != "torch" and not loaded.lean_attention:  # the trace reads attention weights
@@ -173,14 +77,14 @@ def _live_figure(kind: str, model: ContextualModel | str) -> str:
                 f"fp32 ONNX attention graph; this server runs ONNX Runtime {loaded.precision} (restart it with "
                 "--runtime torch to see the trace).</p>"
             )
-        figs = interactive_figures(run_trace(TraceRequest(sentence=TRACE), model, {}))
+        figs = interactive_figures(run_trace(TraceRequest(sentence=TRACE), model))
     elif kind == "cost":
         return cost_figure(model) + kinds.cost_section(model)
     elif kind == "kinds":
         return kinds.kinds_section(model)
     else:
-        doc = run_neighbors(NeighborsRequest(word="bank", top=8), model, {}).to_dict()
-        ana = run_neighbors(NeighborsRequest(analogy="man:king::woman", top=3), model, {}).to_dict()
+        doc = run_neighbors(NeighborsRequest(word="bank", top=8), model).to_dict()
+        ana = run_neighbors(NeighborsRequest(analogy="man:king::woman", top=3), model).to_dict()
         rows = "".join(
             f"<tr><td>{html.escape(n['word'])}</td><td>{n['cosine']:.3f}</td></tr>" for n in doc["neighbors"]
         )
@@ -196,17 +100,14 @@ def cost_figure(model: ContextualModel | str) -> str:
     """Index bytes for a million vectors at the served model's width beside other common widths."""
     import plotly.graph_objects as go
 
-    from contextlens.analyses.search.capacity import estimate
-    from contextlens.analyses.search.index_config import IndexConfig
+    from contextlens.analyses.search.dimension_cost import index_memory
     from contextlens.reports.interactive import LAYOUT, figure_div
 
     loaded = as_contextual(model)
-    served = loaded.hidden_size
-    dims = sorted({50, served, 768, 1024, 1536, 3072})
-    n = 1_000_000
-    flat = [estimate(IndexConfig("flat"), n, d).bytes / 2**30 for d in dims]
-    sq8 = [estimate(IndexConfig("sq8"), n, d).bytes / 2**30 for d in dims]
-    labels = [f"{d}{' (glove-50d)' if d == 50 else ''}{f' ({loaded.name})' if d == served else ''}" for d in dims]
+    rows = index_memory(loaded.hidden_size)
+    flat = [r["flat"] / 2**30 for r in rows]
+    sq8 = [r["sq8"] / 2**30 for r in rows]
+    labels = [kinds.width_label(r["dimensions"], loaded) for r in rows]
     fig = go.Figure()
     fig.add_bar(x=labels, y=flat, name="flat float32 (exact)", marker_color="#1d4ed8")
     fig.add_bar(x=labels, y=sq8, name="sq8 (1 byte per dimension)", marker_color="#15803d")
@@ -258,22 +159,6 @@ SECTIONS = (
 QUIZ_COOKIE = "contextlens_quiz"  # the browser session's shuffle seed (a session cookie)
 
 
-def option_orders(seed: int) -> list[list[int]]:
-    """Per question, the order its options are shown in (0-based option numbers), shuffled by ``seed``
-    and balanced: the right answers' places cover every place (as evenly as the count allows), so
-    answering "always the second option" scores at most 2 of 5 whatever the seed."""
-    rng = random.Random(seed)
-    width = len(QUIZ[0].options)
-    places = [k % width for k in range(len(QUIZ))]
-    rng.shuffle(places)
-    orders = []
-    for question, place in zip(QUIZ, places, strict=True):
-        others = [k for k in range(len(question.options)) if k != question.right]
-        rng.shuffle(others)
-        orders.append(others[:place] + [question.right] + others[place:])
-    return orders
-
-
 def _quiz_html(model: ContextualModel | str, answers: dict[int, int], seed: int = 0) -> str:
     """The quiz as one form, options in the session's balanced shuffle (``option_orders``); an option
     keeps its number (``value``), so answers mean the same in any order. With scripts on
@@ -281,10 +166,10 @@ def _quiz_html(model: ContextualModel | str, answers: dict[int, int], seed: int 
     session and scored by ``/api/quiz-score``; each question carries its live evidence, hidden until
     answered. Without scripts the form sends every picked answer (``?a1=&a2=..``) and the server
     marks each of them and shows the score (``score``), the same one."""
-    scored = score(answers)
-    results = {int(r["question"]): r for r in scored["answers"]}  # type: ignore[union-attr]
+    scored = checkpoint.score(answers)
+    results = {r.question: r for r in scored.answers}
     blocks = []
-    for i, (question, order) in enumerate(zip(QUIZ, option_orders(seed), strict=True), 1):
+    for i, (question, order) in enumerate(zip(QUIZ, checkpoint.option_orders(seed), strict=True), 1):
         picked = answers.get(i)
         opts = "".join(
             f'<div><label><input type="radio" name="a{i}" value="{k + 1}"{" checked" if picked == k + 1 else ""}> '
@@ -293,7 +178,7 @@ def _quiz_html(model: ContextualModel | str, answers: dict[int, int], seed: int 
         )
         feedback, marked = "", ""
         if i in results:
-            right = bool(results[i]["correct"])
+            right = results[i].correct
             verdict = (
                 '<p class="ok" id="verdict">Right.</p>' if right
                 else f'<p class="error" id="verdict">Not quite: the answer is '
@@ -309,9 +194,9 @@ def _quiz_html(model: ContextualModel | str, answers: dict[int, int], seed: int 
             f'<button type="submit" id="check-{i}" name="check" value="{i}" '
             f'formaction="/lesson#quiz-{i}">Check</button>'
             f'<div class="feedback" aria-live="polite">{feedback}</div>'
-            f'<div class="evidence"{shown}>{live_figure(question.figure, model)}</div></div>'
+            f'<div class="evidence"{shown}>{live_figure(question.evidence, model)}</div></div>'
         )
-    line = html.escape(str(scored["line"])) if answers else ""
+    line = html.escape(scored.line) if answers else ""
     score_html = (
         f'<p id="quiz-score" aria-live="polite">{line}</p>'
         '<button type="submit" id="quiz-submit">Score my answers</button> '
@@ -341,8 +226,10 @@ def _answers(query: Any) -> dict[int, int]:
     q, a = query.get("q"), query.get("a")
     if q and a:
         answers[_number(q)] = _number(a)
-    if any(not 1 <= k <= len(QUIZ) or not 1 <= v <= 3 for k, v in answers.items()):
-        raise ValueError
+    try:
+        checkpoint.score(answers)  # a question or option out of range
+    except InputError:
+        raise ValueError(answers) from None
     return answers
 
 
@@ -353,15 +240,15 @@ def routes(app: FastAPI, pool: WorkerPool, model: ContextualModel | str, label: 
     @app.post("/api/quiz", summary="Check a quiz answer")
     async def quiz(answer: QuizAnswer) -> dict[str, object]:
         """Whether the answer is right, the right option and why."""
-        return check(answer)
+        return checkpoint.check(answer.question, answer.answer).to_dict()
 
     @app.post("/api/quiz-score", summary="Score the quiz answers given so far")
     async def quiz_score(body: QuizAnswers) -> JSONResponse:
         """Each answer checked as /api/quiz does, and the score over them."""
         try:
-            return JSONResponse(score(body.answers))
-        except ValidationError as exc:  # a question or option out of range
-            return JSONResponse({"error": validation_message(exc), "status": 422}, status_code=422)
+            return JSONResponse(checkpoint.score(body.answers).to_dict())
+        except InputError as exc:  # a question or option out of range
+            return JSONResponse({"error": str(exc), "status": 422}, status_code=422)
 
     @app.get("/lesson", include_in_schema=False)
     async def lesson(request: HttpRequest, seed: str | None = None) -> HTMLResponse:
@@ -370,7 +257,9 @@ def routes(app: FastAPI, pool: WorkerPool, model: ContextualModel | str, label: 
         try:
             answers = _answers(request.query_params)
         except ValueError:
-            message = f"a question (q, or a1..a{len(QUIZ)}) must be 1..{len(QUIZ)} and its answer 1..3"
+            message = (
+                f"a question (q, or a1..a{len(QUIZ)}) must be 1..{len(QUIZ)} and its answer 1..{checkpoint.OPTIONS}"
+            )
             return JSONResponse({"error": message, "status": 422}, status_code=422)
         try:
             figures = await pool.run(lambda: [live_figure(k, model) for _, _, k in SECTIONS])

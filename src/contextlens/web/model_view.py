@@ -1,5 +1,7 @@
 """The attention model view: every head of every layer at once for one target (BertViz's model view, offline).
 
+The page's record (web/pages.py) serves ``GET /model-view``; its document is ``POST /api/attention``'s.
+
 One ``attend`` call gives the target's attention row for all L layers x H heads (the document of
 ``POST /api/attention``); the page draws each (layer, head) as a small bar strip over the sentence's
 tokens, in plain SVG (no script to load, nothing leaves the machine). A cell is a link to that
@@ -13,16 +15,13 @@ import html
 from typing import Any
 from urllib.parse import urlencode
 
-from fastapi import FastAPI, Request
-from fastapi.responses import HTMLResponse
 from pydantic import Field, StrictBool, StrictInt
 
 from contextlens.core.contextual_models import ContextualModel, as_contextual
 from contextlens.errors import InputError
-from contextlens.web import html as pages
+from contextlens.web.page import Served
 from contextlens.web.runs import MAX_SENTENCES, MAX_TEXT, AttentionRequest, run_attention
 from contextlens.web.runs import Request as Schema
-from contextlens.web.serving import WorkerPool, error_status
 
 EXAMPLE = "The river [bank] flooded after the storm."
 CELL_W, CELL_H = 76, 34  # pixels of one small multiple
@@ -36,7 +35,7 @@ class ModelViewRequest(Schema):
     exclude_special: StrictBool = False
 
 
-def run_model_view(req: ModelViewRequest, model: ContextualModel | str):
+def run_model_view(req: ModelViewRequest, model: ContextualModel | str, _: Served | None = None):
     """The attention result with every layer and head (the close-up layer and head are not used)."""
     loaded = as_contextual(model)
     if loaded.runtime != "torch" and not loaded.lean_attention:  # an int8 ONNX model has no attention graph
@@ -48,7 +47,7 @@ def run_model_view(req: ModelViewRequest, model: ContextualModel | str):
         sentences=[req.sentence], word=req.word, occurrence=req.occurrence, exclude_special=req.exclude_special,
         layer=1, head=0, top=TOP,
     )  # fmt: skip
-    return run_attention(asked, model, {})
+    return run_attention(asked, model)
 
 
 def _strip(row: list[float], cls: str = "") -> str:
@@ -160,34 +159,6 @@ SCRIPT = """
 """
 
 
-def _form(values: dict[str, Any], error: str | None) -> str:
-    sentence = html.escape(values.get("sentence") or "")
-    word = html.escape(values.get("word") or "")
-    checked = " checked" if values.get("exclude_special") else ""
-    err = f'<div class="error" id="error" role="alert">error: {html.escape(error)}</div>' if error else ""
-    return (
-        '<form method="get" action="/model-view">'
-        f'<div><label for="f-sentence">sentence</label><input type="text" id="f-sentence" name="sentence" '
-        f'value="{sentence}"> <small style="color:#6b7280">Target in [brackets].</small></div>'
-        f'<div><label for="f-word">word</label><input type="text" id="f-word" name="word" value="{word}"></div>'
-        '<div><label for="f-exclude_special">exclude special</label><input type="hidden" name="exclude_special" '
-        f'value="off"><input type="checkbox" id="f-exclude_special" name="exclude_special"{checked}></div>'
-        f'{err}<button id="go" type="submit">Run</button></form>'
-    )
-
-
-def routes(app: FastAPI, pool: WorkerPool, model: ContextualModel, label: str) -> None:
-    """``GET /model-view``: the page (its document is ``POST /api/attention``'s for the same sentence)."""
-    title = "Model view: every head of every layer"
-
-    @app.get("/model-view", include_in_schema=False)
-    async def page(request: Request) -> HTMLResponse:
-        values = pages.query_to_request(ModelViewRequest, request.query_params) or {"sentence": EXAMPLE}
-        status, error, block = 200, None, ""
-        try:
-            req = ModelViewRequest.model_validate(values)
-            result = await pool.run(lambda: run_model_view(req, model))
-            block = grid(result.to_dict(), req.model_dump())
-        except Exception as exc:  # noqa: BLE001 - shown beside the input, never a trace
-            status, error = error_status(exc)
-        return HTMLResponse(pages.frame(title, _form(values, error) + block, label), status_code=status)
+def view(result: Any, req: ModelViewRequest, _query: Any = None) -> str:
+    """The page's own view of ``result`` (its record's ``render``): the grid of every head."""
+    return grid(result.to_dict(), req.model_dump())

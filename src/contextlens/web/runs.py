@@ -1,4 +1,5 @@
-"""What each page and API endpoint runs: a request schema, the analysis call, the result it draws.
+"""What the analysis pages run: a request schema and the analysis call (the page records, web/pages.py,
+name them).
 
 The web face holds no logic of its own: every ``run_*`` parses the same inputs the CLI parses and
 calls the same analysis, so ``POST /api/<name>`` returns the document ``contextlens <name> --json``
@@ -7,9 +8,7 @@ prints. Limits on request size live here, beside the fields they bound.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
 
@@ -18,7 +17,7 @@ from contextlens.core.occurrences import in_template, locate_all
 from contextlens.core.resources import REGISTRY
 from contextlens.core.static_models import NO_STATIC, StaticModel, optional_static
 from contextlens.errors import InputError
-from contextlens.reports.figure_registry import FigureMakers, figures_for_type
+from contextlens.web.page import Served
 
 MAX_TEXT = 1000  # characters per sentence or query
 MAX_SENTENCES = 8  # sentences per request
@@ -141,37 +140,21 @@ def served_static(name: str, optional: bool) -> StaticModel | None:
     return optional_static(name.strip(), optional)
 
 
-@dataclass(frozen=True)
-class Page:
-    """One analysis as the web face serves it."""
-
-    name: str
-    title: str
-    request: type[Request]
-    run: Callable[[Any, ContextualModel | str, dict[str, str]], Any]  # (request, served model, indexes) -> result
-    draws: str | None = None  # the result type whose figures (reports.figure_registry) the page shows
-
-    @property
-    def figures(self) -> FigureMakers | None:
-        """The page's figures, from the one registry; None for a page that shows a table only."""
-        return None if self.draws is None else figures_for_type(self.draws)
-
-
-def run_compare(req: CompareRequest, model: ContextualModel | str, _: dict[str, str]):
+def run_compare(req: CompareRequest, model: ContextualModel | str, _: Served | None = None):
     from contextlens.analyses.lesson.divergence import compare
 
     occs = locate_all(req.sentences, req.word, req.occurrence)  # compare checks the count and the pooling
     return compare(occs, as_contextual(model), served_static(req.static, True), pooling=req.pooling)
 
 
-def run_same_sense(req: SameSenseRequest, model: ContextualModel | str, _: dict[str, str]):
+def run_same_sense(req: SameSenseRequest, model: ContextualModel | str, _: Served | None = None):
     from contextlens.analyses.lesson.same_sense import same_sense
 
     a, b = locate_all(req.sentences, req.word, req.occurrence)
     return same_sense(a, b, as_contextual(model), req.layer, "quick" if req.quick else "full")
 
 
-def run_explore(req: ExploreRequest, model: ContextualModel | str, _: dict[str, str]):
+def run_explore(req: ExploreRequest, model: ContextualModel | str, _: Served | None = None):
     from contextlens.analyses.lesson.polysemy import explore
     from contextlens.data.sense_sentences import sense_sentences_from_lines
 
@@ -180,7 +163,7 @@ def run_explore(req: ExploreRequest, model: ContextualModel | str, _: dict[str, 
     return explore(req.words, as_contextual(model), own, req.layer, req.permutations, req.seed, source=source)
 
 
-def run_attention(req: AttentionRequest, model: ContextualModel | str, _: dict[str, str]):
+def run_attention(req: AttentionRequest, model: ContextualModel | str, _: Served | None = None):
     from contextlens.analyses.lesson.attention import attend
 
     occs = locate_all(req.sentences, req.word, req.occurrence)
@@ -189,7 +172,7 @@ def run_attention(req: AttentionRequest, model: ContextualModel | str, _: dict[s
     )
 
 
-def run_probe(req: ProbeRequest, model: ContextualModel | str, _: dict[str, str]):
+def run_probe(req: ProbeRequest, model: ContextualModel | str, _: Served | None = None):
     from contextlens.analyses.lesson.probe import probe
 
     occs = locate_all(req.sentences, req.word, req.occurrence)
@@ -200,14 +183,14 @@ def run_probe(req: ProbeRequest, model: ContextualModel | str, _: dict[str, str]
     )  # fmt: skip
 
 
-def run_trace(req: TraceRequest, model: ContextualModel | str, _: dict[str, str]):
+def run_trace(req: TraceRequest, model: ContextualModel | str, _: Served | None = None):
     from contextlens.analyses.lesson.trace import trace
 
     (occ,) = locate_all([req.sentence], req.word, req.occurrence)
     return trace(occ, as_contextual(model), top_k=req.top, exclude_special=req.exclude_special)
 
 
-def run_rank(req: RankRequest, model: ContextualModel | str, _: dict[str, str]):
+def run_rank(req: RankRequest, model: ContextualModel | str, _: Served | None = None):
     from contextlens.analyses.lesson.ranking import load_pairs, pairs_from_lines, rank_pairs
 
     in_template("word", req.template)
@@ -218,48 +201,18 @@ def run_rank(req: RankRequest, model: ContextualModel | str, _: dict[str, str]):
     )  # fmt: skip
 
 
-def run_neighbors(req: NeighborsRequest, _model: ContextualModel | str, __: dict[str, str]):
+def run_neighbors(req: NeighborsRequest, _model: ContextualModel | str, __: Served | None = None):
     from contextlens.analyses.lesson.neighbors import neighbors
 
     static = served_static(req.static, False)
     return neighbors(static, req.word or None, req.positive, req.negative, req.analogy or None, req.top)
 
 
-def run_search(req: SearchRequest, _model: ContextualModel | str, indexes: dict[str, str]):
+def run_search(req: SearchRequest, _model: ContextualModel | str, served: Served):
     from contextlens.analyses.search.folders import search_folder
 
+    indexes = served.indexes
     if req.index not in indexes:
         served = ", ".join(sorted(indexes)) or "none (start serve with --index NAME=FOLDER)"
         raise InputError(f"no index named {req.index!r} is served; served indexes: {served}")
     return search_folder(indexes[req.index], req.query, req.k)  # FAISS or pgvector, by the index's manifest
-
-
-_LESSON = "contextlens.analyses.lesson."
-PAGES: dict[str, Page] = {
-    p.name: p
-    for p in (
-        Page(
-            "compare", "Compare a word across sentences", CompareRequest, run_compare, _LESSON + "divergence.Comparison"
-        ),
-        Page(
-            "same-sense",
-            "Same sense or not? (the rule eval wic tunes)",
-            SameSenseRequest,
-            run_same_sense,
-            _LESSON + "same_sense.SameSenseAnswer",
-        ),
-        Page("explore", "Polysemy explorer", ExploreRequest, run_explore, _LESSON + "polysemy.Exploration"),
-        Page(
-            "attention",
-            "Where the target looks",
-            AttentionRequest,
-            run_attention,
-            _LESSON + "attention.AttentionResult",
-        ),
-        Page("probe", "Probe against anchor words", ProbeRequest, run_probe, _LESSON + "probe.ProbeResult"),
-        Page("trace", "The pipeline, layer by layer", TraceRequest, run_trace, _LESSON + "trace.Trace"),
-        Page("neighbors", "Static neighbours and analogies", NeighborsRequest, run_neighbors),
-        Page("rank", "Static vs contextual ranking", RankRequest, run_rank, _LESSON + "ranking.Ranking"),
-        Page("search", "Search a served index", SearchRequest, run_search),
-    )
-}

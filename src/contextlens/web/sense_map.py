@@ -1,4 +1,5 @@
-"""The sense map page and its two endpoints, over the corpora served with ``serve --corpus NAME=DIR``.
+"""The sense map: its requests, runs and view, over the corpora served with ``serve --corpus NAME=DIR``
+(the page's record, web/pages.py, serves them).
 
 A request names a served corpus by its NAME only; the folder behind it was checked when the server
 started. ``POST /api/sense-map`` answers the whole map (every extracted layer) at once, so the
@@ -15,21 +16,17 @@ import json
 from pathlib import Path
 from typing import Any
 
-from fastapi import FastAPI, Request
-from fastapi.responses import HTMLResponse, JSONResponse
 from pydantic import Field, StrictInt
 
 from contextlens.core.contextual_models import ContextualModel
 from contextlens.core.numerals import integer_text
 from contextlens.errors import InputError
 from contextlens.reports.plot_style import LAYOUT, PLOT_CONFIG
-from contextlens.web import html as pages
+from contextlens.web.page import Served
 from contextlens.web.runs import MAX_TEXT, MAX_TOP, Word
 from contextlens.web.runs import Request as Schema
-from contextlens.web.serving import WorkerPool, error_status
 
-TITLE = "Sense map: one word across a corpus"
-NOT_SERVED = (
+NOT_SERVED = (  # the note on the page while no corpus is served
     '<p class="error">No corpus is served: extract one with <code>contextlens corpus extract CORPUS --word bank '
     "--out DIR</code> and start <code>contextlens serve --corpus NAME=DIR</code>.</p>"
 )
@@ -67,38 +64,21 @@ def _k(value: str) -> str | int:
     return number
 
 
-def run_sense_map(req: SenseMapRequest, corpora: dict[str, str]):
+def run_sense_map(req: SenseMapRequest, _model: ContextualModel | None, served: Served):
     from contextlens.analyses.corpus.sense_map import sense_map
 
-    return sense_map(served_folder(req.corpus, corpora), req.word, _k(req.k), req.seed, corpus=req.corpus)
+    return sense_map(served_folder(req.corpus, served.corpora), req.word, _k(req.k), req.seed, corpus=req.corpus)
 
 
-def run_corpus_search(req: CorpusSearchRequest, model: ContextualModel, corpora: dict[str, str]):
+def run_corpus_search(req: CorpusSearchRequest, model: ContextualModel, served: Served):
     from contextlens.analyses.corpus.folder_check import checked_folder
     from contextlens.analyses.corpus.occurrence_search import search_occurrences
 
-    folder = served_folder(req.corpus, corpora)
+    folder = served_folder(req.corpus, served.corpora)
     manifest = checked_folder(folder)  # checked at start-up; again here, as it may have changed since
     mine = (manifest.model, manifest.precision, manifest.runtime) == (model.name, model.precision, model.runtime)
     result = search_occurrences(folder, req.like, req.layer, req.top, model=model if mine else None)
     return dataclasses.replace(result, folder=Path(req.corpus))  # the served name, never the server's path
-
-
-def _form(values: dict[str, Any], corpora: dict[str, str], error: str | None) -> str:
-    opts = "".join(
-        f"<option{' selected' if n == values.get('corpus') else ''}>{html.escape(n)}</option>" for n in sorted(corpora)
-    )
-    word = html.escape(str(values.get("word") or ""))
-    k = html.escape(str(values.get("k") or "auto"))
-    err = f'<div class="error" id="error" role="alert">error: {html.escape(error)}</div>' if error else ""
-    return (
-        '<form method="get" action="/sense-map">'
-        f'<div><label for="f-corpus">corpus</label><select id="f-corpus" name="corpus">{opts}</select></div>'
-        f'<div><label for="f-word">word</label><input type="text" id="f-word" name="word" value="{word}"></div>'
-        f'<div><label for="f-k">k</label><input type="text" id="f-k" name="k" value="{k}"> '
-        '<small style="color:#6b7280">Senses per layer: auto (silhouette) or a number 1..8.</small></div>'
-        f'{err}<button id="go" type="submit">Run</button></form>'
-    )
 
 
 def map_block(document: dict[str, Any], layer: int | None) -> str:
@@ -112,7 +92,7 @@ def map_block(document: dict[str, Any], layer: int | None) -> str:
     layout = json.dumps({**LAYOUT, "height": 480, "margin": {"t": 40, "l": 40, "r": 10, "b": 40}})
     n = len(document["occurrences"])
     return (
-        f'<p id="what">Each dot is one occurrence of <b>{html.escape(document["word"])}</b> in the corpus '
+        f'<p id="sense-map-what">Each dot is one occurrence of <b>{html.escape(document["word"])}</b> in the corpus '
         f"<b>{html.escape(document['corpus'])}</b> ({n} occurrences, {html.escape(document['model'])} "
         f"{html.escape(document['backend'])}), placed by {html.escape(document['projection'])}, coloured by the sense "
         "induced at that layer (k-means, k by silhouette). Hover a dot for its sentence; click it for the "
@@ -204,49 +184,21 @@ SCRIPT = """
 """
 
 
-def _error(exc: BaseException) -> JSONResponse:
-    status, message = error_status(exc)
-    return JSONResponse({"error": message, "status": status}, status_code=status)
+def view(result: Any, _req: SenseMapRequest, query: Any) -> str:
+    """The page's own view of ``result`` (its record's ``render``), at the query's ``layer`` if it has one."""
+    return map_block(result.to_dict(), integer_text(query.get("layer")))
 
 
-def routes(app: FastAPI, pool: WorkerPool, model: ContextualModel, label: str, corpora: dict[str, str]) -> None:
-    """The page and the two endpoints on the served ``corpora`` (name -> folder)."""
+def corpus_choices(served: Served) -> dict[str, list[str]]:
+    return {"corpus": sorted(served.corpora)}
 
-    @app.post("/api/sense-map", summary="Sense map of one word in a served corpus")
-    async def api_map(body: SenseMapRequest) -> JSONResponse:
-        """Every extracted layer: the occurrences' PCA coordinates, induced senses, silhouettes."""
-        try:
-            return JSONResponse((await pool.run(lambda: run_sense_map(body, corpora))).to_dict())
-        except Exception as exc:  # noqa: BLE001 - one JSON line
-            return _error(exc)
 
-    @app.post("/api/corpus-search", summary="Occurrences of a served corpus nearest an example")
-    async def api_search(body: CorpusSearchRequest) -> JSONResponse:
-        """The document `contextlens corpus search --json` prints for the served corpus."""
-        try:
-            return JSONResponse((await pool.run(lambda: run_corpus_search(body, model, corpora))).to_dict())
-        except Exception as exc:  # noqa: BLE001
-            return _error(exc)
+def first_word(served: Served) -> dict[str, Any]:
+    """The first visit's inputs: the first served corpus and the first word extracted in it."""
+    from contextlens.analyses.corpus.manifest import read_manifest
 
-    @app.get("/sense-map", include_in_schema=False)
-    async def page(request: Request) -> HTMLResponse:
-        if not corpora:
-            return HTMLResponse(pages.frame(TITLE, NOT_SERVED, label))
-        query = request.query_params
-        values = pages.query_to_request(SenseMapRequest, query)
-        values.setdefault("corpus", sorted(corpora)[0])
-        if "word" not in values:  # first visit: the corpus's first word, not run yet
-            from contextlens.analyses.corpus.manifest import read_manifest
-
-            manifest = read_manifest(Path(corpora[values["corpus"]])) if values["corpus"] in corpora else None
-            values["word"] = manifest.targets[0] if manifest and manifest.targets else ""
-            return HTMLResponse(pages.frame(TITLE, _form(values, corpora, None), label))
-        status, error, block = 200, None, ""
-        try:
-            req = SenseMapRequest.model_validate(values)
-            result = await pool.run(lambda: run_sense_map(req, corpora))
-            layer = query.get("layer")
-            block = map_block(result.to_dict(), integer_text(layer))
-        except Exception as exc:  # noqa: BLE001 - shown beside the input, never a trace
-            status, error = error_status(exc)
-        return HTMLResponse(pages.frame(TITLE, _form(values, corpora, error) + block, label), status_code=status)
+    names = sorted(served.corpora)
+    if not names:
+        return {}
+    manifest = read_manifest(Path(served.corpora[names[0]]))
+    return {"corpus": names[0], "word": manifest.targets[0] if manifest and manifest.targets else ""}

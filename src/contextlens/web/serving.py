@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
-from contextlens.errors import ContextlensError
+from contextlens.errors import ContextlensError, ParameterError
 
 log = logging.getLogger("contextlens.web")
 T = TypeVar("T")
@@ -36,6 +36,8 @@ class WorkerPool:
     """A fixed number of worker threads and a bound on the requests waiting for one."""
 
     def __init__(self, workers: int = 2, queue: int = 64) -> None:
+        _check_count("workers", workers, 1, "threads that run analyses")
+        _check_count("queue", queue, 0, "requests that may wait for a thread")
         self.workers, self.queue = workers, queue
         self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="contextlens-web")
         self._pending = 0
@@ -74,6 +76,12 @@ class WorkerPool:
 
     def shutdown(self) -> None:
         self._executor.shutdown(wait=False, cancel_futures=True)
+
+
+def _check_count(name: str, value: object, least: int, what: str) -> None:
+    """ParameterError, one line, unless ``value`` is a whole number of at least ``least``."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        raise ParameterError(name, f"must be a whole number of at least {least} ({what}), got {value!r}")
 
 
 def _short(text: str) -> str:

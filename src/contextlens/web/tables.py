@@ -12,6 +12,7 @@ from typing import Any
 
 from contextlens.core.model_kinds import model_kind
 from contextlens.reports.card_tables import cells
+from contextlens.web.page import Page
 
 
 def fmt(value: float | None, digits: int = 3) -> str:
@@ -257,18 +258,6 @@ def same_sense_numbers(answer) -> str:
     )
 
 
-NUMBERS = {
-    "compare": compare_numbers,
-    "explore": explore_numbers,
-    "attention": attention_numbers,
-    "probe": probe_numbers,
-    "trace": trace_numbers,
-    "rank": rank_numbers,
-    "same-sense": same_sense_numbers,
-}
-
-
-def numbers(name: str, result: Any) -> str:
+def numbers(page: Page, result: Any) -> str:
     """The page's numbers for ``result`` (empty for a page whose table is its result)."""
-    make = NUMBERS.get(name)
-    return "" if make is None else f'<div id="numbers">{make(result)}</div>'
+    return "" if page.numbers is None else f'<div id="numbers">{page.numbers(result)}</div>'
