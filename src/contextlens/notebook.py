@@ -99,8 +99,13 @@ def to_html(result: Any, plotlyjs: bool = True) -> str:
     return f"<pre>{html.escape(json.dumps(result.to_dict(), indent=2))}</pre>"
 
 
+_SHOWN: set[int] = set()  # the shells (by id) whose notebook already has plotly.js in an output
+
+
 def register(ip: Any = None) -> bool:
-    """Register the formatters in the running IPython (``ip``); False when there is none."""
+    """Register the formatters in the running IPython (``ip``); False when there is none. plotly.js
+    goes into the notebook once per shell: ``%load_ext contextlens.notebook`` imports this module
+    (which registers) and then calls :func:`load_ipython_extension` (which registers again)."""
     if ip is None:
         try:
             from IPython import get_ipython  # type: ignore[import-not-found]
@@ -114,7 +119,8 @@ def register(ip: Any = None) -> bool:
     for cls in result_types():
         if figures_for_type(type_name(cls)).plotly is not None:
             formatter.for_type(cls, in_notebook)
-    if type(ip).__name__ == "ZMQInteractiveShell":  # a notebook's kernel (not a terminal IPython)
+    if type(ip).__name__ == "ZMQInteractiveShell" and id(ip) not in _SHOWN:  # a notebook's kernel, first time
+        _SHOWN.add(id(ip))
         from IPython.display import HTML, display  # type: ignore[import-not-found]
 
         display(HTML(plotly_script() + fit_script()))  # once, in this cell's output
