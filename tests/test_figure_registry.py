@@ -144,3 +144,18 @@ def test_the_registry_imports_no_figure_library():
     code = "import sys, contextlens.reports.figure_registry; print(sorted({'matplotlib','plotly'} & set(sys.modules)))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]" and figure_registry.__name__
+
+
+def test_a_figure_renders_with_the_house_config_and_no_plotly_warning():
+    """Every serve and demo printed plotly's "Unrecognized config options supplied:
+    ['showEditInChartStudio']": the house config names only options plotly knows."""
+    import warnings
+
+    import plotly.graph_objects as go
+
+    from contextlens.reports.interactive import figure_div
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        html = figure_div(go.Figure(go.Scatter(x=[0, 1], y=[1, 0])))
+    assert '"showSendToCloud": false' in html and '"displaylogo": false' in html

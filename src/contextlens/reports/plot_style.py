@@ -11,11 +11,12 @@ from pathlib import Path
 COLOURS = ["#c2410c", "#1d4ed8", "#15803d", "#7c3aed", "#0e7490", "#be123c", "#a16207"]
 # No button that sends a figure off the machine: plotly.js shows "Share chart..." (an upload to
 # Plotly's cloud) unless told not to, and an empty server URL leaves it nowhere to send anyway.
+# (plotly.js 3, in plotly 7, has no "Edit in Chart Studio" button and no option for it: naming
+# showEditInChartStudio printed plotly's "Unrecognized config options" warning on every serve and demo.)
 PLOT_CONFIG = {
     "displaylogo": False,
     "responsive": True,
     "showSendToCloud": False,
-    "showEditInChartStudio": False,
     "plotlyServerURL": "",
 }
 LAYOUT = {"template": "plotly_white", "font": {"family": "sans-serif", "size": 12}, "margin": {"t": 70}}
