@@ -166,3 +166,52 @@ def test_unlabelled_sentences_give_spread_but_no_gap(minilm, tmp_path):
     assert 0.0 < w.spread < 1.0
     with pytest.raises(InputError, match="only one sentence"):
         explore(["bank"], minilm, data[:1])
+
+
+def test_three_and_three_sentences_get_an_exact_test_whose_floor_is_one_in_ten():
+    """Regression (issue 33): 3 + 3 sentences have 20 arrangements of their labels (10 splits), so
+    p >= 0.1; the explorer said 'smallest possible p 0.0010' and printed p = 0.103 from shuffles."""
+    from itertools import permutations as orders
+
+    from contextlens.analyses.lesson.polysemy import arrangements, smallest_p
+
+    labels = ["bird"] * 3 + ["machine"] * 3
+    assert arrangements(labels) == 20
+    assert smallest_p(labels, 1000) == (pytest.approx(0.1), True)
+    assert smallest_p(labels, 10) == (pytest.approx(1 / 11), False)  # more arrangements than shuffles asked
+    rng = np.random.default_rng(5)
+    a = rng.uniform(-1, 1, size=(6, 6))
+    m = (a + a.T) / 2
+    np.fill_diagonal(m, 1.0)
+    for matrix in (block_matrix(0.9, 0.1, labels), m):
+        observed, p = permutation_test(matrix[None], labels, permutations=1000)
+        # the exact p by brute force over all 720 orders of the labels (each arrangement 36 times)
+        every = [separation_gap(matrix, [labels[i] for i in order]) for order in orders(range(6))]
+        assert p[0] == pytest.approx(np.mean(np.array(every) >= observed[0] - 1e-12))
+        assert p[0] >= 0.1 - 1e-12
+    assert permutation_test(block_matrix(0.9, 0.1, labels)[None], labels, permutations=1000)[1][0] == pytest.approx(0.1)
+
+
+def test_the_explorer_says_when_few_sentences_cannot_reach_p_below_005(tmp_path):
+    from tests.helpers import run_cli
+
+    tsv = tmp_path / "crane.tsv"
+    tsv.write_text(
+        "crane\tbird\tA [crane] waded through the shallow marsh.\n"
+        "crane\tbird\tThe [crane] spread its wings and flew south.\n"
+        "crane\tbird\tWe watched a [crane] catch a fish.\n"
+        "crane\tmachine\tThe [crane] lifted steel beams onto the roof.\n"
+        "crane\tmachine\tA tall [crane] stood over the building site.\n"
+        "crane\tmachine\tThe operator climbed into the [crane] cab.\n",
+        encoding="utf-8",
+    )
+    out = run_cli("explore", "--sentences", str(tsv), "-m", "minilm")
+    assert out.returncode == 0, out.stderr
+    text = " ".join(out.stdout.split())
+    assert "every one of the 20 arrangements" in text and "the smallest possible p is 0.1000" in text
+    assert "too few sentences to reach p < 0.05" in text and "1/1001" not in text
+    data = json.loads(run_cli("explore", "--sentences", str(tsv), "-m", "minilm", "--json").stdout)
+    assert data["permutation_test"]["smallest_possible_p"] == pytest.approx(0.1)
+    word = data["words"][0]
+    assert word["exact_test"] is True and word["smallest_possible_p"] == pytest.approx(0.1)
+    assert all(layer["p_value"] >= 0.1 - 1e-12 for layer in word["layers"])

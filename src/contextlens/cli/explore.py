@@ -102,9 +102,7 @@ def explore_cmd(
             if w.no_gap_reason:
                 console.print(f"[dim]{escape(w.word)}: no gap: {escape(w.no_gap_reason)}[/dim]")
         console.print(
-            f"spread = 1 − mean pairwise cosine; p: one-sided permutation test, {result.permutations} shuffles of the "
-            f"sense labels, seed {result.seed} (the smallest possible p is 1/{result.permutations + 1} = "
-            f"{result.p_floor:.4f})"
+            f"spread = 1 − mean pairwise cosine; p: {result.p_floor_note()}"
         )
         if matrices:
             for w in result.words:

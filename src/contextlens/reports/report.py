@@ -74,8 +74,7 @@ def lesson_sections(lesson: Lesson) -> list[Section]:
             "Each word appears in four sentences for each of three senses; the heatmap shows the pairwise cosine of "
             "its hidden states, the PCA shows whether the senses form groups, and the separation gap (same-sense minus "
             "cross-sense cosine) is tested against shuffled sense labels, because one pair of sentences can mislead.",
-            f"layer {e.layer}, {e.permutations} label shuffles (seed {e.seed}; the smallest possible p is "
-            f"{e.p_floor:.4f}); spread = 1 − mean pairwise cosine.",
+            f"layer {e.layer}; p: {e.p_floor_note()}; spread = 1 − mean pairwise cosine.",
             ix.explore_figures(e),
             [["word", "spread", "gap", "p-value"]]
             + [[x.word, f"{x.spread:.3f}", _num(x.gap, "+.3f"), _num(x.p_value, ".4f")] for x in e.words],

@@ -112,8 +112,7 @@ def explore_numbers(result) -> str:
         + (f"<ul class='dim'>{reasons}</ul>" if reasons else "")
         + _baseline_line(result, "the word's mean pairwise cosine (1 − spread)")
         + f"<p class='dim'>spread = 1 − mean pairwise cosine; same / cross: mean same-sense / cross-sense cosine; "
-        f"gap = same − cross; p: one-sided permutation test, {result.permutations} shuffles of the sense labels, "
-        f"seed {result.seed} (the smallest possible p is {result.p_floor:.4f})</p>"
+        f"gap = same − cross; p: {esc(result.p_floor_note())}</p>"
     )
 
 

@@ -8,7 +8,10 @@ layer. Two numbers summarise it:
 * **separation gap** = mean same-sense cosine - mean cross-sense cosine, when senses are labelled.
   One pair of sentences can mislead, so the gap comes with a permutation-test p-value: the sense
   labels are shuffled (fixed seed) and the p-value is the share of shuffles whose gap is at least
-  the observed one, ``(1 + count) / (1 + permutations)``.
+  the observed one, ``(1 + count) / (1 + permutations)``. When the labels have no more distinct
+  arrangements than the shuffles asked for (3 + 3 sentences: 20), every arrangement is scored
+  instead and the p-value is exact: its floor is then the share of arrangements that give the
+  observed split itself (3 + 3: 2 of 20, so p >= 0.1, and p < 0.05 cannot be reached).
 
 Beside each layer's mean pairwise cosine (and the same- and cross-sense means) stands the model's
 random-word baseline at that layer (analyses/benchmarks/word_baseline.py, the one compare uses):
@@ -17,7 +20,10 @@ its mean and spread, and where the cosine falls among random pairs of different 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import itertools
+import math
+from collections import Counter
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
@@ -51,17 +57,57 @@ def separation_gap(matrix: np.ndarray, labels: Sequence[str]) -> float:
     return float(layer_gaps(matrix[None], labels)[0])
 
 
+def arrangements(labels: Sequence[str]) -> int:
+    """How many distinct ways the labels can be laid on the sentences: n! / (n_1! n_2! ...)."""
+    sizes = Counter(sense_codes(labels).tolist()).values()
+    return math.factorial(len(labels)) // math.prod(math.factorial(k) for k in sizes)
+
+
+def exact_floor(labels: Sequence[str]) -> float:
+    """The smallest p an exact test can give: the share of arrangements that make the observed split
+    (renaming senses of equal size gives the same split and the same gap)."""
+    sizes = Counter(Counter(sense_codes(labels).tolist()).values()).values()
+    return math.prod(math.factorial(k) for k in sizes) / arrangements(labels)
+
+
+def smallest_p(labels: Sequence[str], permutations: int) -> tuple[float, bool]:
+    """(the smallest p the test can give, whether the test is exact) for these labels."""
+    if arrangements(labels) <= permutations:
+        return exact_floor(labels), True
+    return 1.0 / (permutations + 1), False
+
+
+def _every_arrangement(codes: np.ndarray) -> Iterator[np.ndarray]:
+    """Each distinct arrangement of the codes once (the sentences' positions given to each code in turn)."""
+    values, counts = np.unique(codes, return_counts=True)
+
+    def fill(out: np.ndarray, free: tuple[int, ...], k: int) -> Iterator[np.ndarray]:
+        if k == len(values):
+            yield out.copy()
+            return
+        for chosen in itertools.combinations(free, int(counts[k])):
+            out[list(chosen)] = values[k]
+            yield from fill(out, tuple(i for i in free if i not in chosen), k + 1)
+
+    yield from fill(np.empty_like(codes), tuple(range(len(codes))), 0)
+
+
 def permutation_test(
     matrices: np.ndarray, labels: Sequence[str], permutations: int = 1000, seed: int = 0
 ) -> tuple[np.ndarray, np.ndarray]:
     """Observed gap per layer and its one-sided permutation p-value (labels shuffled, same shuffles
-    for every layer). ``matrices`` is (layers, n, n)."""
+    for every layer). ``matrices`` is (layers, n, n). Exact (every arrangement scored, p = share at
+    or above the observed gap) when there are no more arrangements than ``permutations``."""
     if permutations < 1:
         raise InputError(f"permutations must be at least 1, got {permutations}")
     codes = sense_codes(labels)
     if matrices.shape[1:] != (len(codes), len(codes)):
         raise InputError(f"{len(codes)} labels for matrices of shape {matrices.shape}")
     observed = gaps(matrices, codes[None])[:, 0]
+    if arrangements(labels) <= permutations:
+        every = np.stack(list(_every_arrangement(codes)))
+        exceed = (gaps(matrices, every) >= observed[:, None] - 1e-12).sum(axis=1)
+        return observed, exceed / len(every)  # the observed arrangement is among them
     rng = np.random.default_rng(seed)
     shuffled = np.stack([rng.permutation(codes) for _ in range(permutations)])
     null = gaps(matrices, shuffled)  # (layers, permutations)
@@ -90,6 +136,8 @@ class WordExploration:
     baseline: CosineBaseline | None = field(default=None, repr=False)  # the model's random-word cosines
     pcas: np.ndarray | None = field(default=None, repr=False)  # (layers, n, 2): the PCA at every layer
     pcas_explained: list[list[float]] | None = None  # per layer: what the two components explain
+    p_floor: float | None = None  # the smallest p its test can give (None: no test)
+    p_exact: bool = False  # every arrangement of its labels scored (few sentences), not shuffles
 
     @property
     def mean_cosines(self) -> list[float]:
@@ -179,6 +227,8 @@ class WordExploration:
             "baseline": self.chosen_baseline,
             "gap": self.gap,
             "p_value": self.p_value,
+            "smallest_possible_p": self.p_floor,
+            "exact_test": self.p_exact,
             "no_gap_reason": self.no_gap_reason,
             "sentences": [
                 {**o.to_dict(), "sense": s, "tokens": t}
@@ -231,9 +281,28 @@ class Exploration:
 
     @property
     def p_floor(self) -> float:
-        """The smallest p-value the permutation test can give: 1 / (permutations + 1) (0.005 with
-        the web's 200 shuffles, 0.001 with the CLI's 1,000), said beside every p."""
-        return 1.0 / (self.permutations + 1)
+        """The smallest p-value any word's test can give: 1 / (permutations + 1) for shuffles (0.005
+        with the web's 200, 0.001 with the CLI's 1,000); an exact test's own floor where few
+        sentences allow one (3 + 3 sentences: 0.1). Said beside every p."""
+        floors = [w.p_floor for w in self.words if w.p_floor is not None]
+        return min(floors, default=1.0 / (self.permutations + 1))
+
+    def p_floor_note(self) -> str:
+        """The test behind the p-values, in the words every face prints after "p: ": the shuffles
+        and their floor, and each word tested exactly with its own floor (and where p < 0.05 is out
+        of reach)."""
+        parts = []
+        if any(w.p_floor is not None and not w.p_exact for w in self.words) or not any(w.p_exact for w in self.words):
+            parts.append(f"one-sided permutation test, {self.permutations} shuffles of the sense labels, seed "
+                         f"{self.seed} (the smallest possible p is 1/{self.permutations + 1} = "
+                         f"{1 / (self.permutations + 1):.4f})")  # fmt: skip
+        for w in self.words:
+            if w.p_exact and w.p_floor is not None:
+                reach = "; too few sentences to reach p < 0.05" if w.p_floor >= 0.05 else ""
+                parts.append(f"{w.word}: exact one-sided permutation test, every one of the {arrangements(w.senses)} "
+                             f"arrangements of its sense labels scored (the smallest possible p is "
+                             f"{w.p_floor:.4f}{reach})")  # fmt: skip
+        return "; ".join(parts)
 
     @property
     def colour_floor(self) -> float:
@@ -348,8 +417,10 @@ def _explore_word(word, group, encs, chosen, permutations, seed) -> WordExplorat
     # provenance-checked: the word's hidden states of one model at one layer
     matrices = np.stack([cosine_matrix([e.hidden_state(layer) for e in encs]) for layer in layers])
     senses = [s.sense for s in group]
-    gaps = same = cross = pvals = None
+    gaps = same = cross = pvals = floor = None
+    exact = False
     if all(s is not None for s in senses) and _has_both_kinds_of_pairs(senses):
+        floor, exact = smallest_p(senses, permutations)
         observed, p = permutation_test(matrices, senses, permutations, seed)
         gaps, pvals = observed.tolist(), p.tolist()
         same, cross = (means.tolist() for means in same_and_cross(matrices, senses))
@@ -370,6 +441,8 @@ def _explore_word(word, group, encs, chosen, permutations, seed) -> WordExplorat
         pca_explained=_pca_explained(stack[layers.index(chosen)]),
         pcas=np.stack([_pca(x) for x in stack]),
         pcas_explained=[_pca_explained(x) for x in stack],
+        p_floor=floor,
+        p_exact=exact,
     )
 
 
