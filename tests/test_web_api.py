@@ -205,6 +205,30 @@ def test_own_sentences_on_explore_equal_the_cli_with_the_same_tsv_file(client, c
     assert client.post("/api/explore", json={"sentences": tabbed, "permutations": 50}).json() == api
 
 
+CRANES = [
+    "bird | A [crane] waded through the marsh.",
+    "bird | The [crane] flew south.",
+    "machine | The [crane] lifted steel beams.",
+    "machine | A tall [crane] stood over the site.",
+]
+
+
+def test_own_sentences_win_over_the_forms_example_words(client, minilm):
+    """Regression (issue 33): the form's example words (bank bat) left beside one's own sentences
+    of another word answered "...give your own in `sentences`", although they had."""
+    from contextlens.analyses.lesson.polysemy import explore
+    from contextlens.data.sense_sentences import sense_sentences_from_lines
+
+    answer = client.post("/api/explore", json={"words": ["bank", "bat"], "sentences": CRANES, "permutations": 20})
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["ranking"] == ["crane"] and answer.json()["source"] == "your sentences"
+    from contextlens.errors import InputError
+
+    with pytest.raises(InputError) as caught:  # the API says what to do instead
+        explore(["bank"], minilm, sense_sentences_from_lines(CRANES), permutations=20)
+    assert "words there: crane" in str(caught.value) and "leave `words` empty" in str(caught.value)
+
+
 def test_own_pairs_on_rank_equal_the_cli_with_the_same_tsv_file(client, capsys, tmp_path):
     pairs = ["cup mug", "car bus", "dog, cat"]
     tsv = tmp_path / "pairs.tsv"

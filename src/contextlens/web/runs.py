@@ -160,7 +160,10 @@ def run_explore(req: ExploreRequest, model: ContextualModel | str, _: Served | N
 
     own = sense_sentences_from_lines(req.sentences) if req.sentences else None
     source = "your sentences" if own else None
-    return explore(req.words, as_contextual(model), own, req.layer, req.permutations, req.seed, source=source)
+    words = req.words
+    if own and words and not {w.casefold().strip() for w in words} & {s.word for s in own}:
+        words = []  # the form's words (its example: bank bat) left beside sentences of other words: theirs win
+    return explore(words, as_contextual(model), own, req.layer, req.permutations, req.seed, source=source)
 
 
 def run_attention(req: AttentionRequest, model: ContextualModel | str, _: Served | None = None):

@@ -365,6 +365,7 @@ def explore(
     from contextlens.core.contextual_models import as_contextual
 
     model = as_contextual(model)
+    own_given = sentences is not None
     if sentences is None:
         sentences = load_sense_sentences()
         source = source or "built-in polysemy set"
@@ -379,7 +380,8 @@ def explore(
         if w not in by_word:
             raise InputError(
                 f"no sentences for {w!r} in {source or 'the sentences'}; words there: {', '.join(sorted(by_word))}; "
-                "give your own in `sentences`"
+                + ("name one of those in `words`, or leave `words` empty to explore them all" if own_given else
+                   "give your own in `sentences`")
             )
         if len(by_word[w]) < 2:
             raise InputError(f"{w!r} has only one sentence in {source or 'the sentences'}; give at least two")
