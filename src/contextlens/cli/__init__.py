@@ -171,6 +171,7 @@ def _run(args: list[str] | None) -> None:
     from contextlens.cli.common import notes_after_result
 
     try:
+        refuse_repeated_options(sys.argv[1:] if args is None else args)
         code = click_app()(args=args, prog_name="contextlens", standalone_mode=False)
         notes_after_result(code in (None, 0))
         if code == INTERRUPTED:  # typer turns a KeyboardInterrupt inside a command into this code
@@ -197,6 +198,28 @@ def _run(args: list[str] | None) -> None:
     finally:
         notes_after_result(False)  # what an error skipped is not said in the next run of this process
     sys.exit(code if isinstance(code, int) else 0)
+
+
+def refuse_repeated_options(args: list[str]) -> None:
+    """An option that takes one value, given twice, is refused: click keeps the last silently, so
+    ``compare ... -m minilm -m mpnet`` answered for mpnet alone as if that were the comparison."""
+    command, words = click_app(), list(args)
+    while hasattr(command, "commands") and words and words[0] in command.commands:
+        command, words = command.commands[words[0]], words[1:]
+    if hasattr(command, "commands"):
+        return
+    try:
+        context = command.make_context(command.name, [], resilient_parsing=True)
+        _, _, order = command.make_parser(context).parse_args(words)
+    except (UsageError, ClickException):
+        return  # the run itself says what is wrong with these words
+    single = [p for p in order if getattr(p, "opts", None) and p.opts[0].startswith("-")
+              and not (p.multiple or p.count or p.is_flag)]  # fmt: skip
+    for param in dict.fromkeys(single):
+        if single.count(param) > 1:
+            name = max(param.opts, key=len)
+            extra = " (to see two models, run the command once for each)" if name == "--model" else ""
+            raise UsageError(f"{name} was given {single.count(param)} times; it takes one value: give it once{extra}")
 
 
 def flags_for_parameters(message: str, args: list[str]) -> str:
