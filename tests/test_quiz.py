@@ -103,3 +103,21 @@ def test_the_notebook_shows_and_scores_the_same_quiz():
     assert "score: 1 right of 2 answered (5 questions)" in page
     with pytest.raises(InputError, match="question 9"):
         notebook.quiz({9: 1})
+
+
+def test_a_learner_guessing_by_the_options_shape_scores_no_better_than_chance():
+    """Regression (issue 33): the right answer was always the hedged option and the wrong ones said
+    "always", "entirely", "every task". Now no option says such an absolute, and neither "pick
+    the longest" nor "pick the hedged one" gets more than 2 of the 5 (chance: 5/3)."""
+    absolutes = ("always", "entirely", "every task", "never", "any task", "whatever", "completely")
+    hedges = ("not always", "depends", "may ", "might", "often", "usually", "can ")
+    for q in quiz.QUIZ:
+        for option in q.options:
+            assert not any(word in option.lower() for word in absolutes), option
+    longest = sum(max(range(len(q.options)), key=lambda k: len(q.options[k])) == q.right for q in quiz.QUIZ)
+    hedged = sum(
+        next((k for k, o in enumerate(q.options) if any(h in o.lower() for h in hedges)), -1) == q.right
+        for q in quiz.QUIZ
+    )
+    assert longest <= 2 and hedged <= 2, (longest, hedged)
+    assert len({q.right for q in quiz.QUIZ}) >= 2  # the right option is not in one place in the quiz's own order

@@ -31,45 +31,45 @@ QUIZ: tuple[Question, ...] = (
     Question(
         "A transformer such as BERT or MiniLM: where does the vector for “bank” start?",
         (
-            "It has no static embeddings; everything is contextual",
+            "Nowhere fixed: the model computes it from the whole sentence at once",
             "In a fixed row of its embedding table, the same in every sentence",
-            "In the GloVe vector of the word, which the model downloads when it loads",
+            "In the first attention layer, which mixes it with the words around it",
         ),
         1,
         "Every token starts as a fixed row of the model's own embedding table; attention builds on top of it. "
-        "In the trace below, the input row of “bank” is a lookup; only the layers above it change with context.",
+        "In the trace, the input row of “bank” is a lookup; only the layers above it change with context.",
         "trace",
     ),
     Question(
         "Is a contextual embedding always the better choice?",
         (
-            "Yes: a contextual vector is better for every task, whatever it costs to compute",
-            "It depends on the task: static vectors are cheaper and still rank similar words well",
-            "No: static vectors are always better, since they need no forward pass at all",
+            "Yes: a contextual vector carries more information, so it wins on each task",
+            "It depends: a static table is far cheaper and still ranks similar words well",
+            "Only for long texts; for single words both kinds give the same vectors",
         ),
         1,
         "For fast retrieval or word similarity a static table needs no forward pass; for meaning in context the "
-        "contextual state wins. Below: the static neighbours, computed in microseconds, are sensible words.",
+        "contextual state wins. The static neighbours, computed in microseconds, are sensible words.",
         "neighbors",
     ),
     Question(
         "Can you compare the hidden state of “bank” from one model with the hidden state of “bank” from another?",
         (
-            "Yes: cosine works across any two models, since both give unit-length vectors",
-            "Only if both have the same number of dimensions",
+            "Yes, once both vectors are normalised to unit length",
+            "Yes, as long as both models have the same hidden size",
             "No: each model has its own representation space",
         ),
         2,
         "Hidden states are not interoperable across models: different architecture, training and space "
-        "(contextlens refuses such a comparison with a ProvenanceMismatchError). Compare within one model, as below.",
+        "(contextlens refuses such a comparison with a ProvenanceMismatchError). Compare within one model.",
         "compare",
     ),
     Question(
         "Once attention has run, is the initial embedding table useless?",
         (
-            "Yes: after the first layer, attention replaces it entirely",
+            "Mostly: by the top layer the hidden state no longer depends on it",
             "No: it is the input every layer builds on",
-            "It matters only for the last layer",
+            "It matters only for rare words that attention cannot place yet",
         ),
         1,
         "The embedding table is the foundation: layer 0 of the trace is the input row plus position, and each "
@@ -79,9 +79,9 @@ QUIZ: tuple[Question, ...] = (
     Question(
         "Is word2vec (a static model) obsolete and wrong?",
         (
-            "Yes: its vectors are wrong, so its neighbours and analogies make no sense",
-            "No: it cannot see context, but it is fast, compact and still good at similarity",
-            "Yes, because it cannot do analogies such as man:king::woman:queen",
+            "Largely: its neighbours mix every sense of a word, so they are mostly noise",
+            "No: it cannot see context, but it is fast, compact and good at similarity",
+            "Yes for English; it still helps in languages without a good transformer",
         ),
         1,
         "Static vectors cannot tell the river bank from the money bank (their line is flat at cosine 1 in the "
