@@ -53,8 +53,9 @@ def test_pgvector_refuses_more_dimensions_than_its_types_hold(dtype, index):
 
 
 def test_cli_pgvector_dimensions_refused_in_one_line():
-    for extra in ([], ["--measure"], ["--dtype", "float16"], ["--dtype", "binary", "--index", "hnsw"]):
-        line = one_line("capacity", "--engine", "pgvector", "-d", "70000", "-n", "1000", "--index", "flat", *extra)
+    flat = ["--index", "flat"]  # one --index each: an option given twice is refused
+    for extra in (flat, [*flat, "--measure"], [*flat, "--dtype", "float16"], ["--dtype", "binary", "--index", "hnsw"]):
+        line = one_line("capacity", "--engine", "pgvector", "-d", "70000", "-n", "1000", *extra)
         assert "--dim" in line and "16,000" in line, line
     # an index's own limit keeps its message (2,000 dims of vector)
     assert "2,000 dimensions" in one_line("capacity", "--engine", "pgvector", "-n", "10", "-d", "3000", "--index",
