@@ -36,6 +36,14 @@ corpus_app = typer.Typer(
 app.add_typer(corpus_app, name="corpus")
 
 
+LineBreaksOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--line-breaks",
+        help="Files' line breaks: paragraphs (blank lines separate paragraphs, wrapped lines are joined; the default) "
+        "or lines (one sentence or paragraph per line). Continuing a folder: its own.",
+    ),
+]
 FolderLayerOpt = Annotated[
     str | None,
     typer.Option(
@@ -73,8 +81,9 @@ def list_cmd(json_out: JsonOpt = False) -> None:
             table.add_row(i.name, "-", "-", "-", f"[red]not installed[/red]: {i.problem}")
     console.print(table)
     console.print(
-        "[dim]also readable: a text file (one document per line), a folder of .txt, JSONL with 'text', "
-        "Parquet with 'text'; .gz/.bz2 transparently[/dim]"
+        "[dim]also readable: a text file (a document per paragraph: blank lines separate them, wrapped lines are "
+        "joined; --line-breaks lines: per line), a folder of .txt, JSONL with 'text', Parquet with 'text'; "
+        ".gz/.bz2 transparently[/dim]"
     )
 
 
@@ -93,6 +102,7 @@ EXTRACT_FLAGS = {
     "actors": "--actors",
     "threads": "--threads",
     "on_error": "--on-error",
+    "line_breaks": "--line-breaks",
     "force": "--force",
     "precision": "--precision",
     "runtime": "--runtime",
@@ -156,6 +166,7 @@ def extract_cmd(
     on_error: Annotated[
         str, typer.Option("--on-error", help="Non-UTF-8 lines: skip (counted) or stop (file:line).")
     ] = "skip",
+    line_breaks: LineBreaksOpt = None,
     force: Annotated[
         bool, typer.Option("--force", help="Write into an --out folder that holds other files (they are kept).")
     ] = False,
@@ -205,6 +216,7 @@ def extract_cmd(
             progress=update,
             force=force,
             loader=load,
+            line_breaks=line_breaks,
         )
     m, s = result.manifest, result.stats
     if json_out:
@@ -238,6 +250,9 @@ def extract_cmd(
     )
     if s.read.skipped:
         note(f"skipped {s.read.skipped} non-UTF-8 line(s), first at {', '.join(s.read.skipped_where)}")
+    long = s.read.long_message()
+    if long:
+        note(long.replace("line breaks `lines`", "--line-breaks lines"))
 
 
 @corpus_app.command("search")

@@ -1,0 +1,113 @@
+"""Issue 36, item 1: hard-wrapped text is read as paragraphs (blank lines separate them, a wrapped
+line's break is a space), one sentence per line on request, the choice recorded in the manifest;
+a folder made before the choice existed keeps meaning "every line its own paragraph"."""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from contextlens.analyses.corpus.extract import extract_corpus
+from contextlens.analyses.corpus.folder import read_rows
+from contextlens.analyses.corpus.readers import ReadStats, read_corpus
+from contextlens.errors import InputError
+from tests.helpers import run_cli
+
+WRAPPED = (
+    "Licensor grants a copyright licence for the work, including the copyright\n"
+    "notice that is included in or attached to the work. The notice must be\n"
+    "kept with every copy.\n"
+    "\n"
+    "   A second paragraph, indented and\n"
+    "   wrapped, holds the notice too.\n"
+)
+FIRST = (
+    "Licensor grants a copyright licence for the work, including the copyright notice that is included in "
+    "or attached to the work."
+)
+
+
+def test_wrapped_text_is_read_as_paragraphs_and_lines_on_request(tmp_path):
+    path = tmp_path / "licence.txt"
+    path.write_text(WRAPPED)
+    docs = list(read_corpus(str(path)))
+    assert [d.doc_id for d in docs] == ["licence.txt:1", "licence.txt:5"]
+    assert docs[0].pieces[0].startswith(FIRST) and docs[1].pieces == ("A second paragraph, indented and wrapped, holds the notice too.",)
+    lines = list(read_corpus(str(path), line_breaks="lines"))
+    assert [d.doc_id for d in lines] == [f"licence.txt:{n}" for n in (1, 2, 3, 5, 6)]
+    with pytest.raises(InputError, match="unknown `line_breaks` 'wrapped'"):
+        list(read_corpus(str(path), line_breaks="wrapped"))
+
+
+def test_every_file_format_reflows_the_same_way(tmp_path):
+    (tmp_path / "c.jsonl").write_text(json.dumps({"id": "d1", "text": WRAPPED}) + "\n")
+    pq.write_table(pa.table({"id": ["d1"], "text": [WRAPPED]}), tmp_path / "c.parquet")
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "d1.txt").write_text(WRAPPED)
+    expected = tuple(d.pieces[0] for d in read_corpus(str(_write(tmp_path / "c.txt", WRAPPED))))
+    for name in ("c.jsonl", "c.parquet", "docs"):
+        (doc,) = read_corpus(str(tmp_path / name))
+        assert doc.pieces == expected, name
+    (doc,) = read_corpus(str(tmp_path / "c.jsonl"), line_breaks="lines")
+    assert doc.pieces == tuple(WRAPPED.splitlines())  # blank lines kept: a piece's index is in the row key
+
+
+def test_a_file_without_blank_lines_is_flagged_as_one_enormous_paragraph(tmp_path):
+    path = _write(tmp_path / "one_per_line.txt", "".join(f"Sentence {i} ends here.\n" for i in range(250)))
+    stats = ReadStats()
+    assert len(list(read_corpus(str(path), stats))) == 1
+    assert stats.long_paragraphs == 1 and "line breaks `lines`" in (stats.long_message() or "")
+    stats = ReadStats()
+    assert len(list(read_corpus(str(path), stats, line_breaks="lines"))) == 250 and stats.long_message() is None
+
+
+def test_a_sentence_crosses_a_wrapped_line_and_the_manifest_records_the_choice(tmp_path, minilm):
+    corpus = _write(tmp_path / "licence.txt", WRAPPED)
+    result = extract_corpus(str(corpus), ["notice"], tmp_path / "x", model="minilm", layers=[6])
+    assert result.manifest.line_breaks == "paragraphs"
+    assert json.loads((tmp_path / "x" / "manifest.json").read_text())["line_breaks"] == "paragraphs"
+    sentences = read_rows(tmp_path / "x", columns=["sentence"]).column("sentence").to_pylist()
+    assert FIRST in sentences  # the wrapped sentence whole, not "notice that is included in or ..."
+    lines = extract_corpus(str(corpus), ["notice"], tmp_path / "y", model="minilm", layers=[6], line_breaks="lines")
+    assert lines.manifest.line_breaks == "lines"
+    assert "notice that is included in or attached to the work." in read_rows(tmp_path / "y", columns=["sentence"]).column(
+        "sentence"
+    ).to_pylist()
+
+
+def test_an_old_folder_without_the_field_continues_line_by_line(tmp_path, minilm):
+    """A folder made before the choice (no "line_breaks" in its manifest) read each line as a
+    paragraph: continuing it without the flag reads it so again; asking paragraphs is refused."""
+    corpus = _write(tmp_path / "licence.txt", WRAPPED)
+    out = tmp_path / "old"
+    extract_corpus(str(corpus), ["notice"], out, model="minilm", layers=[6], line_breaks="lines", chunk_chars=60)
+    before = read_rows(out, columns=["doc_id", "paragraph_index", "sentence_index", "start"]).to_pylist()
+    path = out / "manifest.json"
+    data = json.loads(path.read_text())
+    del data["line_breaks"]
+    data["complete"] = False  # as if killed before it finished
+    path.write_text(json.dumps(data))
+    shards = sorted(out.glob("part-*.parquet"))
+    shards[-1].unlink()
+    again = extract_corpus(str(corpus), ["notice"], out, model="minilm", layers=[6], chunk_chars=60)
+    assert again.manifest.line_breaks == "lines" and again.manifest.complete
+    assert read_rows(out, columns=["doc_id", "paragraph_index", "sentence_index", "start"]).to_pylist() == before
+    with pytest.raises(InputError, match="line_breaks='lines', not 'paragraphs'"):
+        extract_corpus(str(corpus), ["notice"], out, model="minilm", layers=[6], chunk_chars=60, line_breaks="paragraphs")
+
+
+def test_the_cli_takes_line_breaks_and_refuses_a_wrong_one_in_one_line(tmp_path):
+    corpus = _write(tmp_path / "licence.txt", WRAPPED)
+    proc = run_cli("corpus", "extract", str(corpus), "--words", "notice", "--out", str(tmp_path / "x"),
+                   "--model", "minilm", "--line-breaks", "sentences")  # fmt: skip
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip().splitlines() == [proc.stderr.strip()] and "--line-breaks" in proc.stderr
+
+
+def _write(path, text):
+    path.write_text(text)
+    return path
