@@ -35,7 +35,9 @@ def test_wrapped_text_is_read_as_paragraphs_and_lines_on_request(tmp_path):
     path.write_text(WRAPPED)
     docs = list(read_corpus(str(path)))
     assert [d.doc_id for d in docs] == ["licence.txt:1", "licence.txt:5"]
-    assert docs[0].pieces[0].startswith(FIRST) and docs[1].pieces == ("A second paragraph, indented and wrapped, holds the notice too.",)
+    assert docs[0].pieces[0].startswith(FIRST) and docs[1].pieces == (
+        "A second paragraph, indented and wrapped, holds the notice too.",
+    )
     lines = list(read_corpus(str(path), line_breaks="lines"))
     assert [d.doc_id for d in lines] == [f"licence.txt:{n}" for n in (1, 2, 3, 5, 6)]
     with pytest.raises(InputError, match="unknown `line_breaks` 'wrapped'"):
@@ -74,9 +76,10 @@ def test_a_sentence_crosses_a_wrapped_line_and_the_manifest_records_the_choice(t
     assert FIRST in sentences  # the wrapped sentence whole, not "notice that is included in or ..."
     lines = extract_corpus(str(corpus), ["notice"], tmp_path / "y", model="minilm", layers=[6], line_breaks="lines")
     assert lines.manifest.line_breaks == "lines"
-    assert "notice that is included in or attached to the work." in read_rows(tmp_path / "y", columns=["sentence"]).column(
-        "sentence"
-    ).to_pylist()
+    assert (
+        "notice that is included in or attached to the work."
+        in read_rows(tmp_path / "y", columns=["sentence"]).column("sentence").to_pylist()
+    )
 
 
 def test_an_old_folder_without_the_field_continues_line_by_line(tmp_path, minilm):
@@ -97,7 +100,9 @@ def test_an_old_folder_without_the_field_continues_line_by_line(tmp_path, minilm
     assert again.manifest.line_breaks == "lines" and again.manifest.complete
     assert read_rows(out, columns=["doc_id", "paragraph_index", "sentence_index", "start"]).to_pylist() == before
     with pytest.raises(InputError, match="line_breaks='lines', not 'paragraphs'"):
-        extract_corpus(str(corpus), ["notice"], out, model="minilm", layers=[6], chunk_chars=60, line_breaks="paragraphs")
+        extract_corpus(
+            str(corpus), ["notice"], out, model="minilm", layers=[6], chunk_chars=60, line_breaks="paragraphs"
+        )
 
 
 def test_the_cli_takes_line_breaks_and_refuses_a_wrong_one_in_one_line(tmp_path):
@@ -111,3 +116,17 @@ def test_the_cli_takes_line_breaks_and_refuses_a_wrong_one_in_one_line(tmp_path)
 def _write(path, text):
     path.write_text(text)
     return path
+
+
+def test_index_build_reads_the_parquet_file_that_corpus_extract_reads(tmp_path):
+    """Item 7: `index build` refused a Parquet file ("not UTF-8 text") that `corpus extract` reads."""
+    from contextlens.analyses.corpus.index_documents import index_documents
+
+    texts = ["The river bank flooded after the rain.", "She paid the bank back.\n\nA second paragraph."]
+    pq.write_table(pa.table({"id": ["a", "b"], "text": texts}), tmp_path / "docs.parquet")
+    docs = index_documents(tmp_path / "docs.parquet")
+    assert [(d.id, d.text) for d in docs] == [("a", texts[0]), ("b", texts[1])]
+    proc = run_cli("index", "build", str(tmp_path / "docs.parquet"), "--out", str(tmp_path / "idx"),
+                   "--static", "glove-50d", "--json")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["count"] == 2

@@ -31,7 +31,9 @@ def folder(tmp_path_factory, minilm):
     corpus = tmp / "c.txt"
     quiet = [f"Line {i} holds no target at all, only words." for i in range(6)]  # shards of no row
     corpus.write_text("\n".join(RIVER + quiet + MONEY + ["Spring came early. Nothing else."]) + "\n")
-    extract_corpus(str(corpus), ["bank", "spring"], tmp / "x", model="minilm", layers=[3, 6], chunk_chars=120)
+    extract_corpus(
+        str(corpus), ["bank", "spring"], tmp / "x", model="minilm", layers=[3, 6], chunk_chars=120, line_breaks="lines"
+    )
     return tmp / "x"
 
 

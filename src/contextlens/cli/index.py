@@ -85,7 +85,13 @@ NbitsOpt = Annotated[int | None, typer.Option("--nbits", help="IVF-PQ: bits per 
 
 @index_app.command("build")
 def index_build(
-    docs: Annotated[Path, typer.Argument(help="A text file (one document per line), a folder of .txt, or JSONL.")],
+    docs: Annotated[
+        Path,
+        typer.Argument(
+            help="A text file (one document per line), a folder of .txt, JSONL, or Parquet with a "
+            "'text' column (.gz/.bz2 too)."
+        ),
+    ],
     out: Annotated[Path, typer.Option("--out", "-o", help="Folder to write the index into.")],
     model: Annotated[
         str | None, typer.Option("--model", "-m", help="Contextual model: mpnet (default), minilm, ...")
@@ -98,8 +104,11 @@ def index_build(
     dsn: DsnOpt = None,
     dtype: Annotated[
         str | None,
-        typer.Option("--dtype", help="Stored type: float32 (default), float16, int8, binary; pgvector: float32 "
-                     "(vector), float16 (halfvec), binary (bit, re-ranked by cosine)."),
+        typer.Option(
+            "--dtype",
+            help="Stored type: float32 (default), float16, int8, binary; pgvector: float32 "
+            "(vector), float16 (halfvec), binary (bit, re-ranked by cosine).",
+        ),
     ] = None,
     m: MOpt = None,
     ef_construction: Annotated[
@@ -124,8 +133,9 @@ def index_build(
     json_out: JsonOpt = False,
 ) -> None:
     """Encode documents and save them in a FAISS index (or a pgvector table) with a manifest (atomically)."""
+    from contextlens.analyses.corpus.index_documents import index_documents
     from contextlens.analyses.search.encoders import check_batch_size, check_kind, describe_encoder, make_encoder
-    from contextlens.analyses.search.index import IndexConfig, VectorIndex, load_documents, read_manifest
+    from contextlens.analyses.search.index import IndexConfig, VectorIndex, read_manifest
     from contextlens.analyses.search.index_files import check_index_folder, current_folder
     from contextlens.analyses.search.pg_dsn import checked_dsn
     from contextlens.analyses.search.pg_index import PgIndexConfig, PgVectorIndex, check_engine
@@ -163,7 +173,7 @@ def index_build(
             raise InputError("--dsn is for --engine pgvector; a FAISS index is a file in --out")
         config = IndexConfig(index, params, dtype)
     check_index_folder(check_output_folder(out), force)  # and that --out can take an index
-    documents = load_documents(docs)
+    documents = index_documents(docs)
     choice = None
     if static is not None:
         from contextlens.analyses.search.encoders import StaticTextEncoder

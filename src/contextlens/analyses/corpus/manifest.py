@@ -8,8 +8,9 @@ models. Format 3 (rows keyed by paragraph and sentence within it, only paragraph
 target split) reads format-1 and format-2 folders for the analyses but does not continue them.
 ``runtime`` came later within format 2: a manifest without it was written on torch and reads as
 torch. ``line_breaks`` came later within format 3: a manifest without it was read line by line
-(every line its own paragraph), and reads, and continues, as ``lines``. A manifest is read only when each field has its type (a list of layer numbers, a whole
-hidden size...): a hand-edited one is refused in one line, naming the field.
+(every line its own paragraph), and reads, and continues, as ``lines``. A manifest is read only
+when each field has its type (a list of layer numbers, a whole hidden size...): a hand-edited
+one is refused in one line, naming the field.
 """
 
 from __future__ import annotations
