@@ -130,3 +130,30 @@ def test_index_build_reads_the_parquet_file_that_corpus_extract_reads(tmp_path):
                    "--static", "glove-50d", "--json")  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["count"] == 2
+
+
+def test_open_folder_gives_rows_and_arrays_like_encode_occurrences(tmp_path, minilm):
+    """Item 6: a public reader of an extraction folder (pq.read_table(DIR) fails on manifest.json)."""
+    import numpy as np
+
+    import contextlens
+    from contextlens.core.occurrences import Occurrence
+
+    corpus = _write(tmp_path / "licence.txt", WRAPPED)
+    extract_corpus(str(corpus), ["notice", "work"], tmp_path / "x", model="minilm", layers=[3, 6], dtype="float32")
+    folder = contextlens.open_folder(tmp_path / "x")
+    rows = folder.rows("notice")
+    assert rows.num_rows == 3 and "layer_3" not in rows.column_names and folder.layers == [3, 6]
+    x = folder.vectors("notice")
+    assert x.shape == (3, 2, 384) and x.dtype == np.float32
+    assert folder.vectors("notice", layers=[6]).shape == (3, 1, 384)
+    assert list(folder.to_pandas("notice")["sentence"]) == rows.column("sentence").to_pylist()
+    occs = [Occurrence(r["sentence"], r["start"], r["end"]) for r in rows.to_pylist()]
+    direct = minilm.encode_occurrences(occs, layers=[3, 6], as_array=True)
+    assert direct.shape == x.shape and np.allclose(direct, x, atol=1e-5)
+    with pytest.raises(InputError, match="extracted layers"):
+        folder.vectors("notice", layers=[5])
+    with pytest.raises(contextlens.TargetNotFoundError):
+        folder.rows("bank")
+    with pytest.raises(InputError, match="not a corpus extraction folder"):
+        contextlens.open_folder(tmp_path)
