@@ -274,6 +274,14 @@ def search_cmd(
         bool, typer.Option("--senses", help="Label each hit with its induced sense (as `senses induce`).")
     ] = False,
     threads: ThreadsOpt = None,
+    runtime: Annotated[
+        str | None,
+        typer.Option(
+            "--runtime",
+            help="The example's runtime: auto (default at fp32: ONNX Runtime, starting without torch, checked "
+            "within 1e-4 of torch, its check printed), torch or onnx; an int8 folder's own by default.",
+        ),
+    ] = None,
     json_out: JsonOpt = False,
 ) -> None:
     """The occurrences in FOLDER most like an example occurrence (cosine at the folder's layer,
@@ -291,10 +299,11 @@ def search_cmd(
     def load(name: str, precision: str, runtime: str):  # the folder's model, its drift on stderr
         return contextual_option(name, precision, threads, runtime)
 
-    with as_flags(top="--top", layer="--layer", like="--like", sense="--sense"):
+    with as_flags(top="--top", layer="--layer", like="--like", sense="--sense", runtime="--runtime"):
         result = search_occurrences(
-            folder, like, None if layer is None else layer_text(layer), top, loader=load, sense=sense, senses=senses
-        )
+            folder, like, None if layer is None else layer_text(layer), top, loader=load, sense=sense, senses=senses,
+            runtime=runtime,
+        )  # fmt: skip
     if json_out:
         print_json(result.to_dict())
         return

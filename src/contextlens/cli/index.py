@@ -259,8 +259,9 @@ def index_search(
         str | None,
         typer.Option(
             "--runtime",
-            help="Query runtime: torch or onnx (default: the index's, recorded in its manifest; another one"
-            " is accepted at fp32, where ONNX Runtime is checked within 1e-4 of torch, and refused at int8).",
+            help="Query runtime: auto, torch or onnx (default: auto, the lean path: ONNX Runtime at fp32, checked "
+            "within 1e-4 of torch, its check printed; at int8 the index's own, recorded in its manifest: int8 "
+            "vectors of two runtimes are not mixed).",
         ),
     ] = None,
     dsn: DsnOpt = None,
@@ -287,7 +288,8 @@ def index_search(
     if stored.kind == "static":  # the index's static model, loaded by the name it recorded
         loaded = None
     else:
-        loaded = contextual_option(stored.model, stored.precision, threads, runtime or stored.runtime)
+        lean = "auto" if stored.precision == "fp32" else stored.runtime  # fp32 vectors of both runtimes agree
+        loaded = contextual_option(stored.model, stored.precision, threads, runtime or lean)
     if engine == "pgvector":
         result = search_pg_index(folder, query, k, model=loaded, kind=kind, layer=layer, dsn=dsn, static=static)
     else:
