@@ -157,3 +157,17 @@ def test_open_folder_gives_rows_and_arrays_like_encode_occurrences(tmp_path, min
         folder.rows("bank")
     with pytest.raises(InputError, match="not a corpus extraction folder"):
         contextlens.open_folder(tmp_path)
+
+
+def test_a_job_logged_to_a_file_prints_plain_progress_lines(monkeypatch, capsys):
+    """Item 7: with stderr not a terminal, a line every PLAIN_EVERY_SECONDS (none before)."""
+    from contextlens.cli import corpus as corpus_cli
+
+    clock = iter([0.0, 1.0, 10.5, 12.0, 21.0])
+    monkeypatch.setattr("time.monotonic", lambda: next(clock))
+    live = []
+    show = corpus_cli.plain_lines_too(live.append)
+    for n in range(4):
+        show(f"{n} paragraphs scanned")
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert [line.split("] ", 1)[1] for line in lines] == ["1 paragraphs scanned", "3 paragraphs scanned"]

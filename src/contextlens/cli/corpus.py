@@ -87,6 +87,29 @@ def list_cmd(json_out: JsonOpt = False) -> None:
     )
 
 
+PLAIN_EVERY_SECONDS = 10.0  # a progress line this often on a stderr that is not a terminal (a log file)
+
+
+def plain_lines_too(live):
+    """``live`` (the terminal's status line), plus on a stderr that is no terminal a plain line
+    every :data:`PLAIN_EVERY_SECONDS` (the first after as long: a short job, or a refusal, prints
+    none): a 30-minute job logged to a file was otherwise silent."""
+    if err_console.is_terminal:
+        return live
+    import sys
+    import time
+
+    last = [time.monotonic()]
+
+    def show(text: str) -> None:
+        now = time.monotonic()
+        if now - last[0] >= PLAIN_EVERY_SECONDS:
+            last[0] = now
+            print(f"[{time.strftime('%H:%M:%S')}] {text}", file=sys.stderr, flush=True)
+
+    return show
+
+
 EXTRACT_FLAGS = {
     "source": "CORPUS",
     "out": "--out",
@@ -177,11 +200,13 @@ def extract_cmd(
     from contextlens.analyses.corpus.extract import extract_corpus
 
     targets = target_words(words, words_file)
-    progress, show = status_line(
+    progress, live = status_line(
         "checking the job..."
         if engine == "local"  # on Ray the actors load the model (each once) before the first rows
         else f"checking the job, starting Ray and {actors} actor(s), each loading {model}..."
     )
+
+    show = plain_lines_too(live)
 
     def update(s) -> None:
         rate = s.paragraphs / max(s.seconds, 1e-9)
