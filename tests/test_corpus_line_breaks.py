@@ -171,3 +171,22 @@ def test_a_job_logged_to_a_file_prints_plain_progress_lines(monkeypatch, capsys)
         show(f"{n} paragraphs scanned")
     lines = capsys.readouterr().err.strip().splitlines()
     assert [line.split("] ", 1)[1] for line in lines] == ["1 paragraphs scanned", "3 paragraphs scanned"]
+
+
+def test_a_local_ray_that_does_not_start_is_one_line(monkeypatch):
+    """Item 7: "node timed out during startup" came up raw from ray.init."""
+    ray = pytest.importorskip("ray")
+    from contextlens.analyses.corpus.ray_engine import start_ray
+    from contextlens.errors import ContextlensError
+
+    if ray.is_initialized():
+        pytest.skip("this session already runs Ray")
+
+    def fail(*args, **kwargs):
+        raise Exception("The current node timed out during startup.\nThis could happen because ...")  # noqa: TRY002
+
+    monkeypatch.setattr(ray, "init", fail)
+    with pytest.raises(ContextlensError) as caught:
+        start_ray(None, cpus=1)
+    message = str(caught.value)
+    assert "\n" not in message and "timed out during startup" in message and "`engine` local" in message
