@@ -250,6 +250,12 @@ def support_warnings(pool: _Rows, groups: list[np.ndarray], sampled: bool) -> li
             "extraction folder holds only its targets, not the other tokens of a sentence, so its intra-sentence "
             "similarity is not the paper's; give the corpus itself for every word of sampled sentences"
         )
+    if not sampled:
+        out.append(
+            f"the MEV baselines are matrices of the folder's own {len(set(pool.words))} word(s) mixed: their first "
+            "component is mostly which word a row is, so `mev_*_baseline` is high and `mev_*_adjusted` may be "
+            "negative; give the corpus itself for random matrices of every word"
+        )
     return out
 
 
