@@ -190,3 +190,16 @@ def test_a_local_ray_that_does_not_start_is_one_line(monkeypatch):
         start_ray(None, cpus=1)
     message = str(caught.value)
     assert "\n" not in message and "timed out during startup" in message and "`engine` local" in message
+
+
+def test_index_build_dedupe_folds_identical_texts_and_says_how_many(tmp_path):
+    """Item 5: 372 of 10,000 real paragraphs were duplicates; --dedupe indexes each text once."""
+    from contextlens.analyses.search.index import Document, dedupe_documents
+
+    docs = [Document("1", "Same  text."), Document("2", "other"), Document("3", "Same text.")]
+    assert dedupe_documents(docs) == ([docs[0], docs[1]], 1)
+    (tmp_path / "d.txt").write_text("the river bank\nthe money bank\nthe river bank\n")
+    proc = run_cli("index", "build", str(tmp_path / "d.txt"), "--out", str(tmp_path / "i"), "--static", "glove-50d",
+                   "--dedupe", "--json")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["count"] == 2 and "1 duplicate document(s) folded" in proc.stderr

@@ -130,6 +130,10 @@ def index_build(
     force: Annotated[
         bool, typer.Option("--force", help="Build into an --out folder that also holds other files (kept).")
     ] = False,
+    dedupe: Annotated[
+        bool,
+        typer.Option("--dedupe", help="Index each distinct text once (its first id); says how many were folded."),
+    ] = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Encode documents and save them in a FAISS index (or a pgvector table) with a manifest (atomically)."""
@@ -174,6 +178,11 @@ def index_build(
         config = IndexConfig(index, params, dtype)
     check_index_folder(check_output_folder(out), force)  # and that --out can take an index
     documents = index_documents(docs)
+    if dedupe:
+        from contextlens.analyses.search.index import dedupe_documents
+
+        documents, folded = dedupe_documents(documents)
+        note(f"--dedupe: {folded:,} duplicate document(s) folded into their first copy; {len(documents):,} indexed")
     choice = None
     if static is not None:
         from contextlens.analyses.search.encoders import StaticTextEncoder
