@@ -421,7 +421,7 @@ def test_ray_blocks_are_sized_by_the_matches_they_hold(tmp_path):
 
     corpus = tmp_path / "c.txt"  # 40 lines; every line holds "bank" once and "Spring" once
     _corpus(corpus, 40)
-    pending = PendingChunks(str(corpus), 1, "skip", frozenset())  # chunk_chars 1: a chunk a line
+    pending = PendingChunks(str(corpus), 1, "skip", frozenset(), "lines")  # chunk_chars 1: a chunk a line
     rows = pa.concat_tables(read_blocks(pending, Matcher(form_table(["bank", "spring"], False)), 5, 64)).to_pylist()
     assert rows[-1]["chunks"] == [END] and json.loads(rows[-1]["docs"][0])["documents"] == 40
     blocks = [r["chunks"] for r in rows[:-1]]
@@ -447,13 +447,13 @@ def test_a_ray_actor_answers_a_block_with_one_row_its_chunks_tables_inside(tmp_p
     corpus = _corpus(tmp_path / "c.txt", 12)
     matcher = Matcher(form_table(["bank", "spring"], False))
     spec = JobSpec("minilm", matcher, (0, 6), "mean", "float16")
-    pending = PendingChunks(str(corpus), 1, "skip", frozenset())  # a chunk a line
+    pending = PendingChunks(str(corpus), 1, "skip", frozenset(), "lines")  # a chunk a line
     block = next(read_blocks(pending, matcher, 100, 64))  # all 12 chunks in one block
     answer = ChunkEncoder(spec, 1)(block.to_pydict())
     assert isinstance(answer, pa.Table) and answer.num_rows == 1
     (row,) = answer.to_pylist()
     assert row["chunks"] == list(range(12)) and END not in row["chunks"]
-    chunks = list(PendingChunks(str(corpus), 1, "skip", frozenset()).chunks(ReadStats()))
+    chunks = list(PendingChunks(str(corpus), 1, "skip", frozenset(), "lines").chunks(ReadStats()))
     expected = encode_scanned(load_contextual("minilm"), spec, [scan_chunk(spec, n, docs) for n, docs in chunks])
     for (number, table), payload in zip(expected, row["rows"], strict=True):
         assert pa.ipc.open_stream(pa.py_buffer(payload)).read_all().equals(table), number
