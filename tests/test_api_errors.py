@@ -80,6 +80,11 @@ WRONG_CALLS = [
     ),
     ('extract_corpus', 'no targets', lambda c: contextlens.extract_corpus('lee', [], '/no/such/out'), '`targets`'),
     (
+        'open_folder', 'a folder that is no extraction',
+        lambda c: contextlens.open_folder('/no/such/extraction'),
+        'is not a corpus extraction folder',
+    ),
+    (
         'induce_senses', 'a folder that is no extraction',
         lambda c: contextlens.induce_senses('/no/such/extraction', 'bank'),
         'is not a corpus extraction folder',
@@ -300,6 +305,7 @@ NOT_CALLED = {
         for name, maker in {
             "AttentionResult": "attend", "Exploration": "explore", "ProbeResult": "probe", "Ranking": "rank_pairs",
             "SenseMap": "sense_map", "ThreeKinds": "three_kinds", "Trace": "trace", "VectorIndex": "index build",
+            "ExtractionFolder": "open_folder",
         }.items()
     },
     **{name: "an exception class" for name in contextlens.__all__ if name.endswith("Error")},

@@ -55,10 +55,10 @@ def test_every_format_reads_the_same_documents(tmp_path):
     (tmp_path / "c.txt.bz2").write_bytes(bz2.compress(plain.read_bytes()))
     (tmp_path / "c.jsonl").write_text("".join(json.dumps({"text": t}) + "\n" for t in lines))
     pq.write_table(pa.table({"text": lines}), tmp_path / "c.parquet")
-    expected = [d.pieces for d in read_corpus(str(plain))]
+    expected = [d.pieces for d in read_corpus(str(plain), line_breaks="lines")]
     assert expected == [(t,) for t in lines]
     for name in ("c.txt.gz", "c.txt.bz2", "c.jsonl", "c.parquet"):
-        assert [d.pieces for d in read_corpus(str(tmp_path / name))] == expected, name
+        assert [d.pieces for d in read_corpus(str(tmp_path / name), line_breaks="lines")] == expected, name
     folder = tmp_path / "docs"
     folder.mkdir()
     (folder / "b.txt").write_text(lines[1])
@@ -71,7 +71,7 @@ def test_non_utf8_lines_are_skipped_and_counted_or_stop_with_file_and_line(tmp_p
     bad = tmp_path / "bad.txt"
     bad.write_bytes(b"a good bank line\n\xff\xfe broken\nanother bank\n")
     stats = ReadStats()
-    docs = list(read_corpus(str(bad), stats))
+    docs = list(read_corpus(str(bad), stats, line_breaks="lines"))
     assert len(docs) == 2 and stats.skipped == 1 and stats.skipped_where == [f"{bad}:2"]
     with pytest.raises(DataFileError, match=r"bad.txt:2: not UTF-8"):
         list(read_corpus(str(bad), on_error="stop"))
@@ -96,7 +96,9 @@ def _corpus(path: Path, n: int) -> Path:
 def test_extract_rows_rerun_and_refusals(tmp_path, capsys, minilm):
     corpus = _corpus(tmp_path / "c.txt", 12)
     out = tmp_path / "out"
-    result = extract_corpus(str(corpus), ["bank", "Spring"], out, model="minilm", layers=[0, 6], chunk_chars=100)
+    result = extract_corpus(
+        str(corpus), ["bank", "Spring"], out, model="minilm", layers=[0, 6], chunk_chars=100, line_breaks="lines"
+    )
     table = read_rows(out)
     assert table.num_rows == 24 and result.manifest.counts["per_target"] == {"bank": 12, "spring": 12}
     assert result.manifest.counts["sentences"] == result.stats.sentences == 36  # 3 sentences a line
@@ -221,6 +223,8 @@ def test_kill_9_then_rerun_gives_every_row_once(tmp_path, minilm):
         "6",
         "--chunk",
         "1",
+        "--line-breaks",
+        "lines",
     ]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     out = tmp_path / "killed"
@@ -265,7 +269,7 @@ def test_ray_engine_gives_the_local_rows(tmp_path, ray_cluster):
         fh.write("Two banks merged after the springs dried up. Banking resumed.\n")
     local, remote = tmp_path / "local", tmp_path / "ray"
     common = dict(model="minilm", layers=[0, 6], chunk_chars=400, forms=True)
-    done = extract_corpus(str(corpus), ["bank", "spring"], local, **common)
+    done = extract_corpus(str(corpus), ["bank", "spring"], local, **common, line_breaks="lines")
     loads: list[tuple] = []  # the driver of a Ray job on torch fp32 loads no model: the actors do
 
     def loader(*args):
@@ -273,7 +277,7 @@ def test_ray_engine_gives_the_local_rows(tmp_path, ray_cluster):
         raise AssertionError("the Ray driver loaded the model")
 
     remote_done = extract_corpus(
-        str(corpus), ["bank", "spring"], remote, engine="ray", actors=2, loader=loader, **common
+        str(corpus), ["bank", "spring"], remote, engine="ray", actors=2, loader=loader, **common, line_breaks="lines"
     )
     assert loads == []
     same = ("model", "revision", "weights_sha256", "layers", "hidden_size", "precision", "runtime", "counts")
@@ -303,9 +307,9 @@ def test_ray_streams_through_one_actor_pool_resumes_and_reports_reader_errors(tm
 
     corpus = _corpus(tmp_path / "c.txt", 150)
     common = dict(model="minilm", layers=[6], chunk_chars=1)
-    local = extract_corpus(str(corpus), ["bank"], tmp_path / "local", **common)
+    local = extract_corpus(str(corpus), ["bank"], tmp_path / "local", **common, line_breaks="lines")
     out = tmp_path / "ray"
-    first = extract_corpus(str(corpus), ["bank"], out, engine="ray", actors=2, **common)
+    first = extract_corpus(str(corpus), ["bank"], out, engine="ray", actors=2, **common, line_breaks="lines")
     assert first.stats.chunks_written == 150 and first.stats.read.documents == 150
     assert 0 < len(first.stats.actor_rss) <= 2  # one pool for the job (per window: 4 processes)
     assert keys(read_rows(out)) == keys(read_rows(tmp_path / "local"))
@@ -315,14 +319,16 @@ def test_ray_streams_through_one_actor_pool_resumes_and_reports_reader_errors(tm
         path.unlink()
     manifest = json.loads((out / "manifest.json").read_text())
     (out / "manifest.json").write_text(json.dumps(manifest | {"complete": False, "counts": {}}))
-    again = extract_corpus(str(corpus), ["bank"], out, engine="ray", actors=2, **common)
+    again = extract_corpus(str(corpus), ["bank"], out, engine="ray", actors=2, **common, line_breaks="lines")
     assert (again.stats.chunks_written, again.stats.chunks_skipped) == (50, 100)
     assert again.manifest.counts == local.manifest.counts
     assert keys(read_rows(out)) == keys(read_rows(tmp_path / "local"))
     bad = tmp_path / "bad.txt"
     bad.write_bytes(b"The bank opened.\n\xff\xfe broken\n")
     with pytest.raises(DataFileError, match=r"bad.txt:2: not UTF-8"):
-        extract_corpus(str(bad), ["bank"], tmp_path / "bad", engine="ray", on_error="stop", **common)
+        extract_corpus(
+            str(bad), ["bank"], tmp_path / "bad", engine="ray", on_error="stop", **common, line_breaks="lines"
+        )
     # the driver reads a torch fp32 model's facts and only the actors load it: a folder whose
     # config is there but whose weights are not fails in them, and is still the typed error
     weightless = tmp_path / "weightless"
@@ -331,7 +337,9 @@ def test_ray_streams_through_one_actor_pool_resumes_and_reports_reader_errors(tm
     for name in ("config.json", "tokenizer.json", "tokenizer_config.json", "vocab.txt"):
         (weightless / name).write_bytes((source / name).read_bytes())
     with pytest.raises(UnknownModelError, match=r"could not load model .*weightless.*no file named model"):
-        extract_corpus(str(corpus), ["bank"], tmp_path / "w", engine="ray", model=str(weightless), layers=[6])
+        extract_corpus(
+            str(corpus), ["bank"], tmp_path / "w", engine="ray", model=str(weightless), layers=[6], line_breaks="lines"
+        )
 
 
 @pytest.mark.slow
@@ -351,12 +359,20 @@ def test_a_job_joins_a_two_node_ray_cluster_by_address_one_actor_a_node(tmp_path
     monkeypatch.setattr(context, "wait_for_min_actors_s", 120)
     corpus = _corpus(tmp_path / "c.txt", 60)
     common = dict(model="minilm", layers=[6], chunk_chars=200)
-    local = extract_corpus(str(corpus), ["bank"], tmp_path / "local", **common)
+    local = extract_corpus(str(corpus), ["bank"], tmp_path / "local", **common, line_breaks="lines")
     ray.shutdown()  # the job joins by the address it is given
     try:
         out = tmp_path / "ray"
         done = extract_corpus(
-            str(corpus), ["bank"], out, engine="ray", address=ray_cluster.address, actors=2, threads=1, **common
+            str(corpus),
+            ["bank"],
+            out,
+            engine="ray",
+            address=ray_cluster.address,
+            actors=2,
+            threads=1,
+            **common,
+            line_breaks="lines",
         )
         assert ray.get_runtime_context().gcs_address == ray_cluster.address
         assert len({n["NodeID"] for n in ray.nodes() if n["Alive"]}) == 2
@@ -405,7 +421,7 @@ def test_ray_blocks_are_sized_by_the_matches_they_hold(tmp_path):
 
     corpus = tmp_path / "c.txt"  # 40 lines; every line holds "bank" once and "Spring" once
     _corpus(corpus, 40)
-    pending = PendingChunks(str(corpus), 1, "skip", frozenset())  # chunk_chars 1: a chunk a line
+    pending = PendingChunks(str(corpus), 1, "skip", frozenset(), "lines")  # chunk_chars 1: a chunk a line
     rows = pa.concat_tables(read_blocks(pending, Matcher(form_table(["bank", "spring"], False)), 5, 64)).to_pylist()
     assert rows[-1]["chunks"] == [END] and json.loads(rows[-1]["docs"][0])["documents"] == 40
     blocks = [r["chunks"] for r in rows[:-1]]
@@ -431,13 +447,13 @@ def test_a_ray_actor_answers_a_block_with_one_row_its_chunks_tables_inside(tmp_p
     corpus = _corpus(tmp_path / "c.txt", 12)
     matcher = Matcher(form_table(["bank", "spring"], False))
     spec = JobSpec("minilm", matcher, (0, 6), "mean", "float16")
-    pending = PendingChunks(str(corpus), 1, "skip", frozenset())  # a chunk a line
+    pending = PendingChunks(str(corpus), 1, "skip", frozenset(), "lines")  # a chunk a line
     block = next(read_blocks(pending, matcher, 100, 64))  # all 12 chunks in one block
     answer = ChunkEncoder(spec, 1)(block.to_pydict())
     assert isinstance(answer, pa.Table) and answer.num_rows == 1
     (row,) = answer.to_pylist()
     assert row["chunks"] == list(range(12)) and END not in row["chunks"]
-    chunks = list(PendingChunks(str(corpus), 1, "skip", frozenset()).chunks(ReadStats()))
+    chunks = list(PendingChunks(str(corpus), 1, "skip", frozenset(), "lines").chunks(ReadStats()))
     expected = encode_scanned(load_contextual("minilm"), spec, [scan_chunk(spec, n, docs) for n, docs in chunks])
     for (number, table), payload in zip(expected, row["rows"], strict=True):
         assert pa.ipc.open_stream(pa.py_buffer(payload)).read_all().equals(table), number

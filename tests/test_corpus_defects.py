@@ -20,10 +20,8 @@ from tests.helpers import run_cli
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "contextlens"
 LINES = [
-    f"Line {i}: the {'river bank was muddy' if i % 2 else 'bank raised its rates'}. Spring came."
-    for i in range(8)
+    f"Line {i}: the {'river bank was muddy' if i % 2 else 'bank raised its rates'}. Spring came." for i in range(8)
 ]
-
 
 
 def one_line(proc) -> str:
@@ -42,7 +40,7 @@ def corpus_file(tmp_path: Path) -> Path:
 
 def extract_args(corpus: Path | str, out: Path | str, *extra: str) -> list[str]:
     return ["corpus", "extract", str(corpus), "--words", "bank,spring", "--out", str(out), "-m", "minilm",
-            "--layers", "0,6", "--chunk", "100", *extra]  # fmt: skip
+            "--layers", "0,6", "--chunk", "100", "--line-breaks", "lines", *extra]  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +49,9 @@ def finished(tmp_path_factory, minilm) -> tuple[Path, Path]:
     tmp = tmp_path_factory.mktemp("finished")
     corpus = corpus_file(tmp)
     out = tmp / "out"
-    extract_corpus(str(corpus), ["bank", "spring"], out, model="minilm", layers=[0, 6], chunk_chars=100)
+    extract_corpus(
+        str(corpus), ["bank", "spring"], out, model="minilm", layers=[0, 6], chunk_chars=100, line_breaks="lines"
+    )
     return corpus, out
 
 
@@ -213,7 +213,7 @@ def test_out_empty_string_is_refused(tmp_path, monkeypatch):
     corpus = corpus_file(tmp_path)
     assert "empty" in one_line(run_cli(*extract_args(corpus, "")))
     with pytest.raises(InputError, match="`out` is empty"):
-        extract_corpus(str(corpus), ["bank"], "", model="minilm")
+        extract_corpus(str(corpus), ["bank"], "", model="minilm", line_breaks="lines")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["c.txt"]
 
 
@@ -303,7 +303,7 @@ def test_many_absent_words_are_listed_bounded(tmp_path, minilm):
     line = one_line(run_cli(*args))
     assert "and 4,989 more never occur" in line and len(line) < 600
     with pytest.raises(TargetNotFoundError, match="`targets`"):
-        extract_corpus(str(corpus), ["bank", "zzq"], tmp_path / "o2", model="minilm", layers=[0])
+        extract_corpus(str(corpus), ["bank", "zzq"], tmp_path / "o2", model="minilm", layers=[0], line_breaks="lines")
 
 
 # --- damaged shards ----------------------------------------------------------------------------

@@ -36,7 +36,15 @@ def folder(tmp_path_factory, minilm) -> Path:
     tmp = tmp_path_factory.mktemp("checks")
     quiet = [f"Line {i} holds no target at all, only words." for i in range(6)]  # shards of no row
     (tmp / "c.txt").write_text("\n".join(RIVER + quiet + MONEY + ["Spring came early. Nothing else."]) + "\n")
-    extract_corpus(str(tmp / "c.txt"), ["bank", "spring"], tmp / "x", model="minilm", layers=[3, 6], chunk_chars=120)
+    extract_corpus(
+        str(tmp / "c.txt"),
+        ["bank", "spring"],
+        tmp / "x",
+        model="minilm",
+        layers=[3, 6],
+        chunk_chars=120,
+        line_breaks="lines",
+    )
     return tmp / "x"
 
 

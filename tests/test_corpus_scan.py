@@ -69,7 +69,7 @@ def test_counts_are_recorded_and_survive_a_resume(tmp_path, minilm):
     corpus = tmp_path / "c.txt"
     corpus.write_text("\n".join(lines) + "\n")
     out = tmp_path / "out"
-    first = extract_corpus(str(corpus), ["bank"], out, model="minilm", layers=[6], chunk_chars=100)
+    first = extract_corpus(str(corpus), ["bank"], out, model="minilm", layers=[6], chunk_chars=100, line_breaks="lines")
     counts = first.manifest.counts
     assert counts["paragraphs"] == 30 and counts["paragraphs_skipped"] == 20 and counts["sentences"] == 20
     assert (first.stats.paragraphs, first.stats.paragraphs_skipped, first.stats.sentences) == (30, 20, 20)
@@ -82,13 +82,13 @@ def test_counts_are_recorded_and_survive_a_resume(tmp_path, minilm):
         path.unlink()
     manifest = json.loads((out / "manifest.json").read_text())
     (out / "manifest.json").write_text(json.dumps(manifest | {"complete": False, "counts": {}}))
-    again = extract_corpus(str(corpus), ["bank"], out, model="minilm", layers=[6], chunk_chars=100)
+    again = extract_corpus(str(corpus), ["bank"], out, model="minilm", layers=[6], chunk_chars=100, line_breaks="lines")
     assert again.stats.chunks_skipped == len(written) // 2 and again.manifest.counts == counts
     assert (again.stats.paragraphs, again.stats.sentences) == (30, 20)
     # a format-2 folder (sentence_index within the document) is never continued with format-3 rows
     (out / "manifest.json").write_text(json.dumps(manifest | {"format": "contextlens-corpus/2", "complete": False}))
     try:
-        extract_corpus(str(corpus), ["bank"], out, model="minilm", layers=[6], chunk_chars=100)
+        extract_corpus(str(corpus), ["bank"], out, model="minilm", layers=[6], chunk_chars=100, line_breaks="lines")
     except InputError as exc:
         assert "format='contextlens-corpus/2'" in str(exc)
     else:
@@ -151,6 +151,8 @@ def test_the_local_engine_encodes_a_few_hundred_occurrences_in_one_call(tmp_path
     monkeypatch.setattr(extraction, "extract_targets", counted)
     corpus = tmp_path / "c.txt"
     corpus.write_text("".join(f"Line {i}: the bank {'opened' if i % 2 else 'closed early'}.\n" for i in range(300)))
-    done = extract_corpus(str(corpus), ["bank"], tmp_path / "out", model="minilm", layers=[1], chunk_chars=1000)
+    done = extract_corpus(
+        str(corpus), ["bank"], tmp_path / "out", model="minilm", layers=[1], chunk_chars=1000, line_breaks="lines"
+    )
     assert done.manifest.counts["rows"] == 300 and done.manifest.counts["shards"] == 9
     assert calls == [300]

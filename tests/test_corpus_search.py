@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -31,7 +32,9 @@ def folder(tmp_path_factory, minilm):
     corpus = tmp / "c.txt"
     quiet = [f"Line {i} holds no target at all, only words." for i in range(6)]  # shards of no row
     corpus.write_text("\n".join(RIVER + quiet + MONEY + ["Spring came early. Nothing else."]) + "\n")
-    extract_corpus(str(corpus), ["bank", "spring"], tmp / "x", model="minilm", layers=[3, 6], chunk_chars=120)
+    extract_corpus(
+        str(corpus), ["bank", "spring"], tmp / "x", model="minilm", layers=[3, 6], chunk_chars=120, line_breaks="lines"
+    )
     return tmp / "x"
 
 
@@ -73,8 +76,14 @@ def test_index_is_built_once_kept_beside_the_shards_and_rebuilt_when_damaged(fol
 
 
 def test_refusals(folder, minilm, minilm_onnx):
+    # ONNX Runtime fp32 (the lean path) may query a torch fp32 folder: the same hits, cosines within 1e-4
+    lean = search_occurrences(folder, "The river [bank] flooded.", model=minilm_onnx, baseline=False)
+    ref = search_occurrences(folder, "The river [bank] flooded.", model=minilm, baseline=False)
+    assert [h.doc_id for h in lean.hits] == [h.doc_id for h in ref.hits]
+    assert max(abs(a.cosine - b.cosine) for a, b in zip(lean.hits, ref.hits, strict=True)) < 1e-4
     with pytest.raises(ProvenanceMismatchError, match="search with the folder's own model"):
-        search_occurrences(folder, "The river [bank] flooded.", model=minilm_onnx)
+        search_occurrences(folder, "The river [bank] flooded.", model=SimpleNamespace(
+            name=minilm.name, precision="int8", runtime="torch", backend=minilm.backend))  # fmt: skip
     with pytest.raises(MarkerError):
         search_occurrences(folder, "no marker here", model=minilm)
     with pytest.raises(InputError, match="top must be at least 1"):

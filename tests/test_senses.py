@@ -55,8 +55,11 @@ def test_two_senses_come_apart_and_are_labelled(folder):
     assert "river" in river_cluster.distinctive_words
     assert river_cluster.gloss is not None and "slope" in river_cluster.gloss["definition"]
     money_cluster = by_cluster[money.pop()]
-    # the label is a noun sense about money (gloss vectors without a part of speech said bank.v.03/v.04)
-    assert money_cluster.gloss["synset"] in {"depository_financial_institution.n.01", "bank.n.09"}
+    # the two closest senses are the noun senses about money (gloss vectors without a part of speech
+    # said bank.v.03/v.04); they split the votes, so the label is one of them or none (the margin)
+    money_senses = {"depository_financial_institution.n.01", "bank.n.09"}
+    assert {c["synset"] for c in money_cluster.candidates} == money_senses
+    assert money_cluster.gloss is None or money_cluster.gloss["synset"] in money_senses
     assert all("[bank]" in e["marked"].lower() for e in river_cluster.typical)
     auto = induce_senses(folder, "bank", layer=5)
     assert auto.k == max(auto.silhouettes, key=auto.silhouettes.get) or auto.k == 1
@@ -75,11 +78,12 @@ def test_part_of_speech_filter_fixes_verb_labels_for_noun_uses(folder):
     centroid = x.mean(axis=0) / np.linalg.norm(x.mean(axis=0))
     old = senses[int(np.argmax([s.vector @ centroid for s in senses]))]
     assert old.pos == "v"  # the bug this fixes, measured: the nearest gloss of any POS is a verb
-    assert money.gloss["synset"] != old.synset and ".n." in money.gloss["synset"]
+    top = money.candidates[0]["synset"]
+    assert top != old.synset and ".n." in top
     assert result.pos_scores["n"] > result.pos_scores["v"]
-    # gloss vectors restricted to nouns also give a noun label
+    # restricted to nouns, the candidates are nouns
     nouns = induce_senses(folder, "bank", layer=5, k=2, pos="n", sense_vectors="gloss")
-    assert all(".n." in c.gloss["synset"] for c in nouns.clusters)
+    assert all(".n." in c["synset"] for cl in nouns.clusters for c in cl.candidates)
 
 
 def result_vectors(folder, layer: int) -> np.ndarray:
@@ -179,16 +183,14 @@ def test_an_int8_extraction_is_labelled_with_int8_sense_vectors(tmp_path, minilm
     extract_corpus(str(corpus), ["bank"], out, model="minilm", layers=[5], precision="int8")
     result = induce_senses(out, "bank", layer=5, k=2)
     x = result_vectors(out, 5)
+    by_precision = {p: {s.synset: s.evidence for s in sense_vectors_of("minilm", "bank", 5, "examples", p)}
+                    for p in ("int8", "fp32")}  # fmt: skip
     for cluster in result.clusters:
         members = x[result.labels == cluster.cluster]
-        centroid = members.mean(axis=0) / np.linalg.norm(members.mean(axis=0))
-        by_precision = {
-            p: {s.synset: float(s.vector @ centroid) for s in sense_vectors_of("minilm", "bank", 5, "examples", p)}
-            for p in ("int8", "fp32")
-        }
-        label = cluster.gloss["synset"]
-        assert cluster.gloss["cosine"] == pytest.approx(by_precision["int8"][label], abs=1e-4)
-        assert by_precision["int8"][label] != pytest.approx(by_precision["fp32"][label], abs=1e-4)
+        lead = cluster.candidates[0]
+        cosine = {p: float(np.mean(np.max(members @ ev[lead["synset"]].T, axis=1))) for p, ev in by_precision.items()}
+        assert lead["cosine"] == pytest.approx(cosine["int8"], abs=1e-4)
+        assert cosine["int8"] != pytest.approx(cosine["fp32"], abs=1e-4)
 
 
 TILT = [
@@ -213,10 +215,12 @@ def test_pos_auto_names_a_verb_sense_for_a_verb_cluster(tmp_path, minilm):
     assert result.pos == "n" and result.pos_per_cluster  # over all occurrences the noun wins
     money, tilt = result.clusters[result.labels[0]], result.clusters[result.labels[8]]
     assert {result.labels[i] for i in range(8)} == {money.cluster} and money is not tilt
-    assert ".n." in money.gloss["synset"] and money.gloss["pos"] == "n"
-    assert tilt.gloss["synset"] == "bank.v.01" and tilt.gloss["pos"] == "v"  # "tip laterally"
+    assert ".n." in money.candidates[0]["synset"]
+    assert (
+        tilt.gloss is not None and tilt.gloss["synset"] == "bank.v.01" and tilt.gloss["pos"] == "v"
+    )  # "tip laterally"
     nouns = induce_senses(tmp_path / "out", "bank", layer=6, k=2, pos="n")
-    assert not nouns.pos_per_cluster and all(c.gloss["pos"] == "n" for c in nouns.clusters)
+    assert not nouns.pos_per_cluster and all(".n." in c["synset"] for cl in nouns.clusters for c in cl.candidates)
 
 
 def test_an_occurrence_is_never_both_typical_and_ambiguous(folder):

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from contextlens.analyses.corpus.contextuality import contextuality_of_corpus
     from contextlens.analyses.corpus.extract import extract_corpus
     from contextlens.analyses.corpus.occurrence_search import search_occurrences
+    from contextlens.analyses.corpus.open_folder import ExtractionFolder, open_folder
     from contextlens.analyses.corpus.projector import export_projector
     from contextlens.analyses.corpus.sense_map import SenseMap, sense_map
     from contextlens.analyses.corpus.senses import induce_senses
@@ -115,6 +116,8 @@ _HOMES: dict[str, str] = {
     "pg_estimate": "contextlens.analyses.search.pg_capacity",
     "measure_cost": "contextlens.analyses.search.cost",
     "extract_corpus": "contextlens.analyses.corpus.extract",
+    "open_folder": "contextlens.analyses.corpus.open_folder",
+    "ExtractionFolder": "contextlens.analyses.corpus.open_folder",
     "search_occurrences": "contextlens.analyses.corpus.occurrence_search",
     "induce_senses": "contextlens.analyses.corpus.senses",
     "SenseMap": "contextlens.analyses.corpus.sense_map",
@@ -163,6 +166,7 @@ __all__ = [  # literal, for type checkers and linters; the same names as _HOMES
     "ContextualModel",
     "EmptyTextError",
     "Exploration",
+    "ExtractionFolder",
     "ForwardPass",
     "InputError",
     "MarkerError",
@@ -201,6 +205,7 @@ __all__ = [  # literal, for type checkers and linters; the same names as _HOMES
     "explore",
     "export_projector",
     "extract_corpus",
+    "open_folder",
     "find_word",
     "induce_senses",
     "input_row_share",

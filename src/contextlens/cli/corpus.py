@@ -36,6 +36,14 @@ corpus_app = typer.Typer(
 app.add_typer(corpus_app, name="corpus")
 
 
+LineBreaksOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--line-breaks",
+        help="Files' line breaks: paragraphs (blank lines separate paragraphs, wrapped lines are joined; the default) "
+        "or lines (one sentence or paragraph per line). Continuing a folder: its own.",
+    ),
+]
 FolderLayerOpt = Annotated[
     str | None,
     typer.Option(
@@ -73,9 +81,33 @@ def list_cmd(json_out: JsonOpt = False) -> None:
             table.add_row(i.name, "-", "-", "-", f"[red]not installed[/red]: {i.problem}")
     console.print(table)
     console.print(
-        "[dim]also readable: a text file (one document per line), a folder of .txt, JSONL with 'text', "
-        "Parquet with 'text'; .gz/.bz2 transparently[/dim]"
+        "[dim]also readable: a text file (a document per paragraph: blank lines separate them, wrapped lines are "
+        "joined; --line-breaks lines: per line), a folder of .txt, JSONL with 'text', Parquet with 'text'; "
+        ".gz/.bz2 transparently[/dim]"
     )
+
+
+PLAIN_EVERY_SECONDS = 10.0  # a progress line this often on a stderr that is not a terminal (a log file)
+
+
+def plain_lines_too(live):
+    """``live`` (the terminal's status line), plus on a stderr that is no terminal a plain line
+    every :data:`PLAIN_EVERY_SECONDS` (the first after as long: a short job, or a refusal, prints
+    none): a 30-minute job logged to a file was otherwise silent."""
+    if err_console.is_terminal:
+        return live
+    import sys
+    import time
+
+    last = [time.monotonic()]
+
+    def show(text: str) -> None:
+        now = time.monotonic()
+        if now - last[0] >= PLAIN_EVERY_SECONDS:
+            last[0] = now
+            print(f"[{time.strftime('%H:%M:%S')}] {text}", file=sys.stderr, flush=True)
+
+    return show
 
 
 EXTRACT_FLAGS = {
@@ -93,6 +125,7 @@ EXTRACT_FLAGS = {
     "actors": "--actors",
     "threads": "--threads",
     "on_error": "--on-error",
+    "line_breaks": "--line-breaks",
     "force": "--force",
     "precision": "--precision",
     "runtime": "--runtime",
@@ -156,6 +189,7 @@ def extract_cmd(
     on_error: Annotated[
         str, typer.Option("--on-error", help="Non-UTF-8 lines: skip (counted) or stop (file:line).")
     ] = "skip",
+    line_breaks: LineBreaksOpt = None,
     force: Annotated[
         bool, typer.Option("--force", help="Write into an --out folder that holds other files (they are kept).")
     ] = False,
@@ -166,11 +200,13 @@ def extract_cmd(
     from contextlens.analyses.corpus.extract import extract_corpus
 
     targets = target_words(words, words_file)
-    progress, show = status_line(
+    progress, live = status_line(
         "checking the job..."
         if engine == "local"  # on Ray the actors load the model (each once) before the first rows
         else f"checking the job, starting Ray and {actors} actor(s), each loading {model}..."
     )
+
+    show = plain_lines_too(live)
 
     def update(s) -> None:
         rate = s.paragraphs / max(s.seconds, 1e-9)
@@ -205,6 +241,7 @@ def extract_cmd(
             progress=update,
             force=force,
             loader=load,
+            line_breaks=line_breaks,
         )
     m, s = result.manifest, result.stats
     if json_out:
@@ -238,6 +275,9 @@ def extract_cmd(
     )
     if s.read.skipped:
         note(f"skipped {s.read.skipped} non-UTF-8 line(s), first at {', '.join(s.read.skipped_where)}")
+    long = s.read.long_message()
+    if long:
+        note(long.replace("line breaks `lines`", "--line-breaks lines"))
 
 
 @corpus_app.command("search")
@@ -259,6 +299,14 @@ def search_cmd(
         bool, typer.Option("--senses", help="Label each hit with its induced sense (as `senses induce`).")
     ] = False,
     threads: ThreadsOpt = None,
+    runtime: Annotated[
+        str | None,
+        typer.Option(
+            "--runtime",
+            help="The example's runtime: auto (default at fp32: ONNX Runtime, starting without torch, checked "
+            "within 1e-4 of torch, its check printed), torch or onnx; an int8 folder's own by default.",
+        ),
+    ] = None,
     json_out: JsonOpt = False,
 ) -> None:
     """The occurrences in FOLDER most like an example occurrence (cosine at the folder's layer,
@@ -276,10 +324,11 @@ def search_cmd(
     def load(name: str, precision: str, runtime: str):  # the folder's model, its drift on stderr
         return contextual_option(name, precision, threads, runtime)
 
-    with as_flags(top="--top", layer="--layer", like="--like", sense="--sense"):
+    with as_flags(top="--top", layer="--layer", like="--like", sense="--sense", runtime="--runtime"):
         result = search_occurrences(
-            folder, like, None if layer is None else layer_text(layer), top, loader=load, sense=sense, senses=senses
-        )
+            folder, like, None if layer is None else layer_text(layer), top, loader=load, sense=sense, senses=senses,
+            runtime=runtime,
+        )  # fmt: skip
     if json_out:
         print_json(result.to_dict())
         return

@@ -85,7 +85,13 @@ NbitsOpt = Annotated[int | None, typer.Option("--nbits", help="IVF-PQ: bits per 
 
 @index_app.command("build")
 def index_build(
-    docs: Annotated[Path, typer.Argument(help="A text file (one document per line), a folder of .txt, or JSONL.")],
+    docs: Annotated[
+        Path,
+        typer.Argument(
+            help="A text file (one document per line), a folder of .txt, JSONL, or Parquet with a "
+            "'text' column (.gz/.bz2 too)."
+        ),
+    ],
     out: Annotated[Path, typer.Option("--out", "-o", help="Folder to write the index into.")],
     model: Annotated[
         str | None, typer.Option("--model", "-m", help="Contextual model: mpnet (default), minilm, ...")
@@ -98,8 +104,11 @@ def index_build(
     dsn: DsnOpt = None,
     dtype: Annotated[
         str | None,
-        typer.Option("--dtype", help="Stored type: float32 (default), float16, int8, binary; pgvector: float32 "
-                     "(vector), float16 (halfvec), binary (bit, re-ranked by cosine)."),
+        typer.Option(
+            "--dtype",
+            help="Stored type: float32 (default), float16, int8, binary; pgvector: float32 "
+            "(vector), float16 (halfvec), binary (bit, re-ranked by cosine).",
+        ),
     ] = None,
     m: MOpt = None,
     ef_construction: Annotated[
@@ -121,11 +130,16 @@ def index_build(
     force: Annotated[
         bool, typer.Option("--force", help="Build into an --out folder that also holds other files (kept).")
     ] = False,
+    dedupe: Annotated[
+        bool,
+        typer.Option("--dedupe", help="Index each distinct text once (its first id); says how many were folded."),
+    ] = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Encode documents and save them in a FAISS index (or a pgvector table) with a manifest (atomically)."""
+    from contextlens.analyses.corpus.index_documents import index_documents
     from contextlens.analyses.search.encoders import check_batch_size, check_kind, describe_encoder, make_encoder
-    from contextlens.analyses.search.index import IndexConfig, VectorIndex, load_documents, read_manifest
+    from contextlens.analyses.search.index import IndexConfig, VectorIndex, read_manifest
     from contextlens.analyses.search.index_files import check_index_folder, current_folder
     from contextlens.analyses.search.pg_dsn import checked_dsn
     from contextlens.analyses.search.pg_index import PgIndexConfig, PgVectorIndex, check_engine
@@ -163,7 +177,12 @@ def index_build(
             raise InputError("--dsn is for --engine pgvector; a FAISS index is a file in --out")
         config = IndexConfig(index, params, dtype)
     check_index_folder(check_output_folder(out), force)  # and that --out can take an index
-    documents = load_documents(docs)
+    documents = index_documents(docs)
+    if dedupe:
+        from contextlens.analyses.search.index import dedupe_documents
+
+        documents, folded = dedupe_documents(documents)
+        note(f"--dedupe: {folded:,} duplicate document(s) folded into their first copy; {len(documents):,} indexed")
     choice = None
     if static is not None:
         from contextlens.analyses.search.encoders import StaticTextEncoder
@@ -249,8 +268,9 @@ def index_search(
         str | None,
         typer.Option(
             "--runtime",
-            help="Query runtime: torch or onnx (default: the index's, recorded in its manifest; another one"
-            " is accepted at fp32, where ONNX Runtime is checked within 1e-4 of torch, and refused at int8).",
+            help="Query runtime: auto, torch or onnx (default: auto, the lean path: ONNX Runtime at fp32, checked "
+            "within 1e-4 of torch, its check printed; at int8 the index's own, recorded in its manifest: int8 "
+            "vectors of two runtimes are not mixed).",
         ),
     ] = None,
     dsn: DsnOpt = None,
@@ -277,7 +297,8 @@ def index_search(
     if stored.kind == "static":  # the index's static model, loaded by the name it recorded
         loaded = None
     else:
-        loaded = contextual_option(stored.model, stored.precision, threads, runtime or stored.runtime)
+        lean = "auto" if stored.precision == "fp32" else stored.runtime  # fp32 vectors of both runtimes agree
+        loaded = contextual_option(stored.model, stored.precision, threads, runtime or lean)
     if engine == "pgvector":
         result = search_pg_index(folder, query, k, model=loaded, kind=kind, layer=layer, dsn=dsn, static=static)
     else:

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
+from contextlens.analyses.corpus.sense_labels import DEFAULT_MARGIN
 from contextlens.cli import app
 from contextlens.cli.common import (
     HtmlOpt,
@@ -52,6 +53,14 @@ def induce_cmd(
             "--sense-vectors", help="A WordNet sense as: examples (the word in its usage examples), gloss, both."
         ),
     ] = "examples",
+    margin: Annotated[
+        float,
+        typer.Option(
+            "--margin",
+            help="Label a cluster only if its nearest WordNet sense leads the runner-up by this much (mean cosine "
+            "to each sense's nearest gloss or example); below it: unlabelled, with the two closest candidates.",
+        ),
+    ] = DEFAULT_MARGIN,
     json_out: JsonOpt = False,
     plot: PlotOpt = None,
     html: HtmlOpt = None,
@@ -66,10 +75,13 @@ def induce_cmd(
         raise InputError(f"--k {k!r}: give auto or a number between 1 and 8")
     wanted = None if layer is None else layer_text(layer)
     choice = None
-    with as_flags(word="--word", layer="--layer", k="--k", pos="--pos", sense_vectors="--sense-vectors"):
+    flags = {"word": "--word", "layer": "--layer", "k": "--k", "pos": "--pos", "sense_vectors": "--sense-vectors"}
+    with as_flags(**flags, margin="--margin"):
         if wanted == "auto":  # the choice first, under a note and a progress bar when it encodes
             choice = auto_layer_of_folder(folder)
-        result = induce_senses(folder, word, wanted, senses, pos=pos.strip().lower(), sense_vectors=sense_vectors)
+        result = induce_senses(
+            folder, word, wanted, senses, pos=pos.strip().lower(), sense_vectors=sense_vectors, margin=margin
+        )
     with figures_after(plot, html, result, f"senses of {word}"):
         if json_out:
             print_json(result.to_dict())
@@ -92,20 +104,35 @@ def induce_cmd(
                 f"over all occurrences: {scores})[/dim]",
                 soft_wrap=True,
             )
+        if result.forms_removed:
+            console.print("[dim]each form's own direction removed before clustering (a --forms folder)[/dim]")
         for c in result.clusters:
             console.print(
-                f"\n[bold]sense {c.cluster}[/bold] ({c.size}): {', '.join(c.distinctive_words)}", soft_wrap=True
+                f"\n[bold]sense {c.cluster}[/bold] ({c.size}): {escape(', '.join(c.distinctive_words))}", soft_wrap=True
             )
-            if c.gloss:
-                console.print(
-                    f"  nearest sense {c.gloss['synset']} ({c.gloss['cosine']:.3f}): {c.gloss['definition']}",
-                    soft_wrap=True,
-                    markup=False,
-                )
+            if len(c.forms) > 1 or result.forms_removed:
+                console.print("  forms: " + ", ".join(f"{f} {n}" for f, n in c.forms.items()), markup=False)
+            for line in label_lines(c.gloss, c.candidates):
+                console.print(line, soft_wrap=True, markup=False)
             for e in c.typical:
                 console.print(f"  typical   {e['score']:.3f}  {e['marked']}", soft_wrap=True, markup=False)
             for e in c.ambiguous:
                 console.print(f"  ambiguous {e['score']:+.3f}  {e['marked']}", soft_wrap=True, markup=False)
+        for warning in result.warnings:
+            note(warning)
+
+
+def label_lines(gloss: dict | None, candidates: list[dict]) -> list[str]:
+    """A cluster's WordNet label, or why it has none and the two closest candidates."""
+    if gloss:
+        return [
+            f"  sense {gloss['synset']} (cosine {gloss['cosine']:.3f}, {gloss['margin']:+.3f} over the next; nearest "
+            f"sense of {gloss['share']:.0%} of its occurrences): {gloss['definition']}"
+        ]
+    if not candidates:
+        return []
+    shown = "; ".join(f"{c['synset']} {c['cosine']:.3f} ({c['definition']})" for c in candidates)
+    return [f"  unlabelled (no sense leads by the margin); closest: {shown}"]
 
 
 def auto_layer_of_folder(folder: Path):

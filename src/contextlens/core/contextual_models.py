@@ -99,12 +99,17 @@ class ContextualModel(Backbone):
         pooling: Pooling = "mean",
         batch_size: int = 32,
         show_progress_bar: bool = False,
-    ) -> list[OccurrenceEncoding]:
-        """Input rows and hidden states of each occurrence's target; see :func:`extraction.encode_occurrences`."""
+        as_array: bool = False,
+    ) -> list[OccurrenceEncoding] | np.ndarray:
+        """Input rows and hidden states of each occurrence's target; see :func:`extraction.encode_occurrences`.
+        ``as_array``: the hidden states alone, one float32 array ``(n, len(layers), hidden_size)``."""
         occurrences, batch_size = arguments.occurrence_list(occurrences), arguments.batch_size(batch_size)
-        return extraction.encode_occurrences(
+        encodings = extraction.encode_occurrences(
             self, occurrences, layers, pooling, batch_size, show_progress_bar, cache=self.occurrence_cache
         )
+        if not as_array:
+            return encodings
+        return np.stack([e.hidden for e in encodings]).astype(np.float32, copy=False)
 
     def encode(
         self, occurrence: Occurrence, layers: Sequence[int] | None = None, pooling: Pooling = "mean"

@@ -74,6 +74,7 @@ class _Rows:
     table: pa.Table
     contexts: list[tuple[str, int]]
     targets: list[str]
+    forms: list[str] | None = None  # the form matched, in a --forms folder (each form its own word then)
 
     @classmethod
     def read(cls, folder: Path) -> _Rows:
@@ -81,10 +82,17 @@ class _Rows:
         # a sentence is (doc_id, paragraph_index, sentence_index) from format 3 on; before, the
         # sentence index was counted within the document (no paragraph_index column)
         key = ["doc_id", "sentence_index"] if manifest.format in OLD_FORMATS else list(SENTENCE_KEY)
-        cols = [*key, "target", *(layer_column(lay) for lay in manifest.layers)]
+        form = ["form"] if manifest.forms else []
+        cols = [*key, "target", *form, *(layer_column(lay) for lay in manifest.layers)]
         table = read_rows(Path(folder), columns=cols)
         contexts = list(zip(*(table.column(k).to_pylist() for k in key), strict=True))
-        return cls(manifest, table, contexts, table.column("target").to_pylist())
+        forms = [f.lower() for f in table.column("form").to_pylist()] if form else None
+        return cls(manifest, table, contexts, table.column("target").to_pylist(), forms)
+
+    @property
+    def words(self) -> list[str]:
+        """What counts as one word: the form in a --forms folder (self-similarity per form), else the target."""
+        return self.forms if self.forms is not None else self.targets
 
     def vectors(self, layer: int) -> np.ndarray:
         return layer_matrix(self.table, layer_column(layer))
@@ -92,7 +100,7 @@ class _Rows:
     def first_per_context(self) -> dict[str, list[int]]:
         """Target -> row of its first occurrence in each sentence (one context per sentence)."""
         first: dict[tuple[str, tuple], int] = {}
-        for i, (t, k) in enumerate(zip(self.targets, self.contexts, strict=True)):
+        for i, (t, k) in enumerate(zip(self.words, self.contexts, strict=True)):
             first.setdefault((t, k), i)
         by_word: dict[str, list[int]] = {}
         for (t, _), i in first.items():
@@ -100,11 +108,37 @@ class _Rows:
         return by_word
 
     def sentences(self, min_words: int = 3) -> list[np.ndarray]:
-        """Rows of each sentence holding at least ``min_words`` rows."""
-        groups: dict[tuple, list[int]] = {}
-        for i, k in enumerate(self.contexts):
-            groups.setdefault(k, []).append(i)
-        return [np.array(r) for r in groups.values() if len(r) >= min_words]
+        """Rows of each sentence holding at least ``min_words`` different words, one row per word
+        (its first): a target repeated in a sentence is not another token of it (79 of 106 such
+        "sentences" of a five-word folder repeated the target, and measured self-similarity)."""
+        groups: dict[tuple, dict[str, int]] = {}
+        for i, (k, w) in enumerate(zip(self.contexts, self.words, strict=True)):
+            groups.setdefault(k, {}).setdefault(w, i)
+        return [np.array(list(r.values())) for r in groups.values() if len(r) >= min_words]
+
+
+def different_words_baseline(
+    vectors: np.ndarray, words: list[str], texts_of: list[int], n_pairs: int, seed: int
+) -> float:
+    """Mean cosine of ``n_pairs`` random pairs of rows of different words from different sentences
+    (the paper's random-word baseline); NaN when no such pair exists (one word)."""
+    from contextlens.core.similarity import normalize_rows
+
+    ids = {w: n for n, w in enumerate(dict.fromkeys(words))}
+    word_of, text_of = np.array([ids[w] for w in words]), np.asarray(texts_of)
+    if len(ids) < 2:
+        return float("nan")
+    rng, u, n = np.random.default_rng(seed), normalize_rows(vectors), len(vectors)
+    total, count = 0.0, 0
+    for _ in range(1000):  # a bounded number of draws: a pool of almost one word may give few pairs
+        a, b = rng.integers(0, n, size=n_pairs), rng.integers(0, n, size=n_pairs)
+        keep = (word_of[a] != word_of[b]) & (text_of[a] != text_of[b])
+        a, b = a[keep][: n_pairs - count], b[keep][: n_pairs - count]
+        total += float(np.einsum("ij,ij->i", u[a], u[b]).sum())
+        count += len(a)
+        if count >= n_pairs:
+            break
+    return total / count if count else float("nan")
 
 
 def corpus_contextuality(
@@ -148,9 +182,11 @@ def corpus_contextuality(
             "intra_sentence_words": (
                 "every word of sampled sentences"
                 if sentences is not None
-                else "the folder's targets only, in sentences holding 3 or more of them"
+                else "the folder's targets only, one row per target, in sentences holding 3 or more different targets"
             ),
-            "baseline_words": "every word of sampled sentences" if sentences is not None else "the folder's targets",
+            "baseline_words": "every word of sampled sentences"
+            if sentences is not None
+            else "the folder's targets (pairs of two different ones)",
             **manifest.backend.to_dict(),
             "paper": "Ethayarajh 2019, EMNLP, Figures 1-4 (BERT-base, ELMo, GPT-2)",
             "paper_findings": ctx.PAPER_FINDINGS,
@@ -159,10 +195,13 @@ def corpus_contextuality(
             "published": published(),
         },
     )
+    result.meta["baseline_pairs"] = "random pairs of different words from different sentences"
+    result.meta["self_similarity_words"] = "each form its own word (a --forms folder)" if manifest.forms else "targets"
+    result.meta["warnings"] = support_warnings(pool_rows, groups, sentences is not None)
     for layer in manifest.layers:
         vectors = words_rows.vectors(layer)
         pool_vectors = pool_rows.vectors(layer) if sentences is not None else vectors
-        baseline = ctx.anisotropy_baseline(pool_vectors, texts_of, 2000, seed)
+        baseline = different_words_baseline(pool_vectors, pool_rows.words, texts_of, 2000, seed)
         mats = [vectors[r] for r in words.values()]
         self_sim = float(np.mean([ctx.self_similarity(m) for m in mats]))
         mev = float(np.mean([ctx.max_explainable_variance(m) for m in mats]))
@@ -192,6 +231,32 @@ def corpus_contextuality(
         for metric, value in metrics:
             result.add(**common, metric=metric, value=value)
     return result
+
+
+MIN_SENTENCES = 20  # fewer sentences of 3+ different words: the intra-sentence mean is not reported as such
+
+
+def support_warnings(pool: _Rows, groups: list[np.ndarray], sampled: bool) -> list[str]:
+    """What the folder cannot support, said beside the numbers (a measure it cannot make is NaN)."""
+    out = []
+    if len(set(pool.words)) < 2:
+        out.append(
+            "one word only: no pair of different words, so no anisotropy baseline (NaN) and no adjusted values; "
+            "extract two or more words, or give the corpus itself (`--corpus CORPUS`) to sample every word"
+        )
+    if not sampled and len(groups) < MIN_SENTENCES:
+        out.append(
+            f"{len(groups)} sentence(s) hold 3 or more different targets (fewer than {MIN_SENTENCES}): an "
+            "extraction folder holds only its targets, not the other tokens of a sentence, so its intra-sentence "
+            "similarity is not the paper's; give the corpus itself for every word of sampled sentences"
+        )
+    if not sampled:
+        out.append(
+            f"the MEV baselines are matrices of the folder's own {len(set(pool.words))} word(s) mixed: their first "
+            "component is mostly which word a row is, so `mev_*_baseline` is high and `mev_*_adjusted` may be "
+            "negative; give the corpus itself for random matrices of every word"
+        )
+    return out
 
 
 def check_min_contexts(min_contexts: int) -> None:

@@ -33,7 +33,14 @@ from contextlens.analyses.corpus.folder import (
     write_shard,
 )
 from contextlens.analyses.corpus.manifest import DEFAULT_CHUNK_CHARS, FORMAT, Manifest, check_settings, read_manifest
-from contextlens.analyses.corpus.readers import ReadStats, check_readable, describe, empty_message
+from contextlens.analyses.corpus.readers import (
+    DEFAULT_LINE_BREAKS,
+    ReadStats,
+    check_line_breaks,
+    check_readable,
+    describe,
+    empty_message,
+)
 from contextlens.analyses.corpus.stream import PendingChunks
 from contextlens.analyses.corpus.targets import Matcher, ScanCounts, form_table, parse_targets
 from contextlens.core import arguments
@@ -101,6 +108,9 @@ class ExtractConfig:
     threads: int | None = None
     on_error: str = "skip"
     force: bool = False  # write into a non-empty folder that holds no extraction (its files are left alone)
+    # paragraphs (blank lines separate them, wrapped lines joined) or lines; None: the folder's own
+    # when continuing one (an old folder's is lines), else paragraphs
+    line_breaks: str | None = None
 
 
 Loader = Callable[[str, str, str], object]  # (model, precision, runtime) -> a loaded ContextualModel
@@ -134,14 +144,17 @@ def extract_corpus(
     runtime: str = "torch",
     force: bool = False,
     loader: Loader | None = None,
+    line_breaks: str | None = None,
 ) -> ExtractResult:
     """Extract every occurrence of ``targets`` (with ``forms``: and of their inflected forms) in
     ``source`` into Parquet shards under ``out``. ``threads``: torch threads of the local engine,
-    or of each Ray actor (default there: the cluster's CPUs shared among the actors). The keyword
-    form of :func:`run_extraction` with an :class:`ExtractConfig`."""
+    or of each Ray actor (default there: the cluster's CPUs shared among the actors).
+    ``line_breaks``: ``paragraphs`` (blank lines separate paragraphs; a wrapped line's break is a
+    space) or ``lines`` (one sentence or paragraph per line); default the folder's own when it
+    continues a job, else ``paragraphs``. The keyword form of :func:`run_extraction`."""
     config = ExtractConfig(
         model, None if layers is None else tuple(layers), pooling, dtype, chunk_chars, forms, precision,
-        runtime, engine, address, actors, threads, on_error, force,
+        runtime, engine, address, actors, threads, on_error, force, line_breaks,
     )  # fmt: skip
     return run_extraction(source, targets, out, config, progress, loader)
 
@@ -157,6 +170,8 @@ def run_extraction(
     """The job: check, load one model, encode the pending chunks, write the shards, finish."""
     config, words, folder = _checked(source, targets, out, config)
     existing = read_manifest(folder)
+    if config.line_breaks is None:  # continuing a folder reads it as it was read
+        config = replace(config, line_breaks=DEFAULT_LINE_BREAKS if existing is None else existing.line_breaks)
     if existing is not None:
         check_settings(existing, _known_settings(source, words, config), folder)
     else:
@@ -171,7 +186,7 @@ def run_extraction(
                 "extract into a new `out` folder"
             )
         return ExtractResult(folder, existing, True, ExtractStats())
-    check_readable(source, config.on_error)
+    check_readable(source, config.on_error, config.line_breaks)
     threads = engines.prepare(config.engine, config.address, config.actors, config.threads)
     loaded = _job_model(config, loader)
     manifest = _manifest(source, words, config, loaded)
@@ -249,6 +264,8 @@ def _checked(
     if config.chunk_chars < 1:
         raise InputError(f"`chunk_chars` must be at least 1 character, got {config.chunk_chars}")
     engines.check(config.engine, config.address, config.actors, config.threads)
+    if config.line_breaks is not None:
+        check_line_breaks(config.line_breaks)
     check_pooling(config.pooling)
     config = replace(config, precision=check_precision(config.precision), runtime=check_runtime(config.runtime))
     words = parse_targets(targets)
@@ -269,6 +286,7 @@ def _known_settings(source: str, words: tuple[str, ...], config: ExtractConfig) 
         "corpus": describe(source),
         "targets": list(words),
         "forms": config.forms,
+        "line_breaks": config.line_breaks,
         "precision": config.precision,
         "runtime": config.runtime,
         "pooling": config.pooling,
@@ -298,6 +316,7 @@ def _manifest(source: str, words: tuple[str, ...], config: ExtractConfig, loaded
         chunk_chars=config.chunk_chars,
         hidden_size=loaded.hidden_size,
         forms=config.forms,
+        line_breaks=config.line_breaks,
         precision=loaded.precision,
         runtime=loaded.runtime,
     )
@@ -311,7 +330,8 @@ def _encode(source, folder, config, spec, loaded, threads, done, stats, progress
         stats.add(shard_scan_counts(folder / name))
     if done and progress:
         progress(stats)
-    pending = PendingChunks(source, config.chunk_chars, config.on_error, frozenset(shard_number(n) for n in done))
+    done_numbers = frozenset(shard_number(n) for n in done)
+    pending = PendingChunks(source, config.chunk_chars, config.on_error, done_numbers, config.line_breaks)
 
     def written(number: int, table: pa.Table) -> None:
         write_shard(folder, number, table)
@@ -342,6 +362,8 @@ def _finish(source, folder, words, config, manifest: Manifest, stats: ExtractSta
         raise InputError(empty_message(source, stats.read))
     manifest.counts = shard_counts(folder, words)
     manifest.counts.update(skipped_lines=stats.read.skipped)
+    if stats.read.long_paragraphs:
+        manifest.counts.update(long_paragraphs=stats.read.long_paragraphs)
     missing = [w for w in words if manifest.counts["per_target"][w] == 0]
     if missing:
         shown = ", ".join(repr(w) for w in missing[:MAX_LISTED])

@@ -7,8 +7,10 @@ inflected forms or not, corpus, chunking) is refused, so one folder never mixes 
 models. Format 3 (rows keyed by paragraph and sentence within it, only paragraphs holding a
 target split) reads format-1 and format-2 folders for the analyses but does not continue them.
 ``runtime`` came later within format 2: a manifest without it was written on torch and reads as
-torch. A manifest is read only when each field has its type (a list of layer numbers, a whole
-hidden size...): a hand-edited one is refused in one line, naming the field.
+torch. ``line_breaks`` came later within format 3: a manifest without it was read line by line
+(every line its own paragraph), and reads, and continues, as ``lines``. A manifest is read only
+when each field has its type (a list of layer numbers, a whole hidden size...): a hand-edited
+one is refused in one line, naming the field.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ JOB_KEYS = (
     "corpus",
     "targets",
     "forms",
+    "line_breaks",
     "model",
     "revision",
     "weights_sha256",
@@ -62,6 +65,9 @@ class Manifest:
     forms: bool = False  # targets also matched their inflected forms (WordNet)
     precision: str = "fp32"
     runtime: str = "torch"  # torch, or onnx (ONNX Runtime; see core/onnx_runtime.py)
+    # how a file's line breaks were read (readers.LINE_BREAKS); absent in folders made before the
+    # choice existed, which read every line as its own paragraph
+    line_breaks: str = "lines"
     format: str = FORMAT
     complete: bool = False
     counts: dict[str, object] = field(default_factory=dict)
@@ -138,7 +144,7 @@ def check_fields(manifest: Manifest) -> None:
             raise ValueError(f'"{key}" is {shown if len(shown) <= 40 else shown[:37] + "..."}, not {what}')
 
 
-_STRINGS = ("corpus", "model", "pooling", "dtype", "precision", "runtime", "format")
+_STRINGS = ("corpus", "model", "pooling", "dtype", "precision", "runtime", "format", "line_breaks")
 _NAMES = ("revision", "weights_sha256")  # a string, or null for a model the registry does not pin
 
 

@@ -225,10 +225,13 @@ class OccurrenceSearch:
 
 
 def check_model_is_the_folders(manifest: Manifest, model, folder: Path) -> None:
-    """Refuse a loaded model whose vectors are not the folder's (name, precision, runtime)."""
-    mine = (manifest.model, manifest.precision, manifest.runtime)
-    theirs = (model.name, model.precision, model.runtime)
-    if mine != theirs:
+    """Refuse a loaded model whose vectors are not the folder's: another name or precision, or
+    another runtime unless both are fp32 (ONNX Runtime's fp32 graph is checked within 1e-4 of torch;
+    int8 on two runtimes is two quantizers)."""
+    from contextlens.analyses.search.encoders import runtimes_agree
+
+    same = (manifest.model, manifest.precision) == (model.name, model.precision)
+    if not (same and runtimes_agree(manifest.precision, manifest.runtime, model.precision, model.runtime)):
         raise ProvenanceMismatchError(
             f"{folder} holds vectors of {manifest.model} ({manifest.backend.label}); the `model` given is "
             f"{model.name} ({model.backend.label}): vectors of two models (or backends) are not comparable; "
@@ -253,13 +256,15 @@ def search_occurrences(
     sense: int | None = None,
     senses: bool = False,
     baseline: bool = True,
+    runtime: str | None = None,
 ) -> OccurrenceSearch:
     """The ``top`` occurrences of ``folder`` nearest (cosine) to the example ``like`` (marker syntax:
     ``"The river [bank] flooded."``), encoded by the folder's model (``model``: an already loaded
     one, refused unless it is the folder's; ``loader``: how to load it, default the core's).
     ``sense``: only the occurrences of the example's word induced into that sense (0..k-1, as
     ``senses induce`` numbers them); ``senses``: each hit's induced sense; ``baseline``: each
-    cosine's percentile among the model's random-word cosines at the layer."""
+    cosine's percentile among the model's random-word cosines at the layer. ``runtime``: the
+    example's (default: ``auto``, the lean path, for an fp32 folder; the folder's own at int8)."""
     import time
 
     from contextlens.core.occurrences import parse_marked
@@ -276,7 +281,8 @@ def search_occurrences(
     if model is None:
         if loader is None:
             from contextlens.core.contextual_models import load_contextual as loader
-        model = loader(manifest.model, manifest.precision, manifest.runtime)
+        lean = "auto" if manifest.precision == "fp32" else manifest.runtime  # fp32 runtimes agree within 1e-4
+        model = loader(manifest.model, manifest.precision, runtime or lean)
     check_model_is_the_folders(manifest, model, folder)
     found = open_index(folder, layer)
     labelled: dict[str, Any] = {}

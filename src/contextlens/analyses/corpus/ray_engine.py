@@ -221,8 +221,20 @@ def start_ray(address: str | None, cpus: int | None = None):
         except (ConnectionError, RuntimeError, ValueError) as exc:
             raise InputError(f"cannot join the Ray cluster at {address}: {str(exc).splitlines()[0]}") from None
     else:
-        ray.init(num_cpus=cpus or os.cpu_count() or 1, **kwargs)
+        try:
+            ray.init(num_cpus=cpus or os.cpu_count() or 1, **kwargs)
+        except Exception as exc:  # noqa: BLE001 - Ray raises bare Exception for a node that did not start
+            raise ContextlensError(local_start_failure(exc)) from None
     return _quiet(ray)
+
+
+def local_start_failure(exc: BaseException) -> str:
+    """One line for a local Ray that did not start (on a loaded machine: "node timed out during startup")."""
+    first = next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
+    return (
+        f"a local Ray did not start ({first}); on a busy machine try again when it is quieter, start one apart "
+        "(`ray start --head --num-cpus N`) and pass `address` auto, or use `engine` local"
+    )
 
 
 def _quiet(ray):

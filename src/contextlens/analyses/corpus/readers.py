@@ -1,9 +1,14 @@
 """Corpus readers: files, folders, JSONL, Parquet, and the installed corpora, all streamed.
 
 A reader yields :class:`Document` objects one at a time, in a fixed order (folders sorted), so
-a job can be resumed by position. A document is a list of pieces (lines, paragraphs, a gloss
-and its examples); sentence splitting happens after (:mod:`.sentences`). Lines that are not
-UTF-8 are skipped and counted (``on_error="skip"``) or stop the job with the file and line.
+a job can be resumed by position. A document is a list of pieces (paragraphs, a gloss and its
+examples); sentence splitting happens after (:mod:`.sentences`), and a sentence never crosses a
+piece. How a file's line breaks are read is ``line_breaks``: ``"paragraphs"`` (the default) cuts
+at blank lines and re-flows the single line breaks inside a paragraph into spaces, as
+hard-wrapped text (licences, books, man pages, docstrings) needs; ``"lines"`` makes every line
+its own piece, for corpora of one sentence (or one paragraph) per line. The installed corpora
+have their own structure and ignore it. Lines that are not UTF-8 are skipped and counted
+(``on_error="skip"``) or stop the job with the file and line.
 """
 
 from __future__ import annotations
@@ -12,7 +17,7 @@ import bz2
 import gzip
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
@@ -24,6 +29,9 @@ INSTALLED = ("enwiki", "lee", "wordnet")
 ENWIKI_FILE = "enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"
 LEE_FILE = "lee_background.cor"
 TEXT_SUFFIXES = (".txt", ".text", ".cor")
+LINE_BREAKS = ("paragraphs", "lines")
+DEFAULT_LINE_BREAKS = "paragraphs"
+LONG_PARAGRAPH_LINES = 200  # a "paragraph" joining more lines is likely a file of one sentence per line
 
 
 @dataclass(frozen=True)
@@ -39,6 +47,33 @@ class ReadStats:
     documents: int = 0
     skipped: int = 0
     skipped_where: list[str] = field(default_factory=list)
+    long_paragraphs: int = 0  # paragraphs re-flowed from more than LONG_PARAGRAPH_LINES lines
+    long_where: list[str] = field(default_factory=list)
+
+    def note_long(self, where: str) -> None:
+        self.long_paragraphs += 1
+        if len(self.long_where) < 5:
+            self.long_where.append(where)
+
+    def long_message(self) -> str | None:
+        """A warning when paragraphs joined very many lines: a corpus of one sentence per line
+        read as paragraphs (no blank lines) becomes one enormous paragraph per file."""
+        if not self.long_paragraphs:
+            return None
+        return (
+            f"{self.long_paragraphs:,} paragraph(s) re-flowed from more than {LONG_PARAGRAPH_LINES} lines with no "
+            f"blank line (first at {', '.join(self.long_where[:3])}); if the corpus has one sentence or paragraph "
+            "per line, read it with line breaks `lines`"
+        )
+
+
+def check_line_breaks(line_breaks: str) -> str:
+    if line_breaks not in LINE_BREAKS:
+        raise InputError(
+            f"unknown `line_breaks` {line_breaks!r}; use paragraphs (blank lines separate paragraphs, wrapped "
+            "lines are joined) or lines (one sentence or paragraph per line)"
+        )
+    return line_breaks
 
 
 def describe(source: str) -> str:
@@ -46,10 +81,13 @@ def describe(source: str) -> str:
     return source if source in INSTALLED else str(Path(source).expanduser().resolve())
 
 
-def read_corpus(source: str, stats: ReadStats | None = None, on_error: str = "skip") -> Iterator[Document]:
+def read_corpus(
+    source: str, stats: ReadStats | None = None, on_error: str = "skip", line_breaks: str = DEFAULT_LINE_BREAKS
+) -> Iterator[Document]:
     """Documents of ``source``: an installed corpus name, a file or a folder of .txt files."""
     if on_error not in ("skip", "stop"):
         raise InputError(f"unknown `on_error` {on_error!r}; use skip or stop")
+    check_line_breaks(line_breaks)
     stats = stats if stats is not None else ReadStats()
     if not isinstance(source, str) or not source.strip():
         raise InputError("the corpus (`source`) is empty; give a file, a folder or one of " + ", ".join(INSTALLED))
@@ -74,26 +112,54 @@ def read_corpus(source: str, stats: ReadStats | None = None, on_error: str = "sk
         if not files:
             raise DataFileError(f"folder {path} holds no .txt files (.gz/.bz2 also read)")
         for f in files:
-            lines = [d.pieces[0] for d in _lines(f, str(f.relative_to(path)), stats, on_error)]
-            if any(line.strip() for line in lines):
-                yield from _count(iter([Document(str(f.relative_to(path)), tuple(lines))]), stats)
+            label = str(f.relative_to(path))
+            pieces = [d.pieces[0] for d in _pieces(f, label, stats, on_error, line_breaks)]
+            if pieces:
+                yield from _count(iter([Document(label, tuple(pieces))]), stats)
         return
     kind = _base_suffix(path)
     if kind == ".jsonl":
-        yield from _count(_jsonl(path, stats, on_error), stats)
+        yield from _count(_jsonl(path, stats, on_error, line_breaks), stats)
     elif kind == ".parquet":
-        yield from _count(_parquet(path), stats)
+        yield from _count(_parquet(path, stats, line_breaks), stats)
     else:
-        yield from _count(_lines(path, path.name, stats, on_error), stats)
+        yield from _count(_pieces(path, path.name, stats, on_error, line_breaks), stats)
 
 
-def check_readable(source: str, on_error: str = "skip") -> None:
+def check_readable(source: str, on_error: str = "skip", line_breaks: str = DEFAULT_LINE_BREAKS) -> None:
     """Refuse a corpus that is missing, unreadable or empty before anything is written for it:
     reading it is lazy, so without this a job would leave a folder behind for a corpus that
     was never there."""
     stats = ReadStats()
-    if next(read_corpus(source, stats, on_error), None) is None:
+    if next(read_corpus(source, stats, on_error, line_breaks), None) is None:
         raise InputError(empty_message(source, stats))
+
+
+def split_pieces(text: str, line_breaks: str, where: str = "", stats: ReadStats | None = None) -> tuple[str, ...]:
+    """The pieces of one text (a JSONL field, a Parquet cell): its lines, blank ones included (as
+    before the choice existed: a piece's index is part of a row's key), or its paragraphs re-flowed."""
+    if line_breaks == "lines":
+        return tuple(text.splitlines())
+    return tuple(p for _, p in reflowed(enumerate(text.splitlines(), start=1), where, stats))
+
+
+def reflowed(
+    lines: Iterable[tuple[int, str]], where: str = "", stats: ReadStats | None = None
+) -> Iterator[tuple[int, str]]:
+    """``(first line number, paragraph)`` for each run of non-blank lines, its lines stripped and
+    joined by one space (a hyphen at a line's end is kept as written: it may be a real one)."""
+    run: list[str] = []
+    first = 0
+    for n, line in (*lines, (0, "")):
+        if line.strip():
+            first = first if run else n
+            run.append(line.strip())
+            continue
+        if run:
+            if stats is not None and len(run) > LONG_PARAGRAPH_LINES:
+                stats.note_long(f"{where}:{first}" if where else f"line {first}")
+            yield first, " ".join(run)
+            run = []
 
 
 def empty_message(source: str, stats: ReadStats) -> str:
@@ -168,7 +234,16 @@ def _lines(path: Path, label: str, stats: ReadStats, on_error: str) -> Iterator[
             yield Document(f"{label}:{n}", (line,))
 
 
-def _jsonl(path: Path, stats: ReadStats, on_error: str) -> Iterator[Document]:
+def _pieces(path: Path, label: str, stats: ReadStats, on_error: str, line_breaks: str) -> Iterator[Document]:
+    """One document per line (``lines``) or per paragraph (``paragraphs``), named ``label:first line``."""
+    if line_breaks == "lines":
+        yield from _lines(path, label, stats, on_error)
+        return
+    for n, paragraph in reflowed(_decoded_lines(path, stats, on_error), str(path), stats):
+        yield Document(f"{label}:{n}", (paragraph,))
+
+
+def _jsonl(path: Path, stats: ReadStats, on_error: str, line_breaks: str = DEFAULT_LINE_BREAKS) -> Iterator[Document]:
     for n, line in _decoded_lines(path, stats, on_error):
         if not line.strip():
             continue
@@ -181,10 +256,10 @@ def _jsonl(path: Path, stats: ReadStats, on_error: str) -> Iterator[Document]:
         if not isinstance(record, dict) or not isinstance(record.get("text"), str):
             raise DataFileError(f"{path}:{n}: no string field 'text'; each line needs {{\"text\": ...}}")
         doc_id = str(record.get("id", f"{path.name}:{n}"))
-        yield Document(doc_id, tuple(record["text"].splitlines() or [""]))
+        yield Document(doc_id, split_pieces(record["text"], line_breaks, f"{path}:{n}", stats) or ("",))
 
 
-def _parquet(path: Path) -> Iterator[Document]:
+def _parquet(path: Path, stats: ReadStats, line_breaks: str = DEFAULT_LINE_BREAKS) -> Iterator[Document]:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -206,7 +281,7 @@ def _parquet(path: Path) -> Iterator[Document]:
             doc_id = str(data["id"][k]) if "id" in data else f"{path.name}:{row}"
             row += 1
             if isinstance(text, str) and text.strip():
-                yield Document(doc_id, tuple(text.splitlines()))
+                yield Document(doc_id, split_pieces(text, line_breaks, f"{path} row {row - 1}", stats))
 
 
 def _gensim_data(name: str) -> Path:

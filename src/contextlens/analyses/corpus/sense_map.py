@@ -66,9 +66,17 @@ def _layer_dict(s: SenseInduction) -> dict[str, object]:
         "silhouettes": {str(k): round(v, 4) for k, v in s.silhouettes.items()},
         "pos": s.pos,
         "senses": [
-            {"cluster": c.cluster, "size": c.size, "distinctive_words": c.distinctive_words, "gloss": c.gloss}
+            {
+                "cluster": c.cluster,
+                "size": c.size,
+                "distinctive_words": c.distinctive_words,
+                "gloss": c.gloss,  # null: unlabelled (no sense led by the margin); see candidates
+                "candidates": c.candidates,
+                "forms": c.forms,
+            }
             for c in s.clusters
         ],
+        "warnings": s.warnings,
         "labels": [int(x) for x in s.labels],
         "x": [round(float(v), 5) for v in s.coords[:, 0]],
         "y": [round(float(v), 5) for v in s.coords[:, 1]],

@@ -4,18 +4,26 @@ Criterion for k: k-means (cosine geometry: unit vectors) for k = 2..8, keep the 
 highest silhouette (cosine); when no k reaches a silhouette of ``MIN_SILHOUETTE`` the word is
 one sense (k = 1: the occurrences do not form separated groups). ``--k N`` forces N.
 
+In a folder extracted with inflected forms (``--forms``), each form's own direction is removed
+before clustering (the form's mean vector subtracted, the word's mean added back): "keys" and
+"key", or "freed" and "free", sit apart in every layer, and without this the clusters followed the
+forms (one "key" cluster held 314 of 319 "keys" and no "key"). Each cluster lists its forms.
+
 Each cluster is labelled by its most distinctive context words (smoothed log-odds of a word in
-the cluster's sentences vs the other clusters', stop words and the target left out) and by its
-nearest WordNet sense among the senses of one part of speech (``pos``). A sense is a vector from
-the same model at the same layer as the occurrences (``sense_vectors``):
+the cluster's sentences vs the other clusters', stop words and the target left out) and by a
+WordNet sense of one part of speech (``pos``), chosen by its own occurrences' votes with a margin
+(:mod:`.sense_labels`: below the margin it is unlabelled, with its two closest candidates; two
+clusters with one label give a warning). A sense's evidence is the word in its gloss template and
+in each of its usage examples, from the same model at the same layer as the occurrences. The
+sense's mean vector (``sense_vectors``), which chooses the part of speech, is:
 
 * ``gloss``: the word inside ``"<word>: <definition>"`` (LMMS style, the WSD benchmark's template);
 * ``examples`` (default): the mean of the word's vectors inside the sense's WordNet usage examples
   (the gloss vector for a sense with no example holding the word);
 * ``both``: the mean of the gloss vector and the example vectors.
 
-Measured on 42 hand-labelled sentences (bank, spring, plant; minilm layers 3, 5, 6; docs/corpus.md),
-``examples`` labels 18 of 21 sense groups right against 13 for ``gloss`` (``both``: 15).
+(Measured before the vote, with a cluster's centroid against these mean vectors, on 42
+hand-labelled sentences: ``examples`` 18 of 21 sense groups right, ``gloss`` 13, ``both`` 15.)
 
 ``pos="auto"`` keeps the part of speech whose senses are nearest the occurrences on average
 (:data:`POS_RULE`). Without a part of speech, "bank" in Wikipedia's noun uses was labelled with
@@ -35,7 +43,14 @@ import numpy as np
 from contextlens.analyses.corpus.chunks import layer_column
 from contextlens.analyses.corpus.folder import read_rows
 from contextlens.analyses.corpus.folder_check import checked_folder
-from contextlens.analyses.corpus.manifest import pick_layer
+from contextlens.analyses.corpus.manifest import OLD_FORMATS, pick_layer
+from contextlens.analyses.corpus.sense_labels import (
+    DEFAULT_MARGIN,
+    LABEL_RULE,
+    SenseEvidence,
+    label_cluster,
+    repeated_labels,
+)
 from contextlens.analyses.representations.clustering import CRITERION, cluster_unit_vectors
 from contextlens.core.arguments import one_word, path_argument
 from contextlens.core.occurrences import ALPHA_WORD_RE
@@ -67,6 +82,11 @@ class Sense:
     definition: str
     vector: np.ndarray
     examples: int  # usage examples holding the word that went into the vector
+    evidence: np.ndarray | None = None  # (1 + examples, d): the gloss vector, then each example's
+
+    def as_evidence(self) -> SenseEvidence:
+        vectors = self.evidence if self.evidence is not None else self.vector[None, :]
+        return SenseEvidence(self.synset, self.pos, self.definition, vectors)
 
 
 def choose_pos(x: np.ndarray, senses: list[Sense], pos: str) -> tuple[str, dict[str, float]]:
@@ -91,9 +111,11 @@ class SenseCluster:
     cluster: int
     size: int
     distinctive_words: list[str]
-    gloss: dict[str, object] | None  # synset, definition, cosine
+    gloss: dict[str, object] | None  # the label: synset, definition, cosine, share, margin; None: unlabelled
     typical: list[dict[str, object]]
     ambiguous: list[dict[str, object]]
+    candidates: list[dict[str, object]] = field(default_factory=list)  # the two leading synsets and shares
+    forms: dict[str, int] = field(default_factory=dict)  # the word's forms among the cluster's occurrences
 
 
 @dataclass(frozen=True)
@@ -112,6 +134,9 @@ class SenseInduction:
     coords: np.ndarray = field(repr=False)  # (n, 2) PCA projection of the unit vectors
     sentences: list[str] = field(repr=False)
     pos_per_cluster: bool = False  # --pos auto: each cluster labelled from its own nearest part of speech
+    margin: float = DEFAULT_MARGIN
+    forms_removed: bool = False  # each form's direction removed before clustering (a --forms folder)
+    warnings: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -127,6 +152,10 @@ class SenseInduction:
             "pos_per_cluster": self.pos_per_cluster,
             "pos_scores": self.pos_scores,
             "sense_vectors": self.sense_vectors,
+            "label_rule": LABEL_RULE,
+            "margin": self.margin,
+            "forms_removed": self.forms_removed,
+            "warnings": self.warnings,
             "clusters": [c.__dict__ for c in self.clusters],
         }
 
@@ -140,9 +169,12 @@ def induce_senses(
     examples: int = 3,
     pos: str = "auto",
     sense_vectors: str = "examples",
+    margin: float = DEFAULT_MARGIN,
 ) -> SenseInduction:
     from sklearn.decomposition import PCA
 
+    if not 0.0 <= margin <= 1.0:
+        raise InputError(f"`margin` {margin!r}: give a cosine difference between 0 and 1 (default {DEFAULT_MARGIN})")
     if pos != "auto" and pos not in POS_NAMES:
         raise InputError(f"`pos` {pos!r}: give n, v, a, r or auto")
     if sense_vectors not in SENSE_VECTORS:
@@ -153,13 +185,17 @@ def induce_senses(
     if word not in manifest.targets:
         raise TargetNotFoundError(f"{word!r} was not extracted in {folder}; its targets: {', '.join(manifest.targets)}")
     layer = pick_layer(manifest, layer, folder)
-    table = read_rows(folder, word, ["sentence", "start", "end", "doc_id", layer_column(layer)])
+    has_form = manifest.format != OLD_FORMATS[0]  # format-1 rows have no `form`
+    columns = ["sentence", "start", "end", "doc_id", *(["form"] if has_form else []), layer_column(layer)]
+    table = read_rows(folder, word, columns)
     n = table.num_rows
     if n < MIN_OCCURRENCES:
         raise InputError(
             f"{word!r} has {n} occurrence(s) in {folder}; sense induction needs at least {MIN_OCCURRENCES}"
         )
     x = normalize_rows(np.array(table.column(layer_column(layer)).to_pylist(), dtype=np.float32))
+    forms = [f.lower() for f in table.column("form").to_pylist()] if has_form else [word] * n
+    x, forms_removed = without_form_directions(x, forms)
     labels, chosen, silhouettes = cluster_unit_vectors(x, k, seed)
     rows = table.select(["doc_id", "sentence", "start", "end"]).to_pylist()
     centroids = normalize_rows(np.stack([x[labels == c].mean(axis=0) for c in range(chosen)]))
@@ -169,32 +205,28 @@ def induce_senses(
     if pos != "auto" and not senses:
         raise InputError(f"`pos` {pos}: {word!r} has no WordNet senses (or WordNet is not installed)")
     words = _distinctive(rows, labels, chosen, word)
-    clusters = []
+    clusters, named = [], []
     for c in range(chosen):
         members = np.flatnonzero(labels == c)
         own = sims[members, c]
         other = np.max(np.delete(sims[members], c, axis=1), axis=1) if chosen > 1 else np.full(len(members), -1.0)
-        margin = own - other
+        gap = own - other
         typical_at = list(np.argsort(-own)[:examples])
         typical = [_example(rows[members[j]], float(own[j])) for j in typical_at]
         # an occurrence is typical or ambiguous, never both (a small cluster lists fewer ambiguous ones)
-        ambiguous_at = [j for j in np.argsort(margin) if j not in typical_at][:examples]
-        ambiguous = [_example(rows[members[j]], float(margin[j])) for j in ambiguous_at]
+        ambiguous_at = [j for j in np.argsort(gap) if j not in typical_at][:examples]
+        ambiguous = [_example(rows[members[j]], float(gap[j])) for j in ambiguous_at]
         # --pos auto: each cluster's own part of speech (a verb use of "bank" gets a verb sense)
         cluster_pos = choose_pos(x[members], senses, "auto")[0] if senses and pos == "auto" else chosen_pos
         labels_from = [s for s in senses if s.pos == cluster_pos]
-        gloss = None
+        gloss, candidates = None, []
         if labels_from:
-            cos = [float(s.vector @ centroids[c]) for s in labels_from]
-            best = labels_from[int(np.argmax(cos))]
-            gloss = {
-                "synset": best.synset,
-                "pos": best.pos,
-                "definition": best.definition,
-                "cosine": round(max(cos), 4),
-                "examples": best.examples,
-            }
-        clusters.append(SenseCluster(c, len(members), words[c], gloss, typical, ambiguous))
+            label = label_cluster(x[members], [s.as_evidence() for s in labels_from], margin)
+            named.append(label)
+            shown = {s.synset: s.examples for s in labels_from}
+            gloss, candidates = label.gloss(shown.get(label.synset or "", 0)), label.candidates
+        in_cluster = dict(Counter(forms[j] for j in members).most_common())
+        clusters.append(SenseCluster(c, len(members), words[c], gloss, typical, ambiguous, candidates, in_cluster))
     coords = PCA(n_components=2, random_state=seed).fit_transform(x) if n >= 2 else np.zeros((n, 2))
     return SenseInduction(
         word,
@@ -211,16 +243,37 @@ def induce_senses(
         coords,
         [r["sentence"] for r in rows],
         pos_per_cluster=bool(senses) and pos == "auto",
+        margin=margin,
+        forms_removed=forms_removed,
+        warnings=repeated_labels(named),
     )
 
 
+def without_form_directions(x: np.ndarray, forms: list[str]) -> tuple[np.ndarray, bool]:
+    """Unit rows with each form's mean direction replaced by the word's mean, when there are two
+    or more forms (else ``x`` as it is): clusters then follow uses, not spellings."""
+    names = sorted(set(forms))
+    if len(names) < 2:
+        return x, False
+    which = np.array([names.index(f) for f in forms])
+    overall = x.mean(axis=0)
+    shifted = x.copy()
+    for i in range(len(names)):
+        shifted[which == i] += overall - x[which == i].mean(axis=0)
+    return normalize_rows(shifted), True
+
+
+SHOWN_CHARS = 120  # of context on each side of the target in an example; longer sentences are cut
+
+
 def _example(row: dict, score: float) -> dict[str, object]:
-    s = row["sentence"]
-    return {
-        "doc_id": row["doc_id"],
-        "marked": f"{s[: row['start']]}[{s[row['start'] : row['end']]}]{s[row['end'] :]}",
-        "score": round(score, 4),
-    }
+    s, start, end = row["sentence"], row["start"], row["end"]
+    left, right = s[:start], s[end:]
+    if len(left) > SHOWN_CHARS:  # a 3 kB "sentence" (a table, a list) cut at a word, with an ellipsis
+        left = "…" + left[-SHOWN_CHARS:].split(" ", 1)[-1]
+    if len(right) > SHOWN_CHARS:
+        right = right[:SHOWN_CHARS].rsplit(" ", 1)[0] + "…"
+    return {"doc_id": row["doc_id"], "marked": f"{left}[{s[start:end]}]{right}", "score": round(score, 4)}
 
 
 def _distinctive(rows: list[dict], labels: np.ndarray, k: int, word: str, top: int = 6) -> list[list[str]]:
@@ -267,7 +320,7 @@ def sense_vectors_of(
     ONNX vectors sit a little apart from torch fp32 ones, so both sides of a cosine must come from
     one backend)."""
     from contextlens.core.contextual_models import load_contextual
-    from contextlens.core.wordnet import find_lemma, wordnet
+    from contextlens.core.wordnet import wordnet
 
     try:
         synsets = wordnet().synsets(word)
@@ -275,19 +328,28 @@ def sense_vectors_of(
         return []
     if not synsets:
         return []
+    model = load_contextual(model_name, precision, runtime)
+    return senses_of_synsets(model, word, layer, synsets, how)
+
+
+def senses_of_synsets(
+    model, word: str, layer: int, synsets, how: str = "examples", held_out=frozenset()
+) -> list[Sense]:
+    """:func:`sense_vectors_of` for given synsets and a loaded model; usage examples in
+    ``held_out`` are left out of the evidence (the label benchmark labels them)."""
     from contextlens.analyses.benchmarks.suite import GLOSS_TEMPLATE
     from contextlens.core.occurrences import Occurrence
+    from contextlens.core.wordnet import find_lemma
 
     occs, owner = [], []
     for n, s in enumerate(synsets):
         occs.append(Occurrence(GLOSS_TEMPLATE.format(lemma=word, definition=s.definition()), 0, len(word)))
         owner.append((n, "gloss"))
-        for text in s.examples() if how != "gloss" else []:
-            span = find_lemma(text, word, _pos(s))
+        for text in s.examples():
+            span = find_lemma(text, word, _pos(s)) if text not in held_out else None
             if span is not None:
                 occs.append(Occurrence(text, *span))
                 owner.append((n, "example"))
-    model = load_contextual(model_name, precision, runtime)
     vecs = normalize_rows(np.stack([e.hidden[0] for e in model.encode_occurrences(occs, layers=[layer])]))
     out = []
     for n, s in enumerate(synsets):
@@ -295,7 +357,7 @@ def sense_vectors_of(
         found = [v for v, (m, kind) in zip(vecs, owner, strict=True) if m == n and kind == "example"]
         parts = gloss + found if how == "both" else (found or gloss) if how == "examples" else gloss
         vector = normalize_rows(np.mean(parts, axis=0)[None, :])[0]
-        out.append(Sense(s.name(), _pos(s), s.definition(), vector, len(found)))
+        out.append(Sense(s.name(), _pos(s), s.definition(), vector, len(found), np.stack(gloss + found)))
     return out
 
 

@@ -39,10 +39,11 @@ class PendingChunks:
     chunk_chars: int
     on_error: str = "skip"
     done: frozenset[int] = frozenset()
+    line_breaks: str = "paragraphs"
 
     def chunks(self, stats: ReadStats) -> Iterator[Chunk]:
         """The pending chunks; ``stats`` counts what the reader saw (every document, done or not)."""
-        docs = ((d.doc_id, d.pieces) for d in read_corpus(self.source, stats, self.on_error))
+        docs = ((d.doc_id, d.pieces) for d in read_corpus(self.source, stats, self.on_error, self.line_breaks))
         for number, chunk in chunked(docs, self.chunk_chars):
             if number not in self.done:
                 yield number, chunk
@@ -53,3 +54,5 @@ def merge_read_stats(into: ReadStats, other: ReadStats) -> None:
     into.documents += other.documents
     into.skipped += other.skipped
     into.skipped_where.extend(other.skipped_where[: max(0, 5 - len(into.skipped_where))])
+    into.long_paragraphs += other.long_paragraphs
+    into.long_where.extend(other.long_where[: max(0, 5 - len(into.long_where))])

@@ -127,6 +127,21 @@ def load_documents(path: Path | str) -> list[Document]:
     return docs
 
 
+def dedupe_documents(docs: Sequence[Document]) -> tuple[list[Document], int]:
+    """The documents with each text kept once (its first id; whitespace runs count as one space),
+    and how many were folded: identical texts give identical vectors, which pgvector folds into
+    one HNSW element and which fill a top-k with one text (5 of a query's top 10 were one licence
+    sentence)."""
+    seen: set[str] = set()
+    kept = []
+    for d in docs:
+        key = " ".join(d.text.split())
+        if key not in seen:
+            seen.add(key)
+            kept.append(d)
+    return kept, len(docs) - len(kept)
+
+
 def _read_text(path: Path) -> str:
     try:
         return path.read_text(encoding="utf-8")
