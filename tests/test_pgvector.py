@@ -240,7 +240,8 @@ def test_cli_build_search_and_refusals(pg, tmp_path):
     found = run_cli("index", "search", str(out), "monetary policy", "-k", "2", "--json")
     assert found.returncode == 0, found.stderr
     result = json.loads(found.stdout)
-    assert set(result) == {"query", "encoder", "index", "hits", "engine", "recall_vs_exact_scan"}
+    assert set(result) == {"query", "encoder", "index", "hits", "engine", "recall_vs_exact_scan", "query_runtime"}
+    assert result["query_runtime"] == "onnx"  # the lean path by default: the query on ONNX Runtime at fp32
     assert result["hits"][0]["text"] == "The central bank raised interest rates." and result["index"] == "hnsw"
     assert result["recall_vs_exact_scan"] == 1.0
     shown = run_cli("index", "search", str(out), "football", "-k", "2")

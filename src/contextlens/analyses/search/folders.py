@@ -53,5 +53,19 @@ def search_folder(
     folder: Path | str, query: str, k: int = 10, model: ContextualModel | str | None = None
 ) -> SearchResult:
     """Search the index in ``folder`` with its own engine (FAISS or pgvector, from its manifest), as
-    the web's ``/api/search`` does: the same answer as ``index search FOLDER QUERY --json``."""
-    return search_index(folder, query, k, model=model)
+    the web's ``/api/search`` does: the same answer as ``index search FOLDER QUERY --json``, whose
+    query runs on the lean path too (:func:`lean_query_model`) unless told otherwise."""
+    return search_index(folder, query, k, model=lean_query_model(folder) if model is None else model)
+
+
+def lean_query_model(folder: Path | str) -> ContextualModel | None:
+    """The index's own encoder for a query, on the lean path where its numbers agree: ONNX Runtime
+    at fp32 (an fp32 index of either runtime; checked at export), its own runtime at int8. None for
+    an index of a static model (it is loaded by the name it recorded)."""
+    from contextlens.analyses.search.index import index_encoder
+    from contextlens.core.contextual_models import load_contextual
+
+    stored = index_encoder(folder)
+    if stored.kind == "static":
+        return None
+    return load_contextual(stored.model, stored.precision, "auto" if stored.precision == "fp32" else stored.runtime)
