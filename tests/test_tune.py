@@ -150,3 +150,13 @@ def test_names_and_models_that_cannot_be_tuned_are_refused(tiny):
         tune("minilm", "test-tune-refused", layer=7)
     with pytest.raises(InputError, match="unknown tuning setting"):
         tune("minilm", "test-tune-refused", learning_rat=1e-3)
+
+
+def test_the_command_tunes_and_says_what_it_made():
+    args = ["--layer", "1", "--max-lemmas", "6", "--max-steps", "1", "--lemmas-per-step", "2", "--no-onnx"]
+    done = run_cli("tune", "minilm", "--name", NAME + "-cli", "--force", "--restart", *args, "--json")
+    assert done.returncode == 0, done.stderr
+    made = json.loads(done.stdout)
+    assert made["name"] == NAME + "-cli" and made["layer"] == 1 and made["steps"] == 1
+    assert made["data"]["check"]["test_lemmas_in_tuning"] == 0 and made["data"]["check"]["test_sentences_in_tuning"] == 0
+    assert resolve_contextual(NAME + "-cli")[1] == made["path"]
