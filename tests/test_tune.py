@@ -158,5 +158,6 @@ def test_the_command_tunes_and_says_what_it_made():
     assert done.returncode == 0, done.stderr
     made = json.loads(done.stdout)
     assert made["name"] == NAME + "-cli" and made["layer"] == 1 and made["steps"] == 1
-    assert made["data"]["check"]["test_lemmas_in_tuning"] == 0 and made["data"]["check"]["test_sentences_in_tuning"] == 0
+    check = made["data"]["check"]
+    assert check["test_lemmas_in_tuning"] == 0 and check["test_sentences_in_tuning"] == 0
     assert resolve_contextual(NAME + "-cli")[1] == made["path"]
