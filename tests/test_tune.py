@@ -161,3 +161,18 @@ def test_the_command_tunes_and_says_what_it_made():
     check = made["data"]["check"]
     assert check["test_lemmas_in_tuning"] == 0 and check["test_sentences_in_tuning"] == 0
     assert resolve_contextual(NAME + "-cli")[1] == made["path"]
+
+
+def test_the_report_says_which_layers_moved_and_what_it_cost(tiny):
+    done = run_cli("tune", "report", NAME, "--quick", "--json")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    cka = {r["layer"]: r["cka"] for r in report["cka"]}
+    assert sorted(cka) == list(range(7)) and [r["layer"] for r in report["wic"]] == list(range(7))
+    assert cka[0] == pytest.approx(1.0, abs=1e-9)  # the input embedding table did not learn
+    assert all(cka[layer] < 1 - 1e-6 for layer in range(1, 7))  # blocks 1-2 learned; 3-6 read their new output
+    for who in ("base", "tuned"):
+        assert 0 < report["lee"][who]["ndcg@10"] <= 1 and -1 <= report["lee"][who]["spearman"] <= 1
+    assert {r["dataset"] for r in report["similarity"]} == {"simlex999", "wordsim353"}
+    refused = run_cli("tune", "report", "no-such-tuned-model")
+    assert refused.returncode == 2 and "needs a tuned model's name" in refused.stderr

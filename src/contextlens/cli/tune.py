@@ -17,10 +17,16 @@ if TYPE_CHECKING:
     from contextlens.analyses.tuning.train import TuneResult, TuneStep
 
 
+REPORT = "report"
+
+
 @app.command("tune")
 def tune_cmd(
-    model: Annotated[str, typer.Argument(help="The encoder to start from: minilm, mpnet or a local model folder.")],
-    name: Annotated[str, typer.Option("--name", help="Name to register it under; then pass -m NAME.")] = ...,  # type: ignore[assignment]
+    model: Annotated[
+        str, typer.Argument(help="The encoder to start from (minilm, mpnet, a local folder), or `report`.")
+    ],
+    tuned: Annotated[str | None, typer.Argument(help="With `report`: the tuned model to report on.")] = None,
+    name: Annotated[str | None, typer.Option("--name", help="Name to register it under; then pass -m NAME.")] = None,
     layer: Annotated[int, typer.Option("--layer", "-l", help="Layer whose pooled target state learns (1..L).")] = -1,
     epochs: Annotated[int, typer.Option("--epochs", help="Passes over the train lemmas.")] = 4,
     max_steps: Annotated[int | None, typer.Option("--max-steps", help="Stop after this many steps.")] = None,
@@ -36,10 +42,17 @@ def tune_cmd(
     restart: Annotated[bool, typer.Option("--restart", help="Ignore an interrupted run's checkpoint.")] = False,
     force: Annotated[bool, typer.Option("--force", help="Replace a tuned model of the same name.")] = False,
     onnx: Annotated[bool, typer.Option("--onnx/--no-onnx", help="Export and check the ONNX graph after.")] = True,
+    quick: Annotated[bool, typer.Option("--quick", help="With `report`: the quick benchmark sets.")] = False,
     threads: ThreadsOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Fine-tune MODEL so a word's hidden state separates its senses (WordNet lemmas no benchmark scores)."""
+    """Fine-tune MODEL so a word's hidden state separates its senses (WordNet lemmas no benchmark scores);
+    `tune report NAME`: what tuning changed, layer by layer, and what it cost."""
+    if model == REPORT:
+        _report(tuned, quick, threads, json_out)
+        return
+    if tuned is not None:
+        raise typer.BadParameter(f"tune takes one MODEL, got {tuned!r} too; for a report: contextlens tune report NAME")
     from contextlens.analyses.tuning.folder import check_new_name
     from contextlens.analyses.tuning.settings import TuneSettings, check_base
     from contextlens.core.threads import default_threads, set_threads
@@ -114,3 +127,45 @@ def _render(result: TuneResult) -> None:
         table.add_row(k, v)
     console.print(table)
     note(f"use it: contextlens eval wic -m {result.name}")
+
+
+def _report(name: str | None, quick: bool, threads: int | None, json_out: bool) -> None:
+    from contextlens.core.resources import cache_dir
+    from contextlens.core.threads import default_threads, set_threads
+    from contextlens.core.tuned_store import read_record
+
+    if name is None or read_record(cache_dir(), name) is None:
+        raise typer.BadParameter(
+            f"`tune report` needs a tuned model's name, got {name!r} (`contextlens models` lists them)"
+        )
+    set_threads(threads or default_threads())
+    from contextlens.analyses.tuning.report import tune_report
+
+    report = tune_report(name, "quick" if quick else "full")
+    if json_out:
+        print_json(report.to_dict())
+        return
+    table = Table(title=f"{report.name} vs {report.base}: per layer (tuned at layer {report.tuned_layer})")
+    for column in ("layer", "WiC test base", "WiC test tuned", "CKA base-tuned"):
+        table.add_column(column)
+    cka = {r["layer"]: r["cka"] for r in report.cka}
+    for row in report.wic:
+        table.add_row(str(row["layer"]), f"{row['base_test']:.3f}", f"{row['tuned_test']:.3f}",
+                      f"{cka.get(row['layer'], float('nan')):.3f}")  # fmt: skip
+    console.print(table)
+    base, tuned = report.wic_chosen["base"], report.wic_chosen["tuned"]
+    console.print(f"WiC at the dev-chosen layer: base {base['test_accuracy_at_dev_layer']:.3f} "
+                  f"(layer {base['layer_by_dev']}), tuned {tuned['test_accuracy_at_dev_layer']:.3f} "
+                  f"(layer {tuned['layer_by_dev']})")  # fmt: skip
+    cost = Table(title="what it cost")
+    for column in ("measure", "base", "tuned"):
+        cost.add_column(column)
+    for metric in ("ndcg@10", "spearman"):
+        cost.add_row(f"Lee retrieval {metric} (sentence embedding)", f"{report.lee['base'][metric]:.4f}",
+                     f"{report.lee['tuned'][metric]:.4f}")  # fmt: skip
+    for row in report.similarity:
+        cost.add_row(f"{row['dataset']} Spearman ({row['reduction']}, best layer)", f"{row['base_spearman']:.4f}",
+                     "-" if row["tuned_spearman"] is None else f"{row['tuned_spearman']:.4f}")  # fmt: skip
+    console.print(cost)
+    for line in report.notes:
+        note(line)
