@@ -176,3 +176,11 @@ def test_the_report_says_which_layers_moved_and_what_it_cost(tiny):
     assert {r["dataset"] for r in report["similarity"]} == {"simlex999", "wordsim353"}
     refused = run_cli("tune", "report", "no-such-tuned-model")
     assert refused.returncode == 2 and "needs a tuned model's name" in refused.stderr
+
+
+def test_prepare_takes_a_tuned_model_and_still_refuses_others(tiny):
+    from contextlens.analyses.lesson.prepare import check_models
+
+    assert check_models([NAME]) == [NAME]
+    with pytest.raises(InputError, match="not a shipped encoder"):
+        check_models(["no-such-tuned-model"])
