@@ -12,7 +12,7 @@ sense baseline) and `same-sense`'s rule (its test accuracy, the logistic fit's, 
 calibration error). ``--json`` prints one document; ``--out FILE`` also writes it.
 
     python benchmarks/tune.py [--base minilm] [--name minilm-senses] [--threads 2] [--size full]
-                              [--max-steps N] [--json] [--out FILE]
+                              [--max-steps N] [--epochs 4] [--glosses] [--json] [--out FILE]
 """
 
 from __future__ import annotations
@@ -67,6 +67,8 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--size", default="full", choices=["full", "quick"])
     parser.add_argument("--max-steps", type=int, default=None)
+    parser.add_argument("--epochs", type=int, default=4)
+    parser.add_argument("--glosses", action="store_true", help="each sense's definition as an extra view")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
@@ -80,7 +82,8 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     load_before = os.getloadavg()
     started = time.perf_counter()
-    tuned = tune(args.base, args.name, force=True, restart=True, max_steps=args.max_steps, on_step=_say)
+    tuned = tune(args.base, args.name, force=True, restart=True, max_steps=args.max_steps, epochs=args.epochs,
+                 glosses=args.glosses, on_step=_say)  # fmt: skip
     wall = time.perf_counter() - started
     load_after = os.getloadavg()
     doc = {

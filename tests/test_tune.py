@@ -184,3 +184,19 @@ def test_prepare_takes_a_tuned_model_and_still_refuses_others(tiny):
     assert check_models([NAME]) == [NAME]
     with pytest.raises(InputError, match="not a shipped encoder"):
         check_models(["no-such-tuned-model"])
+
+
+def test_gloss_views_join_train_only_and_name_no_benchmark_lemma():
+    from contextlens.analyses.tuning.data import held_out
+    from contextlens.core import wordnet as wn
+
+    plain = build_tuning_data(max_lemmas=20, seed=1)
+    glossed = build_tuning_data(max_lemmas=20, seed=1, glosses=True)
+    assert [g.examples for g in glossed.dev] == [g.examples for g in plain.dev]  # dev scores stay comparable
+    assert len(glossed.train) > len(plain.train) and glossed.check.clean
+    assert glossed.split_hash != plain.split_hash
+    views = [e for g in glossed.train for e in g.examples if e.text.startswith(f"{e.lemma}: ")]
+    assert views and all(e.start == 0 and e.word == e.lemma for e in views)
+    benchmark = held_out(wn.usage_examples()).lemmas
+    for view in views:
+        assert not {n.lower() for n in wn.wordnet().synset(view.synset).lemma_names()} & benchmark

@@ -38,6 +38,9 @@ def tune_cmd(
     seed: Annotated[int, typer.Option("--seed", help="Seed of the lemma order and the data sample.")] = 0,
     max_lemmas: Annotated[int | None, typer.Option("--max-lemmas", help="Use a sample of the lemmas.")] = None,
     checkpoint_every: Annotated[int, typer.Option("--checkpoint-every", help="Steps between checkpoints.")] = 25,
+    glosses: Annotated[
+        bool, typer.Option("--glosses", help="Add each sense's WordNet definition as a view (more lemmas).")
+    ] = False,
     keep_last: Annotated[bool, typer.Option("--keep-last", help="Keep the last step's weights.")] = False,
     restart: Annotated[bool, typer.Option("--restart", help="Ignore an interrupted run's checkpoint.")] = False,
     force: Annotated[bool, typer.Option("--force", help="Replace a tuned model of the same name.")] = False,
@@ -60,7 +63,7 @@ def tune_cmd(
     settings = dict(
         layer=layer, epochs=epochs, max_steps=max_steps, lemmas_per_step=lemmas_per_step, learning_rate=learning_rate,
         temperature=temperature, eval_every=eval_every, patience=patience, seed=seed, max_lemmas=max_lemmas,
-        checkpoint_every=checkpoint_every, keep_best=not keep_last,
+        checkpoint_every=checkpoint_every, glosses=glosses, keep_best=not keep_last,
     )  # fmt: skip
     check_new_name(name, force)  # every refusal before torch loads
     TuneSettings(**settings).checked(check_base(model).num_layers)

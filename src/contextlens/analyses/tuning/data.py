@@ -99,10 +99,20 @@ def held_out(examples: Sequence[UsageExample], test_only: bool = False) -> HeldO
 
 
 def build_tuning_data(
-    *, max_lemmas: int | None = None, dev_share: float = 0.1, max_per_sense: int = 4, seed: int = 0
+    *,
+    max_lemmas: int | None = None,
+    dev_share: float = 0.1,
+    max_per_sense: int = 4,
+    seed: int = 0,
+    glosses: bool = False,
 ) -> TuningData:
     """Usable lemmas outside every benchmark split, ``max_lemmas`` of them (a seeded sample; None:
-    all), split train/dev by lemma; at most ``max_per_sense`` examples per synset (seeded)."""
+    all), split train/dev by lemma; at most ``max_per_sense`` examples per synset (seeded).
+
+    ``glosses`` adds to each train lemma one view per synset, ``"<lemma>: <definition>"`` with the
+    lemma as target (a positive for a sense illustrated once), and brings into train the lemmas
+    whose senses have one example each; no gloss of a synset that names a benchmark lemma is used.
+    The dev lemmas and their examples are the same with or without (dev scores stay comparable)."""
     wn.check_installed()
     examples = wn.usage_examples()
     excluded = held_out(examples)
@@ -122,6 +132,8 @@ def build_tuning_data(
     picked = {k: _capped(groups[k], max_per_sense, seed, k) for k in usable}
     train = [LemmaGroup(k, picked[k]) for k in usable if k not in dev_keys]
     dev = [LemmaGroup(k, picked[k]) for k in usable if k in dev_keys]
+    if glosses:
+        train = _with_glosses(train, groups, set(usable), excluded, max_lemmas, max_per_sense, seed)
     check = split_check(train + dev, excluded, held_out(examples, test_only=True))
     counts = {
         "usable_lemma_pos": len(usable),
@@ -130,8 +142,36 @@ def build_tuning_data(
         "train_examples": sum(len(g.examples) for g in train),
         "dev_examples": sum(len(g.examples) for g in dev),
         "max_per_sense": max_per_sense,
+        "glosses": glosses,
     }
     return TuningData(train, dev, check, split_hash(train, dev), counts)
+
+
+def _with_glosses(
+    train: list[LemmaGroup],
+    groups: dict[Key, dict[str, list[UsageExample]]],
+    usable: set[Key],
+    excluded: HeldOut,
+    max_lemmas: int | None,
+    max_per_sense: int,
+    seed: int,
+) -> list[LemmaGroup]:
+    """``train`` plus the lemmas with two or more illustrated senses but no same-sense pair, each
+    with a gloss view of every sense whose synset names no benchmark lemma."""
+    extra = sorted(k for k, senses in groups.items() if k not in usable and len(senses) >= 2)
+    if max_lemmas is not None and len(extra) > max_lemmas:
+        extra = sorted(random.Random(f"{seed}|tune-gloss-lemmas").sample(extra, max_lemmas))
+    reader = wn.wordnet()
+    out = []
+    for group in train + [LemmaGroup(k, _capped(groups[k], max_per_sense, seed, k)) for k in extra]:
+        lemma, pos = group.key
+        views = []
+        for synset in sorted({e.synset for e in group.examples}):
+            entry = reader.synset(synset)
+            if not {name.lower() for name in entry.lemma_names()} & excluded.lemmas:
+                views.append(UsageExample(synset, lemma, pos, f"{lemma}: {entry.definition()}", 0, len(lemma)))
+        out.append(LemmaGroup(group.key, group.examples + tuple(views)))
+    return out
 
 
 def _capped(senses: dict[str, list[UsageExample]], most: int, seed: int, key: Key) -> tuple[UsageExample, ...]:

@@ -28,6 +28,7 @@ class TuneSettings:
     dev_share: float = 0.1  # of the usable lemmas, for early stopping
     max_per_sense: int = 4  # examples kept per synset of a lemma
     checkpoint_every: int = 25  # steps between checkpoints (also written at every evaluation)
+    glosses: bool = False  # add a "<lemma>: <definition>" view of each sense to the train lemmas (data.py)
     keep_best: bool = True  # keep the best dev evaluation's weights (False: the last step's)
 
     def checked(self, num_layers: int) -> TuneSettings:
@@ -54,8 +55,9 @@ class TuneSettings:
                 raise ParameterError(field_name, f"must be a positive number, got {value!r}")
         if not isinstance(self.dev_share, int | float) or not 0 < self.dev_share < 1:
             raise ParameterError("dev_share", f"must be between 0 and 1 (exclusive), got {self.dev_share!r}")
-        if not isinstance(self.keep_best, bool):
-            raise ParameterError("keep_best", f"must be true or false, got {self.keep_best!r}")
+        for field_name in ("keep_best", "glosses"):
+            if not isinstance(getattr(self, field_name), bool):
+                raise ParameterError(field_name, f"must be true or false, got {getattr(self, field_name)!r}")
         if not _is_int(self.seed) or self.seed < 0:
             raise ParameterError("seed", f"must be a non-negative integer, got {self.seed!r}")
         return replace(self, layer=real)

@@ -127,7 +127,11 @@ def tune(
     facts = check_base(base)
     wanted = wanted.checked(facts.num_layers)
     data = build_tuning_data(
-        max_lemmas=wanted.max_lemmas, dev_share=wanted.dev_share, max_per_sense=wanted.max_per_sense, seed=wanted.seed
+        max_lemmas=wanted.max_lemmas,
+        dev_share=wanted.dev_share,
+        max_per_sense=wanted.max_per_sense,
+        seed=wanted.seed,
+        glosses=wanted.glosses,
     )
     if not data.check.clean:  # cannot happen by construction; counted so that it is shown, not assumed
         raise InputError(f"the tuning data overlaps the benchmarks ({vars(data.check)}); report this as a bug")
