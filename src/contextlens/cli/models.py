@@ -36,7 +36,8 @@ def models_cmd(json_out: JsonOpt = False) -> None:
         return
     table = Table(title="contextlens models")
     for col in ("name", "kind", "installed", "lean path (ONNX)", "description"):
-        table.add_column(col)
+        # a figure stays beside its graph ("fp32 ±1.1e-05") however many made-here rows narrow the table
+        table.add_column(col, min_width=16 if col.startswith("lean") else None)
     for r in rows:
         mark = (
             "[green]yes[/green]"
