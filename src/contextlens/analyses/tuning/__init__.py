@@ -1,1 +1,0 @@
-"""Fine-tuning a shipped encoder so that a word's hidden state separates its senses (`contextlens tune`)."""
