@@ -170,6 +170,8 @@ def _run(args: list[str] | None) -> None:
     set_progress_drawer(rich_bar)  # core's progress bars, drawn by rich
     from contextlens.cli.common import notes_after_result
 
+    notes_after_result(False)  # nothing an earlier run in this process kept (one not run by main) is said here
+
     try:
         refuse_repeated_options(sys.argv[1:] if args is None else args)
         code = click_app()(args=args, prog_name="contextlens", standalone_mode=False)
