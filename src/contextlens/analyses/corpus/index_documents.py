@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from contextlens.analyses.corpus.readers import ReadStats, read_corpus
-from contextlens.analyses.search.index import Document, load_documents
+from contextlens.analyses.search.index import Document, load_documents, unique_ids
 from contextlens.errors import DataFileError
 
 
@@ -28,12 +28,7 @@ def index_documents(path: Path | str) -> list[Document]:
     docs = [d for d in docs if d.text]
     if not docs:
         raise DataFileError(f"{path} holds no documents; give one document per line or row")
-    seen: set[str] = set()
-    for d in docs:
-        if d.id in seen:
-            raise DataFileError(f"{path}: document id {d.id!r} appears twice; ids must be unique")
-        seen.add(d.id)
-    return docs
+    return unique_ids(path, docs)
 
 
 def _by_corpus_reader(path: Path) -> bool:

@@ -119,6 +119,11 @@ def load_documents(path: Path | str) -> list[Document]:
         ]
     if not docs:
         raise DataFileError(f"{path} holds no documents; give one document per line")
+    return unique_ids(path, docs)
+
+
+def unique_ids(path: Path, docs: list[Document]) -> list[Document]:
+    """``docs`` when no id appears twice (a search hit names its document by id); else one line."""
     seen: set[str] = set()
     for d in docs:
         if d.id in seen:
