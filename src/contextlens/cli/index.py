@@ -281,6 +281,7 @@ def index_search(
     from contextlens.analyses.search.index_files import require_index_folder
 
     require_index_folder(folder)  # before the index libraries (numpy) are imported
+    from contextlens.analyses.search.folders import lean_runtime
     from contextlens.analyses.search.index import index_encoder, search_index
     from contextlens.analyses.search.pg_dsn import checked_dsn
     from contextlens.analyses.search.pg_index import engine_of, search_pg_index
@@ -297,7 +298,7 @@ def index_search(
     if stored.kind == "static":  # the index's static model, loaded by the name it recorded
         loaded = None
     else:
-        lean = "auto" if stored.precision == "fp32" else stored.runtime  # fp32 vectors of both runtimes agree
+        lean = lean_runtime(stored.precision, stored.runtime)
         loaded = contextual_option(stored.model, stored.precision, threads, runtime or lean)
     if engine == "pgvector":
         result = search_pg_index(folder, query, k, model=loaded, kind=kind, layer=layer, dsn=dsn, static=static)

@@ -68,4 +68,10 @@ def lean_query_model(folder: Path | str) -> ContextualModel | None:
     stored = index_encoder(folder)
     if stored.kind == "static":
         return None
-    return load_contextual(stored.model, stored.precision, "auto" if stored.precision == "fp32" else stored.runtime)
+    return load_contextual(stored.model, stored.precision, lean_runtime(stored.precision, stored.runtime))
+
+
+def lean_runtime(precision: str, runtime: str) -> str:
+    """The query's runtime for an index built at ``precision`` on ``runtime``: ``auto`` (ONNX Runtime
+    for an encoder) at fp32, whose vectors agree across runtimes; the index's own at int8."""
+    return "auto" if precision == "fp32" else runtime
