@@ -124,6 +124,7 @@ WRONG_CALLS = [
         lambda c: contextlens.sense_map('/no/such/extraction', 'bank'),
         'is not a corpus extraction folder',
     ),
+    ('side_by_side', 'one model', lambda c: contextlens.side_by_side([c.m], len), 'side by side takes two models'),
     ('three_kinds', 'one text', lambda c: contextlens.three_kinds([FIN], c.m, c.g), 'give exactly two texts'),
     ('trace', 'model=42', lambda c: contextlens.trace(locate(FIN), 42), 'expected a contextual model'),
     (
@@ -305,7 +306,7 @@ NOT_CALLED = {
         for name, maker in {
             "AttentionResult": "attend", "Exploration": "explore", "ProbeResult": "probe", "Ranking": "rank_pairs",
             "SenseMap": "sense_map", "ThreeKinds": "three_kinds", "Trace": "trace", "VectorIndex": "index build",
-            "ExtractionFolder": "open_folder",
+            "ExtractionFolder": "open_folder", "TwoModels": "side_by_side",
         }.items()
     },
     **{name: "an exception class" for name in contextlens.__all__ if name.endswith("Error")},

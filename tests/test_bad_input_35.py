@@ -337,9 +337,10 @@ def test_same_sense_json_of_one_word_in_two_forms_carries_no_different_words_not
 
 def test_an_option_of_one_value_given_twice_is_refused_not_the_last_kept():
     """Regression (issue 33): `compare ... -m minilm -m mpnet --json` reported mpnet alone, as if
-    that were the two models' comparison; options that take many (`eval static -m`) still do."""
-    line = _one_line(run_cli("compare", "The [bank] x.", "A [bank] y.", "-m", "minilm", "-m", "mpnet", "--json"))
-    assert line.startswith("error: --model was given 2 times") and "run the command once for each" in line
+    that were the two models' comparison. compare, explore and same-sense now take two models side
+    by side (tests/test_two_models.py); a command of one model refuses a second -m."""
+    line = _one_line(run_cli("trace", "The [bank] x.", "-m", "minilm", "-m", "mpnet", "--json"))
+    assert line.startswith("error: --model was given 2 times") and "compare, explore and same-sense" in line
     line = _one_line(run_cli("explore", "bank", "--permutations", "10", "--permutations", "20", "-m", "minilm"))
     assert line.startswith("error: --permutations was given 2 times")
     assert run_cli("compare", "The [bank] x.", "A [bank] y.", "-m", "minilm", "--static", "none").returncode == 0

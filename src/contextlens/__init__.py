@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from contextlens.analyses.lesson.run import run_lesson
     from contextlens.analyses.lesson.same_sense import same_sense
     from contextlens.analyses.lesson.trace import Trace, trace
+    from contextlens.analyses.lesson.two_models import TwoModels, side_by_side
     from contextlens.analyses.representations.cka import compare_layers
     from contextlens.analyses.search.capacity import estimate
     from contextlens.analyses.search.cost import measure_cost
@@ -99,6 +100,8 @@ _HOMES: dict[str, str] = {
     "input_row_share": "contextlens.analyses.lesson.input_share",
     "ThreeKinds": "contextlens.analyses.lesson.kinds",
     "three_kinds": "contextlens.analyses.lesson.kinds",
+    "TwoModels": "contextlens.analyses.lesson.two_models",
+    "side_by_side": "contextlens.analyses.lesson.two_models",
     "run_lesson": "contextlens.analyses.lesson.run",
     "run_wic": "contextlens.analyses.benchmarks.suite",
     "run_wsd": "contextlens.analyses.benchmarks.suite",
@@ -187,6 +190,7 @@ __all__ = [  # literal, for type checkers and linters; the same names as _HOMES
     "TokenStates",
     "TokenizedOccurrence",
     "Trace",
+    "TwoModels",
     "UnknownModelError",
     "Vector",
     "VectorIndex",
@@ -232,6 +236,7 @@ __all__ = [  # literal, for type checkers and linters; the same names as _HOMES
     "search_index",
     "search_occurrences",
     "sense_map",
+    "side_by_side",
     "three_kinds",
     "trace",
     "train_static",

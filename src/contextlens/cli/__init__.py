@@ -204,7 +204,8 @@ def _run(args: list[str] | None) -> None:
 
 def refuse_repeated_options(args: list[str]) -> None:
     """An option that takes one value, given twice, is refused: click keeps the last silently, so
-    ``compare ... -m minilm -m mpnet`` answered for mpnet alone as if that were the comparison."""
+    ``trace ... -m minilm -m mpnet`` would answer for mpnet alone as if that were what was asked
+    (compare, explore and same-sense declare --model as a list: two models side by side)."""
     command, words = click_app(), list(args)
     while hasattr(command, "commands") and words and words[0] in command.commands:
         command, words = command.commands[words[0]], words[1:]
@@ -220,7 +221,9 @@ def refuse_repeated_options(args: list[str]) -> None:
     for param in dict.fromkeys(single):
         if single.count(param) > 1:
             name = max(param.opts, key=len)
-            extra = " (to see two models, run the command once for each)" if name == "--model" else ""
+            extra = " (two models side by side: compare, explore and same-sense take --model twice)" if (
+                name == "--model"
+            ) else ""
             raise UsageError(f"{name} was given {single.count(param)} times; it takes one value: give it once{extra}")
 
 

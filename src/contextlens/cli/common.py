@@ -34,6 +34,15 @@ ModelOpt = Annotated[
     str,
     typer.Option("--model", "-m", help="Contextual model: mpnet (default), minilm, smollm2, a folder or HF id."),
 ]
+ModelsOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--model",
+        "-m",
+        help="Contextual model: mpnet (default), minilm, smollm2, a folder or HF id. Give it twice"
+        " (-m minilm -m mpnet) to see two models side by side, each against its own baseline, with their CKA.",
+    ),
+]
 PrecisionOpt = Annotated[
     str,
     typer.Option(
@@ -96,6 +105,17 @@ OccurrenceOpt = Annotated[
 
 DEFAULT_MODEL = DEFAULT_CONTEXTUAL
 DEFAULT_STATIC_MODEL = DEFAULT_STATIC
+
+
+def models_option(models: list[str] | None) -> list[str]:
+    """The --model values: the default model when none is given, else one or two different names."""
+    if not models:
+        return [DEFAULT_MODEL]
+    if len(models) > 1:
+        from contextlens.analyses.lesson.two_models import check_two_models
+
+        return check_two_models(models)
+    return list(models)
 
 
 def check_model(

@@ -10,11 +10,10 @@ from rich.table import Table
 
 from contextlens.cli import app
 from contextlens.cli.common import (
-    DEFAULT_MODEL,
     DEFAULT_STATIC_MODEL,
     HtmlOpt,
     JsonOpt,
-    ModelOpt,
+    ModelsOpt,
     OccurrenceOpt,
     PlotOpt,
     PrecisionOpt,
@@ -27,10 +26,12 @@ from contextlens.cli.common import (
     contextual_option,
     figures_after,
     fmt,
+    models_option,
     print_json,
     print_model_kind,
     static_option,
 )
+from contextlens.cli.side_by_side import render_side_by_side
 from contextlens.core import arguments
 from contextlens.core.choices import check_pooling
 from contextlens.core.occurrences import locate_all
@@ -42,7 +43,7 @@ if TYPE_CHECKING:
 @app.command("compare")
 def compare_cmd(
     sentences: Annotated[list[str], typer.Argument(help="Two or more sentences, target in \\[brackets].")],
-    model: ModelOpt = DEFAULT_MODEL,
+    model: ModelsOpt = None,
     precision: PrecisionOpt = "fp32",
     runtime: RuntimeOpt = "auto",
     threads: ThreadsOpt = None,
@@ -59,12 +60,27 @@ def compare_cmd(
     occs = locate_all(sentences, word, occurrence)
     arguments.sentences_to_compare(occs)
     # everything checkable without weights is checked first: a word GloVe lacks costs no model load
-    check_model(model, precision, runtime)
+    names = models_option(model)
+    for name in names:
+        check_model(name, precision, runtime)
     static_model = static_option(static, [o.word for o in occs], optional=True)
-    contextual = contextual_option(model, precision, threads, runtime)
+    models = [contextual_option(name, precision, threads, runtime) for name in names]
     from contextlens.analyses.lesson.divergence import compare
 
-    result = compare(occs, contextual, static_model, pooling=pooling)  # type: ignore[arg-type]
+    def ask(contextual):  # noqa: ANN001, ANN202 - one model's comparison
+        return compare(occs, contextual, static_model, pooling=pooling)  # type: ignore[arg-type]
+
+    if len(models) == 2:
+        from contextlens.analyses.lesson.two_models import side_by_side
+
+        pair = side_by_side(models, ask)
+        with figures_after(plot, html, pair, "contextlens compare: two models"):
+            if json_out:
+                print_json(pair.to_dict())
+            else:
+                render_side_by_side(pair, render_comparison)
+        return
+    result = ask(models[0])
     with figures_after(plot, html, result, "contextlens compare"):
         if json_out:
             print_json(result.to_dict())

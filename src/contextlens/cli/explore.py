@@ -11,11 +11,10 @@ from rich.table import Table
 
 from contextlens.cli import app
 from contextlens.cli.common import (
-    DEFAULT_MODEL,
     AutoLayerOpt,
     HtmlOpt,
     JsonOpt,
-    ModelOpt,
+    ModelsOpt,
     PlotOpt,
     PrecisionOpt,
     RuntimeOpt,
@@ -28,8 +27,10 @@ from contextlens.cli.common import (
     fmt_p,
     layer_numbers_to_check,
     layer_text,
+    models_option,
     print_json,
 )
+from contextlens.cli.side_by_side import render_side_by_side
 
 if TYPE_CHECKING:
     from contextlens.analyses.lesson.polysemy import Exploration
@@ -44,7 +45,7 @@ def explore_cmd(
         Path | None, typer.Option("--sentences", help="TSV file: word<TAB>sense<TAB>sentence with \\[target].")
     ] = None,
     layer: AutoLayerOpt = "-1",
-    model: ModelOpt = DEFAULT_MODEL,
+    model: ModelsOpt = None,
     precision: PrecisionOpt = "fp32",
     runtime: RuntimeOpt = "auto",
     threads: ThreadsOpt = None,
@@ -61,61 +62,83 @@ def explore_cmd(
     data = load_sense_sentences(sentences) if sentences is not None else None
     source = str(sentences) if sentences is not None else None
     wanted = layer_text(layer)
-    contextual = contextual_option(model, precision, threads, runtime, layers=layer_numbers_to_check(wanted))
-    choose_auto_layer(contextual, wanted)
-    result = explore(words or [], contextual, data, wanted, permutations, seed, source=source, show_progress_bar=True)
+    names = models_option(model)
+    models = [
+        contextual_option(name, precision, threads, runtime, layers=layer_numbers_to_check(wanted)) for name in names
+    ]
+
+    def ask(contextual):  # noqa: ANN001, ANN202 - one model's exploration
+        choose_auto_layer(contextual, wanted)
+        return explore(words or [], contextual, data, wanted, permutations, seed, source=source, show_progress_bar=True)
+
+    if len(models) == 2:
+        from contextlens.analyses.lesson.two_models import side_by_side
+
+        pair = side_by_side(models, ask)
+        with figures_after(plot, html, pair, "contextlens explore: two models"):
+            if json_out:
+                print_json(pair.to_dict())
+            else:
+                render_side_by_side(pair, lambda result: render_exploration(result, matrices))
+        return
+    result = ask(models[0])
     with figures_after(plot, html, result, "contextlens explore"):
         if json_out:
             print_json(result.to_dict())
-            return
-        table = Table(title=f"polysemy explorer — {result.model}, {result.layer_label}, ranked by spread")
-        with_base = result.baseline is not None
-        columns = ("#", "word", "sents", "senses", "spread") + (("pct",) if with_base else ())
-        for col in columns + ("same", "cross", "gap", "p"):
-            table.add_column(col, justify="left" if col == "word" else "right", no_wrap=True)
-        for i, w in enumerate(result.words, 1):
-            base = w.chosen_baseline
-            table.add_row(
-                str(i),
-                escape(w.word),
-                str(len(w.occurrences)),
-                str(len(w.distinct_senses)) if w.distinct_senses else "-",
-                fmt(w.spread, 3),
-                *((f"{base['percentile']:.0f}",) if base is not None else ()),
-                fmt(w.same_sense_cosine, 3),
-                fmt(w.cross_sense_cosine, 3),
-                fmt(w.gap, 3),
-                fmt_p(w.p_value),
-            )
-        console.print(table)
-        print_baseline_line(result)
-        labelled = [w for w in result.words if w.labelled]
-        if labelled:
-            per_layer = Table(title="separation gap (same − cross sense cosine) per layer, permutation p in brackets")
-            per_layer.add_column("layer", justify="right")
-            for w in labelled:
-                per_layer.add_column(escape(w.word), justify="right")
-            for k, lay in enumerate(labelled[0].layers):
-                per_layer.add_row(str(lay), *[f"{w.gaps[k]:+.3f} ({w.p_values[k]:.3f})" for w in labelled])
-            console.print(per_layer)
-        for w in result.words:
-            if w.no_gap_reason:
-                console.print(f"[dim]{escape(w.word)}: no gap: {escape(w.no_gap_reason)}[/dim]")
-        console.print(
-            f"spread = 1 − mean pairwise cosine; p: {result.p_floor_note()}"
+        else:
+            render_exploration(result, matrices)
+
+
+def render_exploration(result: Exploration, matrices: bool = False) -> None:
+    """The ranking, the baseline line, the gap per layer, the p-values' test, and each matrix if asked."""
+    table = Table(title=f"polysemy explorer — {result.model}, {result.layer_label}, ranked by spread")
+    with_base = result.baseline is not None
+    columns = ("#", "word", "sents", "senses", "spread") + (("pct",) if with_base else ())
+    for col in columns + ("same", "cross", "gap", "p"):
+        table.add_column(col, justify="left" if col == "word" else "right", no_wrap=True)
+    for i, w in enumerate(result.words, 1):
+        base = w.chosen_baseline
+        table.add_row(
+            str(i),
+            escape(w.word),
+            str(len(w.occurrences)),
+            str(len(w.distinct_senses)) if w.distinct_senses else "-",
+            fmt(w.spread, 3),
+            *((f"{base['percentile']:.0f}",) if base is not None else ()),
+            fmt(w.same_sense_cosine, 3),
+            fmt(w.cross_sense_cosine, 3),
+            fmt(w.gap, 3),
+            fmt_p(w.p_value),
         )
-        if matrices:
-            for w in result.words:
-                m = Table(title=escape(f"“{w.word}”: cosine at layer {w.layer}"))
-                m.add_column("#", justify="right")
-                m.add_column("sense")
-                for j in range(len(w.occurrences)):
-                    m.add_column(str(j + 1), justify="right")
-                for i, s in enumerate(w.senses):
-                    m.add_row(str(i + 1), escape(s or "-"), *[f"{v:.2f}" for v in w.matrix[i]])
-                console.print(m)
-                for i, o in enumerate(w.occurrences, 1):
-                    console.print(f"  [dim]{i}. {escape(o.marked())}[/dim]")
+    console.print(table)
+    print_baseline_line(result)
+    labelled = [w for w in result.words if w.labelled]
+    if labelled:
+        per_layer = Table(title="separation gap (same − cross sense cosine) per layer, permutation p in brackets")
+        per_layer.add_column("layer", justify="right")
+        for w in labelled:
+            per_layer.add_column(escape(w.word), justify="right")
+        for k, lay in enumerate(labelled[0].layers):
+            per_layer.add_row(str(lay), *[f"{w.gaps[k]:+.3f} ({w.p_values[k]:.3f})" for w in labelled])
+        console.print(per_layer)
+    for w in result.words:
+        if w.no_gap_reason:
+            console.print(f"[dim]{escape(w.word)}: no gap: {escape(w.no_gap_reason)}[/dim]")
+    console.print(
+        f"spread = 1 − mean pairwise cosine; p: {result.p_floor_note()}"
+    )
+    if matrices:
+        for w in result.words:
+            m = Table(title=escape(f"“{w.word}”: cosine at layer {w.layer}"))
+            m.add_column("#", justify="right")
+            m.add_column("sense")
+            for j in range(len(w.occurrences)):
+                m.add_column(str(j + 1), justify="right")
+            for i, s in enumerate(w.senses):
+                m.add_row(str(i + 1), escape(s or "-"), *[f"{v:.2f}" for v in w.matrix[i]])
+            console.print(m)
+            for i, o in enumerate(w.occurrences, 1):
+                console.print(f"  [dim]{i}. {escape(o.marked())}[/dim]")
 
 
 def print_baseline_line(result: Exploration) -> None:

@@ -9,9 +9,8 @@ from rich.markup import escape
 
 from contextlens.cli import app
 from contextlens.cli.common import (
-    DEFAULT_MODEL,
     JsonOpt,
-    ModelOpt,
+    ModelsOpt,
     OccurrenceOpt,
     PlotOpt,
     PrecisionOpt,
@@ -25,8 +24,10 @@ from contextlens.cli.common import (
     figures_after,
     layer_numbers_to_check,
     layer_text,
+    models_option,
     print_json,
 )
+from contextlens.cli.side_by_side import render_side_by_side
 from contextlens.core.occurrences import locate_all
 from contextlens.errors import InputError
 
@@ -37,7 +38,7 @@ if TYPE_CHECKING:
 @app.command("same-sense")
 def same_sense_cmd(
     sentences: Annotated[list[str], typer.Argument(help="Exactly two sentences, target in \\[brackets].")],
-    model: ModelOpt = DEFAULT_MODEL,
+    model: ModelsOpt = None,
     layer: Annotated[
         str, typer.Option("--layer", "-l", help="auto (the layer eval wic picks on dev lemmas) or a layer number.")
     ] = "auto",
@@ -60,12 +61,28 @@ def same_sense_cmd(
 
     check_same_word(*occs)  # before any weights load
     wanted = layer_text(layer)
-    check_model(model, precision, runtime, layers=layer_numbers_to_check(wanted))
-    contextual = contextual_option(model, precision, threads, runtime)
+    names = models_option(model)
+    for name in names:
+        check_model(name, precision, runtime, layers=layer_numbers_to_check(wanted))
+    models = [contextual_option(name, precision, threads, runtime) for name in names]
     size = "quick" if quick else "full"
-    with encoding_progress(contextual.name) as progress:  # the rule's one-time encoding, under a bar
-        same_sense_rule(contextual, wanted, size, progress)
-    answer = same_sense(occs[0], occs[1], contextual, wanted, size)
+
+    def ask(contextual):  # noqa: ANN001, ANN202 - one model's answer
+        with encoding_progress(contextual.name) as progress:  # the rule's one-time encoding, under a bar
+            same_sense_rule(contextual, wanted, size, progress)
+        return same_sense(occs[0], occs[1], contextual, wanted, size)
+
+    if len(models) == 2:
+        from contextlens.analyses.lesson.two_models import side_by_side
+
+        pair = side_by_side(models, ask)
+        with figures_after(plot, None, pair, "contextlens same-sense: two models"):
+            if json_out:
+                print_json(pair.to_dict())
+            else:
+                render_side_by_side(pair, render_answer)
+        return
+    answer = ask(models[0])
     with figures_after(plot, None, answer, "contextlens same-sense"):
         if json_out:
             print_json(answer.to_dict())

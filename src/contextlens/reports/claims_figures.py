@@ -20,6 +20,14 @@ def cka_figure(result: CkaResult) -> plt.Figure:
     """Layers of A (rows) x layers of B (columns), CKA in colour; each row's best match ringed."""
     m = result.matrix
     fig, ax = plt.subplots(figsize=(1.2 + 0.42 * m.shape[1], 1.2 + 0.42 * m.shape[0]))
+    draw_cka(fig, ax, result)
+    return fig
+
+
+def draw_cka(fig: plt.Figure, ax: plt.Axes, result: CkaResult) -> None:
+    """The CKA heatmap on ``ax`` (the one drawing of it: alone here, beside two models' curves in
+    reports/two_models_figures.py)."""
+    m = result.matrix
     im = ax.imshow(m, vmin=0, vmax=1, cmap="viridis", origin="lower", aspect="auto")
     for i in range(m.shape[0]):
         for j in range(m.shape[1]):
@@ -44,7 +52,6 @@ def cka_figure(result: CkaResult) -> plt.Figure:
         fontsize=9,
     )
     fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04, label="CKA")
-    return fig
 
 
 def cost_figure(report: CostReport) -> plt.Figure:

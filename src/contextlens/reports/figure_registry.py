@@ -65,6 +65,7 @@ REGISTRY: dict[str, FigureMakers] = {
         "corpus_figures:senses_figure", "corpus_figures:senses_html_figures"
     ),
     "contextlens.analyses.representations.cka.CkaResult": _makers("claims_figures:cka_figure", None),
+    "contextlens.analyses.lesson.two_models.TwoModels": _makers("two_models_figures:two_models_figure", None),
     "contextlens.analyses.search.cost.CostReport": _makers("claims_figures:cost_figure", None),
 }
 
