@@ -226,15 +226,32 @@ def pytest_configure(config: pytest.Config) -> None:
 
 # pytest-xdist (make test runs the suite on TEST_WORKERS processes): each test file stays on one
 # worker (its module fixtures are made once), and the files that share the embedded PostgreSQL go
-# to one worker together, since some of them stop it or time its idle limit.
+# to one worker together, since some of them stop it or time its idle limit. The grouping is a
+# scheduler of our own (xdist's hook for one): xdist 3.8's `xdist_group` marks do nothing under
+# pytest 9.2, which keeps a test's id where xdist no longer writes the group into it, so each
+# file's tests were spread over every worker, its module fixtures made on each, and test_tune's
+# tuned model re-made by one worker while another exported it (issue 30).
 PG_FILES = frozenset({"test_pgvector.py", "test_pg_security.py", "test_pg_measured.py", "test_pg_hnsw_pages.py",
                       "test_pg_lifetime.py"})  # fmt: skip
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    for item in items:
-        name = item.path.name
-        item.add_marker(pytest.mark.xdist_group("pg" if name in PG_FILES else name))
+def worker_group(nodeid: str) -> str:
+    """The worker group of a test: its file, or "pg" for the files that share the server."""
+    path = nodeid.split("::", 1)[0]
+    return "pg" if path.rsplit("/", 1)[-1] in PG_FILES else path
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
+    """``--dist loadgroup`` or ``loadfile``: whole groups (:func:`worker_group`) to one worker each."""
+    if config.getvalue("dist") not in ("loadgroup", "loadfile"):
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class FileGroups(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return worker_group(nodeid)
+
+    return FileGroups(config, log)
 
 
 def _worker_id(config: pytest.Config) -> str | None:

@@ -46,7 +46,7 @@ def same_sense_cmd(
         bool, typer.Option("--quick", help="Tune on the small benchmark subset (seconds; for tests, not for answers).")
     ] = False,
     precision: PrecisionOpt = "fp32",
-    runtime: RuntimeOpt = "torch",
+    runtime: RuntimeOpt = "auto",
     threads: ThreadsOpt = None,
     word: WordOpt = None,
     occurrence: OccurrenceOpt = 0,

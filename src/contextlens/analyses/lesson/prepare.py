@@ -2,9 +2,10 @@
 
 Why (issue 30): after the README's set-up every first command should run at warm speed. A first
 ``compare`` otherwise exports and checks the ONNX graphs (the attention graph too) and computes the
-random-word baseline on them; a first ``same-sense`` (torch, its default runtime) computes the
-baseline on torch, encodes eval wic's pairs and the train pairs, chooses the sense layer and fits
-its rule. Each step here calls the very function the command calls, so the command then reads the
+random-word baseline on them; a first ``same-sense`` (on ONNX Runtime, the runtime every face
+uses for it: the CLI's ``auto`` and the web server's) encodes eval wic's pairs and the train pairs,
+chooses the sense layer and fits its rule; a first ``--runtime torch`` command computes the
+baseline on torch. Each step here calls the very function the command calls, so the command then reads the
 same cache entries; a step whose entries exist only reads them (seconds).
 """
 
@@ -74,7 +75,7 @@ def prepare(
     models: Sequence[str] | None = None, *, progress: Progress | None = None, on_step: StepDone | None = None
 ) -> PrepareResult:
     """Build each model's ONNX export (and its checks), its random-word baselines on ONNX Runtime
-    and torch, and its sense layer choice and same-sense rule on torch; ``on_step`` hears of each
+    and torch, and its sense layer choice and same-sense rule on ONNX Runtime; ``on_step`` hears of each
     step as it ends, ``progress`` follows the one long encoding (eval wic's pairs)."""
     from contextlens.core import wordnet as wn
     from contextlens.core.resources import DEFAULT_STATIC
@@ -113,7 +114,7 @@ def _prepare_model(name: str, step: Step, progress: Progress | None) -> None:
 
     lean = step(name, "ONNX export + checks (with attention)", not export_pending(name, "fp32"), export)
     step(name, "random-word baseline (onnx)", baseline_cached(lean), lambda: random_word_baseline(lean))
+    step(name, "sense layer + same-sense rule (onnx)", rule_cached(lean, SIZE),
+         lambda: same_sense_rule(lean, "auto", SIZE, progress))  # fmt: skip
     reference = step(name, "model load (torch)", None, lambda: load_contextual(name, "fp32", "torch"))
     step(name, "random-word baseline (torch)", baseline_cached(reference), lambda: random_word_baseline(reference))
-    step(name, "sense layer + same-sense rule (torch)", rule_cached(reference, SIZE),
-         lambda: same_sense_rule(reference, "auto", SIZE, progress))  # fmt: skip
