@@ -132,6 +132,8 @@ WRONG_CALLS = [
         lambda c: contextlens.train_static('installed', 'glove', name='x'),
         'method must be one of',
     ),
+    ('tune', 'layer=0', lambda c: contextlens.tune('minilm', 'x', layer=0), 'layer must be a hidden-state layer 1..6'),
+    ('tune', 'name=None', lambda c: contextlens.tune('minilm', None), 'name is required'),
     # StaticModel
     ("StaticModel", "vector(None)", lambda c: c.g.vector(None), "word must be a str"),
     ("StaticModel", "vector(3)", lambda c: c.g.vector(3), "word must be a str"),
@@ -307,6 +309,7 @@ NOT_CALLED = {
             "AttentionResult": "attend", "Exploration": "explore", "ProbeResult": "probe", "Ranking": "rank_pairs",
             "SenseMap": "sense_map", "ThreeKinds": "three_kinds", "Trace": "trace", "VectorIndex": "index build",
             "ExtractionFolder": "open_folder", "TwoModels": "side_by_side",
+            "TuneResult": "tune",
         }.items()
     },
     **{name: "an exception class" for name in contextlens.__all__ if name.endswith("Error")},

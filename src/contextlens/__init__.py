@@ -54,6 +54,7 @@ if TYPE_CHECKING:
     from contextlens.analyses.static.distill import distill_static
     from contextlens.analyses.static.evaluate import evaluate_static
     from contextlens.analyses.static.train import train_static
+    from contextlens.analyses.tuning.train import TuneResult, tune
     from contextlens.core.alignment import TokenizedOccurrence
     from contextlens.core.contextual_models import ContextualModel, load_contextual
     from contextlens.core.extraction import ForwardPass, OccurrenceEncoding, TokenStates
@@ -129,6 +130,8 @@ _HOMES: dict[str, str] = {
     "contextuality_of_corpus": "contextlens.analyses.corpus.contextuality",
     "compare_layers": "contextlens.analyses.representations.cka",
     "train_static": "contextlens.analyses.static.train",
+    "tune": "contextlens.analyses.tuning.train",
+    "TuneResult": "contextlens.analyses.tuning.train",
     "distill_static": "contextlens.analyses.static.distill",
     "evaluate_static": "contextlens.analyses.static.evaluate",
     "TokenizedOccurrence": "contextlens.core.alignment",
@@ -190,6 +193,7 @@ __all__ = [  # literal, for type checkers and linters; the same names as _HOMES
     "TokenStates",
     "TokenizedOccurrence",
     "Trace",
+    "TuneResult",
     "TwoModels",
     "UnknownModelError",
     "Vector",
@@ -240,6 +244,7 @@ __all__ = [  # literal, for type checkers and linters; the same names as _HOMES
     "three_kinds",
     "trace",
     "train_static",
+    "tune",
 ]
 
 

@@ -125,6 +125,7 @@ try:  # Ctrl-C while the command modules import is the same one line
         serve,
         static,
         trace,
+        tune,
     )
 except KeyboardInterrupt:
     interrupted()

@@ -10,13 +10,25 @@ from contextlens.cli.common import (
     console,
     print_json,
 )
-from contextlens.core.resources import model_status
+from contextlens.core.resources import cache_dir, model_status
+from contextlens.core.tuned_store import tuned_models
+
+
+def made_here_rows() -> list[dict]:
+    """The contextual models tuned here (`contextlens tune`), in the rows' shape, with their provenance."""
+    return [
+        {"name": r["name"], "kind": "contextual (made here)", "installed": True, "path": r["path"],
+         "source": f"tuned from {r['base']}", "sha256": r.get("weights_sha256"), "optional": False, "install": None,
+         "description": f"made here: {r['base']} tuned for word senses (layer {r['settings']['layer']}, seed "
+                        f"{r['seed']}, {r['steps']} steps, split {r['split_hash'][:12]})", "provenance": r}
+        for r in tuned_models(cache_dir())
+    ]  # fmt: skip
 
 
 @app.command("models")
 def models_cmd(json_out: JsonOpt = False) -> None:
     """What is installed and usable offline, and how to install the rest."""
-    rows = model_status()
+    rows = model_status() + made_here_rows()
     for r in rows:
         r["onnx"] = _exports(r)
     if json_out:
@@ -51,7 +63,7 @@ def _exports(row: dict) -> dict | None:
     from contextlens.core.onnx_graphs import export_summary
     from contextlens.core.resources import resolve_contextual
 
-    if row["kind"] != "contextual" or not row["installed"]:
+    if not str(row["kind"]).startswith("contextual") or not row["installed"]:
         return None
     facts = model_facts(str(row["name"]))
     if facts is None or facts.is_decoder:
@@ -63,7 +75,7 @@ def _exports(row: dict) -> dict | None:
 def _exports_cell(row: dict) -> str:
     exports = row["onnx"]
     if exports is None:
-        decoder = row["kind"] == "contextual" and row["installed"]
+        decoder = str(row["kind"]).startswith("contextual") and row["installed"]
         return "[dim]torch only (a decoder)[/dim]" if decoder else "[dim]-[/dim]"
     if exports["fp32"] is None and exports["int8"] is None:
         return "[dim]not yet (the first ONNX use exports it, 10-60 s)[/dim]"

@@ -28,6 +28,7 @@ from pathlib import Path
 
 from contextlens.core import atomic_files
 from contextlens.core.numerals import is_digits
+from contextlens.core.tuned_store import tuned_folder
 from contextlens.errors import (
     InputError,
     ModelLoadError,
@@ -408,6 +409,8 @@ def resolve_contextual(name_or_path: str) -> tuple[str, str, str | None]:
         if _hub_allowed() and spec.revision is not None:
             return spec.name, spec.hf_id, spec.revision
         raise ModelNotInstalledError(f"model {spec.name!r} is not installed; install it with: {spec.install}")
+    if (tuned := tuned_folder(cache_dir(), name_or_path)) is not None:  # made here: `contextlens tune`
+        return name_or_path, str(tuned), None
     local = Path(name_or_path).expanduser()
     if local.is_dir():
         if not (local / "config.json").exists():

@@ -16,7 +16,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
-from contextlens.core.resources import REGISTRY
+from contextlens.core.resources import REGISTRY, cache_dir
+from contextlens.core.tuned_store import tuned_folder
 from contextlens.errors import InputError
 
 if TYPE_CHECKING:
@@ -62,10 +63,10 @@ class PrepareResult:
 
 
 def check_models(models: Sequence[str] | None) -> list[str]:
-    """The shipped encoders asked for (default: all of them), in order, each once."""
+    """The shipped encoders (or models tuned here) asked for (default: the shipped ones), in order, each once."""
     wanted = list(SHIPPED_ENCODERS) if not models else list(dict.fromkeys(models))
     for name in wanted:
-        if name not in SHIPPED_ENCODERS:
+        if name not in SHIPPED_ENCODERS and tuned_folder(cache_dir(), name) is None:  # or tuned here (`tune`)
             kind = "a static model" if name in REGISTRY and REGISTRY[name].kind == "static" else "not a shipped encoder"
             raise InputError(f"prepare builds the shipped encoders ({', '.join(SHIPPED_ENCODERS)}); {name!r} is {kind}")
     return wanted
