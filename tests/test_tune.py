@@ -174,6 +174,13 @@ def test_the_report_says_which_layers_moved_and_what_it_cost(tiny):
     for who in ("base", "tuned"):
         assert 0 < report["lee"][who]["ndcg@10"] <= 1 and -1 <= report["lee"][who]["spearman"] <= 1
     assert {r["dataset"] for r in report["similarity"]} == {"simlex999", "wordsim353"}
+    bank, spread = report["bank"], report["anisotropy"]
+    assert [r["layer"] for r in bank] == [r["layer"] for r in spread] == list(range(7))
+    assert bank[0]["base_cosine"] == pytest.approx(bank[0]["tuned_cosine"], abs=1e-6)  # layer 0 did not learn
+    assert bank[6]["base_cosine"] != pytest.approx(bank[6]["tuned_cosine"], abs=1e-6)
+    for row, base in zip(bank, spread, strict=True):
+        for who in ("base", "tuned"):
+            assert row[f"{who}_minus_random"] == pytest.approx(row[f"{who}_cosine"] - base[f"{who}_random_mean"])
     refused = run_cli("tune", "report", "no-such-tuned-model")
     assert refused.returncode == 2 and "needs a tuned model's name" in refused.stderr
 

@@ -170,5 +170,14 @@ def _report(name: str | None, quick: bool, threads: int | None, json_out: bool) 
         cost.add_row(f"{row['dataset']} Spearman ({row['reduction']}, best layer)", f"{row['base_spearman']:.4f}",
                      "-" if row["tuned_spearman"] is None else f"{row['tuned_spearman']:.4f}")  # fmt: skip
     console.print(cost)
+    lesson = Table(title='the lesson\'s "bank" (money vs river sentence) and each model\'s random-word mean')
+    for column in ("layer", "cosine base", "cosine tuned", "− random base", "− random tuned", "random mean base",
+                   "random mean tuned"):  # fmt: skip
+        lesson.add_column(column, justify="right")
+    for bank, spread in zip(report.bank, report.anisotropy, strict=True):
+        lesson.add_row(str(bank["layer"]), *(f"{bank[k]:.3f}" for k in ("base_cosine", "tuned_cosine")),
+                       *(f"{bank[k]:+.3f}" for k in ("base_minus_random", "tuned_minus_random")),
+                       *(f"{spread[k]:.3f}" for k in ("base_random_mean", "tuned_random_mean")))  # fmt: skip
+    console.print(lesson)
     for line in report.notes:
         note(line)

@@ -6,7 +6,10 @@ the two (`cka`'s analysis, tokens paired by their characters: 1.0 where tuning l
 geometry as it was). The cost, measured by the existing benchmarks before and after: the sentence
 embedding's Lee retrieval (nDCG@10 and Spearman against human ratings) and word similarity
 (SimLex-999, WordSim-353: each system's best layer), since a model tuned on word senses may
-forget what its sentence-similarity training gave it.
+forget what its sentence-similarity training gave it. Beside them, the lesson's "bank" pair on both
+models (the per-layer cosine of "bank" in a money and a river sentence, and that cosine minus the
+model's random-word mean) and each model's random-word mean per layer, its anisotropy: a tuning
+that pulled every state together would raise both, and the difference shows it.
 """
 
 from __future__ import annotations
@@ -17,12 +20,17 @@ from typing import Any
 
 from contextlens.analyses.benchmarks.retrieval import evaluate_lee
 from contextlens.analyses.benchmarks.suite import run_similarity, run_wic
+from contextlens.analyses.benchmarks.word_baseline import random_word_baseline
 from contextlens.analyses.representations.cka import compare_layers
+from contextlens.core.contextual_models import as_contextual
+from contextlens.core.occurrences import parse_marked
 from contextlens.core.resources import DEFAULT_STATIC, cache_dir
+from contextlens.core.similarity import cosine
 from contextlens.core.tuned_store import read_record
 from contextlens.errors import ParameterError, UnknownModelError
 
 SIZES = ("full", "quick")
+BANK = ("The [bank] called about my account.", "The river [bank] flooded last night.")  # the lesson's pair
 
 
 @dataclass
@@ -37,6 +45,8 @@ class TuneReport:
     cka_tokens: int
     lee: dict[str, dict[str, float]]  # {"base"|"tuned": {"ndcg@10": ..., "spearman": ...}} (sentence embedding)
     similarity: list[dict[str, Any]]  # per (dataset, system): best-layer Spearman before and after
+    bank: list[dict[str, Any]] = field(default_factory=list)  # per layer: the lesson's pair, cosine and − random
+    anisotropy: list[dict[str, Any]] = field(default_factory=list)  # per layer: each model's random-word mean
     seconds: float = 0.0
     notes: list[str] = field(default_factory=list)
 
@@ -57,6 +67,7 @@ def tune_report(name: str, size: str = "full", cka_texts: int = 200) -> TuneRepo
     cka = compare_layers(base, name, limit=cka_texts)
     lee = {who: _lee(evaluate_lee(model, quick=size == "quick")) for who, model in (("base", base), ("tuned", name))}
     similarity = {who: run_similarity(model, DEFAULT_STATIC, size) for who, model in (("base", base), ("tuned", name))}
+    bank, anisotropy = _bank_and_anisotropy({"base": base, "tuned": name})
     return TuneReport(
         name=name,
         base=base,
@@ -68,6 +79,8 @@ def tune_report(name: str, size: str = "full", cka_texts: int = 200) -> TuneRepo
         cka_tokens=cka.tokens,
         lee=lee,
         similarity=_similarity_rows(similarity),
+        bank=bank,
+        anisotropy=anisotropy,
         seconds=round(time.perf_counter() - started, 1),
         notes=[f"CKA on {cka.aligned_texts} {cka.corpus} texts ({cka.tokens} tokens)"],
     )
@@ -105,3 +118,21 @@ def _similarity_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
                          "base_layer": best["layer"], "tuned_spearman": after.get("spearman"),
                          "tuned_layer": after.get("layer")})  # fmt: skip
     return rows
+
+
+def _bank_and_anisotropy(models: dict[str, str]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Per layer: the cosine of "bank" across the lesson's two sentences and that cosine minus the
+    model's random-word mean, and the random-word mean itself (anisotropy), for both models."""
+    occurrences = [parse_marked(text) for text in BANK]
+    bank: dict[int, dict[str, Any]] = {}
+    spread: dict[int, dict[str, Any]] = {}
+    for who, name in models.items():
+        model = as_contextual(name)
+        baseline = random_word_baseline(model)
+        first, second = model.encode_occurrences(occurrences)
+        for layer in first.layers:
+            cos = cosine(first.hidden_state(layer), second.hidden_state(layer))
+            mean = baseline.layer(layer).mean
+            bank.setdefault(layer, {"layer": layer}).update({f"{who}_cosine": cos, f"{who}_minus_random": cos - mean})
+            spread.setdefault(layer, {"layer": layer})[f"{who}_random_mean"] = mean
+    return [bank[k] for k in sorted(bank)], [spread[k] for k in sorted(spread)]

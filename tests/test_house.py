@@ -1,0 +1,26 @@
+"""The import contracts cover the house (issue 31): every core module and every analyses package
+is named in a layer, so a new module cannot sit outside the rules `lint-imports` checks."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "src" / "contextlens"
+
+
+def _layered(container: str) -> set[str]:
+    contracts = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+    layers = next(c["layers"] for c in contracts if c.get("containers") == [container])
+    return {name.strip() for layer in layers for name in layer.split("|")}
+
+
+def test_every_core_module_is_in_a_layer_of_the_core_contract():
+    modules = {p.stem for p in (PACKAGE / "core").glob("*.py") if p.stem != "__init__"}
+    assert modules - _layered("contextlens.core") == set()
+
+
+def test_every_analyses_package_is_in_a_layer_of_the_analyses_contract():
+    packages = {p.parent.name for p in (PACKAGE / "analyses").glob("*/__init__.py")}
+    assert packages and packages - _layered("contextlens.analyses") == set()
