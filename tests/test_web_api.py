@@ -32,7 +32,7 @@ def cli(args: list[str], capsys) -> tuple[int, str, str]:
 
 
 # the commands whose --runtime defaults to auto (ONNX Runtime)
-AUTO_RUNTIME = {"compare", "probe", "explore", "rank", "attention", "trace"}
+AUTO_RUNTIME = {"compare", "probe", "explore", "rank", "attention", "trace", "same-sense"}
 
 CASES = [
     ("compare", {"sentences": BANK}, ["compare", *BANK]),
