@@ -12,13 +12,13 @@ listed for context only: our pairs come from WordNet examples alone, so the data
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 
-from contextlens.analyses.benchmarks.datasets import WicData, WicPair
 from contextlens.analyses.benchmarks.result import BenchmarkResult
-from contextlens.core.similarity import cosine, row_cosines
+from contextlens.analyses.measures.datasets import WicData, WicPair
+from contextlens.analyses.measures.sense_threshold import pair_cosines, score_split, wic_splits
+from contextlens.core.similarity import cosine
 from contextlens.core.static_models import StaticModel
 
 PUBLISHED = {  # WiC test accuracy, Pilehvar & Camacho-Collados (2019), Table 3
@@ -30,42 +30,6 @@ PUBLISHED_NOTE = (
     "published numbers are on the original WiC test set (Pilehvar & Camacho-Collados 2019); "
     "our pairs are built from WordNet 3.0 usage examples, so the data differ"
 )
-
-
-@dataclass(frozen=True)
-class Threshold:
-    value: float
-    dev_accuracy: float
-
-
-def tune_threshold(cosines: Sequence[float], same: Sequence[bool]) -> Threshold:
-    """The threshold ``t`` (predict "same" when cosine >= t) with the best accuracy.
-
-    Candidates are midpoints between consecutive distinct cosines plus one below and one above
-    all of them; ties go to the lowest threshold.
-    """
-    c = np.asarray(cosines, dtype=np.float64)
-    y = np.asarray(same, dtype=bool)
-    if len(c) == 0:
-        raise ValueError("no pairs to tune a threshold on")
-    values = np.unique(c)
-    candidates = np.concatenate([[values[0] - 1.0], (values[:-1] + values[1:]) / 2, [values[-1] + 1.0]])
-    best = Threshold(float(candidates[0]), -1.0)
-    for t in candidates:
-        acc = float(np.mean((c >= t) == y))
-        if acc > best.dev_accuracy:
-            best = Threshold(float(t), acc)
-    return best
-
-
-def accuracy(cosines: Sequence[float], same: Sequence[bool], threshold: float) -> float:
-    return float(np.mean((np.asarray(cosines) >= threshold) == np.asarray(same, dtype=bool)))
-
-
-def _pair_cosines(vectors: np.ndarray, index: Sequence[tuple[int, int]]) -> np.ndarray:
-    a = vectors[[i for i, _ in index]]
-    b = vectors[[j for _, j in index]]
-    return row_cosines(a, b)
 
 
 def evaluate_wic(
@@ -83,26 +47,22 @@ def evaluate_wic(
     ``hidden`` is ``(n_spans, layers + 1, d)``.
     """
     result = BenchmarkResult("wic", model, meta={"counts": data.counts, "published_note": PUBLISHED_NOTE})
-    splits = {name: [k for k, p in enumerate(data.pairs) if p.split == name] for name in ("dev", "test")}
-    labels = {name: [data.pairs[k].same for k in ks] for name, ks in splits.items()}
+    splits = wic_splits(data)
 
-    def add_system(system: str, layer: int | None, cos: np.ndarray, extra: dict | None = None) -> float:
-        dev, test = cos[splits["dev"]], cos[splits["test"]]
-        th = tune_threshold(dev, labels["dev"])
-        test_acc = accuracy(test, labels["test"], th.value)
+    def add_system(system: str, layer: int | None, cos: np.ndarray, extra: dict | None = None) -> None:
+        score = score_split(cos, splits)
         common = {"system": system, "layer": layer, **(extra or {})}
-        result.add(**common, split="dev", metric="accuracy", value=th.dev_accuracy)
-        result.add(**common, split="test", metric="accuracy", value=test_acc)
-        result.add(**common, split="dev", metric="threshold", value=th.value)
-        return test_acc
+        result.add(**common, split="dev", metric="accuracy", value=score.dev_accuracy)
+        result.add(**common, split="test", metric="accuracy", value=score.test_accuracy)
+        result.add(**common, split="dev", metric="threshold", value=score.threshold)
 
     for layer in range(hidden.shape[1]):
-        add_system(model, layer, _pair_cosines(hidden[:, layer, :], pair_spans))
-    add_system("input-row", None, _pair_cosines(input_rows, pair_spans))
+        add_system(model, layer, pair_cosines(hidden[:, layer, :], pair_spans))
+    add_system("input-row", None, pair_cosines(input_rows, pair_spans))
     if static is not None:
         cos, covered = static_pair_cosines(data.pairs, static)
         add_system(static_name or static.name, None, cos, {"coverage": covered})
-    test_labels = np.asarray(labels["test"], dtype=bool)
+    test_labels = np.asarray(splits.test_same, dtype=bool)
     result.add(
         system="chance",
         layer=None,
