@@ -16,19 +16,16 @@ from contextlens.cli.common import (
     RuntimeOpt,
     StaticOpt,
     ThreadsOpt,
-    check_model,
     console,
-    contextual_option,
     fmt,
-    print_json,
 )
 from contextlens.cli.eval import (
     QuickOpt,
-    encoding_progress,
     eval_app,
+    eval_command,
     layer_cell,
+    lazy,
     model_title,
-    plot_after,
     size_name,
     timing_footer,
 )
@@ -49,17 +46,13 @@ def wic_cmd(
     plot: PlotOpt = None,
 ) -> None:
     """Word in context on WordNet pairs: per-layer accuracy with a dev-tuned cosine threshold."""
-    check_model(model, precision, runtime)  # a wrong name or option costs no heavy import
-    from contextlens.analyses.benchmarks.suite import run_wic
-    from contextlens.reports.benchmark_figures import wic_figure
-
-    with encoding_progress(model) as progress:
-        result = run_wic(contextual_option(model, precision, threads, runtime), static, size_name(quick), progress)
-    with plot_after(result, plot, wic_figure):
-        if json_out:
-            print_json(result.to_dict())
-        else:
-            _wic_table(result)
+    run_wic = lazy("contextlens.analyses.benchmarks.suite", "run_wic")
+    eval_command(
+        model, precision, runtime, threads, json_out, plot,
+        run=lambda loaded, progress: run_wic()(loaded, static, size_name(quick), progress),
+        figure=lazy("contextlens.reports.benchmark_figures", "wic_figure"),
+        table=_wic_table,
+    )  # fmt: skip
 
 
 def _wic_table(result: BenchmarkResult) -> None:
