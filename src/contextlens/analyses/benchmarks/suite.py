@@ -13,12 +13,12 @@ from __future__ import annotations
 import functools
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from contextlens.analyses.benchmarks import contextuality as ctx
 from contextlens.analyses.benchmarks import similarity as sim
 from contextlens.analyses.benchmarks.result import BenchmarkResult, record_precision
-from contextlens.analyses.benchmarks.wic import evaluate_wic
+from contextlens.analyses.benchmarks.wic import WicResult, evaluate_wic
 from contextlens.analyses.benchmarks.wsd import evaluate_wsd
 from contextlens.analyses.measures import word_pairs
 from contextlens.analyses.measures.datasets import WicData, WsdData, build_wsd
@@ -28,6 +28,8 @@ from contextlens.analyses.measures.wic_pairs import WicSet, build_wic_set, encod
 from contextlens.core import wordnet as wn
 from contextlens.core.contextual_models import ContextualModel, as_contextual
 from contextlens.core.static_models import StaticModel, as_static
+
+Result = TypeVar("Result", bound=BenchmarkResult)
 
 
 @dataclass
@@ -114,8 +116,8 @@ def encode_suite(
 
 
 def _finish(
-    result: BenchmarkResult, data: Suite | WicSet, model: ContextualModel | str, started: float, encode_seconds: float
-) -> BenchmarkResult:
+    result: Result, data: Suite | WicSet, model: ContextualModel | str, started: float, encode_seconds: float
+) -> Result:
     """What every run_* records beside its numbers: the data's size and counts, the seconds since
     ``started`` (encoding included) and the encoding's own, and the model's precision and runtime."""
     result.meta.update(
@@ -131,7 +133,7 @@ def _finish(
 
 def run_wic(
     model: ContextualModel | str, static: StaticModel | str, size: str = "full", progress: Progress | None = None
-) -> BenchmarkResult:
+) -> WicResult:
     """WiC per layer over the dev/test pairs' own encoding (:func:`encode_wic`), the one the
     sense layer choice and same-sense's rule read."""
 

@@ -11,13 +11,17 @@ listed for context only: our pairs come from WordNet examples alone, so the data
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from contextlens.analyses.benchmarks.result import BenchmarkResult
 from contextlens.analyses.measures.datasets import WicData, WicPair
 from contextlens.analyses.measures.sense_threshold import pair_cosines, score_split, wic_splits
+from contextlens.core.jsonable import plain_json
 from contextlens.core.similarity import cosine
 from contextlens.core.static_models import StaticModel
 
@@ -32,6 +36,53 @@ PUBLISHED_NOTE = (
 )
 
 
+@dataclass(frozen=True)
+class SplitCounts:
+    """One split's pairs: how many, how many same-sense and different-sense, over how many lemmas."""
+
+    pairs: int
+    same: int
+    different: int
+    lemmas: int
+
+
+@dataclass(frozen=True)
+class BestLayer:
+    """The model's layer with the best dev accuracy and its test accuracy; beside it the best test
+    layer and accuracy, for reference only (chosen on test)."""
+
+    layer_by_dev: int
+    test_accuracy_at_dev_layer: float
+    best_test_layer: int
+    best_test_accuracy: float
+
+
+@dataclass
+class WicResult(BenchmarkResult):
+    """`eval wic`'s result: the tidy rows (dev accuracy, threshold and test accuracy per system and
+    layer), the pairs' counts, the dev-chosen layer and the note on published numbers; ``meta``
+    holds what every run records (size, suite counts, seconds, precision, runtime).
+    :meth:`to_dict` is the JSON `eval wic --json` prints, these fields first in ``meta``."""
+
+    counts: dict[str, Any] = field(default_factory=dict)  # WicData.counts: dev/test splits, lemma counts
+    published_note: str = PUBLISHED_NOTE
+    best_layer: BestLayer | None = None  # None when the model has no dev rows
+
+    @property
+    def dev(self) -> SplitCounts:
+        return SplitCounts(**self.counts["dev"])
+
+    @property
+    def test(self) -> SplitCounts:
+        return SplitCounts(**self.counts["test"])
+
+    @plain_json
+    def to_dict(self) -> dict[str, Any]:
+        best = None if self.best_layer is None else dataclasses.asdict(self.best_layer)
+        meta = {"counts": self.counts, "published_note": self.published_note, "best_layer": best, **self.meta}
+        return {"benchmark": self.benchmark, "model": self.model, "rows": self.rows, "meta": meta}
+
+
 def evaluate_wic(
     data: WicData,
     pair_spans: Sequence[tuple[int, int]],
@@ -40,13 +91,13 @@ def evaluate_wic(
     model: str,
     static: StaticModel | None,
     static_name: str | None = None,
-) -> BenchmarkResult:
+) -> WicResult:
     """Dev-tuned thresholds, test accuracy per layer, beside the baselines.
 
     ``pair_spans[k]`` gives the rows of ``hidden`` / ``input_rows`` holding pair k's two occurrences;
     ``hidden`` is ``(n_spans, layers + 1, d)``.
     """
-    result = BenchmarkResult("wic", model, meta={"counts": data.counts, "published_note": PUBLISHED_NOTE})
+    result = WicResult("wic", model, counts=data.counts)
     splits = wic_splits(data)
 
     def add_system(system: str, layer: int | None, cos: np.ndarray, extra: dict | None = None) -> None:
@@ -73,7 +124,7 @@ def evaluate_wic(
     for system, value in PUBLISHED.items():
         result.add(system=system, layer=None, split="WiC test (other data)", metric="accuracy", value=value)
     best = best_layer(result, model)
-    result.meta["best_layer"] = best
+    result.best_layer = None if best is None else BestLayer(**best)
     return result
 
 
@@ -108,10 +159,10 @@ def best_layer(result: BenchmarkResult, system: str) -> dict[str, float | int] |
     }
 
 
-def table_rows(result: BenchmarkResult) -> list[dict[str, object]]:
+def table_rows(result: WicResult) -> list[dict[str, object]]:
     """The wic table: per (system, layer) dev accuracy, threshold and test accuracy; ``best`` marks
     the model's dev-picked layer; published results (other data) last, flagged ``published``."""
-    best = (result.meta.get("best_layer") or {}).get("layer_by_dev")
+    best = None if result.best_layer is None else result.best_layer.layer_by_dev
     measured = result.pivot(
         ("system", "layer"),
         {

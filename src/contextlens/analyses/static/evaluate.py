@@ -133,9 +133,9 @@ def evaluate_static(
         result.add(**task, metric="coverage", value=covered)
     for m in models if wic_teachers else ():
         wic_result = run_wic(m, loaded[0], size)
-        best = wic_result.meta["best_layer"]
-        task = {"system": m.name, "kind": kinds[m.name], "task": "wic", "layer": best["layer_by_dev"]}
-        result.add(**task, metric="accuracy", value=best["test_accuracy_at_dev_layer"])
+        best = wic_result.best_layer
+        task = {"system": m.name, "kind": kinds[m.name], "task": "wic", "layer": best.layer_by_dev}
+        result.add(**task, metric="accuracy", value=best.test_accuracy_at_dev_layer)
     result.add(system="chance", kind="baseline", task="wic", metric="accuracy", value=chance)
 
     # Lee documents: retrieval quality, then speed over all 350 documents in one run
