@@ -18,13 +18,14 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 from contextlens.analyses.benchmarks import suite as bs  # noqa: E402
+from contextlens.analyses.measures.sizes import SIZES  # noqa: E402
 from contextlens.core.contextual_models import load_contextual  # noqa: E402
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("model")
-    parser.add_argument("--size", default="full", choices=sorted(bs.SIZES))
+    parser.add_argument("--size", default="full", choices=sorted(SIZES))
     parser.add_argument("--out", type=Path, default=Path("benchmark-results"))
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)

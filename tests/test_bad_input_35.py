@@ -9,8 +9,8 @@ import json
 import pytest
 from fastapi.testclient import TestClient
 
-from contextlens.analyses.benchmarks.layer_choice import layer_request
 from contextlens.analyses.lesson.same_sense import check_same_word, same_sense
+from contextlens.analyses.measures.layer_choice import layer_request
 from contextlens.analyses.static.distill import check_arguments, distill_static
 from contextlens.analyses.static.evaluate import evaluate_static
 from contextlens.analyses.static.train import MAX_SEED, train_static

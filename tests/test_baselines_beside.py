@@ -5,9 +5,9 @@ import json
 
 import pytest
 
-from contextlens.analyses.benchmarks import word_baseline as wb
 from contextlens.analyses.lesson.polysemy import explore
 from contextlens.analyses.lesson.probe import probe
+from contextlens.analyses.measures import word_baseline as wb
 from contextlens.core.occurrences import parse_marked
 from tests.helpers import run_cli
 

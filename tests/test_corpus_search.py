@@ -234,8 +234,8 @@ def test_a_search_index_temporary_left_by_kill_9_is_removed(tmp_path):
 def test_sense_restricts_and_labels_hits_with_the_induction_and_the_baseline(folder, minilm, capsys):
     """--sense K searches only the occurrences `senses induce` put in sense K; --senses labels each
     hit with it; each cosine has its percentile among the model's random-word cosines (compare's)."""
-    from contextlens.analyses.benchmarks.word_baseline import random_word_baseline
     from contextlens.analyses.corpus.senses import induce_senses
+    from contextlens.analyses.measures.word_baseline import random_word_baseline
 
     induced = induce_senses(folder, "bank", 6)
     assert induced.k == 2

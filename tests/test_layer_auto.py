@@ -6,10 +6,10 @@ import pytest
 from typer.testing import CliRunner
 
 from contextlens import InputError
-from contextlens.analyses.benchmarks import layer_choice as lc
 from contextlens.analyses.lesson.polysemy import explore
 from contextlens.analyses.lesson.probe import probe
 from contextlens.analyses.lesson.same_sense import same_sense_rule
+from contextlens.analyses.measures import layer_choice as lc
 from contextlens.cli import app
 from contextlens.core.occurrences import parse_marked
 from tests.helpers import run_cli
@@ -53,7 +53,7 @@ def test_the_choice_is_cached_on_disk(minilm, monkeypatch):
 
 
 def test_retrieval_choice_uses_dev_synsets_outside_eval_retrievals(minilm):
-    from contextlens.analyses.benchmarks.retrieval import load_wordnet_task
+    from contextlens.analyses.measures.wordnet_task import load_wordnet_task
 
     task = lc.retrieval_dev_task("quick")
     assert len(task.synsets) == 40 and not set(task.synsets) & set(load_wordnet_task(100, 0).synsets)

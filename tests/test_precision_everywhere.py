@@ -15,7 +15,7 @@ import pytest
 import torch
 from fastapi.testclient import TestClient
 
-from contextlens.analyses.benchmarks.span_encoding import encode_spans
+from contextlens.analyses.measures.span_encoding import encode_spans
 from contextlens.analyses.search.encoders import TextEncoder, provenance_from_dict
 from contextlens.analyses.search.index import Document, VectorIndex, search_index
 from contextlens.analyses.search.index_files import current_folder

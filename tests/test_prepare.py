@@ -4,10 +4,10 @@ import json
 
 import pytest
 
-from contextlens.analyses.benchmarks import layer_choice, span_encoding, word_baseline
-from contextlens.analyses.benchmarks.word_baseline import baseline_cached
 from contextlens.analyses.lesson import same_sense
 from contextlens.analyses.lesson.same_sense import rule_cached
+from contextlens.analyses.measures import layer_choice, span_encoding, word_baseline
+from contextlens.analyses.measures.word_baseline import baseline_cached
 from contextlens.core.contextual_models import load_contextual
 from contextlens.core.onnx_runtime import OnnxForward
 from contextlens.core.runtime_choice import export_pending

@@ -7,17 +7,8 @@ import json
 import numpy as np
 import pytest
 
-from contextlens.analyses.benchmarks.retrieval import (
-    Coder,
-    Coding,
-    codings,
-    evaluate_lee,
-    gold_ranks,
-    lee_scores,
-    load_lee,
-    ndcg_at_k,
-    wordnet_scores,
-)
+from contextlens.analyses.benchmarks.retrieval import Coder, Coding, codings, evaluate_lee, load_lee
+from contextlens.analyses.measures.retrieval_scores import gold_ranks, lee_scores, ndcg_at_k, wordnet_scores
 from helpers import run_cli
 
 

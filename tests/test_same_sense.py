@@ -92,8 +92,10 @@ def test_cli_plot_draws_the_reliability_diagram(tmp_path):
 def test_logistic_is_fitted_on_train_lemmas_that_dev_and_test_never_see(minilm):
     """Issue 19: fit on train lemmas, layer and threshold on dev, accuracy and calibration on test;
     eval wic's dev and test pairs are exactly those of the suite (its numbers unchanged)."""
-    from contextlens.analyses.benchmarks.datasets import build_wic
-    from contextlens.analyses.benchmarks.suite import SEED, SIZES, build_suite, build_wic_train_set
+    from contextlens.analyses.benchmarks.suite import build_suite
+    from contextlens.analyses.measures.datasets import build_wic
+    from contextlens.analyses.measures.sizes import SEED, SIZES
+    from contextlens.analyses.measures.wic_pairs import build_wic_train_set
     from contextlens.core import wordnet as wn
 
     suite = build_suite("quick")
@@ -112,7 +114,8 @@ def test_logistic_is_fitted_on_train_lemmas_that_dev_and_test_never_see(minilm):
 
 
 def test_full_train_set_is_disjoint_and_sized():
-    from contextlens.analyses.benchmarks.suite import build_suite, build_wic_train_set
+    from contextlens.analyses.benchmarks.suite import build_suite
+    from contextlens.analyses.measures.wic_pairs import build_wic_train_set
 
     train, suite = build_wic_train_set("full").wic, build_suite("full")
     counts = train.counts["train"]

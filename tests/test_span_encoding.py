@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from contextlens.analyses.benchmarks.span_encoding import encode_spans
+from contextlens.analyses.measures.span_encoding import encode_spans
 from contextlens.core.occurrences import Occurrence
 
 LONG = "the water rose slowly over the fields and " * 80 + "then the river bank gave way."  # ~700 tokens

@@ -54,8 +54,8 @@ def test_attention_and_trace_numbers_show_decoded_tokens(minilm):
 def test_a_slider_step_away_from_the_auto_layer_is_labelled_by_its_own_layer(minilm):
     """i19's --layer auto label names the layer it chose; i20a's slider shows other layers of the same
     result: there the label (and the numbers' caption) says the slider's layer, not "auto"."""
-    from contextlens.analyses.benchmarks.layer_choice import TASKS, LayerChoice
     from contextlens.analyses.lesson.polysemy import explore
+    from contextlens.analyses.measures.layer_choice import TASKS, LayerChoice
 
     result = explore(["bank"], minilm, layer=4, permutations=20, baseline=False)
     choice = LayerChoice("minilm", minilm.backend, next(iter(TASKS)), 4, "accuracy", 0.6, "dev")

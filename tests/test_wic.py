@@ -7,8 +7,9 @@ import json
 import numpy as np
 import pytest
 
-from contextlens.analyses.benchmarks.datasets import build_wic
-from contextlens.analyses.benchmarks.wic import accuracy, static_pair_cosines, tune_threshold
+from contextlens.analyses.benchmarks.wic import static_pair_cosines
+from contextlens.analyses.measures.datasets import build_wic
+from contextlens.analyses.measures.sense_threshold import accuracy, tune_threshold
 from contextlens.core.wordnet import usage_examples
 from tests.helpers import run_cli
 

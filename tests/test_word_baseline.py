@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from contextlens import compare, parse_marked
-from contextlens.analyses.benchmarks import word_baseline as wb
+from contextlens.analyses.measures import word_baseline as wb
 from contextlens.core import disk_cache
 from contextlens.examples import WORKED_EXAMPLE
 from tests.helpers import run_cli

@@ -7,15 +7,14 @@ import json
 import numpy as np
 import pytest
 
-from contextlens.analyses.benchmarks.similarity import (
+from contextlens.analyses.benchmarks.similarity import find_contexts, template_occurrence
+from contextlens.analyses.measures.word_pairs import (
     SimilarityDataset,
     WordPair,
-    find_contexts,
     load_dataset,
     score_pairs,
     spearman,
     static_vectors,
-    template_occurrence,
 )
 from tests.helpers import run_cli
 

@@ -8,6 +8,7 @@ import json
 import pytest
 
 from contextlens.analyses.benchmarks import suite
+from contextlens.analyses.measures import wic_pairs
 from contextlens.core import wordnet as wn
 from tests.helpers import HANG_SECONDS, run_cli
 
@@ -71,7 +72,9 @@ def test_missing_wordnet_is_a_clear_error(tmp_path, monkeypatch):
     # this process already built (and keeps in memory) the benchmark data from WordNet: the
     # command gets an empty cache of its own, as in a fresh process, and finds the files missing
     monkeypatch.setattr(suite, "build_suite", functools.cache(suite.build_suite.__wrapped__))
-    monkeypatch.setattr(suite, "build_wic_set", functools.cache(suite.build_wic_set.__wrapped__))  # eval wic's
+    fresh_wic_set = functools.cache(wic_pairs.build_wic_set.__wrapped__)  # eval wic's, read by the suite too
+    monkeypatch.setattr(wic_pairs, "build_wic_set", fresh_wic_set)
+    monkeypatch.setattr(suite, "build_wic_set", fresh_wic_set)
     proc = run_cli("eval", "wic", "--model", "minilm", "--quick")
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1 and "wordnet-base" in proc.stderr and "Traceback" not in proc.stderr

@@ -8,9 +8,9 @@ from collections import defaultdict
 import numpy as np
 import pytest
 
-from contextlens.analyses.benchmarks.datasets import build_wsd
 from contextlens.analyses.benchmarks.suite import gloss_spans
 from contextlens.analyses.benchmarks.wsd import centroids, evaluate_wsd, nearest_sense, scores
+from contextlens.analyses.measures.datasets import build_wsd
 from contextlens.core.wordnet import usage_examples, wordnet
 from tests.helpers import run_cli
 

@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from contextlens.analyses.benchmarks.result import BenchmarkResult
-from contextlens.analyses.benchmarks.suite import SEED, build_suite
+from contextlens.analyses.benchmarks.suite import build_suite
 from contextlens.analyses.benchmarks.wsi import (
     METRICS,
     ONE_CLUSTER,
@@ -20,6 +20,7 @@ from contextlens.analyses.benchmarks.wsi import (
     scores,
     wsi_lemmas,
 )
+from contextlens.analyses.measures.sizes import SEED
 from tests.helpers import assert_plain_json
 
 

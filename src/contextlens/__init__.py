@@ -23,7 +23,6 @@ if TYPE_CHECKING:
     from contextlens.analyses.benchmarks.layer_probes import run_layer_probes
     from contextlens.analyses.benchmarks.retrieval import evaluate_lee, evaluate_wordnet
     from contextlens.analyses.benchmarks.suite import run_contextuality, run_similarity, run_wic, run_wsd
-    from contextlens.analyses.benchmarks.word_baseline import random_word_baseline
     from contextlens.analyses.benchmarks.wsi import run_wsi
     from contextlens.analyses.corpus.contextuality import contextuality_of_corpus
     from contextlens.analyses.corpus.extract import extract_corpus
@@ -44,6 +43,7 @@ if TYPE_CHECKING:
     from contextlens.analyses.lesson.same_sense import same_sense
     from contextlens.analyses.lesson.trace import Trace, trace
     from contextlens.analyses.lesson.two_models import TwoModels, side_by_side
+    from contextlens.analyses.measures.word_baseline import random_word_baseline
     from contextlens.analyses.representations.cka import compare_layers
     from contextlens.analyses.search.capacity import estimate
     from contextlens.analyses.search.cost import measure_cost
@@ -112,7 +112,7 @@ _HOMES: dict[str, str] = {
     "run_layer_probes": "contextlens.analyses.benchmarks.layer_probes",
     "evaluate_lee": "contextlens.analyses.benchmarks.retrieval",
     "evaluate_wordnet": "contextlens.analyses.benchmarks.retrieval",
-    "random_word_baseline": "contextlens.analyses.benchmarks.word_baseline",
+    "random_word_baseline": "contextlens.analyses.measures.word_baseline",
     "VectorIndex": "contextlens.analyses.search.index",
     "search_index": "contextlens.analyses.search.folders",
     "make_encoder": "contextlens.analyses.search.encoders",

@@ -258,7 +258,7 @@ def choose_auto_layer(model: ContextualModel, layer: int | str, task: str = "sen
     under a note and a progress bar (stderr); the analysis then reads the choice from memory."""
     if layer != "auto":
         return
-    from contextlens.analyses.benchmarks.layer_choice import choose_layer
+    from contextlens.analyses.measures.layer_choice import choose_layer
     with encoding_progress(model.name) as progress:
         choose_layer(model, task, progress=progress, announce=note)
 TemplateOpt = Annotated[

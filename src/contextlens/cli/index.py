@@ -196,7 +196,7 @@ def index_build(
         layers = [wanted] if kind == "hidden-mean" and wanted not in (None, "auto") else []
         loaded = contextual_option(model or DEFAULT_MODEL, precision, threads, runtime, layers=layers)  # type: ignore[arg-type]
         if wanted == "auto":
-            from contextlens.analyses.benchmarks.layer_choice import choose_layer
+            from contextlens.analyses.measures.layer_choice import choose_layer
 
             with encoding_progress(loaded.name) as progress:
                 choice = choose_layer(loaded, "retrieval", progress=progress, announce=note)

@@ -138,8 +138,8 @@ def label_lines(gloss: dict | None, candidates: list[dict]) -> list[str]:
 def auto_layer_of_folder(folder: Path):
     """--layer auto for an extraction folder: its model's sense layer, chosen here with a note and a
     progress bar when the benchmark sentences must be encoded (cached after)."""
-    from contextlens.analyses.benchmarks.layer_choice import choose_layer
     from contextlens.analyses.corpus.folder_check import checked_folder
+    from contextlens.analyses.measures.layer_choice import choose_layer
     from contextlens.core.contextual_models import load_contextual
 
     manifest = checked_folder(folder)

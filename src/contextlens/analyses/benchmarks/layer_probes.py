@@ -29,9 +29,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from contextlens.analyses.benchmarks.datasets import build_wsd
 from contextlens.analyses.benchmarks.result import BenchmarkResult, record_precision
-from contextlens.analyses.benchmarks.span_encoding import encode_spans
+from contextlens.analyses.measures.datasets import build_wsd
+from contextlens.analyses.measures.span_encoding import encode_spans
 from contextlens.core.contextual_models import ContextualModel, as_contextual
 from contextlens.core.static_models import StaticModel, load_static
 from contextlens.core.wordnet import UsageExample, usage_examples, wordnet

@@ -5,7 +5,8 @@
 benchmark can carry the columns it needs (retrieval adds ``kind``, ``dim``, ``dtype``,
 ``bytes_per_vector``); ``meta`` holds data counts, timings and notes, and ``precision`` and
 ``runtime``: the precision the contextual model ran at (``fp32`` or ``int8``) and its runtime
-(``torch`` or ``onnx``), :func:`record_precision`.
+(``torch`` or ``onnx``), :func:`record_precision`. A benchmark whose faces read its summary has a
+subclass with typed fields for it (``wic.WicResult``), whose ``to_dict`` keeps this shape.
 """
 
 from __future__ import annotations

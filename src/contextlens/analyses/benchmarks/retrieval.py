@@ -34,10 +34,11 @@ from dataclasses import dataclass
 
 import faiss
 import numpy as np
-from scipy.stats import spearmanr
 
 from contextlens.analyses.benchmarks.encode_speed import speed_rows, timed_encodings, word_count
 from contextlens.analyses.benchmarks.result import BenchmarkResult, record_precision
+from contextlens.analyses.measures.retrieval_scores import lee_scores, ndcg_at_k, wordnet_scores
+from contextlens.analyses.measures.wordnet_task import load_wordnet_task
 from contextlens.analyses.search.encoders import TextEncoder, hidden_means_every_layer
 from contextlens.core.contextual_models import ContextualModel, as_contextual, sentence_config
 from contextlens.core.similarity import normalize_rows
@@ -49,77 +50,6 @@ DTYPES: tuple[str, ...] = ("float32", "float16", "int8", "binary")
 BYTES_PER_VALUE = {"float32": 4.0, "float16": 2.0, "int8": 1.0, "binary": 1 / 8}
 LEE_METRICS = ("spearman", "ndcg@10")
 WORDNET_METRICS = ("mrr", "recall@1", "recall@10")
-
-
-# --- data -------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class WordNetTask:
-    synsets: list[str]
-    examples: list[str]  # queries: one usage example per synset
-    definitions: list[str]  # corpus: the definitions of the same synsets, same order
-
-
-def load_wordnet_task(sample: int, seed: int = 0, definitions: bool = True) -> WordNetTask:
-    """A seeded sample of synsets that have a usage example: (example, definition) pairs
-    (``definitions=False``: the synsets and examples only, without opening the WordNet reader)."""
-    from contextlens.core.wordnet import usage_examples, wordnet
-
-    first: dict[str, str] = {}
-    for ex in usage_examples():
-        first.setdefault(ex.synset, ex.text)
-    names = sorted(first)
-    if sample < 10:
-        raise InputError(f"`sample` must be at least 10 synsets, got {sample}")
-    if sample > len(names):
-        raise InputError(f"`sample` {sample} exceeds the {len(names)} synsets that have a usage example")
-    rng = np.random.default_rng(seed)
-    picked = sorted(rng.choice(len(names), size=sample, replace=False))
-    synsets = [names[i] for i in picked]
-    if not definitions:
-        return WordNetTask(synsets, [first[s] for s in synsets], [])
-    reader = wordnet()
-    return WordNetTask(synsets, [first[s] for s in synsets], [reader.synset(s).definition() for s in synsets])
-
-
-# --- metrics ----------------------------------------------------------------------------------
-
-
-def ndcg_at_k(similarity: np.ndarray, relevance: np.ndarray, k: int = 10) -> float:
-    """Mean nDCG@k with each row as a query over every other column (the diagonal is left out)."""
-    n = similarity.shape[0]
-    discounts = 1.0 / np.log2(np.arange(2, k + 2))
-    scores = []
-    for q in range(n):
-        others = np.array([j for j in range(n) if j != q])
-        ranked = others[np.argsort(-similarity[q, others], kind="stable")][:k]
-        ideal = np.sort(relevance[q, others])[::-1][:k]
-        dcg = float(relevance[q, ranked] @ discounts[: len(ranked)])
-        idcg = float(ideal @ discounts[: len(ideal)])
-        scores.append(dcg / idcg if idcg > 0 else 0.0)
-    return float(np.mean(scores))
-
-
-def lee_scores(similarity: np.ndarray, ratings: np.ndarray) -> dict[str, float]:
-    upper = np.triu_indices(ratings.shape[0], 1)
-    rho = spearmanr(similarity[upper], ratings[upper]).statistic
-    return {"spearman": float(rho), "ndcg@10": ndcg_at_k(similarity, ratings, 10)}
-
-
-def gold_ranks(similarity: np.ndarray) -> np.ndarray:
-    """1-based rank of the gold column (the diagonal) in each row; ties count against the gold."""
-    gold = np.diag(similarity)[:, None]
-    return (similarity >= gold).sum(axis=1)
-
-
-def wordnet_scores(similarity: np.ndarray) -> dict[str, float]:
-    ranks = gold_ranks(similarity)
-    return {
-        "mrr": float(np.mean(1.0 / ranks)),
-        "recall@1": float(np.mean(ranks <= 1)),
-        "recall@10": float(np.mean(ranks <= 10)),
-    }
 
 
 # --- dimension and dtype ----------------------------------------------------------------------

@@ -11,14 +11,18 @@ listed for context only: our pairs come from WordNet examples alone, so the data
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
-from contextlens.analyses.benchmarks.datasets import WicData, WicPair
 from contextlens.analyses.benchmarks.result import BenchmarkResult
-from contextlens.core.similarity import cosine, row_cosines
+from contextlens.analyses.measures.datasets import WicData, WicPair
+from contextlens.analyses.measures.sense_threshold import pair_cosines, score_split, wic_splits
+from contextlens.core.jsonable import plain_json
+from contextlens.core.similarity import cosine
 from contextlens.core.static_models import StaticModel
 
 PUBLISHED = {  # WiC test accuracy, Pilehvar & Camacho-Collados (2019), Table 3
@@ -33,39 +37,50 @@ PUBLISHED_NOTE = (
 
 
 @dataclass(frozen=True)
-class Threshold:
-    value: float
-    dev_accuracy: float
+class SplitCounts:
+    """One split's pairs: how many, how many same-sense and different-sense, over how many lemmas."""
+
+    pairs: int
+    same: int
+    different: int
+    lemmas: int
 
 
-def tune_threshold(cosines: Sequence[float], same: Sequence[bool]) -> Threshold:
-    """The threshold ``t`` (predict "same" when cosine >= t) with the best accuracy.
+@dataclass(frozen=True)
+class BestLayer:
+    """The model's layer with the best dev accuracy and its test accuracy; beside it the best test
+    layer and accuracy, for reference only (chosen on test)."""
 
-    Candidates are midpoints between consecutive distinct cosines plus one below and one above
-    all of them; ties go to the lowest threshold.
-    """
-    c = np.asarray(cosines, dtype=np.float64)
-    y = np.asarray(same, dtype=bool)
-    if len(c) == 0:
-        raise ValueError("no pairs to tune a threshold on")
-    values = np.unique(c)
-    candidates = np.concatenate([[values[0] - 1.0], (values[:-1] + values[1:]) / 2, [values[-1] + 1.0]])
-    best = Threshold(float(candidates[0]), -1.0)
-    for t in candidates:
-        acc = float(np.mean((c >= t) == y))
-        if acc > best.dev_accuracy:
-            best = Threshold(float(t), acc)
-    return best
+    layer_by_dev: int
+    test_accuracy_at_dev_layer: float
+    best_test_layer: int
+    best_test_accuracy: float
 
 
-def accuracy(cosines: Sequence[float], same: Sequence[bool], threshold: float) -> float:
-    return float(np.mean((np.asarray(cosines) >= threshold) == np.asarray(same, dtype=bool)))
+@dataclass
+class WicResult(BenchmarkResult):
+    """`eval wic`'s result: the tidy rows (dev accuracy, threshold and test accuracy per system and
+    layer), the pairs' counts, the dev-chosen layer and the note on published numbers; ``meta``
+    holds what every run records (size, suite counts, seconds, precision, runtime).
+    :meth:`to_dict` is the JSON `eval wic --json` prints, these fields first in ``meta``."""
 
+    counts: dict[str, Any] = field(default_factory=dict)  # WicData.counts: dev/test splits, lemma counts
+    published_note: str = PUBLISHED_NOTE
+    best_layer: BestLayer | None = None  # None when the model has no dev rows
 
-def _pair_cosines(vectors: np.ndarray, index: Sequence[tuple[int, int]]) -> np.ndarray:
-    a = vectors[[i for i, _ in index]]
-    b = vectors[[j for _, j in index]]
-    return row_cosines(a, b)
+    @property
+    def dev(self) -> SplitCounts:
+        return SplitCounts(**self.counts["dev"])
+
+    @property
+    def test(self) -> SplitCounts:
+        return SplitCounts(**self.counts["test"])
+
+    @plain_json
+    def to_dict(self) -> dict[str, Any]:
+        best = None if self.best_layer is None else dataclasses.asdict(self.best_layer)
+        meta = {"counts": self.counts, "published_note": self.published_note, "best_layer": best, **self.meta}
+        return {"benchmark": self.benchmark, "model": self.model, "rows": self.rows, "meta": meta}
 
 
 def evaluate_wic(
@@ -76,33 +91,29 @@ def evaluate_wic(
     model: str,
     static: StaticModel | None,
     static_name: str | None = None,
-) -> BenchmarkResult:
+) -> WicResult:
     """Dev-tuned thresholds, test accuracy per layer, beside the baselines.
 
     ``pair_spans[k]`` gives the rows of ``hidden`` / ``input_rows`` holding pair k's two occurrences;
     ``hidden`` is ``(n_spans, layers + 1, d)``.
     """
-    result = BenchmarkResult("wic", model, meta={"counts": data.counts, "published_note": PUBLISHED_NOTE})
-    splits = {name: [k for k, p in enumerate(data.pairs) if p.split == name] for name in ("dev", "test")}
-    labels = {name: [data.pairs[k].same for k in ks] for name, ks in splits.items()}
+    result = WicResult("wic", model, counts=data.counts)
+    splits = wic_splits(data)
 
-    def add_system(system: str, layer: int | None, cos: np.ndarray, extra: dict | None = None) -> float:
-        dev, test = cos[splits["dev"]], cos[splits["test"]]
-        th = tune_threshold(dev, labels["dev"])
-        test_acc = accuracy(test, labels["test"], th.value)
+    def add_system(system: str, layer: int | None, cos: np.ndarray, extra: dict | None = None) -> None:
+        score = score_split(cos, splits)
         common = {"system": system, "layer": layer, **(extra or {})}
-        result.add(**common, split="dev", metric="accuracy", value=th.dev_accuracy)
-        result.add(**common, split="test", metric="accuracy", value=test_acc)
-        result.add(**common, split="dev", metric="threshold", value=th.value)
-        return test_acc
+        result.add(**common, split="dev", metric="accuracy", value=score.dev_accuracy)
+        result.add(**common, split="test", metric="accuracy", value=score.test_accuracy)
+        result.add(**common, split="dev", metric="threshold", value=score.threshold)
 
     for layer in range(hidden.shape[1]):
-        add_system(model, layer, _pair_cosines(hidden[:, layer, :], pair_spans))
-    add_system("input-row", None, _pair_cosines(input_rows, pair_spans))
+        add_system(model, layer, pair_cosines(hidden[:, layer, :], pair_spans))
+    add_system("input-row", None, pair_cosines(input_rows, pair_spans))
     if static is not None:
         cos, covered = static_pair_cosines(data.pairs, static)
         add_system(static_name or static.name, None, cos, {"coverage": covered})
-    test_labels = np.asarray(labels["test"], dtype=bool)
+    test_labels = np.asarray(splits.test_same, dtype=bool)
     result.add(
         system="chance",
         layer=None,
@@ -113,7 +124,7 @@ def evaluate_wic(
     for system, value in PUBLISHED.items():
         result.add(system=system, layer=None, split="WiC test (other data)", metric="accuracy", value=value)
     best = best_layer(result, model)
-    result.meta["best_layer"] = best
+    result.best_layer = None if best is None else BestLayer(**best)
     return result
 
 
@@ -148,10 +159,10 @@ def best_layer(result: BenchmarkResult, system: str) -> dict[str, float | int] |
     }
 
 
-def table_rows(result: BenchmarkResult) -> list[dict[str, object]]:
+def table_rows(result: WicResult) -> list[dict[str, object]]:
     """The wic table: per (system, layer) dev accuracy, threshold and test accuracy; ``best`` marks
     the model's dev-picked layer; published results (other data) last, flagged ``published``."""
-    best = (result.meta.get("best_layer") or {}).get("layer_by_dev")
+    best = None if result.best_layer is None else result.best_layer.layer_by_dev
     measured = result.pivot(
         ("system", "layer"),
         {

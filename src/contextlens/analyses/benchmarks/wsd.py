@@ -18,9 +18,9 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from sklearn.metrics import f1_score
 
-from contextlens.analyses.benchmarks.datasets import Key, WsdData
 from contextlens.analyses.benchmarks.result import BenchmarkResult
 from contextlens.analyses.benchmarks.wic import best_layer
+from contextlens.analyses.measures.datasets import Key, WsdData
 from contextlens.core.similarity import row_cosines
 
 

@@ -1,7 +1,7 @@
 """Word sense induction: cluster each lemma's occurrences per layer and score against WordNet senses.
 
 The instances are the WSD benchmark's WordNet 3.0 usage examples (every example of a (lemma,
-part of speech) that :func:`~contextlens.analyses.benchmarks.datasets.build_wsd` keeps: train,
+part of speech) that :func:`~contextlens.analyses.measures.datasets.build_wsd` keeps: train,
 dev and test alike; at least two senses with examples per lemma), so their hidden states come
 from the suite's disk-cached span encoding. Per lemma and layer the occurrences' unit vectors
 are clustered by the same criterion as ``contextlens senses induce`` (k-means, k by cosine
@@ -9,7 +9,7 @@ silhouette, :func:`~contextlens.analyses.representations.clustering.cluster_unit
 are compared with the gold synsets: adjusted Rand index, V-measure and B-cubed F1. Each score is
 the mean over lemmas (every lemma counts once, whatever its number of examples).
 
-Lemmas are split dev/test as for WiC/WSD (:func:`~contextlens.analyses.benchmarks.datasets.split_lemmas`):
+Lemmas are split dev/test as for WiC/WSD (:func:`~contextlens.analyses.measures.datasets.split_lemmas`):
 the layer is chosen by dev ARI and reported on test lemmas. Baselines: one cluster per lemma
 (ARI 0, V-measure 0), one cluster per instance (ARI 0 unless every sense has one example), and
 the static model, whose one vector per word puts every occurrence in one cluster.
@@ -25,9 +25,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from contextlens.analyses.benchmarks.datasets import Key, WsdData, split_lemmas
 from contextlens.analyses.benchmarks.result import BenchmarkResult, record_precision
-from contextlens.analyses.benchmarks.span_encoding import Progress
+from contextlens.analyses.measures.datasets import Key, WsdData, split_lemmas
+from contextlens.analyses.measures.span_encoding import Progress
 from contextlens.core.contextual_models import ContextualModel
 from contextlens.core.similarity import normalize_rows
 from contextlens.core.static_models import StaticModel
@@ -218,7 +218,8 @@ def run_wsi(
     progress: Progress | None = None,
 ) -> BenchmarkResult:
     """WSI on the suite's WSD lemmas (``size`` "full" or "quick"), hidden states from its cached encoding."""
-    from contextlens.analyses.benchmarks.suite import SEED, build_suite, encode_suite
+    from contextlens.analyses.benchmarks.suite import build_suite, encode_suite
+    from contextlens.analyses.measures.sizes import SEED
     from contextlens.core.static_models import as_static
 
     started = time.perf_counter()

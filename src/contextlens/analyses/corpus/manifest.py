@@ -179,7 +179,7 @@ def pick_layer(manifest: Manifest, layer: int | str | None, folder: Path) -> int
     """An extracted layer of the folder: ``layer`` (negative counts from the top), default the top;
     ``"auto"``: the layer `eval wic` chooses on dev lemmas for the folder's model at its precision
     and runtime (:func:`auto_layer`), which must be one the folder extracted."""
-    from contextlens.analyses.benchmarks.layer_choice import layer_request
+    from contextlens.analyses.measures.layer_choice import layer_request
 
     wanted = None if layer is None else layer_request(layer)
     if wanted == "auto":
@@ -199,7 +199,7 @@ def pick_layer(manifest: Manifest, layer: int | str | None, folder: Path) -> int
 
 def auto_layer(manifest: Manifest):  # -> LayerChoice (benchmarks: imported when asked, it loads torch)
     """The sense layer `--layer auto` stands for, for the folder's own model, precision and runtime."""
-    from contextlens.analyses.benchmarks.layer_choice import choose_layer
+    from contextlens.analyses.measures.layer_choice import choose_layer
     from contextlens.core.contextual_models import load_contextual
 
     return choose_layer(load_contextual(manifest.model, manifest.precision, manifest.runtime), "sense")

@@ -13,7 +13,7 @@ its size, count and dimension) is rebuilt. A process keeps the index it opened w
 stay the same.
 
 Beside each cosine: its percentile among the model's random-word cosines at that layer (the
-baseline ``compare`` shows, :func:`contextlens.analyses.benchmarks.word_baseline.random_word_baseline`:
+baseline ``compare`` shows, :func:`contextlens.analyses.measures.word_baseline.random_word_baseline`:
 a cosine of 0.6 means little in a layer where unrelated words already reach 0.5), and with
 ``senses`` the hit's induced sense (:mod:`.hit_senses`); ``sense=K`` searches only the occurrences
 of the example's word that were induced into sense K.
@@ -349,7 +349,7 @@ def _nearest(found: OccurrenceIndex, query: np.ndarray, top: int, allowed: np.nd
 
 def _baseline(model, pooling: str, layer: int):
     """The model's random-word baseline (cached on disk); None when WordNet is not installed."""
-    from contextlens.analyses.benchmarks.word_baseline import random_word_baseline
+    from contextlens.analyses.measures.word_baseline import random_word_baseline
     from contextlens.core.wordnet import WordNetNotInstalledError
 
     try:

@@ -5,7 +5,7 @@ exactly 1.0, as does the static vector) and its hidden states diverge as context
 For three or more sentences the per-layer result is a pairwise cosine matrix.
 
 Each cosine comes with the model's random-word baseline at that layer
-(analyses/benchmarks/word_baseline.py): its mean, the cosine's percentile among random pairs of
+(analyses/measures/word_baseline.py): its mean, the cosine's percentile among random pairs of
 different words, and the anisotropy-adjusted value (cosine - baseline mean, Ethayarajh 2019),
 because 0.6 is high in one layer of one model and ordinary in another.
 """
@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from contextlens.analyses.benchmarks.word_baseline import CosineBaseline, baseline_or_reason
 from contextlens.analyses.lesson.left_context import left_context_note
 from contextlens.analyses.lesson.sense_gap import same_and_cross
+from contextlens.analyses.measures.word_baseline import CosineBaseline, baseline_or_reason
 from contextlens.core import arguments
 from contextlens.core.backend import REFERENCE, Backend
 from contextlens.core.contextual_models import ContextualModel, as_contextual

@@ -101,7 +101,7 @@ def three_kinds(
 
 def _baseline(model: ContextualModel):
     """The model's random-word cosine baseline, or None without WordNet."""
-    from contextlens.analyses.benchmarks.word_baseline import random_word_baseline
+    from contextlens.analyses.measures.word_baseline import random_word_baseline
     from contextlens.core.wordnet import WordNetNotInstalledError
 
     try:

@@ -14,7 +14,7 @@ layer. Two numbers summarise it:
   observed split itself (3 + 3: 2 of 20, so p >= 0.1, and p < 0.05 cannot be reached).
 
 Beside each layer's mean pairwise cosine (and the same- and cross-sense means) stands the model's
-random-word baseline at that layer (analyses/benchmarks/word_baseline.py, the one compare uses):
+random-word baseline at that layer (analyses/measures/word_baseline.py, the one compare uses):
 its mean and spread, and where the cosine falls among random pairs of different words.
 """
 
@@ -38,8 +38,8 @@ from contextlens.data.sense_sentences import SenseSentence, load_sense_sentences
 from contextlens.errors import InputError
 
 if TYPE_CHECKING:  # torch: imported once the input is read
-    from contextlens.analyses.benchmarks.layer_choice import LayerChoice
-    from contextlens.analyses.benchmarks.word_baseline import CosineBaseline
+    from contextlens.analyses.measures.layer_choice import LayerChoice
+    from contextlens.analyses.measures.word_baseline import CosineBaseline
     from contextlens.core.contextual_models import ContextualModel
 
 
@@ -353,15 +353,15 @@ def explore(
 
     An empty ``words`` means every word in the sentences. Raises InputError for a word with no
     (or only one) sentence and for a layer out of range. ``layer="auto"``: the layer `eval wic`
-    chooses on dev lemmas for this model (best sense separation; analyses/benchmarks/layer_choice.py).
+    chooses on dev lemmas for this model (best sense separation; analyses/measures/layer_choice.py).
     ``baseline=True`` sets the model's
     random-word cosine baseline beside each layer (as compare does; without WordNet the result
     says why it has none).
     """
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise InputError(f"`seed` must be a whole number of at least 0, got {seed!r}")  # numpy refuses a negative one
-    from contextlens.analyses.benchmarks.layer_choice import resolve_layer  # torch, once the input is read
-    from contextlens.analyses.benchmarks.word_baseline import baseline_or_reason
+    from contextlens.analyses.measures.layer_choice import resolve_layer  # torch, once the input is read
+    from contextlens.analyses.measures.word_baseline import baseline_or_reason
     from contextlens.core.contextual_models import as_contextual
 
     model = as_contextual(model)

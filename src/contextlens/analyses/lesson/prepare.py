@@ -103,8 +103,8 @@ def prepare(
 
 def _prepare_model(name: str, step: Step, progress: Progress | None) -> None:
     """One model's steps, each the call its first command would make."""
-    from contextlens.analyses.benchmarks.word_baseline import baseline_cached, random_word_baseline
     from contextlens.analyses.lesson.same_sense import rule_cached, same_sense_rule
+    from contextlens.analyses.measures.word_baseline import baseline_cached, random_word_baseline
     from contextlens.core.contextual_models import load_contextual
     from contextlens.core.runtime_choice import export_pending
 

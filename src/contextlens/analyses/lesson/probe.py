@@ -13,7 +13,7 @@ identical for every sentence, which is the lesson's point. Anchors (and targets)
 the static model's vocabulary, which also catches misspelt anchors.
 
 Each score stands beside the model's random-word baseline at its layer (the helper compare uses,
-analyses/benchmarks/word_baseline.py): an anchor in a template sentence and the target in the
+analyses/measures/word_baseline.py): an anchor in a template sentence and the target in the
 user's are two different words in unrelated sentences, exactly what that baseline samples, so a
 score's percentile there says whether the anchor is closer than an unrelated word would be.
 """
@@ -36,8 +36,8 @@ from contextlens.data import read_tsv
 from contextlens.errors import ContextlensError, DataFileError, InputError, OutOfVocabularyError
 
 if TYPE_CHECKING:  # torch: imported once the input is read
-    from contextlens.analyses.benchmarks.layer_choice import LayerChoice
-    from contextlens.analyses.benchmarks.word_baseline import CosineBaseline
+    from contextlens.analyses.measures.layer_choice import LayerChoice
+    from contextlens.analyses.measures.word_baseline import CosineBaseline
     from contextlens.core.contextual_models import ContextualModel
 
 ANCHOR_COLUMNS = "anchor<TAB>sentence with the anchor in [brackets]"
@@ -205,10 +205,10 @@ def probe(
     Anchors with sentences in ``anchor_sentences`` are the mean of their hidden states there; the
     rest stand in ``template``. Raises InputError / OutOfVocabularyError for unusable anchors.
     ``baseline=True`` sets the model's random-word cosine baseline beside each score. ``layer="auto"``:
-    the layer `eval wic` chooses on dev lemmas for this model (analyses/benchmarks/layer_choice.py).
+    the layer `eval wic` chooses on dev lemmas for this model (analyses/measures/layer_choice.py).
     """
-    from contextlens.analyses.benchmarks.layer_choice import resolve_layer  # torch, once the input is read
-    from contextlens.analyses.benchmarks.word_baseline import baseline_or_reason
+    from contextlens.analyses.measures.layer_choice import resolve_layer  # torch, once the input is read
+    from contextlens.analyses.measures.word_baseline import baseline_or_reason
     from contextlens.core.contextual_models import as_contextual
 
     model = as_contextual(model)

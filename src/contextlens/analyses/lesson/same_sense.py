@@ -1,10 +1,10 @@
 """Same sense or not? A user's two uses of a word, answered by the rule `eval wic` tunes.
 
 Why: people ask for a threshold that says whether two uses of a word share a sense; `eval wic`
-already tunes one per layer on dev lemmas (WordNet usage-example pairs, analyses/benchmarks/
-wic.py) and measures it on held-out test lemmas. Here that very rule answers the user's pair:
+already tunes one per layer on dev lemmas (WordNet usage-example pairs, analyses/measures/
+sense_threshold.py) and measures it on held-out test lemmas. Here that very rule answers the user's pair:
 the layer `eval wic` picks on dev (``layer="auto"``, the shared resolver of
-analyses/benchmarks/layer_choice.py, or one given), its dev-tuned cosine threshold, and beside
+analyses/measures/layer_choice.py, or one given), its dev-tuned cosine threshold, and beside
 the answer the rule's dev and test accuracy and chance, so the answer comes with how often the
 rule is right; the decision is the threshold's, so its test accuracy is `eval wic`'s.
 
@@ -22,12 +22,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from contextlens.analyses.benchmarks.layer_choice import TASKS, resolve_layer
-from contextlens.analyses.benchmarks.span_encoding import Progress
-from contextlens.analyses.benchmarks.suite import encode_wic, encode_wic_train
-from contextlens.analyses.benchmarks.wic import accuracy, evaluate_wic
-from contextlens.analyses.benchmarks.word_baseline import random_word_baseline
 from contextlens.analyses.lesson.left_context import left_context_note
+from contextlens.analyses.measures.layer_choice import TASKS, resolve_layer
+from contextlens.analyses.measures.sense_threshold import accuracy, best_dev_layer, layer_scores
+from contextlens.analyses.measures.span_encoding import Progress
+from contextlens.analyses.measures.wic_pairs import encode_wic, encode_wic_train
+from contextlens.analyses.measures.word_baseline import random_word_baseline
 from contextlens.core import arguments
 from contextlens.core.backend import Backend
 from contextlens.core.contextual_models import ContextualModel, as_contextual
@@ -183,12 +183,10 @@ def _rule(model: ContextualModel, chosen: int, auto: bool, size: str, progress: 
 
 def _make_rule(model: ContextualModel, chosen: int, auto: bool, size: str, progress: Progress | None) -> SameSenseRule:
     data, enc, _ = encode_wic(model, size, progress)  # eval wic's own encoding of its pairs
-    result = evaluate_wic(data.wic, data.rows, enc.hidden, enc.input_rows, enc.model, None)
+    scores = layer_scores(data.wic, data.rows, enc.hidden)  # eval wic's per-layer numbers
     if auto:  # the resolver's choice is eval wic's own
-        assert chosen == result.meta["best_layer"]["layer_by_dev"]
-
-    def value(split: str, metric: str) -> float:
-        return float(result.select(system=enc.model, layer=chosen, split=split, metric=metric)[0]["value"])
+        assert chosen == best_dev_layer(scores)
+    score = scores[chosen]
 
     pairs = data.wic.pairs
     cos = _pair_cosines(enc.hidden, data.rows, chosen)
@@ -200,8 +198,8 @@ def _make_rule(model: ContextualModel, chosen: int, auto: bool, size: str, progr
     coef, intercept = _fit_logistic(_pair_cosines(train_enc.hidden, train.rows, chosen), train_same)
     prob = 1.0 / (1.0 + np.exp(-(coef * cos[test] + intercept)))
     ece, table = reliability_bins(prob, same[test])
-    threshold = value("dev", "threshold")
-    test_accuracy = value("test", "accuracy")
+    threshold = score.threshold
+    test_accuracy = score.test_accuracy
     assert abs(accuracy(cos[test], same[test], threshold) - test_accuracy) < 1e-12  # the very rule eval wic scores
     return SameSenseRule(
         model=enc.model,
@@ -210,7 +208,7 @@ def _make_rule(model: ContextualModel, chosen: int, auto: bool, size: str, progr
         layer=chosen,
         layer_choice=f"auto: {TASKS['sense']}" if auto else "given",
         threshold=threshold,
-        dev_accuracy=value("dev", "accuracy"),
+        dev_accuracy=score.dev_accuracy,
         test_accuracy=test_accuracy,
         chance=float(max(same[test].mean(), 1 - same[test].mean())),
         dev_pairs=int(dev.sum()),
@@ -251,8 +249,8 @@ def same_sense_rule(
 def rule_cached(model: ContextualModel, size: str = "full") -> bool:
     """Whether the auto rule for ``model`` is read from disk: the layer choice and both encodings it
     fits on (eval wic's pairs, the train pairs) are cached; what `contextlens prepare` reports."""
-    from contextlens.analyses.benchmarks.layer_choice import choice_cached
-    from contextlens.analyses.benchmarks.suite import wic_is_encoded, wic_train_is_encoded
+    from contextlens.analyses.measures.layer_choice import choice_cached
+    from contextlens.analyses.measures.wic_pairs import wic_is_encoded, wic_train_is_encoded
 
     return choice_cached(model, "sense", size) and wic_is_encoded(model, size) and wic_train_is_encoded(model, size)
 

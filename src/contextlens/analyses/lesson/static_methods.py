@@ -16,8 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from contextlens.analyses.benchmarks import similarity as sim
 from contextlens.analyses.lesson.ranking import Ranking, kendall_tau_b, seeds_static
+from contextlens.analyses.measures import word_pairs as wp
 from contextlens.core.jsonable import plain_json
 from contextlens.core.resources import DEFAULT_STATIC
 from contextlens.core.static_models import DistilledStaticModel, StaticModel, load_static
@@ -137,10 +137,10 @@ def _made_line(record: dict[str, Any]) -> str:
     )
 
 
-def _scores(static: StaticModel, datasets: Sequence[sim.SimilarityDataset]) -> dict[str, tuple[float, float]]:
+def _scores(static: StaticModel, datasets: Sequence[wp.SimilarityDataset]) -> dict[str, tuple[float, float]]:
     out = {}
     for ds in datasets:
-        rho, n = sim.score_pairs(ds, sim.static_vectors(ds.words, static))
+        rho, n = wp.score_pairs(ds, wp.static_vectors(ds.words, static))
         out[ds.name] = (rho, n / len(ds.pairs))
     return out
 
@@ -165,7 +165,7 @@ def static_methods(ranking: Ranking | None = None, teacher: str | None = None) -
     """Each method of the seeds' table (and the distilled one) with its model here, if made; the
     seeds' ranking with word2vec when ``ranking`` is given and a word2vec model was made."""
     made = made_models()
-    datasets = [sim.load_dataset(name) for name in sim.DATASETS]
+    datasets = [wp.load_dataset(name) for name in wp.DATASETS]
     rows = []
     for method, how, captures, limitation in SEEDS_TABLE:
         if method == "GloVe":

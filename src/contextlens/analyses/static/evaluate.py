@@ -28,13 +28,13 @@ from typing import Any
 
 import numpy as np
 
-from contextlens.analyses.benchmarks import similarity as sim
-from contextlens.analyses.benchmarks.datasets import WicPair
 from contextlens.analyses.benchmarks.encode_speed import timed_encodings, word_count
 from contextlens.analyses.benchmarks.result import BenchmarkResult
-from contextlens.analyses.benchmarks.retrieval import lee_scores, ndcg_at_k
 from contextlens.analyses.benchmarks.suite import build_suite, run_wic
-from contextlens.analyses.benchmarks.wic import accuracy, tune_threshold
+from contextlens.analyses.measures import word_pairs as wp
+from contextlens.analyses.measures.datasets import WicPair
+from contextlens.analyses.measures.retrieval_scores import lee_scores, ndcg_at_k
+from contextlens.analyses.measures.sense_threshold import accuracy, tune_threshold
 from contextlens.core import arguments
 from contextlens.core.arguments import given
 from contextlens.core.static_models import StaticModel, as_static
@@ -96,7 +96,7 @@ def evaluate_static(
     vectors: dict[str, dict[str, np.ndarray]] = {}
     for s in loaded:
         kinds[s.name] = s.how_made
-        vectors[s.name] = sim.static_vectors(sorted({w for d in datasets for w in d.words}), s)
+        vectors[s.name] = wp.static_vectors(sorted({w for d in datasets for w in d.words}), s)
     for m in models:
         kinds[m.name] = "teacher (contextual)"
         ws = sorted({w for d in datasets for w in d.words})
@@ -106,14 +106,14 @@ def evaluate_static(
         common = [
             p for p in ds.pairs if all(p.first in vectors[s.name] and p.second in vectors[s.name] for s in loaded)
         ]
-        shared = sim.SimilarityDataset(ds.name, tuple(common))
+        shared = wp.SimilarityDataset(ds.name, tuple(common))
         unseen = {s.name: sum(1 for p in ds.pairs if p.first not in s or p.second not in s) for s in loaded}
         for system, vecs in vectors.items():
-            rho, n = sim.score_pairs(ds, vecs)
+            rho, n = wp.score_pairs(ds, vecs)
             task = {"system": system, "kind": kinds[system], "task": ds.name}
             result.add(**task, metric="spearman", value=rho)
             result.add(**task, metric="coverage", value=n / len(ds.pairs))
-            result.add(**task, metric="spearman_common", value=sim.score_pairs(shared, vecs)[0])
+            result.add(**task, metric="spearman_common", value=wp.score_pairs(shared, vecs)[0])
             if system in unseen:  # pairs with a word out of its vocabulary: composed (fastText, distilled) or skipped
                 result.add(**task, metric="oov_pairs", value=unseen[system])
                 result.add(**task, metric="skipped_pairs", value=len(ds.pairs) - n)
@@ -133,9 +133,9 @@ def evaluate_static(
         result.add(**task, metric="coverage", value=covered)
     for m in models if wic_teachers else ():
         wic_result = run_wic(m, loaded[0], size)
-        best = wic_result.meta["best_layer"]
-        task = {"system": m.name, "kind": kinds[m.name], "task": "wic", "layer": best["layer_by_dev"]}
-        result.add(**task, metric="accuracy", value=best["test_accuracy_at_dev_layer"])
+        best = wic_result.best_layer
+        task = {"system": m.name, "kind": kinds[m.name], "task": "wic", "layer": best.layer_by_dev}
+        result.add(**task, metric="accuracy", value=best.test_accuracy_at_dev_layer)
     result.add(system="chance", kind="baseline", task="wic", metric="accuracy", value=chance)
 
     # Lee documents: retrieval quality, then speed over all 350 documents in one run

@@ -21,8 +21,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from contextlens.analyses.benchmarks.datasets import Key, build_wsd, group_by_lemma
 from contextlens.analyses.benchmarks.suite import SEED, SIZES, build_wic_set
+from contextlens.analyses.measures.datasets import Key, build_wsd, group_by_lemma
 from contextlens.core import wordnet as wn
 from contextlens.core.wordnet import UsageExample
 from contextlens.errors import InputError

@@ -20,7 +20,7 @@ from typing import Any
 
 from contextlens.analyses.benchmarks.retrieval import evaluate_lee
 from contextlens.analyses.benchmarks.suite import run_similarity, run_wic
-from contextlens.analyses.benchmarks.word_baseline import random_word_baseline
+from contextlens.analyses.measures.word_baseline import random_word_baseline
 from contextlens.analyses.representations.cka import compare_layers
 from contextlens.core.contextual_models import as_contextual
 from contextlens.core.occurrences import parse_marked
@@ -74,7 +74,7 @@ def tune_report(name: str, size: str = "full", cka_texts: int = 200) -> TuneRepo
         size=size,
         tuned_layer=int(record["settings"]["layer"]),
         wic=_wic_rows(wic),
-        wic_chosen={who: r.meta["best_layer"] for who, r in wic.items()},
+        wic_chosen={who: None if r.best_layer is None else asdict(r.best_layer) for who, r in wic.items()},
         cka=[{"layer": la, "cka": float(cka.matrix[i, i])} for i, la in enumerate(cka.layers_a)],
         cka_tokens=cka.tokens,
         lee=lee,

@@ -2,18 +2,28 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import importlib
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from contextlens.cli import app
-from contextlens.cli.common import console, encoding_progress, err_console, note  # noqa: F401 (re-exported)
+from contextlens.cli.common import (  # noqa: F401 (console, err_console re-exported)
+    check_model,
+    console,
+    contextual_option,
+    encoding_progress,
+    err_console,
+    note,
+    print_json,
+)
 
 if TYPE_CHECKING:  # numpy comes with it: `--help` must not pay for it
     from contextlens.analyses.benchmarks.result import BenchmarkResult
+    from contextlens.core.contextual_models import ContextualModel
 
 eval_app = typer.Typer(
     help="Benchmarks on real data: wic, wsd, wsi, similarity, contextuality, layers, retrieval, static.",
@@ -38,6 +48,62 @@ def plot_after(result_or_results: object, plot: Path | None, draw: Callable) -> 
         from contextlens.reports.figures import save
 
         note(f"figure written to {save(draw(result_or_results), plot)}")
+
+
+Run = Callable[["ContextualModel", Callable[[int, int], None]], "BenchmarkResult"]
+
+
+def lazy(module: str, name: str) -> Callable[[], Any]:
+    """``module.name``, imported when called: a command's analysis or figure loads torch or
+    matplotlib, which a usage error and ``--help`` must not pay for."""
+    return lambda: getattr(importlib.import_module(module), name)
+
+
+def eval_results(
+    models: Sequence[str], precision: str, runtime: str, threads: int | None, run: Run
+) -> list[BenchmarkResult]:
+    """Each model loaded at the options and measured by ``run(model, progress)``, with the
+    encoding's progress bar (on a terminal, only while it encodes)."""
+    results = []
+    for name in models:
+        with encoding_progress(name) as progress:
+            results.append(run(contextual_option(name, precision, threads, runtime), progress))
+    return results
+
+
+def eval_output(
+    shown: object,
+    plot: Path | None,
+    figure: Callable[[], Callable],
+    json_out: bool,
+    document: Callable[[], object],
+    table: Callable[[], None],
+) -> None:
+    """The JSON ``document()`` or the ``table()``; then ``figure()`` drawn from ``shown`` when asked."""
+    with plot_after(shown, plot, figure()):
+        if json_out:
+            print_json(document())
+        else:
+            table()
+
+
+def eval_command(
+    model: str,
+    precision: str,
+    runtime: str,
+    threads: int | None,
+    json_out: bool,
+    plot: Path | None,
+    *,
+    run: Run,
+    figure: Callable[[], Callable],
+    table: Callable[[BenchmarkResult], None],
+) -> None:
+    """One model's benchmark, the way every eval command runs it: the options checked before any
+    heavy import, the encoding with its progress bar, then the JSON or the table, the figure after."""
+    check_model(model, precision, runtime)  # a wrong name or option costs no heavy import
+    (result,) = eval_results([model], precision, runtime, threads, run)
+    eval_output(result, plot, figure, json_out, result.to_dict, lambda: table(result))
 
 
 def model_title(result: BenchmarkResult) -> str:

@@ -20,7 +20,7 @@ from contextlens.cli.common import (
     print_json,
     status_line,
 )
-from contextlens.cli.eval import QuickOpt, encoding_progress, eval_app, plot_after, size_name, timing_footer
+from contextlens.cli.eval import QuickOpt, eval_app, eval_output, eval_results, lazy, size_name, timing_footer
 from contextlens.cli.params import as_flags
 from contextlens.errors import InputError
 
@@ -106,18 +106,15 @@ def contextuality_cmd(
             for result in corpus_results:
                 _corpus_table(result)
         return
-    results = []
-    for name in [model or DEFAULT_MODEL, *(also or [])]:
-        with encoding_progress(name) as progress:
-            loaded = contextual_option(name, precision, threads, runtime)
-            results.append(run_contextuality(loaded, size_name(quick), progress))
-    with plot_after(results, plot, contextuality_figure):
-        if json_out:
-            from contextlens.analyses.benchmarks.contextuality import combine
-
-            print_json(combine(results).to_dict())
-        else:
-            _contextuality_tables(results)
+    results = eval_results(
+        [model or DEFAULT_MODEL, *(also or [])], precision, runtime, threads,
+        lambda loaded, progress: run_contextuality(loaded, size_name(quick), progress),
+    )  # fmt: skip
+    combine = lazy("contextlens.analyses.benchmarks.contextuality", "combine")
+    eval_output(
+        results, plot, lambda: contextuality_figure, json_out,
+        lambda: combine()(results).to_dict(), lambda: _contextuality_tables(results),
+    )  # fmt: skip
 
 
 def _contextuality_tables(results: list[BenchmarkResult]) -> None:

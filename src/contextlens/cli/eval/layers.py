@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.table import Table
@@ -19,19 +19,12 @@ from contextlens.cli.common import (
     ThreadsOpt,
     check_model,
     console,
-    contextual_option,
     fmt,
-    print_json,
 )
-from contextlens.cli.eval import (
-    QuickOpt,
-    encoding_progress,
-    eval_app,
-    model_title,
-    plot_after,
-    size_name,
-    timing_footer,
-)
+from contextlens.cli.eval import QuickOpt, eval_app, eval_output, eval_results, model_title, size_name, timing_footer
+
+if TYPE_CHECKING:  # numpy comes with it: `--help` must not pay for it
+    from contextlens.analyses.benchmarks.result import BenchmarkResult
 
 
 @eval_app.command("layers")
@@ -54,36 +47,38 @@ def layers_cmd(
     from contextlens.reports.claims_figures import layer_probe_figure
 
     static_model = optional_static(static, optional=False)
-    results = []
-    for name in [model, *(also or [])]:
-        with encoding_progress(name) as progress:
-            loaded = contextual_option(name, precision, threads, runtime)
-            results.append(run_layer_probes(loaded, static_model, size_name(quick), progress))
-    with plot_after(results, plot, layer_probe_figure):
-        if json_out:
-            docs = [r.to_dict() for r in results]
-            print_json(docs[0] if len(docs) == 1 else docs)
-            return
-        for result in results:
-            table = Table(title=f"linear probe accuracy per layer — {model_title(result)} (lemmas kept apart, 5 folds)")
-            splits = ("pos", "pos-control", "sense", "sense-control")
-            table.add_column("layer", justify="right")
-            for split in splits:
-                table.add_column(split, justify="right")
-            for layer in range(result.meta["num_layers"] + 1):
-                values = (result.value(system=result.model, layer=layer, split=s) for s in splits)
-                table.add_row(str(layer), *(fmt(v, 3) for v in values))
-            for system in (f"{result.model} input row", static_model.name):
-                table.add_row(system, *(fmt(result.value(system=system, split=s), 3) for s in splits))
-            expected = result.meta["expected_layer"]
-            table.add_row("expected layer", *(fmt(expected[s], 2) for s in splits), style="bold")
-            console.print(table)
-            counts = result.meta["counts"]
-            console.print(
-                f"pos: {counts['pos']['examples']} examples of {counts['pos']['lemmas']} lemmas (noun/verb, "
-                f"majority {counts['pos']['majority']:.2f}); sense: {counts['sense']['examples']} examples of "
-                f"{counts['sense']['lemmas']} polysemous nouns, {len(counts['sense']['labels'])} supersenses "
-                f"(majority {counts['sense']['majority']:.2f}); controls: a random label per word type"
-            )
-            timing_footer(result)
-        console.print(f"[dim]paper: {results[0].meta['paper']}[/dim]")
+    results = eval_results(
+        [model, *(also or [])], precision, runtime, threads,
+        lambda loaded, progress: run_layer_probes(loaded, static_model, size_name(quick), progress),
+    )  # fmt: skip
+    eval_output(
+        results, plot, lambda: layer_probe_figure, json_out,
+        lambda: results[0].to_dict() if len(results) == 1 else [r.to_dict() for r in results],
+        lambda: _layers_tables(results, static_model.name),
+    )  # fmt: skip
+
+
+def _layers_tables(results: list[BenchmarkResult], static_name: str) -> None:
+    for result in results:
+        table = Table(title=f"linear probe accuracy per layer — {model_title(result)} (lemmas kept apart, 5 folds)")
+        splits = ("pos", "pos-control", "sense", "sense-control")
+        table.add_column("layer", justify="right")
+        for split in splits:
+            table.add_column(split, justify="right")
+        for layer in range(result.meta["num_layers"] + 1):
+            values = (result.value(system=result.model, layer=layer, split=s) for s in splits)
+            table.add_row(str(layer), *(fmt(v, 3) for v in values))
+        for system in (f"{result.model} input row", static_name):
+            table.add_row(system, *(fmt(result.value(system=system, split=s), 3) for s in splits))
+        expected = result.meta["expected_layer"]
+        table.add_row("expected layer", *(fmt(expected[s], 2) for s in splits), style="bold")
+        console.print(table)
+        counts = result.meta["counts"]
+        console.print(
+            f"pos: {counts['pos']['examples']} examples of {counts['pos']['lemmas']} lemmas (noun/verb, "
+            f"majority {counts['pos']['majority']:.2f}); sense: {counts['sense']['examples']} examples of "
+            f"{counts['sense']['lemmas']} polysemous nouns, {len(counts['sense']['labels'])} supersenses "
+            f"(majority {counts['sense']['majority']:.2f}); controls: a random label per word type"
+        )
+        timing_footer(result)
+    console.print(f"[dim]paper: {results[0].meta['paper']}[/dim]")

@@ -16,19 +16,16 @@ from contextlens.cli.common import (
     RuntimeOpt,
     StaticOpt,
     ThreadsOpt,
-    check_model,
     console,
-    contextual_option,
     fmt,
-    print_json,
 )
 from contextlens.cli.eval import (
     QuickOpt,
-    encoding_progress,
     eval_app,
+    eval_command,
     layer_cell,
+    lazy,
     model_title,
-    plot_after,
     size_name,
     timing_footer,
 )
@@ -49,18 +46,13 @@ def similarity_cmd(
     plot: PlotOpt = None,
 ) -> None:
     """SimLex-999 and WordSim-353 Spearman: static model, and per layer template and pooled contexts."""
-    check_model(model, precision, runtime)  # a wrong name or option costs no heavy import
-    from contextlens.analyses.benchmarks.suite import run_similarity
-    from contextlens.reports.benchmark_figures import similarity_figure
-
-    with encoding_progress(model) as progress:
-        loaded = contextual_option(model, precision, threads, runtime)
-        result = run_similarity(loaded, static, size_name(quick), progress)
-    with plot_after(result, plot, similarity_figure):
-        if json_out:
-            print_json(result.to_dict())
-        else:
-            _similarity_table(result)
+    run_similarity = lazy("contextlens.analyses.benchmarks.suite", "run_similarity")
+    eval_command(
+        model, precision, runtime, threads, json_out, plot,
+        run=lambda loaded, progress: run_similarity()(loaded, static, size_name(quick), progress),
+        figure=lazy("contextlens.reports.benchmark_figures", "similarity_figure"),
+        table=_similarity_table,
+    )  # fmt: skip
 
 
 def _similarity_table(result: BenchmarkResult) -> None:

@@ -16,25 +16,22 @@ from contextlens.cli.common import (
     RuntimeOpt,
     StaticOpt,
     ThreadsOpt,
-    check_model,
     console,
-    contextual_option,
     fmt,
-    print_json,
 )
 from contextlens.cli.eval import (
     QuickOpt,
-    encoding_progress,
     eval_app,
+    eval_command,
     layer_cell,
+    lazy,
     model_title,
-    plot_after,
     size_name,
     timing_footer,
 )
 
 if TYPE_CHECKING:  # numpy comes with it: `--help` must not pay for it
-    from contextlens.analyses.benchmarks.result import BenchmarkResult
+    from contextlens.analyses.benchmarks.wic import WicResult
 
 
 @eval_app.command("wic")
@@ -49,24 +46,19 @@ def wic_cmd(
     plot: PlotOpt = None,
 ) -> None:
     """Word in context on WordNet pairs: per-layer accuracy with a dev-tuned cosine threshold."""
-    check_model(model, precision, runtime)  # a wrong name or option costs no heavy import
-    from contextlens.analyses.benchmarks.suite import run_wic
-    from contextlens.reports.benchmark_figures import wic_figure
-
-    with encoding_progress(model) as progress:
-        result = run_wic(contextual_option(model, precision, threads, runtime), static, size_name(quick), progress)
-    with plot_after(result, plot, wic_figure):
-        if json_out:
-            print_json(result.to_dict())
-        else:
-            _wic_table(result)
+    run_wic = lazy("contextlens.analyses.benchmarks.suite", "run_wic")
+    eval_command(
+        model, precision, runtime, threads, json_out, plot,
+        run=lambda loaded, progress: run_wic()(loaded, static, size_name(quick), progress),
+        figure=lazy("contextlens.reports.benchmark_figures", "wic_figure"),
+        table=_wic_table,
+    )  # fmt: skip
 
 
-def _wic_table(result: BenchmarkResult) -> None:
+def _wic_table(result: WicResult) -> None:
     from contextlens.analyses.benchmarks.wic import table_rows
 
-    counts = result.meta["counts"]
-    best = result.meta["best_layer"]
+    dev, test, best = result.dev, result.test, result.best_layer
     table = Table(title=f"word in context (WordNet 3.0 pairs) — {model_title(result)}")
     for col in ("system", "layer", "dev accuracy", "threshold", "test accuracy"):
         table.add_column(col, justify="right" if col != "system" else "left", no_wrap=col == "system")
@@ -84,14 +76,13 @@ def _wic_table(result: BenchmarkResult) -> None:
         )
     console.print(table)
     console.print(
-        f"test: {counts['test']['pairs']} pairs ({counts['test']['same']} same / {counts['test']['different']} "
-        f"different) over {counts['test']['lemmas']} lemmas; dev: {counts['dev']['pairs']} pairs over "
-        f"{counts['dev']['lemmas']} lemmas; no lemma in both."
+        f"test: {test.pairs} pairs ({test.same} same / {test.different} different) over {test.lemmas} lemmas; "
+        f"dev: {dev.pairs} pairs over {dev.lemmas} lemmas; no lemma in both."
     )
     console.print(
-        f"best layer by dev accuracy: [bold red]{best['layer_by_dev']}[/bold red] (test "
-        f"{best['test_accuracy_at_dev_layer']:.3f}); best test layer {best['best_test_layer']} "
-        f"({best['best_test_accuracy']:.3f})"
+        f"best layer by dev accuracy: [bold red]{best.layer_by_dev}[/bold red] (test "
+        f"{best.test_accuracy_at_dev_layer:.3f}); best test layer {best.best_test_layer} "
+        f"({best.best_test_accuracy:.3f})"
     )
-    console.print(f"[dim]note: {result.meta['published_note']}[/dim]")
+    console.print(f"[dim]note: {result.published_note}[/dim]")
     timing_footer(result)

@@ -15,19 +15,16 @@ from contextlens.cli.common import (
     PrecisionOpt,
     RuntimeOpt,
     ThreadsOpt,
-    check_model,
     console,
-    contextual_option,
     fmt,
-    print_json,
 )
 from contextlens.cli.eval import (
     QuickOpt,
-    encoding_progress,
     eval_app,
+    eval_command,
     layer_cell,
+    lazy,
     model_title,
-    plot_after,
     size_name,
     timing_footer,
 )
@@ -50,18 +47,13 @@ def wsd_cmd(
     plot: PlotOpt = None,
 ) -> None:
     """Sense disambiguation by the nearest sense centroid per layer, beside MFS (SemCor) and random."""
-    check_model(model, precision, runtime)  # a wrong name or option costs no heavy import
-    from contextlens.analyses.benchmarks.suite import run_wsd
-    from contextlens.reports.benchmark_figures import wsd_figure
-
-    with encoding_progress(model) as progress:
-        loaded = contextual_option(model, precision, threads, runtime)
-        result = run_wsd(loaded, size_name(quick), progress, glosses=glosses)
-    with plot_after(result, plot, wsd_figure):
-        if json_out:
-            print_json(result.to_dict())
-        else:
-            _wsd_table(result)
+    run_wsd = lazy("contextlens.analyses.benchmarks.suite", "run_wsd")
+    eval_command(
+        model, precision, runtime, threads, json_out, plot,
+        run=lambda loaded, progress: run_wsd()(loaded, size_name(quick), progress, glosses=glosses),
+        figure=lazy("contextlens.reports.benchmark_figures", "wsd_figure"),
+        table=_wsd_table,
+    )  # fmt: skip
 
 
 def _wsd_table(result: BenchmarkResult) -> None:

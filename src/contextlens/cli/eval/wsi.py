@@ -16,19 +16,16 @@ from contextlens.cli.common import (
     RuntimeOpt,
     StaticOpt,
     ThreadsOpt,
-    check_model,
     console,
-    contextual_option,
     fmt,
-    print_json,
 )
 from contextlens.cli.eval import (
     QuickOpt,
-    encoding_progress,
     eval_app,
+    eval_command,
     layer_cell,
+    lazy,
     model_title,
-    plot_after,
     size_name,
     timing_footer,
 )
@@ -50,17 +47,13 @@ def wsi_cmd(
 ) -> None:
     """Sense induction per layer: cluster each lemma's examples, score against WordNet senses
     (ARI, V-measure, B-cubed F1), beside one-cluster, one-per-instance and static baselines."""
-    check_model(model, precision, runtime)  # a wrong name or option costs no heavy import
-    from contextlens.analyses.benchmarks.wsi import run_wsi
-    from contextlens.reports.benchmark_figures import wsi_figure
-
-    with encoding_progress(model) as progress:
-        result = run_wsi(contextual_option(model, precision, threads, runtime), static, size_name(quick), progress)
-    with plot_after(result, plot, wsi_figure):
-        if json_out:
-            print_json(result.to_dict())
-        else:
-            _wsi_table(result)
+    run_wsi = lazy("contextlens.analyses.benchmarks.wsi", "run_wsi")
+    eval_command(
+        model, precision, runtime, threads, json_out, plot,
+        run=lambda loaded, progress: run_wsi()(loaded, static, size_name(quick), progress),
+        figure=lazy("contextlens.reports.benchmark_figures", "wsi_figure"),
+        table=_wsi_table,
+    )  # fmt: skip
 
 
 def _wsi_table(result: BenchmarkResult) -> None:

@@ -6,13 +6,13 @@ command that takes a layer (compare's neighbours explore and probe, same-sense, 
 search and export, index):
 
 * ``"sense"``: the layer with the best dev accuracy of `eval wic`'s cosine threshold (WordNet
-  word-in-context pairs, dev lemmas; analyses/benchmarks/wic.py): the layer whose cosine best
+  word-in-context pairs, dev lemmas; analyses/measures/sense_threshold.py): the layer whose cosine best
   separates "same sense" from "different sense";
 * ``"retrieval"``: the hidden-mean layer with the best MRR on a dev sample of WordNet synsets (a
   usage example finds its synset's definition, as in `eval retrieval`'s WordNet task), disjoint
   from the synsets that task reports on.
 
-The choice needs eval wic's pair sentences encoded once per model (suite.encode_wic, the same
+The choice needs eval wic's pair sentences encoded once per model (wic_pairs.encode_wic, the same
 encoding eval wic and same-sense read); the chosen layer itself is cached on disk per model,
 backend and data, so the second call costs a file read.
 """
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from contextlens.analyses.benchmarks.span_encoding import Progress
+from contextlens.analyses.measures.span_encoding import Progress
 from contextlens.core import arguments
 from contextlens.core.backend import Backend
 from contextlens.core.contextual_models import ContextualModel, as_contextual
@@ -33,7 +33,7 @@ from contextlens.core.disk_cache import cache_key, cache_path, cached_arrays
 from contextlens.core.numerals import integer_text
 from contextlens.errors import InputError
 
-# 2: the sense choice reads the WiC pairs' own encoding (suite.encode_wic), not the whole suite's
+# 2: the sense choice reads the WiC pairs' own encoding (wic_pairs.encode_wic), not the whole suite's
 CHOICE_VERSION = 2
 SENSE_ENCODE_TIME = "about 10 s for minilm, a minute for mpnet on 2 cores"  # measured: docs/speed.md, issue 30
 TASKS = {
@@ -162,7 +162,7 @@ def _remember(model: ContextualModel, task: str, size: str, make: Callable[[], L
 
 
 def _sense_key(model: ContextualModel, size: str) -> str:
-    from contextlens.analyses.benchmarks.suite import build_wic_set
+    from contextlens.analyses.measures.wic_pairs import build_wic_set
 
     wic = build_wic_set(size).wic
     pairs = [(p.first.text, p.first.start, p.second.text, p.second.start, p.same, p.split) for p in wic.pairs]
@@ -178,8 +178,8 @@ def choice_cached(model: ContextualModel, task: str = "sense", size: str = DEFAU
 
 
 def _sense(model: ContextualModel, size: str, progress: Progress | None, announce: Announce | None) -> LayerChoice:
-    from contextlens.analyses.benchmarks.suite import build_wic_set, encode_wic, wic_is_encoded
-    from contextlens.analyses.benchmarks.wic import evaluate_wic
+    from contextlens.analyses.measures.sense_threshold import best_dev_layer, layer_scores
+    from contextlens.analyses.measures.wic_pairs import build_wic_set, encode_wic, wic_is_encoded
 
     def make() -> LayerChoice:
         wic = build_wic_set(size).wic  # eval wic's pairs alone (about a second), not the whole suite
@@ -194,10 +194,9 @@ def _sense(model: ContextualModel, size: str, progress: Progress | None, announc
                     "from the cache"
                 )
             data, enc, _ = encode_wic(model, size, progress)
-            result = evaluate_wic(data.wic, data.rows, enc.hidden, enc.input_rows, enc.model, None)
-            best = result.meta["best_layer"]["layer_by_dev"]
-            dev = result.select(system=enc.model, layer=best, split="dev", metric="accuracy")[0]["value"]
-            return {"layer": np.array(best), "score": np.array(dev)}
+            scores = layer_scores(data.wic, data.rows, enc.hidden)  # eval wic's per-layer numbers
+            best = best_dev_layer(scores)
+            return {"layer": np.array(best), "score": np.array(scores[best].dev_accuracy)}
 
         arrays = cached_arrays("layer-choice", key, compute)
         counts = wic.counts["dev"]
@@ -212,7 +211,7 @@ def _sense(model: ContextualModel, size: str, progress: Progress | None, announc
 def retrieval_dev_task(size: str = "full", definitions: bool = True):
     """Dev synsets for the retrieval choice: a seed-1 sample of synsets with a usage example, none
     of them among the synsets `eval retrieval` reports on (its seed-0 sample of 1,000; 100 quick)."""
-    from contextlens.analyses.benchmarks.retrieval import WordNetTask, load_wordnet_task
+    from contextlens.analyses.measures.wordnet_task import WordNetTask, load_wordnet_task
     from contextlens.core.wordnet import wordnet
 
     n = RETRIEVAL_DEV_SYNSETS if size == "full" else 40
@@ -225,7 +224,7 @@ def retrieval_dev_task(size: str = "full", definitions: bool = True):
 
 
 def _retrieval(model: ContextualModel, size: str, progress: Progress | None, announce: Announce | None) -> LayerChoice:
-    from contextlens.analyses.benchmarks.retrieval import wordnet_scores
+    from contextlens.analyses.measures.retrieval_scores import wordnet_scores
     from contextlens.analyses.search.encoders import hidden_means_every_layer
     from contextlens.core.similarity import normalize_rows
 

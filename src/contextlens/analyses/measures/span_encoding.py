@@ -30,6 +30,30 @@ Span = tuple[int, int, int]  # (text index, start, end)
 SPAN_ENCODING_VERSION = 2
 
 
+class SpanRows:
+    """Collects texts and spans, giving each distinct one a stable row (the suite and the WiC
+    pair sets each index their spans this way)."""
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+        self.text_index: dict[str, int] = {}
+        self.spans: list[Span] = []
+        self.span_index: dict[Span, int] = {}
+
+    def text(self, text: str) -> int:
+        if text not in self.text_index:
+            self.text_index[text] = len(self.texts)
+            self.texts.append(text)
+        return self.text_index[text]
+
+    def span(self, text: str, start: int, end: int) -> int:
+        key = (self.text(text), start, end)
+        if key not in self.span_index:
+            self.span_index[key] = len(self.spans)
+            self.spans.append(key)
+        return self.span_index[key]
+
+
 @dataclass
 class SpanEncoding:
     """``hidden[i, layer]`` is span i's hidden state after ``layer`` (0 = embedding output)."""

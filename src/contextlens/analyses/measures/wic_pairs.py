@@ -1,0 +1,108 @@
+"""`eval wic`'s dev/test pairs and same-sense's train pairs, each over their own texts and encoded
+apart (disk-cached).
+
+Why a measure: the sense choice of ``--layer auto``, same-sense's rule and `eval wic` need only these
+pairs' spans; encoding them alone costs a fraction of the whole suite (docs/speed.md, issue 30), and
+all three read this one encoding, so their numbers agree. The suite (analyses/benchmarks/suite.py)
+builds its WiC rows from the same pairs.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from contextlens.analyses.measures.datasets import WicData, build_wic, build_wic_train
+from contextlens.analyses.measures.sizes import SEED, SIZES
+from contextlens.analyses.measures.span_encoding import Progress, Span, SpanEncoding, SpanRows, encode_spans, is_encoded
+from contextlens.core import wordnet as wn
+from contextlens.core.contextual_models import ContextualModel, as_contextual
+
+
+@dataclass
+class WicTrain:
+    """Word-in-context train pairs (lemmas in neither the suite's dev nor test) over their own texts."""
+
+    wic: WicData
+    texts: list[str]
+    spans: list[Span]
+    rows: list[tuple[int, int]]  # each pair's two rows in ``spans``
+
+
+@dataclass
+class WicSet:
+    """`eval wic`'s dev and test pairs (the suite's, the same WicData) over their own texts."""
+
+    size: str
+    wic: WicData
+    texts: list[str]
+    spans: list[Span]
+    rows: list[tuple[int, int]]  # each pair's two rows in ``spans``
+    counts: dict[str, Any] = field(default_factory=dict)
+
+
+def pair_rows(wic: WicData, b: SpanRows) -> list[tuple[int, int]]:
+    """Each pair's two span rows in ``b`` (added when new)."""
+    return [
+        (b.span(p.first.text, p.first.start, p.first.end), b.span(p.second.text, p.second.start, p.second.end))
+        for p in wic.pairs
+    ]
+
+
+def _own_rows(wic: WicData) -> tuple[list[str], list[Span], list[tuple[int, int]]]:
+    b = SpanRows()
+    rows = pair_rows(wic, b)
+    return b.texts, b.spans, rows
+
+
+@functools.cache
+def build_wic_set(size: str = "full") -> WicSet:
+    """The WiC dev/test pairs of the suite at ``size`` (built as the suite builds them)."""
+    wn.check_installed()  # fail early and clearly, even when the examples are cached
+    wic = build_wic(wn.usage_examples(), max_lemmas=SIZES[size].wic_lemmas, seed=SEED)
+    texts, spans, rows = _own_rows(wic)
+    counts = {"texts": len(texts), "spans": len(spans), "wordnet_examples": wn.usage_example_stats()}
+    return WicSet(size, wic, texts, spans, rows, counts)
+
+
+def encode_wic(
+    model: ContextualModel | str, size: str, progress: Progress | None = None
+) -> tuple[WicSet, SpanEncoding, float]:
+    """The WiC dev/test pairs' spans through ``model`` (disk-cached); and the seconds it took."""
+    wic = build_wic_set(size)
+    model = as_contextual(model)
+    started = time.perf_counter()
+    encoding = encode_spans(model, wic.texts, wic.spans, progress=progress)
+    return wic, encoding, time.perf_counter() - started
+
+
+def wic_is_encoded(model: ContextualModel, size: str) -> bool:
+    """Whether :func:`encode_wic` would read its cache (no encoding) for ``model``."""
+    wic = build_wic_set(size)
+    return is_encoded(model, wic.texts, wic.spans)
+
+
+@functools.cache
+def build_wic_train_set(size: str = "full") -> WicTrain:
+    """The train pairs beside the suite's WiC dev/test (:func:`datasets.build_wic_train`): a set
+    of its own, encoded apart, so the suite (and every cached benchmark encoding) is unchanged."""
+    dev_test = build_wic_set(size).wic  # the suite's own pairs, without building the whole suite
+    wic = build_wic_train(wn.usage_examples(), dev_test, max_lemmas=SIZES[size].wic_train_lemmas, seed=SEED)
+    texts, spans, rows = _own_rows(wic)
+    return WicTrain(wic, texts, spans, rows)
+
+
+def encode_wic_train(
+    model: ContextualModel, size: str, progress: Progress | None = None
+) -> tuple[WicTrain, SpanEncoding]:
+    """The train pairs' spans through ``model`` (disk-cached like the suite)."""
+    train = build_wic_train_set(size)
+    return train, encode_spans(model, train.texts, train.spans, progress=progress)
+
+
+def wic_train_is_encoded(model: ContextualModel, size: str) -> bool:
+    """Whether :func:`encode_wic_train` would read its cache (no encoding) for ``model``."""
+    train = build_wic_train_set(size)
+    return is_encoded(model, train.texts, train.spans)
