@@ -305,6 +305,36 @@ def test_a_sense_with_no_distinctive_word_says_so_instead_of_a_blank_cell(page, 
     assert "canoe" in cells[1 - cells.index(NO_DISTINCTIVE_WORDS)]
 
 
+def test_an_unlabelled_clusters_label_names_its_two_candidates():
+    """Issue 36, item 2 on the page: below the margin a cluster has no synset, and the page says so
+    with the two closest candidates, as `senses induce` does (one line, sense_labels.label_text)."""
+    from contextlens.analyses.corpus.sense_labels import label_text
+
+    candidates = [{"synset": "bank.n.01", "definition": "sloping land", "cosine": 0.41, "share": 0.5},
+                  {"synset": "bank.n.02", "definition": "a financial institution", "cosine": 0.405, "share": 0.5}]
+    line = label_text(None, candidates)
+    assert line.startswith("unlabelled") and "bank.n.01 0.410 (sloping land)" in line and "bank.n.02 0.405" in line
+    gloss = {"synset": "bank.n.01", "definition": "sloping land", "cosine": 0.41}
+    assert label_text(gloss, candidates) == "bank.n.01: sloping land (0.410)"
+
+
+@needs_chromium
+def test_the_sense_tables_wordnet_cell_is_the_apis_label_candidates_and_all(page, server):
+    answer = page.request.post(f"{server}/api/sense-map", data={"corpus": "demo", "word": "bank"}).json()
+    from contextlens.analyses.corpus.sense_labels import label_text
+
+    for layer in answer["layers"]:
+        for s in layer["senses"]:
+            assert s["label"] == label_text(s["gloss"], s["candidates"])
+    for index, layer in enumerate(answer["layers"]):
+        page.goto(f"{server}/sense-map?corpus=demo&word=bank&layer={layer['layer']}")
+        page.wait_for_selector("#senses", timeout=BROWSER_WAIT_MS)
+        cells = page.eval_on_selector_all("#senses tr td:nth-child(4)", "tds => tds.map(t => t.textContent)")
+        assert cells == [s["label"] for s in layer["senses"]], (index, cells)
+    unlabelled = [s["label"] for layer in answer["layers"] for s in layer["senses"] if s["gloss"] is None]
+    print(f"{len(unlabelled)} unlabelled cluster(s) over the layers: {unlabelled}")
+
+
 @needs_chromium
 def test_the_sense_map_on_a_phone_fits_and_its_title_clears_the_toolbar(browser, server):
     context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)

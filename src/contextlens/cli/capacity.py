@@ -4,15 +4,20 @@
 from __future__ import annotations
 
 import contextlib
-from typing import Annotated
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from contextlens.cli import app
 from contextlens.cli.common import JsonOpt, console, print_json
 from contextlens.cli.index import DsnOpt, IndexTypeOpt, NlistOpt, PqMOpt
 from contextlens.errors import InputError
+
+if TYPE_CHECKING:  # numpy comes with it: `--help` must not pay for it
+    from contextlens.analyses.search.distinct_vectors import DataCount
 
 PLATFORMS = ("opensearch", "azure", "vertex")  # analyses.search.platforms.PLATFORMS (kept torch-free here)
 MAX_MEASURE = 100_000  # --max-measure's default (analyses.search.pg_capacity.MAX_MEASURE; measure()'s own)
@@ -27,8 +32,16 @@ CapacityEngineOpt = Annotated[
 
 @app.command("capacity")
 def capacity_cmd(
-    count: Annotated[int, typer.Option("--count", "-n", help="Number of vectors.")],
-    dim: Annotated[int, typer.Option("--dim", "-d", help="Dimensions per vector.")],
+    count: Annotated[int | None, typer.Option("--count", "-n", help="Number of vectors (or --data's).")] = None,
+    dim: Annotated[int | None, typer.Option("--dim", "-d", help="Dimensions per vector (or a .npy --data's).")] = None,
+    data: Annotated[
+        Path | None,
+        typer.Option(
+            "--data",
+            help="The data: a .npy array (n, d) of the vectors, or documents (any file `index build` reads); "
+            "pgvector's HNSW counts its distinct vectors (identical ones fold into one element).",
+        ),
+    ] = None,
     dtype: Annotated[
         str | None,
         typer.Option(
@@ -104,6 +117,12 @@ def capacity_cmd(
                       "knn_engine": knn_engine, "segments": segments, "machine": machine}  # fmt: skip
     if engine not in ("faiss", "pgvector", *PLATFORMS):
         raise InputError(f"--engine must be one of faiss, pgvector, {', '.join(PLATFORMS)}, got {engine!r}")
+    counted = None
+    if data is not None:
+        counted = _count_data(data, dtype or "float32")
+        count, dim = _data_shape(counted, count, dim)
+    if count is None or dim is None:
+        raise InputError("give --count and --dim, or --data (a .npy array gives both; documents give --count)")
     if max_measure is not None and not measure:
         raise InputError("--max-measure is for --measure: the formula builds nothing")
     if engine in PLATFORMS:
@@ -115,7 +134,7 @@ def capacity_cmd(
         raise InputError(f"{', '.join(extra)} {'is' if len(extra) == 1 else 'are'} for --engine opensearch, azure "
                          "or vertex")  # fmt: skip
     if check_engine(engine) == "pgvector":
-        _pgvector_capacity(count, dim, dtype, index, m, lists, measure, dsn, json_out, max_measure)
+        _pgvector_capacity(count, dim, dtype, index, m, lists, measure, dsn, json_out, max_measure, counted)
         return
     if dsn is not None or lists is not None:
         raise InputError("--dsn and --lists are for --engine pgvector")
@@ -156,9 +175,31 @@ def capacity_cmd(
         console.print(f"[dim]measured: {result.measured_on} in {result.measure_seconds:.1f} s[/dim]")
 
 
+def _count_data(data: Path, dtype: str) -> DataCount:
+    """--data's rows, distinct values and HNSW elements (a .npy array, or documents by their texts)."""
+    from contextlens.analyses.search.distinct_vectors import count_array, count_texts
+
+    if data.suffix.lower() == ".npy":
+        return count_array(data, dtype)
+    from contextlens.analyses.corpus.index_documents import index_documents
+
+    return count_texts([d.text for d in index_documents(data)], str(data))
+
+
+def _data_shape(counted: DataCount, count: int | None, dim: int | None) -> tuple[int, int | None]:
+    """--count and --dim from --data; a given one that disagrees with the data is refused."""
+    if count is not None and count != counted.rows:
+        raise InputError(f"--count {count:,} but --data holds {counted.rows:,} rows; drop --count")
+    if counted.dim is not None and dim is not None and dim != counted.dim:
+        raise InputError(f"--dim {dim} but --data's vectors have {counted.dim} dimensions; drop --dim")
+    if counted.dim is None and dim is None:
+        raise InputError("--data of documents gives the count, not the width: give --dim (the encoder's)")
+    return counted.rows, counted.dim or dim
+
+
 def _pgvector_capacity(
     count: int, dim: int, dtype: str | None, index: str, m: int | None, lists: int | None, measure: bool,
-    dsn: str | None, json_out: bool, max_measure: int | None = None,
+    dsn: str | None, json_out: bool, max_measure: int | None = None, counted: DataCount | None = None,
 ) -> None:  # fmt: skip
     from contextlens.analyses.search.pg_capacity import pg_estimate, pg_measure
     from contextlens.analyses.search.pg_index import PgIndexConfig
@@ -168,15 +209,25 @@ def _pgvector_capacity(
     config = PgIndexConfig(index, params, dtype or "float32")
     if dsn is not None and not measure:
         raise InputError("--dsn is for --measure: the formula needs no server")
+    if measure and counted is not None and counted.dim is None:
+        raise InputError("--measure with --data builds the vectors themselves: give a .npy array, not documents")
     if measure:
+        import numpy as np
+
+        vectors = None if counted is None else np.load(counted.source, allow_pickle=False)
         with contextlib.nullcontext() if json_out else console.status("building the table and index in PostgreSQL..."):
-            result = pg_measure(config, count, dim, dsn=dsn,
+            result = pg_measure(config, count, dim, dsn=dsn, vectors=vectors,
                                 max_measure=MAX_MEASURE if max_measure is None else max_measure)  # fmt: skip
     else:
-        result = pg_estimate(config, count, dim)
+        result = pg_estimate(config, count, dim, None if counted is None else counted.elements)
     if json_out:
-        print_json(result.to_dict())
+        print_json(result.to_dict() | ({"data": counted.to_dict()} if counted is not None else {}))
         return
+    if counted is not None:
+        console.print(
+            f"--data {escape(counted.source)}: {counted.rows:,} rows, {counted.distinct:,} distinct "
+            f"({counted.compared}), {counted.elements:,} HNSW elements ({counted.folded:,} rows folded)"
+        )
     extra = ", ".join(f"{k}={v}" for k, v in result.params.items())
     console.print(
         f"[bold]{result.count:,}[/bold] vectors x {result.dim} dims, {result.dtype} "

@@ -178,10 +178,13 @@ def index_build(
         config = IndexConfig(index, params, dtype)
     check_index_folder(check_output_folder(out), force)  # and that --out can take an index
     documents = index_documents(docs)
+    dedupe_record = None
     if dedupe:
         from contextlens.analyses.search.index import dedupe_documents
 
+        read = len(documents)
         documents, folded = dedupe_documents(documents)
+        dedupe_record = {"documents_read": read, "folded": folded, "indexed": len(documents)}
         note(f"--dedupe: {folded:,} duplicate document(s) folded into their first copy; {len(documents):,} indexed")
     choice = None
     if static is not None:
@@ -207,12 +210,13 @@ def index_build(
         with contextlib.nullcontext() if json_out else console.status("loading the vectors into PostgreSQL..."):
             built = PgVectorIndex.build(
                 documents, encoder, out, config, dsn=dsn, batch_size=batch_size,
-                show_progress_bar=console.is_terminal, model_source=source, force=force,
+                show_progress_bar=console.is_terminal, model_source=source, force=force, dedupe=dedupe_record,
             )  # fmt: skip
         folder = out
     else:
         built = VectorIndex.build(
-            documents, encoder, config, batch_size=batch_size, show_progress_bar=console.is_terminal
+            documents, encoder, config, batch_size=batch_size, show_progress_bar=console.is_terminal,
+            dedupe=dedupe_record,
         )
         folder = built.save(out, model_source=source, force=force)
     if json_out:
@@ -222,8 +226,9 @@ def index_build(
         console.print(f"[dim]{escape(choice.label())}[/dim]")
     p = built.config.params
     params_text = ", ".join(f"{k}={v}" for k, v in p.items()) or "no parameters"
+    folded_text = f" ({dedupe_record['folded']:,} duplicates folded by --dedupe)" if dedupe_record else ""
     console.print(
-        f"indexed [bold]{len(built)}[/bold] documents from {escape(str(docs))} as "
+        f"indexed [bold]{len(built)}[/bold] documents{folded_text} from {escape(str(docs))} as "
         f"{escape(describe_encoder(built.provenance))} vectors in a [bold]{built.config.type}[/bold] index "
         f"({params_text}; stored as {built.config.code})"
     )

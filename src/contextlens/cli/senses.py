@@ -131,8 +131,9 @@ def label_lines(gloss: dict | None, candidates: list[dict]) -> list[str]:
         ]
     if not candidates:
         return []
-    shown = "; ".join(f"{c['synset']} {c['cosine']:.3f} ({c['definition']})" for c in candidates)
-    return [f"  unlabelled (no sense leads by the margin); closest: {shown}"]
+    from contextlens.analyses.corpus.sense_labels import label_text
+
+    return [f"  {label_text(None, candidates)}"]  # the web's sense map shows the same line
 
 
 def auto_layer_of_folder(folder: Path):

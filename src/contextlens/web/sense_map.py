@@ -114,7 +114,7 @@ SCRIPT = """
   var doc = JSON.parse(document.getElementById('sense-data').textContent);
   var slider = document.getElementById('layer'), out = document.getElementById('layer-out');
   var WIDE = '<div style="overflow-x:auto;max-width:100%">';  // a safety net: on a phone the rows are cards
-  var SENSES = ['sense', 'occurrences', 'distinctive words', 'nearest WordNet sense (cosine)'];
+  var SENSES = ['sense', 'occurrences', 'distinctive words', 'WordNet sense (cosine)'];
   var NEAREST = ['rank', 'cosine', 'occurrence'];
   function head(names) {
     return '<tr class="head">' + names.map(function (h) { return '<th>' + h + '</th>'; }).join('') + '</tr>';
@@ -155,8 +155,8 @@ SCRIPT = """
     var rows = L.senses.map(function (s) {
       var words = s.distinctive_words.length ? esc(s.distinctive_words.join(', ')) :  // never a blank cell
         '<span class="dim none-stand-out">' + esc(SM_NONE) + '</span>';
-      return row(SENSES, [s.cluster + 1, s.size, words, s.gloss ? esc(s.gloss.synset + ': ' + s.gloss.definition) +
-        ' (' + s.gloss.cosine.toFixed(3) + ')' : '—']);
+      return row(SENSES, [s.cluster + 1, s.size, words, s.gloss ? esc(s.label) :  // unlabelled: its two candidates
+        '<span class="dim">' + esc(s.label) + '</span>']);
     }).join('');
     document.getElementById('summary').innerHTML = WIDE + '<table id="senses" class="cards">' + head(SENSES) + rows +
       '</table></div>' +

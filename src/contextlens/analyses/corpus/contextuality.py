@@ -213,6 +213,9 @@ def corpus_contextuality(
         random_mats = [draw_from[rng.choice(len(draw_from), len(m), False)] for m in mats]
         random_mev = float(np.mean([ctx.max_explainable_variance(m) for m in random_mats]))
         random_centred = float(np.mean([ctx.max_explainable_variance(m, centred=True) for m in random_mats]))
+        mev_paper = float(np.mean([ctx.paper_mev(m) for m in mats]))
+        random_paper = float(np.mean([ctx.paper_mev(m) for m in random_mats]))
+        random_1000 = ctx.paper_random_mev(pool_vectors, texts_of, seed + 2)
         common = {"system": manifest.model, "layer": layer, "split": "corpus"}
         metrics = [
             ("anisotropy", baseline),
@@ -224,6 +227,11 @@ def corpus_contextuality(
             ("mev_centred", mev_centred),
             ("mev_centred_baseline", random_centred),
             ("mev_centred_adjusted", mev_centred - random_centred),
+            ("mev_paper", mev_paper),
+            ("mev_paper_baseline", random_paper),
+            ("mev_paper_adjusted", mev_paper - random_paper),
+            ("mev_paper_baseline_1000", random_1000),
+            ("mev_paper_1000_adjusted", mev_paper - random_1000),
         ]
         if groups:
             intra = float(np.mean([ctx.intra_sentence_similarity(pool_vectors[g]) for g in groups]))

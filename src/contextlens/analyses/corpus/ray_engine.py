@@ -17,6 +17,7 @@ reader saw (documents, lines skipped), merged into the driver's counts.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -205,7 +206,28 @@ def check_address(address: str) -> None:
         ) from None
 
 
+# A local Ray for one job: no dashboard, no metrics agent's exports, no usage report; and patience
+# for a loaded machine. Ray waits a hard-coded 30 s for a raylet to register (ray._private.node), a
+# deadline missed 3 times at load 5.6-10.5; each miss is tried again (the half-started processes
+# stopped first) until LOCAL_START_SECONDS have gone, and health checks give a slow node minutes.
+LOCAL_START_SECONDS = 240
+LOCAL_START_TRIES = 4
+LOCAL_RAY_ENV = {
+    "RAY_enable_metrics_collection": "0",
+    "RAY_USAGE_STATS_ENABLED": "0",
+    "RAY_health_check_timeout_ms": "60000",
+    "RAY_health_check_failure_threshold": "20",
+}
+MISSED_START = "timed out during startup"
+
+
+class RayStartError(ContextlensError):
+    """A local Ray did not start within its deadline (one line: what Ray said, how long was tried)."""
+
+
 def start_ray(address: str | None, cpus: int | None = None):
+    """Join the Ray cluster at ``address``, or start a local one with what a job needs; an already
+    connected process is reused."""
     try:
         import ray
     except ImportError:
@@ -221,19 +243,48 @@ def start_ray(address: str | None, cpus: int | None = None):
         except (ConnectionError, RuntimeError, ValueError) as exc:
             raise InputError(f"cannot join the Ray cluster at {address}: {str(exc).splitlines()[0]}") from None
     else:
-        try:
-            ray.init(num_cpus=cpus or os.cpu_count() or 1, **kwargs)
-        except Exception as exc:  # noqa: BLE001 - Ray raises bare Exception for a node that did not start
-            raise ContextlensError(local_start_failure(exc)) from None
+        start_local_ray(ray, cpus or os.cpu_count() or 1, kwargs)
     return _quiet(ray)
 
 
-def local_start_failure(exc: BaseException) -> str:
+def start_local_ray(ray, cpus: int, kwargs: dict, deadline: float = LOCAL_START_SECONDS) -> None:
+    """``ray.init`` of a local node, tried again after a missed raylet deadline until ``deadline``
+    seconds have gone (at most :data:`LOCAL_START_TRIES` tries); any other failure, or the last,
+    is one :class:`RayStartError` line."""
+    started, tries = time.monotonic(), 0
+    with _environment(LOCAL_RAY_ENV):
+        while True:
+            tries += 1
+            try:
+                ray.init(address="local", num_cpus=cpus, **kwargs)  # a new one: never another user's running Ray
+                return
+            except Exception as exc:  # noqa: BLE001 - Ray raises bare Exception for a node that did not start
+                ray.shutdown()  # stops what this try started
+                spent = time.monotonic() - started
+                if MISSED_START not in str(exc) or tries >= LOCAL_START_TRIES or spent >= deadline:
+                    raise RayStartError(local_start_failure(exc, tries, spent)) from None
+
+
+@contextlib.contextmanager
+def _environment(values: dict[str, str]) -> Iterator[None]:
+    """``values`` in os.environ while Ray starts its processes (they inherit it), then as before; a
+    variable the user set keeps the user's value."""
+    unset = [k for k in values if k not in os.environ]
+    os.environ.update({k: values[k] for k in unset})
+    try:
+        yield
+    finally:
+        for k in unset:
+            os.environ.pop(k, None)
+
+
+def local_start_failure(exc: BaseException, tries: int = 1, seconds: float | None = None) -> str:
     """One line for a local Ray that did not start (on a loaded machine: "node timed out during startup")."""
     first = next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
+    spent = f" in {tries} tries over {seconds:.0f} s" if seconds is not None and tries > 1 else ""
     return (
-        f"a local Ray did not start ({first}); on a busy machine try again when it is quieter, start one apart "
-        "(`ray start --head --num-cpus N`) and pass `address` auto, or use `engine` local"
+        f"a local Ray did not start{spent} ({first}); on a busy machine try again when it is quieter, start one "
+        "apart (`ray start --head --num-cpus N`) and pass `address` auto, or use `engine` local"
     )
 
 

@@ -99,6 +99,17 @@ def label_cluster(x: np.ndarray, senses: list[SenseEvidence], margin: float = DE
     )
 
 
+def label_text(gloss: dict | None, candidates: list[dict]) -> str:
+    """A cluster's label in one short line, the same on every face: the synset and definition with
+    its cosine, or (unlabelled) why none, and the two closest candidates with their cosines."""
+    if gloss:
+        return f"{gloss['synset']}: {gloss['definition']} ({float(gloss['cosine']):.3f})"
+    if not candidates:
+        return "unlabelled (no WordNet sense to compare with)"
+    shown = "; ".join(f"{c['synset']} {float(c['cosine']):.3f} ({c['definition']})" for c in candidates)
+    return f"unlabelled (no sense leads by the margin); closest: {shown}"
+
+
 def repeated_labels(labels: list[ClusterLabel]) -> list[str]:
     """A warning per synset that names two or more clusters (they may be one sense split in two)."""
     named = Counter(lab.synset for lab in labels if lab.synset is not None)

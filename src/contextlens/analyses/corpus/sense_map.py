@@ -19,6 +19,7 @@ import numpy as np
 
 from contextlens.analyses.corpus.folder import read_rows
 from contextlens.analyses.corpus.folder_check import checked_folder
+from contextlens.analyses.corpus.sense_labels import label_text
 from contextlens.analyses.corpus.senses import SenseInduction, induce_senses
 from contextlens.core.arguments import one_word, path_argument, whole_number
 from contextlens.errors import InputError, TargetNotFoundError
@@ -72,6 +73,7 @@ def _layer_dict(s: SenseInduction) -> dict[str, object]:
                 "distinctive_words": c.distinctive_words,
                 "gloss": c.gloss,  # null: unlabelled (no sense led by the margin); see candidates
                 "candidates": c.candidates,
+                "label": label_text(c.gloss, c.candidates),  # what the page shows: the candidates when unlabelled
                 "forms": c.forms,
             }
             for c in s.clusters

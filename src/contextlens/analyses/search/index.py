@@ -221,6 +221,8 @@ class VectorIndex:
         self.index = index
         self.documents = list(documents)
         self.static: dict[str, Any] | None = None  # a static encoder's record (encoders.static_record)
+        # index build --dedupe: documents read and folded (identical texts kept once), kept in the manifest
+        self.dedupe: dict[str, int] | None = None
 
     @classmethod
     def build(
@@ -230,8 +232,10 @@ class VectorIndex:
         config: IndexConfig | None = None,
         batch_size: int = 32,
         show_progress_bar: bool = False,
+        dedupe: dict[str, int] | None = None,
     ) -> VectorIndex:
-        """Encode the documents and index their vectors."""
+        """Encode the documents and index their vectors (``dedupe``: what :func:`dedupe_documents`
+        folded, recorded in the manifest)."""
         if not documents:
             raise InputError("no documents to index")
         config = (config or IndexConfig()).resolved(len(documents), encoder.provenance.dim)
@@ -240,6 +244,7 @@ class VectorIndex:
         )
         built = cls(encoder.provenance, config, build_faiss_index(vectors, config), documents)
         built.static = getattr(encoder, "static_record", None)
+        built.dedupe = dedupe
         return built
 
     def __len__(self) -> int:
@@ -316,6 +321,7 @@ class VectorIndex:
             "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
             "encoder": encoder_dict(self.provenance),
             **({"static": self.static} if self.static else {}),
+            **({"dedupe": self.dedupe} if self.dedupe else {}),
             "model_source": model_source,
             "dimension": self.provenance.dim,
             "dtype": self.config.code,

@@ -284,32 +284,40 @@ class PgCapacity:
     index_pages_range: tuple[int, int] | None = None  # HNSW: 95% of pgvector's random level draws
     measured: dict[str, Any] | None = None
     notes: list[str] = field(default_factory=list)
+    elements: int | None = None  # HNSW: the elements the pages were counted for (distinct vectors when known)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
-def pg_estimate(config: PgIndexConfig, count: int, dim: int) -> PgCapacity:
-    """The formulas for ``config`` over ``count`` x ``dim``."""
+def pg_estimate(config: PgIndexConfig, count: int, dim: int, elements: int | None = None) -> PgCapacity:
+    """The formulas for ``config`` over ``count`` x ``dim``. ``elements``: the HNSW elements the data
+    makes (:mod:`.distinct_vectors`: identical vectors fold into one), when known; None: every row
+    distinct. The table holds every row either way; IVFFlat keeps every row too."""
     if not isinstance(config, PgIndexConfig):
         raise InputError(
             f"`config` must be a PgIndexConfig (e.g. PgIndexConfig('hnsw')), got {type(config).__name__}"
         )
     count, dim = check_limits(count, dim, config.dtype)
+    if elements is not None:
+        elements = whole_number(elements, "elements", minimum=1)
+        if elements > count:
+            raise ParameterError("elements", f"must be at most `count` ({count:,}), got {elements:,}")
+    nodes = count if elements is None else elements
     r = config.resolved(dim)
     p = r.params
     memory = memory_formula = None
     pages_range = None
     exact = r.type == "flat"
     if r.type == "hnsw":
-        distribution, formula = hnsw_pages(count, dim, r.dtype, p["m"])
+        distribution, formula = hnsw_pages(nodes, dim, r.dtype, p["m"])
         # at most k elements share a page, so ceil(n/k) + 1 is a floor no draw goes under (the scaled
         # simulation's float spread can reach a page below it at 2**31 elements)
         least = distribution.formula
         pages, exact = max(distribution.median, least), distribution.exact
         pages_range = (max(distribution.low, least), max(distribution.high, least))
         per_element = value_size(dim, r.dtype) + 32 * p["m"] + 196
-        memory, memory_formula = count * per_element, f"n*(VARSIZE {value_size(dim, r.dtype)} + 32*m + 196)"
+        memory, memory_formula = nodes * per_element, f"n*(VARSIZE {value_size(dim, r.dtype)} + 32*m + 196)"
     elif r.type == "ivfflat":
         pages, formula = ivfflat_pages(count, dim, r.dtype, p["lists"])
         memory, memory_formula = ivfflat_build_memory(count, dim, r.dtype, p["lists"])
@@ -317,6 +325,11 @@ def pg_estimate(config: PgIndexConfig, count: int, dim: int) -> PgCapacity:
         pages, formula = 0, "no index: an exact scan of the table"
     table = table_parts(count, dim, r.dtype)
     notes = []
+    if elements is not None and r.type == "hnsw":
+        notes.append(
+            f"n = {elements:,} HNSW elements for {count:,} rows: identical vectors share one element (up to "
+            f"10 rows each), so {count - elements:,} rows add no element; the table holds all {count:,}"
+        )
     if memory and r.type == "ivfflat":
         notes.append(
             f"past maintenance_work_mem ({memory:,} bytes needed) the IVFFlat build FAILS before k-means: "
@@ -331,6 +344,7 @@ def pg_estimate(config: PgIndexConfig, count: int, dim: int) -> PgCapacity:
         count=count, dim=dim, dtype=r.dtype, index=r.type, params=p, index_pages=pages, index_bytes=pages * PAGE,
         index_formula=formula, table=table, table_bytes=sum(table.values()), build_memory_bytes=memory,
         build_memory_formula=memory_formula, exact=exact, index_pages_range=pages_range, notes=notes,
+        elements=nodes if r.type == "hnsw" else None,
     )  # fmt: skip
     check_blocks(result)
     return result
@@ -375,7 +389,7 @@ def check_disk(result: PgCapacity, dsn: str | None) -> None:
 
 def pg_measure(
     config: PgIndexConfig, count: int, dim: int, dsn: str | None = None, seed: int = 0, memory_probe: bool = True,
-    max_measure: int = MAX_MEASURE,
+    max_measure: int = MAX_MEASURE, vectors: np.ndarray | None = None,
 ) -> PgCapacity:  # fmt: skip
     """:func:`pg_estimate`, plus the sizes of the real table and index built on ``count`` random unit
     vectors, and (``memory_probe``) the build memory: for HNSW the NOTICE point of a build given a
@@ -384,7 +398,8 @@ def pg_measure(
     ``count`` above ``max_measure`` is refused (the formula, :func:`pg_estimate`, takes any count
     PostgreSQL allows). Checked in this order, before anything is allocated: the arguments, the
     dimension against pgvector's types and indexes, the memory the vectors need, the engine's
-    limits on the count, ``max_measure``, the disk."""
+    limits on the count, ``max_measure``, the disk. ``vectors``: the data itself (``count`` x ``dim``),
+    built instead of random vectors, its identical rows counted as the elements they fold into."""
     if not isinstance(config, PgIndexConfig):
         pg_estimate(config, count, dim)  # its message
     max_measure = whole_number(max_measure, "max_measure", minimum=1)
@@ -392,7 +407,15 @@ def pg_measure(
     check_limits(1, dim, config.dtype)
     config.resolved(dim)  # the index's own dimension limit
     check_memory(count, dim)
-    result = pg_estimate(config, count, dim)
+    elements = None
+    if vectors is not None:
+        from contextlens.analyses.search.distinct_vectors import fold_vectors
+
+        if vectors.shape != (count, dim):
+            raise ParameterError("vectors", f"must be `count` x `dim` ({count} x {dim}), got {vectors.shape}")
+        x = normalize_rows(np.asarray(vectors, dtype=np.float32))
+        _, elements, _ = fold_vectors(x, config.dtype)
+    result = pg_estimate(config, count, dim, elements)
     if count > max_measure:
         raise ParameterError("count", f"must be at most `max_measure` ({max_measure:,}) to be measured, got "
                                       f"{count:,}: a measurement builds every vector in PostgreSQL (its pages hold "
@@ -401,7 +424,8 @@ def pg_measure(
     check_disk(result, dsn)
     resolved = config.resolved(dim)
     checked_dsn(dsn)  # parsed and tried before the vectors are drawn
-    x = normalize_rows(np.random.default_rng(seed).standard_normal((count, dim), dtype=np.float32))
+    if vectors is None:
+        x = normalize_rows(np.random.default_rng(seed).standard_normal((count, dim), dtype=np.float32))
     measured: dict[str, Any] = {}
     with pg_server.database(dsn) as conninfo, pg_server.connect(conninfo) as conn:
         table = f"cl_capacity_{int(time.time() * 1e6)}"

@@ -298,6 +298,8 @@ class PgVectorIndex:
         self.provenance, self.config, self.table = provenance, config, table
         self.documents, self.dsn, self.report = list(documents), dsn, report
         self.static: dict[str, Any] | None = None  # a static encoder's record (encoders.static_record)
+        # index build --dedupe: documents read and folded (identical texts kept once), kept in the manifest
+        self.dedupe: dict[str, int] | None = None
 
     def __len__(self) -> int:
         return len(self.documents)
@@ -316,8 +318,10 @@ class PgVectorIndex:
         show_progress_bar: bool = False,
         model_source: str | None = None,
         force: bool = False,
+        dedupe: dict[str, int] | None = None,
     ) -> PgVectorIndex:
-        """Encode the documents, load their vectors into a new table and switch ``folder`` to it."""
+        """Encode the documents, load their vectors into a new table and switch ``folder`` to it
+        (``dedupe``: what :func:`.index.dedupe_documents` folded, recorded in the manifest)."""
         if not documents:
             raise InputError("no documents to index")
         dsn = checked_dsn(dsn)  # parsed and tried before the encoding
@@ -329,6 +333,7 @@ class PgVectorIndex:
                                  show_progress_bar=show_progress_bar)  # fmt: skip
         built = cls(encoder.provenance, config, "", documents, dsn)
         built.static = getattr(encoder, "static_record", None)
+        built.dedupe = dedupe
         built._store(folder, normalize(vectors), model_source)
         return built
 
@@ -366,6 +371,7 @@ class PgVectorIndex:
             "engine": "pgvector",
             "encoder": encoder_dict(self.provenance),
             **({"static": self.static} if self.static else {}),
+            **({"dedupe": self.dedupe} if self.dedupe else {}),
             "model_source": model_source,
             "dimension": self.provenance.dim,
             "dtype": self.config.dtype,

@@ -17,6 +17,7 @@ from contextlens.cli.common import (
     console,
     contextual_option,
     fmt,
+    note,
     print_json,
     status_line,
 )
@@ -102,6 +103,8 @@ def contextuality_cmd(
             from contextlens.analyses.benchmarks.contextuality import combine
 
             print_json(combine(corpus_results).to_dict())
+            for result in corpus_results:
+                warn_of(result)
         else:
             for result in corpus_results:
                 _corpus_table(result)
@@ -118,19 +121,11 @@ def contextuality_cmd(
 
 
 def _contextuality_tables(results: list[BenchmarkResult]) -> None:
-    from contextlens.analyses.benchmarks.contextuality import CENTRED_METRICS, TABLE_METRICS, table_rows
+    from contextlens.analyses.benchmarks.contextuality import table_rows
 
     for result in results:
         rows = table_rows(result)
-        centred = bool(rows) and all(m in rows[0] for m in CENTRED_METRICS)
-        table = Table(title=f"how contextual? (Ethayarajh 2019) — {result.model}")
-        headers = ("layer", "anisotropy", "self-sim", "adjusted", "intra-sent", "adjusted", "MEV raw", "adjusted")
-        for col in headers + (("MEV pca", "adjusted") if centred else ()):
-            table.add_column(col, justify="right")
-        metrics = TABLE_METRICS + (CENTRED_METRICS if centred else ())
-        for r in rows:
-            table.add_row(str(r["layer"]), *(fmt(r[m], 3) for m in metrics))
-        console.print(table)
+        centred = _contextuality_table(result, rows, f"how contextual? (Ethayarajh 2019) — {result.model}")
         if centred:
             _mev_note()
         c = result.meta["counts"]
@@ -144,13 +139,41 @@ def _contextuality_tables(results: list[BenchmarkResult]) -> None:
         console.print(f"[dim]paper ({metric}): {finding}[/dim]")
 
 
+def _contextuality_table(result: BenchmarkResult, rows: list[dict], title: str) -> bool:
+    """The per-layer table (the MEV pca and MEV paper columns where the result has them), then the
+    result's warnings (what its data cannot support); True when it has the centred MEV."""
+    from contextlens.analyses.benchmarks.contextuality import CENTRED_METRICS, PAPER_MEV_METRICS, TABLE_METRICS
+
+    centred = bool(rows) and all(m in rows[0] for m in CENTRED_METRICS)
+    paper = bool(rows) and all(m in rows[0] for m in PAPER_MEV_METRICS)
+    table = Table(title=title)
+    headers = ("layer", "anisotropy", "self-sim", "adjusted", "intra-sent", "adjusted", "MEV raw", "adjusted")
+    headers += ("MEV pca", "adjusted") * centred + ("MEV paper", "adjusted") * paper
+    for col in headers:
+        table.add_column(col, justify="right")
+    metrics = TABLE_METRICS + CENTRED_METRICS * centred + PAPER_MEV_METRICS * paper
+    for r in rows:
+        table.add_row(str(r["layer"]), *(fmt(r.get(m), 3) for m in metrics))
+    console.print(table)
+    warn_of(result)
+    return centred
+
+
+def warn_of(result: BenchmarkResult) -> None:
+    """Each of ``meta.warnings`` as one line on stderr (also under --json: stdout stays the JSON)."""
+    for warning in result.meta.get("warnings") or []:
+        note(f"warning: {warning}")
+
+
 def _mev_note() -> None:
-    """What the two MEV columns are (the WordNet and the corpus table)."""
+    """What the MEV columns are (the WordNet and the corpus table)."""
     console.print(
-        "[dim]MEV pca = the paper's MEV (a PCA of the word's occurrences centred on their mean; the "
-        "paper's BERT means are 0.020-0.040 at layers 3-12, words with many more contexts); MEV raw = "
-        "sigma_1^2/sum sigma^2 of the uncentred matrix, which counts the shared mean direction as "
-        "explained. With n contexts the pca MEV is at least 1/(n-1), the raw one 1/n.[/dim]",
+        "[dim]MEV paper = what the paper's released per-word files hold (its analyze.py @84d2f97: "
+        "TruncatedSVD's ratio, the variance along the uncentred first direction over the centred variance; "
+        "its BERT means are 0.020-0.040 at layers 3-12); adjusted: minus random words' matrices of the same "
+        "sizes. MEV pca = a PCA of the word's occurrences centred on their mean (at least 1/(n-1) with n "
+        "contexts); MEV raw = sigma_1^2/sum sigma^2 of the uncentred matrix, which counts the shared mean "
+        "direction as explained (at least 1/n).[/dim]",
         soft_wrap=True,
     )
 
@@ -195,19 +218,11 @@ def _corpus_result(
 
 
 def _corpus_table(result: BenchmarkResult) -> None:
-    from contextlens.analyses.benchmarks.contextuality import CENTRED_METRICS, TABLE_METRICS, table_rows
+    from contextlens.analyses.benchmarks.contextuality import table_rows
 
     c = result.meta["counts"]
     rows = table_rows(result)
-    centred = bool(rows) and all(m in rows[0] for m in CENTRED_METRICS)
-    table = Table(title=f"how contextual on a corpus? (Ethayarajh 2019) — {result.model}")
-    headers = ("layer", "anisotropy", "self-sim", "adjusted", "intra-sent", "adjusted", "MEV raw", "adjusted")
-    for col in headers + (("MEV pca", "adjusted") if centred else ()):
-        table.add_column(col, justify="right")
-    metrics = TABLE_METRICS + (CENTRED_METRICS if centred else ())
-    for r in rows:
-        table.add_row(str(r["layer"]), *(fmt(r.get(m), 3) for m in metrics))
-    console.print(table)
+    centred = _contextuality_table(result, rows, f"how contextual on a corpus? (Ethayarajh 2019) — {result.model}")
     if centred:
         _mev_note()
     per = c["contexts_per_word"]
