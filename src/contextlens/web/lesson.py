@@ -306,8 +306,12 @@ def routes(app: FastAPI, pool: WorkerPool, model: ContextualModel | str, label: 
             status, message = error_status(exc)
             return HTMLResponse(pages.frame("Lesson", f'<p class="error">error: {html.escape(message)}</p>', label),
                                 status_code=status)  # fmt: skip
-        body = tables.kind_line(name) + '<p><a href="#quiz" id="skip-to-quiz">Skip to the quiz</a></p>' + "".join(
-            f"<h2>{title}</h2><p>{text}</p>{fig}" for (title, text, _), fig in zip(SECTIONS, figures, strict=True)
+        body = (
+            tables.kind_line(name)
+            + '<p><a href="#quiz" id="skip-to-quiz">Skip to the quiz</a></p>'
+            + "".join(
+                f"<h2>{title}</h2><p>{text}</p>{fig}" for (title, text, _), fig in zip(SECTIONS, figures, strict=True)
+            )
         )
         page = HTMLResponse(pages.frame("Static vs contextual: the lesson, live", body + quiz_html, label))
         page.set_cookie(QUIZ_COOKIE, chosen[:9], samesite="strict", httponly=True)  # no max-age: this session only
