@@ -79,3 +79,37 @@ def test_the_model_view_is_in_the_navigation(client, page):
     assert "model-view" in nav()
     links = re.findall(r'<a href="(/[^"]*)"', re.search(r"<nav>(.*?)</nav>", page, re.S).group(1))
     assert "/model-view" in links and client.get("/model-view").status_code == 200
+
+
+def test_section_4_says_why_its_table_has_a_fourth_row(page):
+    four = _section(page, 4)
+    heading = _plain(re.search(r"<h2>(.*?)</h2>", four).group(1))
+    kinds = [_plain(k).strip() for k in re.findall(r"<tr><td[^>]*><b>(.*?)</b>", four)]
+    assert len(kinds) == 4 and kinds[0].startswith("static")  # three of the model's kinds and the static vector
+    assert "three kinds" in heading and "plus the static vector for contrast" in heading
+    assert "The first row is not one of the three" in _plain(four)
+
+
+def test_section_3s_search_commands_run_and_give_search_an_index(page, tmp_path, minilm):
+    """The two command lines the lesson gives for "(c) on search" work as written: the build makes an
+    index of a learner's text file, and a server started with that ``--index`` searches it."""
+    import shlex
+
+    from tests.helpers import run_cli
+
+    three = _section(page, 3)
+    build = shlex.split(html.unescape(re.search(r"<code id='index-build'>(.*?)</code>", three).group(1)))
+    serve = shlex.split(html.unescape(re.search(r"<code id='index-serve'>(.*?)</code>", three).group(1)))
+    docs = tmp_path / "DOCS.txt"
+    docs.write_text("The bank approved the loan.\nWe walked along the river.\nInterest rates rose again.\n")
+    folder = tmp_path / "my-index"
+    args = [str(docs) if a == "DOCS.txt" else str(folder) if a == "my-index" else a for a in build[1:]]
+    done = run_cli(*args)
+    assert done.returncode == 0, done.stderr
+    assert serve[:2] == ["contextlens", "serve"]
+    options = dict(zip(serve[2::2], serve[3::2], strict=True))
+    name, served = options["--index"].split("=", 1)
+    app = create_app(options["-m"], {name: str(tmp_path / served)})
+    answer = TestClient(app, base_url=LOCAL).get("/search", params={"index": name, "query": "money and loans"})
+    assert answer.status_code == 200 and "No index is served" not in answer.text
+    assert "The bank approved the loan." in re.search(r'<table id="result">.*?</table>', answer.text, re.S).group(0)

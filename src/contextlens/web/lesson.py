@@ -174,14 +174,19 @@ SECTIONS = (
         "Keep apart (a) the embedding-layer row: one per token, no context; (b) the hidden state: a position's vector "
         "after the layers, context-aware; (c) an embedding model's output: one vector per text, trained for retrieval. "
         "Try (a) and (b) on the <a href='/compare'>compare</a> and <a href='/probe'>probe</a> pages, (c) on "
-        "<a href='/search'>search</a>. The static neighbours below come from (a)'s cousin, GloVe.",
+        "<a href='/search'>search</a>, which searches an index of texts the server was started with: build one from "
+        "a text file of your own (one document per line) with <code id='index-build'>{index_build}</code>, then "
+        "start <code id='index-serve'>{index_serve}</code>. The static neighbours below come from (a)'s cousin, "
+        "GloVe.",
         "neighbors",
     ),
     (
-        "4. The three kinds, in numbers",
-        "One text, three answers: a static table gives each word one vector whatever the sentence; the model's "
-        "hidden state gives each token position a vector that carries its context; a sentence embedding gives the "
-        "whole text one vector, for search. Here are all of them for the same two texts, side by side.",
+        "4. The three kinds in numbers, plus the static vector for contrast",
+        "One text, three answers from the one model: its input row gives each token one vector whatever the "
+        "sentence (a); its hidden state gives each token position a vector that carries its context (b); its sentence "
+        "embedding gives the whole text one vector, for search (c). The first row is not one of the three: it is a "
+        "separate static table (GloVe), the kind of model section 1 starts from, shown for contrast: one vector per "
+        "word, like (a), but learnt from word co-occurrence, not inside the transformer.",
         "kinds",
     ),
     (
@@ -191,6 +196,14 @@ SECTIONS = (
         "cost",
     ),
 )
+
+
+def index_commands(model: str) -> dict[str, str]:
+    """The two command lines that give section 3's "(c) on search" an index (a test runs them)."""
+    return {
+        "index_build": f"contextlens index build DOCS.txt --out my-index -m {model}",
+        "index_serve": f"contextlens serve -m {model} --index docs=my-index",
+    }
 
 
 QUIZ_COOKIE = "contextlens_quiz"  # the browser session's shuffle seed (a session cookie)
@@ -306,11 +319,13 @@ def routes(app: FastAPI, pool: WorkerPool, model: ContextualModel | str, label: 
             status, message = error_status(exc)
             return HTMLResponse(pages.frame("Lesson", f'<p class="error">error: {html.escape(message)}</p>', label),
                                 status_code=status)  # fmt: skip
+        commands = {k: html.escape(v) for k, v in index_commands(name).items()}
         body = (
             tables.kind_line(name)
             + '<p><a href="#quiz" id="skip-to-quiz">Skip to the quiz</a></p>'
             + "".join(
-                f"<h2>{title}</h2><p>{text}</p>{fig}" for (title, text, _), fig in zip(SECTIONS, figures, strict=True)
+                f"<h2>{title}</h2><p>{text.format(**commands)}</p>{fig}"
+                for (title, text, _), fig in zip(SECTIONS, figures, strict=True)
             )
         )
         page = HTMLResponse(pages.frame("Static vs contextual: the lesson, live", body + quiz_html, label))
