@@ -485,7 +485,9 @@ def test_clicking_every_modebar_button_of_the_demo_report_offline(browser, demo_
     assert leaks == []
 
 
-FIT_PAGES = ["lesson", "compare", "explore", "attention", "probe", "trace", "rank", "same-sense"]
+FIT_PAGES = ["lesson", "compare", "explore", "attention", "probe", "trace", "rank", "same-sense", "attention-long"]
+LONG = "The+crane+was+looking+for+fish+by+the+river+[bank]+today."  # a panel title that must wrap on a phone
+FIT_ONLY = {"attention-long": f"/attention?s={LONG}&s=The+[crane]+lifted+the+steel+beams+onto+the+roof.&layer=6"}
 
 
 def test_on_a_phone_every_figure_fits_its_box_and_its_title_clears_the_toolbar(browser, server):
@@ -496,7 +498,7 @@ def test_on_a_phone_every_figure_fits_its_box_and_its_title_clears_the_toolbar(b
     pg = context.new_page()
     problems = {}
     for name in FIT_PAGES:
-        pg.goto(server + SHOT_PAGES[name])
+        pg.goto(server + (FIT_ONLY.get(name) or SHOT_PAGES[name]))
         pg.wait_for_selector(".js-plotly-plot .main-svg", timeout=BROWSER_WAIT_MS)
         pg.wait_for_load_state("networkidle")
         assert pg.evaluate("document.documentElement.scrollWidth") <= 391, name
