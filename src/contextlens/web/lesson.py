@@ -174,10 +174,11 @@ SECTIONS = (
         "Keep apart (a) the embedding-layer row: one per token, no context; (b) the hidden state: a position's vector "
         "after the layers, context-aware; (c) an embedding model's output: one vector per text, trained for retrieval. "
         "Try (a) and (b) on the <a href='/compare'>compare</a> and <a href='/probe'>probe</a> pages, (c) on "
-        "<a href='/search'>search</a>, which searches an index of texts the server was started with: build one from "
-        "a text file of your own (one document per line) with <code id='index-build'>{index_build}</code>, then "
-        "start <code id='index-serve'>{index_serve}</code>. The static neighbours below come from (a)'s cousin, "
-        "GloVe.",
+        "<a href='/search'>search</a>, which searches the index the server was started with: unless it was given "
+        "one, <code>contextlens serve</code> serves a small built-in one (<code>lee</code>: 50 news documents). To "
+        "search your own texts, build an index of a text file (one document per line) with "
+        "<code id='index-build'>{index_build}</code>, then start <code id='index-serve'>{index_serve}</code>. The "
+        "static neighbours below come from (a)'s cousin, GloVe.",
         "neighbors",
     ),
     (
