@@ -102,7 +102,8 @@ def assert_plain_json(obj: object, where: str = "result") -> None:
 
 # Problems with how the page's figures fit the window: a figure wider than its box (it would scroll
 # sideways), a box other than a table's that scrolls sideways, a title under the toolbar (modebar)
-# or cut at the figure's right edge.
+# or cut at the figure's right edge, an annotation (a panel's title, a label) cut at the figure's
+# edge or lying on a trace's text label (a bar's count).
 FIT_PROBLEMS = """() => {
   const out = [], hit = (a, b) => a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom;
   document.querySelectorAll('.js-plotly-plot').forEach((d, k) => {
@@ -114,6 +115,13 @@ FIT_PROBLEMS = """() => {
     if (bar && title && hit(bar.getBoundingClientRect(), title.getBoundingClientRect()))
       out.push(`figure ${k}: its title runs under the toolbar`);
     if (title && title.getBoundingClientRect().right > box.right + 1) out.push(`figure ${k}: its title is cut`);
+    const labels = [...d.querySelectorAll('.textpoint text, .bartext')].map(t => t.getBoundingClientRect());
+    d.querySelectorAll('.annotation').forEach(a => {  // subplot titles and labels such as "this pair"
+      const r = a.getBoundingClientRect(), name = JSON.stringify(a.textContent);
+      if (!r.width) return;
+      if (r.left < box.left - 1 || r.right > box.right + 1) out.push(`figure ${k}: annotation ${name} is cut`);
+      if (labels.some(l => l.width && hit(l, r))) out.push(`figure ${k}: annotation ${name} lies on a text label`);
+    });
   });
   document.querySelectorAll('body *').forEach(e => {
     const scrolls = !['visible', 'hidden'].includes(getComputedStyle(e).overflowX);

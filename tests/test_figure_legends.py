@@ -66,3 +66,53 @@ def test_the_interactive_compare_draws_both_flat_lines_and_its_legend_below(comp
     assert static.line.width >= 3 * row.line.width and row.line.dash == "dot" and static.opacity < 1
     assert fig.layout.legend.y < 0  # below the plot, off the band
     assert any("most divergent" in a.text for a in fig.layout.annotations)
+
+
+def test_the_interactive_compare_label_hangs_below_every_line_at_its_layer(comparison):
+    """The label "most divergent: layer N" sat 30 px above the curve, on the pair lines and the static and
+    input-row lines at 1.0: it now hangs below the lowest line at that layer."""
+    from contextlens.reports.interactive import divergence_figures
+
+    (fig,) = divergence_figures(comparison)
+    (label,) = [a for a in fig.layout.annotations if a.text.startswith("most divergent")]
+    worst = comparison.most_divergent_layer
+    lines = [t for t in fig.data if t.name and not t.name.startswith("random") and worst in list(t.x)]  # no band
+    names = {"mean over pairs", "sentences 1-2", "static (glove-50d)", "input row (embedding table)"}
+    assert {t.name for t in lines} >= names
+    at_worst = [t.y[list(t.x).index(worst)] for t in lines]
+    assert label.x == worst and label.ay > 0  # below the point it marks (ay: the text's offset down, px)
+    assert label.y == pytest.approx(min(at_worst))
+    assert label.xanchor == ("right" if worst > comparison.layers[-1] / 2 else "left")
+
+
+def test_the_interactive_trace_names_its_norm_axis_and_rounds_its_ticks(minilm):
+    from contextlens.analyses.lesson.trace import trace
+    from contextlens.core.occurrences import locate
+    from contextlens.reports.interactive import trace_figures
+
+    (fig,) = trace_figures(trace(locate("The river [bank] flooded."), minilm))
+    norm_axis = next(t.yaxis for t in fig.data if t.name == "norm")
+    axis = fig.layout[norm_axis.replace("y", "yaxis")]
+    assert "norm" in axis.title.text and axis.tickformat == ".1f" and axis.tickmode == "auto"
+    assert "cosine" in fig.layout.yaxis.title.text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The crane was looking for fish by the river [bank] today.",
+        "A very long sentence that goes on and on about things before it gets to the river [bank].",
+        "The [crane] lifted the steel beams onto the roof, slowly and carefully, all day long.",
+        "Somewhere in the middle of a long sentence the [bank] appears and then more words follow it here.",
+    ],
+)
+@pytest.mark.parametrize("width", [30, 50, 70])
+def test_a_shortened_sentence_label_keeps_its_target(text, width):
+    """The attention panels' titles were cut at 50 characters from the end: a long sentence's
+    target ("…looking for fish by the river…") was gone from its own panel's title."""
+    from contextlens.reports.plot_style import short_marked
+
+    short = short_marked(text, width)
+    target = text[text.index("[") : text.index("]") + 1]
+    assert target in short and len(short) <= width
+    assert short.strip("…") in text or all(part in text for part in short.split("…") if part)

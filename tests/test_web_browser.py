@@ -485,7 +485,9 @@ def test_clicking_every_modebar_button_of_the_demo_report_offline(browser, demo_
     assert leaks == []
 
 
-FIT_PAGES = ["lesson", "compare", "explore", "attention", "probe", "trace", "rank", "same-sense"]
+FIT_PAGES = ["lesson", "compare", "explore", "attention", "probe", "trace", "rank", "same-sense", "attention-long"]
+LONG = "The+crane+was+looking+for+fish+by+the+river+[bank]+today."  # a panel title that must wrap on a phone
+FIT_ONLY = {"attention-long": f"/attention?s={LONG}&s=The+[crane]+lifted+the+steel+beams+onto+the+roof.&layer=6"}
 
 
 def test_on_a_phone_every_figure_fits_its_box_and_its_title_clears_the_toolbar(browser, server):
@@ -496,7 +498,7 @@ def test_on_a_phone_every_figure_fits_its_box_and_its_title_clears_the_toolbar(b
     pg = context.new_page()
     problems = {}
     for name in FIT_PAGES:
-        pg.goto(server + SHOT_PAGES[name])
+        pg.goto(server + (FIT_ONLY.get(name) or SHOT_PAGES[name]))
         pg.wait_for_selector(".js-plotly-plot .main-svg", timeout=BROWSER_WAIT_MS)
         pg.wait_for_load_state("networkidle")
         assert pg.evaluate("document.documentElement.scrollWidth") <= 391, name
@@ -641,3 +643,47 @@ def test_the_probe_charts_random_words_note_clears_its_bars(browser, server):
         fit = pg.evaluate(FIT_PROBLEMS)
         context.close()
         assert overlaps == [] and fit == [], extra["viewport"]
+
+
+# elements wider than the window, or reaching past either side of it: "TAG#id.class (left..right px)";
+# not plotly.js's own measuring svg, which it keeps at -10000 px, out of sight
+TOO_WIDE = """() => [...document.querySelectorAll('body *')].flatMap(e => {
+  const r = e.getBoundingClientRect(), name = e.className.baseVal ?? e.className;
+  if (!r.width || (r.right <= innerWidth + 1 && r.left >= -1) || e.closest('#js-plotly-tester')) return [];
+  return [`${e.tagName}${e.id ? '#' + e.id : ''}.${name} (${Math.round(r.left)}..${Math.round(r.right)} px)`];
+})"""
+
+
+@pytest.mark.parametrize("width", sorted(WIDTHS))
+def test_every_navigation_link_with_no_parameters_opens_clean_at_both_widths(browser, server, width):
+    """Every link of the navigation bar, opened bare as a learner's first click does: no answer
+    (the page, its scripts, figures and favicon) of status 400 or more, no element wider than the
+    window, no console error or uncaught exception. (The same-sense link answered 500 on every
+    first visit, and no test opened every link.)"""
+    extra = dict(WIDTHS[width])
+    height = extra.pop("height")
+    context = browser.new_context(viewport={"width": width, "height": height}, **extra)
+    pg = context.new_page()
+    failed: list[str] = []
+    errors: list[str] = []
+    pg.on("response", lambda r: failed.append(f"{r.status} {r.url}") if r.status >= 400 else None)
+    pg.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    pg.on("pageerror", lambda e: errors.append(str(e)))
+    pg.goto(server + "/")
+    links = pg.eval_on_selector_all("nav a", "as => as.map(a => a.getAttribute('href'))")
+    assert "/lesson" in links and "/model-view" in links and len(links) >= 10, links
+    problems = {}
+    for link in links:
+        failed.clear()
+        errors.clear()
+        answer = pg.goto(server + link)
+        pg.wait_for_load_state("networkidle")
+        pg.wait_for_timeout(300)  # plotly's resize to the figure's box (page.js) is asynchronous
+        found = ([f"status {answer.status}"] if answer.status >= 400 else []) + failed + errors
+        found += [f"wider than the window: {w}" for w in pg.evaluate(TOO_WIDE)]
+        if pg.evaluate("document.documentElement.scrollWidth") > width + 1:
+            found.append(f"the page lays out {pg.evaluate('document.documentElement.scrollWidth')} px wide")
+        if found:
+            problems[link] = found
+    context.close()
+    assert problems == {}

@@ -149,3 +149,26 @@ def test_a_pool_of_no_workers_is_a_typed_one_line_error(kwargs, message):
     pool = WorkerPool(workers=1, queue=0)  # the smallest pool there is
     assert (pool.workers, pool.queue) == (1, 0)
     pool.shutdown()
+
+
+def test_with_no_index_named_serve_searches_a_built_in_one_and_says_so(minilm, started, capsys):
+    """The lesson's "(c) on search" led to "No index is served" unless serve had --index: with none
+    named it serves the Lee corpus's 50 news documents, indexed once per model in the cache."""
+    from fastapi.testclient import TestClient
+
+    from contextlens.analyses.search import builtin_index
+    from contextlens.data.lee import load_lee
+
+    assert _run(["serve", "-m", "minilm"]) == 0
+    assert "search: the built-in index 'lee'" in capsys.readouterr().err
+    assert set(started["app"].state.indexes) == {builtin_index.NAME}
+    client = TestClient(started["app"], base_url="http://127.0.0.1")
+    hits = client.post("/api/search", json={"index": "lee", "query": "a bank cuts jobs", "k": 3}).json()["hits"]
+    assert len(hits) == 3 and all(h["text"] in load_lee().documents for h in hits)
+    page = client.get("/search").text
+    assert "No index is served" not in page and "<option selected>lee</option>" in page
+
+
+def test_an_index_named_replaces_the_built_in_one(started, index_folder):
+    assert _run(["serve", "-m", "minilm", "--index", f"docs={index_folder}"]) == 0
+    assert set(started["app"].state.indexes) == {"docs"}

@@ -159,6 +159,7 @@ def test_model_view_on_a_phone_scales_every_head_to_the_width_and_keeps_hover(br
     )
     assert len(strips) == 72 + 2 * 6 and all(left >= 0 and right <= 390 and w >= 15 for left, right, w in strips)
     cell = pg.query_selector("#cell-3-5")
+    cell.scroll_into_view_if_needed()  # below the fold at 844 px (the kind line and a longer nav above it)
     box = cell.bounding_box()
     x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
     assert pg.evaluate("([x, y]) => document.elementFromPoint(x, y).closest('a.cell').id", [x, y]) == "cell-3-5"

@@ -126,6 +126,15 @@ def serve_cmd(
     served = parse_indexes(list(index or []))
     corpora = parse_corpora(list(corpus or []))
     loaded = contextual_option(model, precision, threads, runtime)  # a bad model/precision/runtime fails here
+    if not served:  # kind (c) of the lesson needs an index to search: a small built-in one
+        from contextlens.analyses.search import builtin_index
+
+        with err_console.status(f"indexing {builtin_index.WHAT} with {model} (once per model)..."):
+            served = {builtin_index.NAME: str(builtin_index.lee_index(loaded))}
+        err_console.print(
+            f"search: the built-in index '{builtin_index.NAME}', {builtin_index.WHAT} "
+            "(--index NAME=FOLDER serves your own instead)"
+        )
     if host not in (LOCAL, "localhost", "::1"):
         err_console.print(
             f"[yellow]warning: serving on {host}: other machines can reach this page; "

@@ -9,6 +9,7 @@
   var TOOLBAR = 44;   // px the modebar takes at the top right: the title starts below it
   var GAP = 110;      // px at least between stacked panels (gapBetween)
   var LINE = 18;      // px per line of a 14 px title
+  var SUBTITLE_SIDE = 56;  // px a panel keeps at each side for its tick labels and colour bar
 
   // A deep copy that keeps typed arrays (plotly.py may send a figure's numbers as binary arrays).
   function copy(x) {
@@ -144,9 +145,21 @@
     var cols = columns(layout);
     var plotHeight = (layout.height || 450) - (margin.t || 0) - (margin.b || 0);
     var panel = plotHeight;
+    // Each panel's title (a subplot title: an annotation just above its panel) wrapped to the room
+    // one panel has once stacked, at a phone's 13 px, before stacking moves the lower ones down (only
+    // the top one was wrapped, and the second panel's title ran off the figure).
+    var subChars = Math.max(16, Math.floor((width - 2 * Math.max(margin.l, SUBTITLE_SIDE) - 40) / 7.2));
+    var subtitles = (layout.annotations || []).filter(function (a) {
+      return a.yref === "paper" && a.yanchor === "bottom" && typeof a.y === "number" && a.y >= 0.99;
+    });
+    subtitles.forEach(function (a) {
+      a.text = wrap(a.text, subChars);
+      a.font = Object.assign({}, a.font, { size: 13 });
+    });
+    var above = subtitles.reduce(function (m, a) { return Math.max(m, String(a.text).split("<br>").length); }, 0);
     if (cols.length) {
       panel = Math.max(260, Math.min(plotHeight, Math.round(width * 0.85)));
-      var gapPx = gapBetween(data, layout, cols);
+      var gapPx = gapBetween(data, layout, cols) + Math.max(0, above - 1) * 16;
       plotHeight = cols.length * panel + (cols.length - 1) * gapPx;
       stack(data, layout, cols, plotHeight, gapPx);
       margin.r = data.some(function (t) { return t.colorbar || /^heatmap/.test(t.type || ""); }) ? 56 : margin.r;
@@ -175,11 +188,6 @@
         pad: { t: TOOLBAR, l: 8 }, font: Object.assign({}, layout.title && layout.title.font, { size: 14 })
       });
     }
-    var subtitles = (layout.annotations || []).filter(function (a) {
-      return a.yref === "paper" && a.yanchor === "bottom" && typeof a.y === "number" && a.y >= 0.99;
-    });
-    subtitles.forEach(function (a) { a.text = wrap(a.text, chars); });
-    var above = subtitles.reduce(function (m, a) { return Math.max(m, String(a.text).split("<br>").length); }, 0);
     margin.t = TOOLBAR + lines * LINE + above * 16 + 14;
     layout.margin = margin;
     layout.height = plotHeight + margin.t + margin.b;

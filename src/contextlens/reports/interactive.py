@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import html
 import re
-import textwrap
 from collections.abc import Sequence
 from html.parser import HTMLParser
 from pathlib import Path
@@ -30,7 +29,7 @@ from contextlens.analyses.representations.cka import CkaResult
 from contextlens.analyses.search.cost import CostReport
 from contextlens.core import atomic_files
 from contextlens.reports import card_tables
-from contextlens.reports.plot_style import COLOURS, FIT_JS, LAYOUT, PLOT_CONFIG  # noqa: E402,F401 - the house style
+from contextlens.reports.plot_style import COLOURS, FIT_JS, LAYOUT, PLOT_CONFIG, short_marked  # noqa: E402,F401 - the house style
 
 
 def plain(text: str) -> str:
@@ -193,10 +192,15 @@ def divergence_figures(result: Comparison) -> list[go.Figure]:
         x=ends, y=[result.input_row_cosine] * 2, mode="lines", name="input row (embedding table)",
         line={"color": COLOURS[2], "width": 2.5, "dash": "dot"},
     )  # fmt: skip
+    # the label hangs below the lowest curve at that layer: above it lie the pair lines and, at 1.0,
+    # the static and input-row lines it sat on; it leans into the plot from the nearer side
     worst = result.most_divergent_layer
+    at = result.layers.index(worst)
+    lowest = min(result.layer_cosines[at], result.lowest_pair_cosines[at])
+    side = "right" if at > (len(result.layers) - 1) / 2 else "left"
     fig.add_annotation(
-        x=worst, y=result.layer_cosines[result.layers.index(worst)], text=f"most divergent: layer {worst}",
-        showarrow=True, arrowhead=0, ax=0, ay=-30, font={"color": "#b91c1c"},
+        x=worst, y=lowest, text=f"most divergent: layer {worst}", showarrow=True, arrowhead=0, ax=0, ay=20,
+        xanchor=side, font={"color": "#b91c1c"},
     )  # fmt: skip
     words = "/".join(sorted({o.word.lower() for o in result.occurrences}))
     fig.update_layout(
@@ -214,14 +218,20 @@ def same_sense_figures(answer: SameSenseAnswer) -> list[go.Figure]:
     """Interactive reliability diagram of the same-sense rule on the test pairs, with this pair's P(same)."""
     rule, bins = answer.rule, answer.rule.reliability
     fig = go.Figure()
+    centres = [(b["low"] + b["high"]) / 2 for b in bins]
     fig.add_bar(
-        x=[(b["low"] + b["high"]) / 2 for b in bins],
+        x=centres,
         y=[b["share_same"] for b in bins],
         width=[0.9 * (b["high"] - b["low"]) for b in bins],
-        text=[str(b["pairs"]) for b in bins],
-        name="share same sense (test pairs; count on the bar)",
+        name="share same sense (test pairs; count at the foot)",
         marker_color="#c7d2fe",
     )
+    # the counts level at each bar's foot, not on the bar: there plotly turned them on end in a
+    # phone's narrow bars, across "this pair" at the top of the line
+    fig.add_scatter(
+        x=centres, y=[0.03] * len(bins), mode="text", text=[str(b["pairs"]) for b in bins],
+        textfont={"size": 10, "color": "#374151"}, showlegend=False, hoverinfo="skip",
+    )  # fmt: skip
     fig.add_scatter(x=[0, 1], y=[0, 1], mode="lines", line={"dash": "dot", "color": "#9ca3af"}, name="calibrated")
     fig.add_vline(x=answer.probability, line_color=COLOURS[0], annotation_text=f"this pair {answer.probability:.2f}")
     fig.update_layout(
@@ -299,7 +309,7 @@ def _mean_cosine_figure(result: Exploration) -> go.Figure:
 def word_figure_parts(w: WordExploration) -> dict[str, object]:
     """What a word's figure shows at its layer: the one source of the figure below and of a face that
     swaps these into a drawn figure to show another layer (web/views.py)."""
-    texts = [plain(textwrap.shorten(o.marked(), 70, placeholder="…")) for o in w.occurrences]
+    texts = [plain(short_marked(o.marked(), 70)) for o in w.occurrences]
     n = len(texts)
     gap = "" if w.gap is None else f", gap {w.gap:+.3f} (p={w.p_value:.3f})"
     senses = list(dict.fromkeys(w.senses))
@@ -400,7 +410,7 @@ def attention_figures(result: AttentionResult) -> list[go.Figure]:
     """Per target: its head-mean row per layer, its rollout row per layer, then token × token at the
     chosen layer and head with the target's row outlined (the last figure: a face swaps its z)."""
     n = len(result.maps)
-    titles = [plain(textwrap.shorten(m.occurrence.marked(), 50, placeholder="…")) for m in result.maps]
+    titles = [plain(short_marked(m.occurrence.marked(), 50)) for m in result.maps]
     rows = make_subplots(rows=1, cols=n, subplot_titles=titles, horizontal_spacing=0.15)
     rolled = make_subplots(rows=1, cols=n, subplot_titles=titles, horizontal_spacing=0.15)
     grid = make_subplots(rows=1, cols=n, subplot_titles=titles, horizontal_spacing=0.15)
@@ -465,7 +475,7 @@ def probe_figures(result: ProbeResult) -> list[go.Figure]:
     """The seed's bar chart at the chosen layer, and the scores across layers."""
     groups = result.static_groups()
     scores = np.vstack([result.at(), *[row for _, row in groups]]) if groups else result.at()
-    names = [plain(textwrap.shorten(s.occurrence.marked(), 50, placeholder="…")) for s in result.sentences]
+    names = [plain(short_marked(s.occurrence.marked(), 50)) for s in result.sentences]
     static_names = [plain(f"static {result.static_model}: {word} (any sentence)") for word, _ in groups]
     bars = go.Figure()
     for j, anchor in enumerate(result.anchors):
@@ -569,6 +579,10 @@ def trace_figures(result: Trace) -> list[go.Figure]:
         col=2,
     )
     fig.update_yaxes(autorange="reversed", row=1, col=2)
+    fig.update_yaxes(title="cosine to the input row", row=1, col=1, secondary_y=False)
+    # the norm's own axis: titled, and ticks at round steps (they were 10.693, 11.693...)
+    fig.update_yaxes(title="norm (length) of the hidden state", tickmode="auto", tickformat=".1f", nticks=6,
+                     showgrid=False, row=1, col=1, secondary_y=True)  # fmt: skip
     fig.update_xaxes(title="layer (0 = embedding output)", row=1, col=1)
     fig.update_xaxes(title="attention layer (block)", row=1, col=2)
     fig.update_layout(

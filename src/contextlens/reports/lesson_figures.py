@@ -21,6 +21,7 @@ from contextlens.analyses.lesson.ranking import Ranking  # noqa: E402
 from contextlens.analyses.lesson.same_sense import SameSenseAnswer  # noqa: E402
 from contextlens.analyses.lesson.trace import Trace  # noqa: E402
 from contextlens.reports.figures import baseline_band  # noqa: E402
+from contextlens.reports.plot_style import short_marked  # noqa: E402
 
 SENSE_COLOURS = ["#c2410c", "#1d4ed8", "#15803d", "#7c3aed", "#0e7490", "#be123c", "#a16207"]
 
@@ -29,7 +30,7 @@ def sentence_labels(word: WordExploration, width: int = 38) -> list[str]:
     """Short row labels for a word's sentences: sense and the start of the sentence."""
     out = []
     for i, (occ, sense) in enumerate(zip(word.occurrences, word.senses, strict=True), 1):
-        text = textwrap.shorten(occ.marked(), width=width, placeholder="…")
+        text = short_marked(occ.marked(), width)
         out.append(f"{i}. {sense + ': ' if sense else ''}{text}")
     return out
 
@@ -268,7 +269,7 @@ def probe_figure(result: ProbeResult) -> plt.Figure:
     baseline_band(lines, result.layers, result.layer_baselines())
     for i, s in enumerate(result.sentences):
         for j, anchor in enumerate(result.anchors):
-            short = textwrap.shorten(s.occurrence.marked(), 30, placeholder="…")
+            short = short_marked(s.occurrence.marked(), 30)
             lines.plot(
                 result.layers,
                 s.scores[:, j],

@@ -23,3 +23,20 @@ LAYOUT = {"template": "plotly_white", "font": {"family": "sans-serif", "size": 1
 # The script that fits a figure to a phone's width (panels stacked, the title below the toolbar):
 # served by the web app as /static/fit.js and inlined in every report.
 FIT_JS = Path(__file__).with_name("fit.js")
+
+
+def short_marked(text: str, width: int) -> str:
+    """A marked sentence (``The river [bank] flooded.``) cut to about ``width`` characters for a
+    label, keeping the bracketed target: a plain cut at the end dropped it from a long sentence's label."""
+    if len(text) <= width:
+        return text
+    start, end = text.find("["), text.find("]") + 1
+    if start < 0 or end <= start or end <= width - 1:  # no target, or it lies in the first ``width``
+        return text[: width - 1].rsplit(" ", 1)[0] + "…"
+    room = max(width - 2, end - start)
+    left = max(0, min(start - (room - (end - start)) // 2, len(text) - room))
+    right = left + room
+    before, after = text[left:start], text[end:right]
+    head = text[:start] if left == 0 else "…" + before.split(" ", 1)[-1] if " " in before else "…"
+    tail = after if right >= len(text) else after.rsplit(" ", 1)[0] + "…" if " " in after else "…"
+    return head + text[start:end] + tail

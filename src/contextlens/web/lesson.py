@@ -13,6 +13,7 @@ import re
 import uuid
 from functools import lru_cache
 from typing import Any
+from urllib.parse import urlencode
 
 from fastapi import FastAPI
 from fastapi import Request as HttpRequest
@@ -25,7 +26,7 @@ from contextlens.core.contextual_models import ContextualModel, as_contextual
 from contextlens.core.numerals import integer_text, is_digits
 from contextlens.errors import InputError
 from contextlens.web import html as pages
-from contextlens.web import kinds
+from contextlens.web import kinds, tables
 from contextlens.web.runs import (
     CompareRequest,
     NeighborsRequest,
@@ -61,6 +62,46 @@ def live_figure(kind: str, model: ContextualModel | str) -> str:
     return fragment
 
 
+def _trace_refused(model: ContextualModel | str) -> str | None:
+    """Why the trace cannot run on the served model (it reads attention weights), or None."""
+    loaded = as_contextual(model)
+    if loaded.runtime != "torch" and not loaded.lean_attention:
+        return (
+            '<p class="error">The trace needs attention weights, which come from the torch runtime or an '
+            f"fp32 ONNX attention graph; this server runs ONNX Runtime {loaded.precision} (restart it with "
+            "--runtime torch to see the trace).</p>"
+        )
+    return None
+
+
+@lru_cache(maxsize=8)
+def _result(kind: str, model: ContextualModel | str) -> Any:
+    """The compare or trace result a section draws and tabulates, computed once per model: the
+    lesson's inputs are fixed."""
+    if kind == "compare":
+        return run_compare(CompareRequest(sentences=BANK), model)
+    return run_trace(TraceRequest(sentence=TRACE), model)
+
+
+def live_numbers(kind: str, model: ContextualModel | str) -> str:
+    """The numbers behind a section's figure, as the compare and trace pages show them (web/tables.py):
+    the three sentences the legend numbers, the cosines per layer; the tokens, ids and rows."""
+    if kind == "compare":
+        return (
+            "<p>The legend's sentence numbers are these (the target in brackets, then its tokens):</p>"
+            + tables.compare_numbers(_result(kind, model), with_kind=False)
+        )
+    if kind == "trace":
+        link = f'<a href="/trace?{urlencode({"sentence": TRACE})}" id="trace-link">trace</a>'
+        if _trace_refused(model) is not None:
+            return f"<p>The token → id → row table is on the {link} page (with --runtime torch).</p>"
+        return (
+            f"<p>The same on the {link} page, for a sentence of your own. Token → id → row, then the layers:</p>"
+            + tables.trace_numbers(_result(kind, model), with_kind=False)
+        )
+    return ""
+
+
 @lru_cache(maxsize=16)
 def _live_figure(kind: str, model: ContextualModel | str) -> str:
     """Cached per model: the lesson's inputs are fixed."""
@@ -68,16 +109,12 @@ def _live_figure(kind: str, model: ContextualModel | str) -> str:
     from contextlens.reports.figure_registry import interactive_figures
 
     if kind == "compare":
-        figs = interactive_figures(run_compare(CompareRequest(sentences=BANK), model))
+        figs = interactive_figures(_result(kind, model))
     elif kind == "trace":
-        loaded = as_contextual(model)
-        if loaded.runtime != "torch" and not loaded.lean_attention:  # the trace reads attention weights
-            return (
-                '<p class="error">The trace needs attention weights, which come from the torch runtime or an '
-                f"fp32 ONNX attention graph; this server runs ONNX Runtime {loaded.precision} (restart it with "
-                "--runtime torch to see the trace).</p>"
-            )
-        figs = interactive_figures(run_trace(TraceRequest(sentence=TRACE), model))
+        refused = _trace_refused(model)
+        if refused is not None:
+            return refused
+        figs = interactive_figures(_result(kind, model))
     elif kind == "cost":
         return cost_figure(model) + kinds.cost_section(model)
     elif kind == "kinds":
@@ -137,14 +174,20 @@ SECTIONS = (
         "Keep apart (a) the embedding-layer row: one per token, no context; (b) the hidden state: a position's vector "
         "after the layers, context-aware; (c) an embedding model's output: one vector per text, trained for retrieval. "
         "Try (a) and (b) on the <a href='/compare'>compare</a> and <a href='/probe'>probe</a> pages, (c) on "
-        "<a href='/search'>search</a>. The static neighbours below come from (a)'s cousin, GloVe.",
+        "<a href='/search'>search</a>, which searches the index the server was started with: unless it was given "
+        "one, <code>contextlens serve</code> serves a small built-in one (<code>lee</code>: 50 news documents). To "
+        "search your own texts, build an index of a text file (one document per line) with "
+        "<code id='index-build'>{index_build}</code>, then start <code id='index-serve'>{index_serve}</code>. The "
+        "static neighbours below come from (a)'s cousin, GloVe.",
         "neighbors",
     ),
     (
-        "4. The three kinds, in numbers",
-        "One text, three answers: a static table gives each word one vector whatever the sentence; the model's "
-        "hidden state gives each token position a vector that carries its context; a sentence embedding gives the "
-        "whole text one vector, for search. Here are all of them for the same two texts, side by side.",
+        "4. The three kinds in numbers, plus the static vector for contrast",
+        "One text, three answers from the one model: its input row gives each token one vector whatever the "
+        "sentence (a); its hidden state gives each token position a vector that carries its context (b); its sentence "
+        "embedding gives the whole text one vector, for search (c). The first row is not one of the three: it is a "
+        "separate static table (GloVe), the kind of model section 1 starts from, shown for contrast: one vector per "
+        "word, like (a), but learnt from word co-occurrence, not inside the transformer.",
         "kinds",
     ),
     (
@@ -154,6 +197,14 @@ SECTIONS = (
         "cost",
     ),
 )
+
+
+def index_commands(model: str) -> dict[str, str]:
+    """The two command lines that give section 3's "(c) on search" an index (a test runs them)."""
+    return {
+        "index_build": f"contextlens index build DOCS.txt --out my-index -m {model}",
+        "index_serve": f"contextlens serve -m {model} --index docs=my-index",
+    }
 
 
 QUIZ_COOKIE = "contextlens_quiz"  # the browser session's shuffle seed (a session cookie)
@@ -235,7 +286,8 @@ def _answers(query: Any) -> dict[int, int]:
 
 def routes(app: FastAPI, pool: WorkerPool, model: ContextualModel | str, label: str | None = None) -> None:
     """The lesson and the quiz on ``model`` (the served one); ``label`` names it on the page."""
-    label = label or (model if isinstance(model, str) else model.name)
+    name = model if isinstance(model, str) else model.name
+    label = label or name
 
     @app.post("/api/quiz", summary="Check a quiz answer")
     async def quiz(answer: QuizAnswer) -> dict[str, object]:
@@ -262,14 +314,20 @@ def routes(app: FastAPI, pool: WorkerPool, model: ContextualModel | str, label: 
             )
             return JSONResponse({"error": message, "status": 422}, status_code=422)
         try:
-            figures = await pool.run(lambda: [live_figure(k, model) for _, _, k in SECTIONS])
+            figures = await pool.run(lambda: [live_figure(k, model) + live_numbers(k, model) for _, _, k in SECTIONS])
             quiz_html = await pool.run(lambda: _quiz_html(model, answers, int(chosen[:9])))
         except Exception as exc:  # noqa: BLE001
             status, message = error_status(exc)
             return HTMLResponse(pages.frame("Lesson", f'<p class="error">error: {html.escape(message)}</p>', label),
                                 status_code=status)  # fmt: skip
-        body = '<p><a href="#quiz" id="skip-to-quiz">Skip to the quiz</a></p>' + "".join(
-            f"<h2>{title}</h2><p>{text}</p>{fig}" for (title, text, _), fig in zip(SECTIONS, figures, strict=True)
+        commands = {k: html.escape(v) for k, v in index_commands(name).items()}
+        body = (
+            tables.kind_line(name)
+            + '<p><a href="#quiz" id="skip-to-quiz">Skip to the quiz</a></p>'
+            + "".join(
+                f"<h2>{title}</h2><p>{text.format(**commands)}</p>{fig}"
+                for (title, text, _), fig in zip(SECTIONS, figures, strict=True)
+            )
         )
         page = HTMLResponse(pages.frame("Static vs contextual: the lesson, live", body + quiz_html, label))
         page.set_cookie(QUIZ_COOKIE, chosen[:9], samesite="strict", httponly=True)  # no max-age: this session only

@@ -22,6 +22,7 @@ from contextlens.errors import InputError
 from contextlens.web.page import Served
 from contextlens.web.runs import MAX_SENTENCES, MAX_TEXT, AttentionRequest, run_attention
 from contextlens.web.runs import Request as Schema
+from contextlens.web.tables import kind_line
 
 EXAMPLE = "The river [bank] flooded after the storm."
 CELL_W, CELL_H = 76, 34  # pixels of one small multiple
@@ -118,7 +119,8 @@ def grid(document: dict[str, Any], query: dict[str, Any]) -> str:
         f"weight 1. {layers} layers x {heads} heads = {layers * heads} heads of {html.escape(document['model'])}. "
         "The last two columns are the head mean and the rollout (Abnar &amp; Zuidema 2020). Click a strip to open "
         "that head's token map; click a token to highlight it in every head.</p>"
-        f'<div class="tokens" id="tokens">{chips}</div>'
+        + kind_line(document["model"])
+        + f'<div class="tokens" id="tokens">{chips}</div>'
         f'<div class="mvwrap"><table class="mv" id="model-view"><tr><th></th>{head_row}</tr>{"".join(rows)}</table>'
         "</div><h3>Most attended, per layer</h3>"
         '<table id="model-view-top"><tr><th>layer</th><th>head mean: top tokens (weight)</th>'

@@ -138,7 +138,6 @@ _RECORDS = (
         form_fields=("sentence", "word", "exclude_special"),  # a link may still set the occurrence
         first_visit="run",
         api=False,  # its document is POST /api/attention's
-        nav=False,
         blurb="every attention head of every layer at once",
     ),
     Page(

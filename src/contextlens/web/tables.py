@@ -47,9 +47,10 @@ def kind_line(model: str) -> str:
     return "" if kind is None else f'<p class="dim" id="model-kind">{esc(kind.summary)}</p>'
 
 
-def compare_numbers(result) -> str:
+def compare_numbers(result, with_kind: bool = True) -> str:
     """Tokenization line per sentence, the per-layer table with the random-word baseline, the static
-    and input-row cosines, the most divergent layer, and the notes: what ``contextlens compare`` prints."""
+    and input-row cosines, the most divergent layer, and the notes: what ``contextlens compare`` prints.
+    ``with_kind``: with the model's kind line (the lesson shows it once, above its sections)."""
     lines = "".join(
         f"<li>{esc(o.marked())} <span class='dim'>tokens: <code>{esc(' '.join(toks))}</code></span>"
         f"{' (cut to a window around the target)' if cut else ''}</li>"
@@ -79,7 +80,7 @@ def compare_numbers(result) -> str:
     notes = "".join(f"<li>{esc(n)}</li>" for n in result.notes())
     base = f"<p class='dim'>{esc(result.baseline.describe())}</p>" if with_base else ""
     return (
-        f"<ol class='sentences' id='tokenization'>{lines}</ol>{kind_line(result.model)}"
+        f"<ol class='sentences' id='tokenization'>{lines}</ol>{kind_line(result.model) if with_kind else ''}"
         + table(head, rows, f"{result.model}: cosine of the target's hidden states, layer by layer", marked)
         + f"<p id='most-divergent'>most divergent layer: <b>{worst}</b> "
         f"(cosine {fmt(result.most_divergent_cosine)})</p>" + base + (f"<ul class='dim'>{notes}</ul>" if notes else "")
@@ -101,7 +102,8 @@ def explore_numbers(result) -> str:
         f"<li>{esc(w.word)}: no gap: {esc(w.no_gap_reason)}</li>" for w in result.words if w.no_gap_reason
     )
     return (
-        table(
+        kind_line(result.model)
+        + table(
             ["rank", "word", "sentences", "senses", "spread"]
             + (["pct among random"] if with_base else [])
             + ["same", "cross", "gap", "p"],
@@ -175,8 +177,9 @@ def _baseline_line(result, what: str, pct: bool = True) -> str:
     )
 
 
-def trace_numbers(result) -> str:
-    """The pipeline's steps as the CLI prints them: tokens, ids and input rows; positions; the layers."""
+def trace_numbers(result, with_kind: bool = True) -> str:
+    """The pipeline's steps as the CLI prints them: tokens, ids and input rows; positions; the layers.
+    ``with_kind``: with the model's kind line (the lesson shows it once, above its sections)."""
     toks = [
         [i, t, d, f"{result.input_row_norms[i]:.3f}",
          "-" if result.position_row_norms is None else f"{result.position_row_norms[i]:.3f}",
@@ -200,7 +203,7 @@ def trace_numbers(result) -> str:
     ]  # fmt: skip
     k = max((len(t.top_attended) for t in result.layers), default=0)
     return (
-        kind_line(result.model)
+        (kind_line(result.model) if with_kind else "")
         + table(
             ["pos", "token", "id", "input row norm", "position row norm", ""],
             toks,
