@@ -92,17 +92,7 @@ try:  # Ctrl-C while the command modules import is the same one line
     except ImportError:  # older typer runs on click itself
         from click.exceptions import ClickException, NoArgsIsHelpError, UsageError  # type: ignore[no-redef]
 
-    from contextlens.errors import ContextlensError, ParameterError
-
-    app = typer.Typer(
-        name="contextlens",
-        help="See and measure how context reshapes meaning inside language models, offline.",
-        no_args_is_help=True,
-        pretty_exceptions_enable=False,
-        add_completion=False,
-    )
-
-    # Each module registers its commands on `app` when imported.
+    # Each module registers its commands on `app` (cli/registry.py) when imported.
     from contextlens.cli import (  # noqa: E402,F401
         attention,
         capacity,
@@ -127,6 +117,8 @@ try:  # Ctrl-C while the command modules import is the same one line
         trace,
         tune,
     )
+    from contextlens.cli.registry import app
+    from contextlens.errors import ContextlensError, ParameterError
 except KeyboardInterrupt:
     interrupted()
 

@@ -8,7 +8,6 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from contextlens.cli import app
 from contextlens.cli.common import (
     DEFAULT_MODEL,
     ExcludeSpecialOpt,
@@ -29,6 +28,7 @@ from contextlens.cli.common import (
     window_note,
 )
 from contextlens.cli.params import as_flags
+from contextlens.cli.registry import app
 from contextlens.core.occurrences import locate_all
 from contextlens.errors import InputError
 

@@ -11,9 +11,9 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from contextlens.cli import app
 from contextlens.cli.common import JsonOpt, console, print_json
 from contextlens.cli.index import DsnOpt, IndexTypeOpt, NlistOpt, PqMOpt
+from contextlens.cli.registry import app
 from contextlens.errors import InputError
 
 if TYPE_CHECKING:  # numpy comes with it: `--help` must not pay for it

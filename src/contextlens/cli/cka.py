@@ -9,7 +9,6 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from contextlens.cli import app
 from contextlens.cli.common import (
     DEFAULT_MODEL,
     JsonOpt,
@@ -23,6 +22,7 @@ from contextlens.cli.common import (
     figures_after,
     print_json,
 )
+from contextlens.cli.registry import app
 
 
 @app.command("cka")

@@ -8,7 +8,6 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from contextlens.cli import app
 from contextlens.cli.common import (
     DEFAULT_STATIC_MODEL,
     HtmlOpt,
@@ -31,6 +30,7 @@ from contextlens.cli.common import (
     print_model_kind,
     static_option,
 )
+from contextlens.cli.registry import app
 from contextlens.cli.side_by_side import render_side_by_side
 from contextlens.core import arguments
 from contextlens.core.choices import check_pooling

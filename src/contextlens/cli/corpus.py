@@ -10,7 +10,6 @@ import typer
 from rich.table import Table
 
 from contextlens.analyses.corpus.manifest import DEFAULT_CHUNK_CHARS
-from contextlens.cli import app
 from contextlens.cli.common import (
     DEFAULT_MODEL,
     JsonOpt,
@@ -27,6 +26,7 @@ from contextlens.cli.common import (
     status_line,
 )
 from contextlens.cli.params import as_flags
+from contextlens.cli.registry import app
 from contextlens.errors import DataFileError, InputError
 from contextlens.reports.output_paths import check_output_folder
 

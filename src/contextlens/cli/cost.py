@@ -8,7 +8,6 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from contextlens.cli import app
 from contextlens.cli.capacity import human_bytes
 from contextlens.cli.common import (
     DEFAULT_MODEL,
@@ -25,6 +24,7 @@ from contextlens.cli.common import (
     figures_after,
     print_json,
 )
+from contextlens.cli.registry import app
 
 
 @app.command("cost")

@@ -10,7 +10,6 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from contextlens.cli import app
 from contextlens.cli.common import (
     DEFAULT_MODEL,
     DEFAULT_STATIC_MODEL,
@@ -28,6 +27,7 @@ from contextlens.cli.common import (
     written,
 )
 from contextlens.cli.compare import render_comparison
+from contextlens.cli.registry import app
 from contextlens.core.occurrences import parse_marked
 from contextlens.examples import BANK_BY_SENSE, WORKED_EXAMPLE
 from contextlens.reports.output_paths import check_output_folder

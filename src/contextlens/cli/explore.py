@@ -9,7 +9,6 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from contextlens.cli import app
 from contextlens.cli.common import (
     AutoLayerOpt,
     HtmlOpt,
@@ -30,6 +29,7 @@ from contextlens.cli.common import (
     models_option,
     print_json,
 )
+from contextlens.cli.registry import app
 from contextlens.cli.side_by_side import render_side_by_side
 
 if TYPE_CHECKING:

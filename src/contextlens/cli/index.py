@@ -10,7 +10,6 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from contextlens.cli import app
 from contextlens.cli.common import (
     DEFAULT_MODEL,
     JsonOpt,
@@ -25,6 +24,7 @@ from contextlens.cli.common import (
     note,
     print_json,
 )
+from contextlens.cli.registry import app
 from contextlens.errors import InputError
 
 index_app = typer.Typer(

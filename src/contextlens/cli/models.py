@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from rich.table import Table
 
-from contextlens.cli import app
 from contextlens.cli.common import (
     JsonOpt,
     console,
     print_json,
 )
+from contextlens.cli.registry import app
 from contextlens.core.resources import cache_dir, model_status
 from contextlens.core.tuned_store import tuned_models
 

@@ -8,7 +8,6 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from contextlens.cli import app
 from contextlens.cli.common import (
     DEFAULT_STATIC_MODEL,
     JsonOpt,
@@ -17,6 +16,7 @@ from contextlens.cli.common import (
     fmt,
     print_json,
 )
+from contextlens.cli.registry import app
 
 
 @app.command("neighbors")

@@ -6,8 +6,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from contextlens.cli import app
 from contextlens.cli.common import JsonOpt, console, encoding_progress, note, print_json
+from contextlens.cli.registry import app
 
 if TYPE_CHECKING:
     from contextlens.analyses.lesson.prepare import PrepareStep

@@ -9,7 +9,6 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from contextlens.cli import app
 from contextlens.cli.common import (
     DEFAULT_MODEL,
     DEFAULT_STATIC_MODEL,
@@ -35,6 +34,7 @@ from contextlens.cli.common import (
     print_json,
     static_option,
 )
+from contextlens.cli.registry import app
 from contextlens.core.occurrences import is_single_word, locate_all
 
 

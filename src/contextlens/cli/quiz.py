@@ -15,8 +15,8 @@ import typer
 from rich.markup import escape
 
 from contextlens.analyses.lesson import quiz
-from contextlens.cli import app
 from contextlens.cli.common import JsonOpt, console, err_console, print_json
+from contextlens.cli.registry import app
 from contextlens.core.numerals import integer_text
 from contextlens.errors import InputError
 

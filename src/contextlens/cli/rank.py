@@ -9,7 +9,6 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from contextlens.cli import app
 from contextlens.cli.common import (
     DEFAULT_MODEL,
     DEFAULT_STATIC_MODEL,
@@ -31,6 +30,7 @@ from contextlens.cli.common import (
     print_model_kind,
     static_option,
 )
+from contextlens.cli.registry import app
 
 
 @app.command("rank")

@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.markup import escape
 
-from contextlens.cli import app
 from contextlens.cli.common import (
     JsonOpt,
     ModelsOpt,
@@ -27,6 +26,7 @@ from contextlens.cli.common import (
     models_option,
     print_json,
 )
+from contextlens.cli.registry import app
 from contextlens.cli.side_by_side import render_side_by_side
 from contextlens.core.occurrences import locate_all
 from contextlens.errors import InputError

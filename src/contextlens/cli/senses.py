@@ -9,7 +9,6 @@ import typer
 from rich.markup import escape
 
 from contextlens.analyses.corpus.sense_labels import DEFAULT_MARGIN
-from contextlens.cli import app
 from contextlens.cli.common import (
     HtmlOpt,
     JsonOpt,
@@ -22,6 +21,7 @@ from contextlens.cli.common import (
     print_json,
 )
 from contextlens.cli.params import as_flags
+from contextlens.cli.registry import app
 
 senses_app = typer.Typer(help="Sense induction on an extraction folder (see `corpus extract`).", no_args_is_help=True)
 app.add_typer(senses_app, name="senses")

@@ -11,7 +11,6 @@ from typing import Annotated
 
 import typer
 
-from contextlens.cli import app
 from contextlens.cli.common import (
     DEFAULT_MODEL,
     ModelOpt,
@@ -21,6 +20,7 @@ from contextlens.cli.common import (
     contextual_option,
     err_console,
 )
+from contextlens.cli.registry import app
 from contextlens.errors import InputError
 
 LOCAL = "127.0.0.1"

@@ -7,8 +7,8 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from contextlens.cli import app
 from contextlens.cli.common import JsonOpt, ThreadsOpt, console, contextual_option, default_threads, note, print_json
+from contextlens.cli.registry import app
 
 static_app = typer.Typer(
     help="Static models made here: word2vec / fastText trained on a corpus, a model distilled from a transformer.",

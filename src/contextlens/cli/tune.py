@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.table import Table
 
-from contextlens.cli import app
 from contextlens.cli.common import JsonOpt, ThreadsOpt, console, err_console, note, print_json
+from contextlens.cli.registry import app
 
 if TYPE_CHECKING:
     from contextlens.analyses.tuning.train import TuneResult, TuneStep

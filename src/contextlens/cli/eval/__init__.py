@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from contextlens.cli import app
 from contextlens.cli.common import (  # noqa: F401 (console, err_console re-exported)
     check_model,
     console,
@@ -20,6 +19,7 @@ from contextlens.cli.common import (  # noqa: F401 (console, err_console re-expo
     note,
     print_json,
 )
+from contextlens.cli.registry import app
 
 if TYPE_CHECKING:  # numpy comes with it: `--help` must not pay for it
     from contextlens.analyses.benchmarks.result import BenchmarkResult
