@@ -36,7 +36,7 @@ from contextlens.core.extraction import (
 )
 from contextlens.core.held_interrupts import held_interrupts
 from contextlens.core.occurrences import Occurrence
-from contextlens.core.resources import resolve_contextual
+from contextlens.core.resources import DEFAULT_CONTEXTUAL, resolve_contextual
 from contextlens.core.runtime_choice import resolve_runtime
 from contextlens.core.text_pooling import TextPooling, sentence_config
 from contextlens.errors import InputError
@@ -177,7 +177,9 @@ class ContextualModel(Backbone):
         return text_pooling.mean_input_rows(self, texts)
 
 
-def load_contextual(name_or_path: str = "mpnet", precision: str = "fp32", runtime: str = "torch") -> ContextualModel:
+def load_contextual(
+    name_or_path: str = DEFAULT_CONTEXTUAL, precision: str = "fp32", runtime: str = "torch"
+) -> ContextualModel:
     """Load a contextual model by registry name, local folder or hub id; one instance per name,
     precision (``fp32``, exact, or ``int8``: see :mod:`contextlens.core.precision`) and runtime
     (``torch``, the reference; ``onnx``: see :mod:`contextlens.core.onnx_runtime`; or ``auto``: ONNX

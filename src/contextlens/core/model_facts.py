@@ -129,6 +129,16 @@ def loaded_window(tokenizer: Any, config: Any) -> int:
     return window(tokenizer.model_max_length, getattr(config, "max_position_embeddings", None)) or 512
 
 
+OFFSET_POSITIONS = frozenset({"mpnet", "roberta", "xlm-roberta"})  # position ids start after the padding index
+
+
+def position_offset(model_type: Any, pad_token_id: Any) -> int:
+    """The first position row a text uses: ``pad + 1`` for mpnet and RoBERTa-style models (their
+    position ids count from after the padding index), 0 for BERT-style ones. The one place this
+    fact lives: torch's position rows and the lean path's table both read it."""
+    return int(pad_token_id) + 1 if model_type in OFFSET_POSITIONS else 0
+
+
 def loaded_is_decoder(config: Any) -> bool:
     """:func:`is_decoder_config` of a loaded config (attributes, not a config file's keys)."""
     return is_decoder_config(

@@ -43,6 +43,7 @@ import torch
 
 from contextlens.core import atomic_files
 from contextlens.core.choices import RUNTIMES, check_runtime  # noqa: F401 (the names callers import from here)
+from contextlens.core.model_facts import position_offset
 from contextlens.core.onnx_graphs import (  # noqa: F401 (the names callers import from here)
     ATTENTION,
     ATTENTION_EXACT,
@@ -297,9 +298,8 @@ class OnnxForward(OnnxGraphs):
         rows = net.get_input_embeddings().weight.detach().float().numpy()
         table = getattr(getattr(net, "embeddings", None), "position_embeddings", None)
         positions = None if table is None or not hasattr(table, "weight") else table.weight.detach().float().numpy()
-        offset = 0
-        if positions is not None and self.model.config.model_type in {"mpnet", "roberta", "xlm-roberta"}:
-            offset = int(self.model.tokenizer.pad_token_id) + 1  # positions start after the padding index
+        config, tokenizer = self.model.config, self.model.tokenizer
+        offset = 0 if positions is None else position_offset(config.model_type, tokenizer.pad_token_id)
         write_lean_tables(self.folder, rows, positions, offset)
 
     def _export_attention(self) -> None:

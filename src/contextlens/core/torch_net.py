@@ -15,7 +15,7 @@ import numpy as np
 import torch
 
 from contextlens.core import layer_forward, threads
-from contextlens.core.model_facts import loaded_is_decoder, loaded_window
+from contextlens.core.model_facts import loaded_is_decoder, loaded_window, position_offset
 from contextlens.core.padding import pad_arrays
 from contextlens.core.precision import quantize, weight_bytes
 from contextlens.errors import UnknownModelError
@@ -116,11 +116,8 @@ class TorchNet:
         table = getattr(emb, "position_embeddings", None)
         if table is None or not hasattr(table, "weight"):
             return None
-        if self.config.model_type in {"mpnet", "roberta", "xlm-roberta"}:
-            pad = self.tokenizer.pad_token_id  # positions start after the padding index
-            positions = torch.arange(pad + 1, pad + 1 + n)
-        else:
-            positions = torch.arange(n)
+        start = position_offset(self.config.model_type, self.tokenizer.pad_token_id)
+        positions = torch.arange(start, start + n)
         return table.weight[positions].detach().float().numpy().copy()
 
     def weight_bytes(self) -> int:

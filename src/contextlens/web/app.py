@@ -23,6 +23,7 @@ from pydantic import ValidationError
 from starlette.exceptions import HTTPException
 
 from contextlens.core.contextual_models import load_contextual
+from contextlens.core.resources import DEFAULT_CONTEXTUAL
 from contextlens.reports.figure_registry import interactive_figures, static_figure
 from contextlens.web import html as pages
 from contextlens.web import lesson, tables, views
@@ -63,7 +64,7 @@ def error_json(status: int, message: str, headers: dict[str, str] | None = None)
 
 
 def create_app(
-    model: str = "mpnet",
+    model: str = DEFAULT_CONTEXTUAL,
     indexes: dict[str, str] | None = None,
     workers: int = 2,
     queue: int = 64,
