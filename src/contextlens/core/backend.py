@@ -35,6 +35,10 @@ class Backend:
         """The one spelling every face prints: ``fp32``, ``int8``, ``onnx fp32``, ``onnx int8``."""
         return self.precision if self.runtime == "torch" else f"{self.runtime} {self.precision}"
 
+    def name_with(self, model: str) -> str:
+        """``minilm`` on the reference backend, else ``minilm (onnx fp32)``: a model as faces name it."""
+        return model if self.is_reference else f"{model} ({self.label})"
+
     def to_dict(self) -> dict[str, str]:
         return {"precision": self.precision, "runtime": self.runtime}
 

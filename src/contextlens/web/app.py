@@ -79,7 +79,7 @@ def create_app(
     loaded = load_contextual(model, precision, runtime)
     layers = loaded.num_layers  # the weights loaded just above, once, before the server starts
     heads = getattr(loaded, "num_heads", None)
-    label = model if loaded.backend.is_reference else f"{model} ({loaded.backend.label})"
+    label = loaded.backend.name_with(model)
     # no /docs: Swagger UI loads its script from a CDN; the schema itself is at /openapi.json
     app = FastAPI(title="contextlens", version="1", docs_url=None, redoc_url=None)
     pool = WorkerPool(workers, queue)
