@@ -19,7 +19,7 @@ from contextlens.analyses.benchmarks import contextuality as ctx
 from contextlens.analyses.benchmarks import similarity as sim
 from contextlens.analyses.benchmarks.result import BenchmarkResult, record_precision
 from contextlens.analyses.benchmarks.wic import WicResult, evaluate_wic
-from contextlens.analyses.benchmarks.wsd import evaluate_wsd
+from contextlens.analyses.benchmarks.wsd import WsdResult, evaluate_wsd
 from contextlens.analyses.measures import word_pairs
 from contextlens.analyses.measures.datasets import WicData, WsdData, build_wsd
 from contextlens.analyses.measures.sizes import SEED, SIZES
@@ -147,7 +147,7 @@ def run_wic(
 
 def run_wsd(
     model: ContextualModel | str, size: str = "full", progress: Progress | None = None, glosses: bool = False
-) -> BenchmarkResult:
+) -> WsdResult:
     """WSD per layer; with ``glosses`` also sense vectors that include the WordNet gloss."""
 
     started = time.perf_counter()
@@ -163,7 +163,7 @@ def run_wsd(
         suite.wsd, suite.wsd_rows, enc.hidden, enc.model, wn.sense_count, SEED, gloss_hidden, gloss_rows
     )
     if glosses:
-        result.meta["gloss_template"] = GLOSS_TEMPLATE
+        result.gloss_template = GLOSS_TEMPLATE
     return _finish(result, suite, model, started, secs)
 
 
