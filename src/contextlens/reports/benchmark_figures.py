@@ -14,6 +14,7 @@ from contextlens.analyses.benchmarks.result import BenchmarkResult  # noqa: E402
 
 if TYPE_CHECKING:  # the figure reads the typed fields; the benchmark's own imports (sklearn) are not needed here
     from contextlens.analyses.benchmarks.wsd import WsdResult
+    from contextlens.analyses.benchmarks.wsi import WsiResult
 
 _BASELINE_STYLES = {
     "input-row": ("#15803d", ":"),
@@ -86,11 +87,11 @@ def wsd_figure(result: WsdResult) -> plt.Figure:
     return fig
 
 
-def wsi_figure(result: BenchmarkResult) -> plt.Figure:
+def wsi_figure(result: WsiResult) -> plt.Figure:
     """Induced-sense ARI, V-measure and B-cubed F1 per layer on test lemmas (dev faint, the
     dev-picked layer marked), the baselines (one cluster, one per instance, static) flat."""
     fig, axes = plt.subplots(1, 3, figsize=(14, 5.2))
-    chosen = (result.meta.get("best_layer") or {}).get("layer_by_dev")
+    chosen = None if result.best_layer is None else result.best_layer.layer_by_dev
     names = {"ari": "adjusted Rand index", "v_measure": "V-measure", "bcubed_f1": "B-cubed F1"}
     for ax, (metric, title) in zip(axes, names.items(), strict=True):
         layers, values = _layer_curve(result, system=result.model, split="test", metric=metric)
