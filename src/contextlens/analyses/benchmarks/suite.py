@@ -186,7 +186,7 @@ def gloss_spans(wsd: WsdData) -> tuple[list[str], list[Span], dict[tuple[tuple[s
 
 def run_similarity(
     model: ContextualModel | str, static: StaticModel | str, size: str = "full", progress: Progress | None = None
-) -> BenchmarkResult:
+) -> sim.SimilarityResult:
     started = time.perf_counter()
     suite = build_suite(size)
     static_model = as_static(static)  # a wrong name fails before the (long) encoding
@@ -201,8 +201,8 @@ def run_similarity(
         enc.hidden,
         suite.context_rows,
     )
-    result.meta["contexts_per_word"] = SIZES[size].contexts_per_word
-    result.meta["context_corpus"] = "WordNet 3.0 usage examples (exact word form, one span per sentence)"
+    result.contexts_per_word = SIZES[size].contexts_per_word
+    result.context_corpus = "WordNet 3.0 usage examples (exact word form, one span per sentence)"
     return _finish(result, suite, model, started, secs)
 
 
