@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections import defaultdict
 
@@ -61,7 +62,7 @@ def test_best_layer_is_picked_on_dev_even_when_test_prefers_another(data):
     dev = {r["layer"]: r["value"] for r in result.select(system="toy", split="dev", metric="accuracy")}
     test = {r["layer"]: r["value"] for r in result.select(system="toy", split="test", metric="accuracy")}
     assert dev == {0: 0.0, 1: 1.0, 2: 0.0} and test == {0: 0.0, 1: 0.0, 2: 1.0}
-    assert result.meta["best_layer"] == {
+    assert dataclasses.asdict(result.best_layer) == {
         "layer_by_dev": 1,
         "test_accuracy_at_dev_layer": 0.0,
         "best_test_layer": 2,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
@@ -76,7 +77,7 @@ def test_baselines_and_static_model(quick):
 
 def test_layer_by_dev_is_the_dev_argmax(quick):
     dev = {r["layer"]: r["value"] for r in quick.select(system=quick.model, split="dev", metric="ari")}
-    chosen = quick.meta["best_layer"]
+    chosen = dataclasses.asdict(quick.best_layer)
     assert chosen["layer_by_dev"] == min(layer for layer, v in dev.items() if v == max(dev.values()))
     for metric in METRICS:
         test = quick.value(system=quick.model, split="test", metric=metric, layer=chosen["layer_by_dev"])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import matplotlib
 
@@ -10,6 +11,10 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from contextlens.analyses.benchmarks.result import BenchmarkResult  # noqa: E402
+
+if TYPE_CHECKING:  # the figure reads the typed fields; the benchmark's own imports (sklearn) are not needed here
+    from contextlens.analyses.benchmarks.wsd import WsdResult
+    from contextlens.analyses.benchmarks.wsi import WsiResult
 
 _BASELINE_STYLES = {
     "input-row": ("#15803d", ":"),
@@ -51,11 +56,11 @@ def wic_figure(result: BenchmarkResult) -> plt.Figure:
     return fig
 
 
-def wsd_figure(result: BenchmarkResult) -> plt.Figure:
+def wsd_figure(result: WsdResult) -> plt.Figure:
     """Nearest-centroid test accuracy and macro-F1 per layer (dev faint, the dev-picked layer
     marked), MFS and random-sense flat."""
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharey=True)
-    chosen = (result.meta.get("best_layer") or {}).get("layer_by_dev")
+    chosen = None if result.best_layer is None else result.best_layer.layer_by_dev
     for ax, metric in zip(axes, ("accuracy", "macro_f1"), strict=True):
         layers, values = _layer_curve(result, system=result.model, split="test", metric=metric)
         label = f"{result.model}: nearest sense centroid, test"
@@ -82,11 +87,11 @@ def wsd_figure(result: BenchmarkResult) -> plt.Figure:
     return fig
 
 
-def wsi_figure(result: BenchmarkResult) -> plt.Figure:
+def wsi_figure(result: WsiResult) -> plt.Figure:
     """Induced-sense ARI, V-measure and B-cubed F1 per layer on test lemmas (dev faint, the
     dev-picked layer marked), the baselines (one cluster, one per instance, static) flat."""
     fig, axes = plt.subplots(1, 3, figsize=(14, 5.2))
-    chosen = (result.meta.get("best_layer") or {}).get("layer_by_dev")
+    chosen = None if result.best_layer is None else result.best_layer.layer_by_dev
     names = {"ari": "adjusted Rand index", "v_measure": "V-measure", "bcubed_f1": "B-cubed F1"}
     for ax, (metric, title) in zip(axes, names.items(), strict=True):
         layers, values = _layer_curve(result, system=result.model, split="test", metric=metric)

@@ -19,7 +19,7 @@ from contextlens.analyses.benchmarks import contextuality as ctx
 from contextlens.analyses.benchmarks import similarity as sim
 from contextlens.analyses.benchmarks.result import BenchmarkResult, record_precision
 from contextlens.analyses.benchmarks.wic import WicResult, evaluate_wic
-from contextlens.analyses.benchmarks.wsd import evaluate_wsd
+from contextlens.analyses.benchmarks.wsd import WsdResult, evaluate_wsd
 from contextlens.analyses.measures import word_pairs
 from contextlens.analyses.measures.datasets import WicData, WsdData, build_wsd
 from contextlens.analyses.measures.sizes import SEED, SIZES
@@ -147,7 +147,7 @@ def run_wic(
 
 def run_wsd(
     model: ContextualModel | str, size: str = "full", progress: Progress | None = None, glosses: bool = False
-) -> BenchmarkResult:
+) -> WsdResult:
     """WSD per layer; with ``glosses`` also sense vectors that include the WordNet gloss."""
 
     started = time.perf_counter()
@@ -163,7 +163,7 @@ def run_wsd(
         suite.wsd, suite.wsd_rows, enc.hidden, enc.model, wn.sense_count, SEED, gloss_hidden, gloss_rows
     )
     if glosses:
-        result.meta["gloss_template"] = GLOSS_TEMPLATE
+        result.gloss_template = GLOSS_TEMPLATE
     return _finish(result, suite, model, started, secs)
 
 
@@ -186,7 +186,7 @@ def gloss_spans(wsd: WsdData) -> tuple[list[str], list[Span], dict[tuple[tuple[s
 
 def run_similarity(
     model: ContextualModel | str, static: StaticModel | str, size: str = "full", progress: Progress | None = None
-) -> BenchmarkResult:
+) -> sim.SimilarityResult:
     started = time.perf_counter()
     suite = build_suite(size)
     static_model = as_static(static)  # a wrong name fails before the (long) encoding
@@ -201,8 +201,8 @@ def run_similarity(
         enc.hidden,
         suite.context_rows,
     )
-    result.meta["contexts_per_word"] = SIZES[size].contexts_per_word
-    result.meta["context_corpus"] = "WordNet 3.0 usage examples (exact word form, one span per sentence)"
+    result.contexts_per_word = SIZES[size].contexts_per_word
+    result.context_corpus = "WordNet 3.0 usage examples (exact word form, one span per sentence)"
     return _finish(result, suite, model, started, secs)
 
 

@@ -11,17 +11,65 @@ sense, over the same candidate senses.
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from collections import defaultdict
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from sklearn.metrics import f1_score
 
 from contextlens.analyses.benchmarks.result import BenchmarkResult
-from contextlens.analyses.benchmarks.wic import best_layer
+from contextlens.analyses.benchmarks.wic import BestLayer, best_layer
 from contextlens.analyses.measures.datasets import Key, WsdData
+from contextlens.core.jsonable import plain_json
 from contextlens.core.similarity import row_cosines
+
+
+@dataclass(frozen=True)
+class WsdCounts:
+    """The examples behind the scores: (lemma, part of speech) pairs, their senses and training
+    examples (the sense inventory), the held-out dev and test examples and lemmas, and how many
+    held-out examples were scored (those whose lemma has at least two senses in the inventory)."""
+
+    lemma_pos: int
+    senses: int
+    train_examples: int
+    dev_examples: int
+    dev_lemmas: int
+    test_examples: int
+    test_lemmas: int
+    scored_dev_examples: int
+    scored_test_examples: int
+
+
+@dataclass
+class WsdResult(BenchmarkResult):
+    """`eval wsd`'s result: the tidy rows (dev and test accuracy and macro-F1 per system and layer,
+    the MFS and random-sense baselines), the counts, and the dev-chosen layer of the model and, with
+    glosses, of ``<model>+glosses``; ``meta`` holds what every run records (size, suite counts,
+    seconds, precision, runtime). :meth:`to_dict` is the JSON `eval wsd --json` prints, these fields
+    first in ``meta`` (the glosses' keys only when glosses were used, a best layer only when set)."""
+
+    counts: WsdCounts | None = None
+    gloss_senses: int | None = None  # senses with a gloss vector; None without glosses
+    best_layer: BestLayer | None = None  # None when no held-out example was scored
+    best_layer_glosses: BestLayer | None = None  # the ``<model>+glosses`` system's; None without glosses
+    gloss_template: str | None = None  # the gloss text's template, e.g. "{lemma}: {definition}"
+
+    @plain_json
+    def to_dict(self) -> dict[str, Any]:
+        head: dict[str, Any] = {"counts": None if self.counts is None else dataclasses.asdict(self.counts)}
+        optional = {
+            "gloss_senses": self.gloss_senses,
+            "best_layer": self.best_layer and dataclasses.asdict(self.best_layer),
+            "best_layer_glosses": self.best_layer_glosses and dataclasses.asdict(self.best_layer_glosses),
+            "gloss_template": self.gloss_template,
+        }
+        head.update((k, v) for k, v in optional.items() if v is not None)
+        return {"benchmark": self.benchmark, "model": self.model, "rows": self.rows, "meta": {**head, **self.meta}}
 
 
 def centroids(vectors: np.ndarray, senses: Sequence[str]) -> dict[str, np.ndarray]:
@@ -58,7 +106,7 @@ def evaluate_wsd(
     seed: int = 0,
     gloss_hidden: np.ndarray | None = None,
     gloss_rows: dict[tuple[Key, str], int] | None = None,
-) -> BenchmarkResult:
+) -> WsdResult:
     """Nearest-centroid accuracy and macro-F1 per layer on dev and test, beside MFS and random.
 
     ``item_rows[k]`` is the row of ``hidden`` (``(n_spans, layers + 1, d)``) for ``data.items[k]``;
@@ -79,7 +127,7 @@ def evaluate_wsd(
     gold = {name: [data.items[k].example.synset for k in ks] for name, ks in held.items()}
     test = held["test"]
     scored = {f"scored_{name}_examples": len(ks) for name, ks in held.items()}
-    result = BenchmarkResult("wsd", model, meta={"counts": {**data.counts, **scored}})
+    result = WsdResult("wsd", model, counts=WsdCounts(**data.counts, **scored))
 
     by_key: dict[Key, list[int]] = defaultdict(list)
     for k in train:
@@ -87,7 +135,7 @@ def evaluate_wsd(
     variants = [(model, None)]
     if gloss_hidden is not None and gloss_rows is not None:
         variants.append((f"{model}+glosses", gloss_hidden))
-        result.meta["gloss_senses"] = len(gloss_rows)
+        result.gloss_senses = len(gloss_rows)
     for system, glosses in variants:
         for layer in range(hidden.shape[1]):
             vectors = hidden[:, layer, :]
@@ -123,14 +171,14 @@ def evaluate_wsd(
     for system, _ in variants:
         best = best_layer(result, system)
         if best is not None:
-            result.meta["best_layer" if system == model else "best_layer_glosses"] = best
+            setattr(result, "best_layer" if system == model else "best_layer_glosses", BestLayer(**best))
     return result
 
 
-def table_rows(result: BenchmarkResult) -> list[dict[str, object]]:
+def table_rows(result: WsdResult) -> list[dict[str, object]]:
     """The wsd table: per (system, layer) dev accuracy, test accuracy and test macro-F1; ``best``
     marks the model's layer picked on dev."""
-    best = (result.meta.get("best_layer") or {}).get("layer_by_dev")
+    best = None if result.best_layer is None else result.best_layer.layer_by_dev
     rows = result.pivot(
         ("system", "layer"),
         {

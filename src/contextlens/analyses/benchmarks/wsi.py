@@ -17,11 +17,13 @@ the static model, whose one vector per word puts every occurrence in one cluster
 
 from __future__ import annotations
 
+import dataclasses
 import time
 import warnings
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -29,6 +31,7 @@ from contextlens.analyses.benchmarks.result import BenchmarkResult, record_preci
 from contextlens.analyses.measures.datasets import Key, WsdData, split_lemmas
 from contextlens.analyses.measures.span_encoding import Progress
 from contextlens.core.contextual_models import ContextualModel
+from contextlens.core.jsonable import plain_json
 from contextlens.core.similarity import normalize_rows
 from contextlens.core.static_models import StaticModel
 
@@ -108,6 +111,61 @@ def _cluster(vectors: np.ndarray, seed: int) -> tuple[np.ndarray, int]:
     return labels, k
 
 
+@dataclass(frozen=True)
+class WsiCounts:
+    """The lemmas scored: dev and test lemmas and their instances (usage examples), and the mean
+    number of gold senses per lemma (rounded to 3 places)."""
+
+    dev_lemmas: int
+    dev_instances: int
+    test_lemmas: int
+    test_instances: int
+    senses_per_lemma: float
+
+
+@dataclass(frozen=True)
+class WsiBestLayer:
+    """The model's layer with the best dev ARI (``chosen_by`` says so), its three test scores, and
+    the best test-ARI layer and score beside it, for reference only (chosen on test)."""
+
+    layer_by_dev: int
+    chosen_by: str
+    test_ari_at_dev_layer: float
+    test_v_measure_at_dev_layer: float
+    test_bcubed_f1_at_dev_layer: float
+    best_test_layer: int
+    best_test_ari: float
+
+
+@dataclass
+class WsiResult(BenchmarkResult):
+    """`eval wsi`'s result: the tidy rows (dev and test ARI, V-measure and B-cubed F1 per system and
+    layer, means over lemmas), the counts, how scores are averaged and clusters chosen, the mean
+    number of induced clusters per layer, the static model's coverage and the dev-chosen layer;
+    ``meta`` holds what every run records (size, suite counts, seconds, precision, runtime).
+    :meth:`to_dict` is the JSON `eval wsi --json` prints, these fields first in ``meta``."""
+
+    counts: WsiCounts | None = None
+    averaging: str = AVERAGING
+    clustering: str = ""  # the clustering criterion, as `senses induce` uses it
+    mean_clusters_per_layer: list[float] = field(default_factory=list)  # index: layer (0 = embeddings)
+    static_coverage: float | None = None  # share of lemmas the static model has; None without one
+    best_layer: WsiBestLayer | None = None  # None when no dev score is defined
+
+    @plain_json
+    def to_dict(self) -> dict[str, Any]:
+        head: dict[str, Any] = {
+            "counts": None if self.counts is None else dataclasses.asdict(self.counts),
+            "averaging": self.averaging,
+            "clustering": self.clustering,
+            "mean_clusters_per_layer": self.mean_clusters_per_layer,
+        }
+        if self.static_coverage is not None:
+            head["static_coverage"] = self.static_coverage
+        head["best_layer"] = None if self.best_layer is None else dataclasses.asdict(self.best_layer)
+        return {"benchmark": self.benchmark, "model": self.model, "rows": self.rows, "meta": {**head, **self.meta}}
+
+
 def evaluate_wsi(
     lemmas: Sequence[WsiLemma],
     hidden: np.ndarray,
@@ -115,7 +173,7 @@ def evaluate_wsi(
     static: StaticModel | None = None,
     static_name: str | None = None,
     seed: int = 0,
-) -> BenchmarkResult:
+) -> WsiResult:
     """Per-layer induced-sense scores on dev and test lemmas, beside the three baselines.
 
     ``hidden`` is ``(n_spans, layers + 1, d)``; ``lemma.rows`` index its first axis.
@@ -129,10 +187,9 @@ def evaluate_wsi(
         for what, value in (("lemmas", len(chosen)), ("instances", sum(len(lem.rows) for lem in chosen)))
     }
     counts["senses_per_lemma"] = round(float(np.mean([len(set(lem.gold)) for lem in lemmas])), 3) if lemmas else 0
-    result = BenchmarkResult("wsi", model, meta={"counts": counts, "averaging": AVERAGING})
     from contextlens.analyses.representations.clustering import CRITERION
 
-    result.meta["clustering"] = CRITERION
+    result = WsiResult("wsi", model, counts=WsiCounts(**counts), clustering=CRITERION)
     mean_k: list[float] = []  # mean number of induced clusters per lemma, by layer
     with threadpool_limits(1):  # tiny k-means fits: thread start-up costs more than it saves
         for layer in range(hidden.shape[1]):
@@ -145,7 +202,7 @@ def evaluate_wsi(
                     per_lemma[name].append(scores(lem.gold, labels))
             _add_means(result, model, layer, per_lemma)
             mean_k.append(round(float(np.mean(ks)), 3) if ks else 0.0)
-        result.meta["mean_clusters_per_layer"] = mean_k
+        result.mean_clusters_per_layer = mean_k
         for system, assign in ((ONE_CLUSTER, lambda n: [0] * n), (ONE_PER_INSTANCE, lambda n: list(range(n)))):
             _add_means(
                 result,
@@ -166,8 +223,9 @@ def evaluate_wsi(
                         labels = np.zeros(len(lem.rows), dtype=int)
                     per_lemma[name].append(scores(lem.gold, labels))
             _add_means(result, static_name or static.name, None, per_lemma)
-            result.meta["static_coverage"] = float(np.mean(covered)) if covered else 0.0
-    result.meta["best_layer"] = best_layer(result, model)
+            result.static_coverage = float(np.mean(covered)) if covered else 0.0
+    best = best_layer(result, model)
+    result.best_layer = None if best is None else WsiBestLayer(**best)
     return result
 
 
@@ -188,10 +246,10 @@ def best_layer(result: BenchmarkResult, system: str, metric: str = "ari") -> dic
     return out
 
 
-def table_rows(result: BenchmarkResult) -> list[dict[str, object]]:
+def table_rows(result: WsiResult) -> list[dict[str, object]]:
     """The wsi table: per (system, layer) dev ARI and test ARI, V-measure, B-cubed F1; ``best``
     marks the model's dev-picked layer."""
-    best = (result.meta.get("best_layer") or {}).get("layer_by_dev")
+    best = None if result.best_layer is None else result.best_layer.layer_by_dev
     rows = result.pivot(
         ("system", "layer"),
         {
@@ -203,7 +261,7 @@ def table_rows(result: BenchmarkResult) -> list[dict[str, object]]:
         split="test",
         metric="ari",
     )
-    mean_k = result.meta.get("mean_clusters_per_layer", [])
+    mean_k = result.mean_clusters_per_layer
     for row in rows:
         row["best"] = row["system"] == result.model and row["layer"] == best
         own = row["system"] == result.model and row["layer"] is not None and row["layer"] < len(mean_k)
@@ -216,7 +274,7 @@ def run_wsi(
     static: StaticModel | str | None,
     size: str = "full",
     progress: Progress | None = None,
-) -> BenchmarkResult:
+) -> WsiResult:
     """WSI on the suite's WSD lemmas (``size`` "full" or "quick"), hidden states from its cached encoding."""
     from contextlens.analyses.benchmarks.suite import build_suite, encode_suite
     from contextlens.analyses.measures.sizes import SEED

@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from contextlens.analyses.benchmarks.retrieval import evaluate_lee
+from contextlens.analyses.benchmarks.similarity import SimilarityResult
 from contextlens.analyses.benchmarks.suite import run_similarity, run_wic
 from contextlens.analyses.measures.word_baseline import random_word_baseline
 from contextlens.analyses.representations.cka import compare_layers
@@ -105,18 +106,18 @@ def _lee(result: Any) -> dict[str, float]:
     }
 
 
-def _similarity_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
+def _similarity_rows(results: dict[str, SimilarityResult]) -> list[dict[str, Any]]:
     """Best-layer Spearman per data set and reduction (template, pooled contexts), base vs tuned."""
     rows = []
-    base, tuned = results["base"].meta["best_layer"], results["tuned"].meta["best_layer"]
+    base, tuned = results["base"].best_layer, results["tuned"].best_layer
     for system in sorted(base):
         kind = system.split(":", 1)[1]
         match = next((s for s in tuned if s.split(":", 1)[1] == kind), None)
         for dataset, best in base[system].items():
-            after = tuned[match][dataset] if match else {}
-            rows.append({"dataset": dataset, "reduction": kind, "base_spearman": best["spearman"],
-                         "base_layer": best["layer"], "tuned_spearman": after.get("spearman"),
-                         "tuned_layer": after.get("layer")})  # fmt: skip
+            after = tuned[match][dataset] if match else None
+            rows.append({"dataset": dataset, "reduction": kind, "base_spearman": best.spearman,
+                         "base_layer": best.layer, "tuned_spearman": after and after.spearman,
+                         "tuned_layer": after and after.layer})  # fmt: skip
     return rows
 
 

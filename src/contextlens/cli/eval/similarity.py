@@ -31,7 +31,7 @@ from contextlens.cli.eval import (
 )
 
 if TYPE_CHECKING:  # numpy comes with it: `--help` must not pay for it
-    from contextlens.analyses.benchmarks.result import BenchmarkResult
+    from contextlens.analyses.benchmarks.similarity import SimilarityResult
 
 
 @eval_app.command("similarity")
@@ -55,10 +55,10 @@ def similarity_cmd(
     )  # fmt: skip
 
 
-def _similarity_table(result: BenchmarkResult) -> None:
+def _similarity_table(result: SimilarityResult) -> None:
     from contextlens.analyses.benchmarks.similarity import table_rows
 
-    datasets = list(result.meta["counts"])
+    datasets = result.datasets
     table = Table(title=f"word similarity: Spearman with human ratings — {model_title(result)}")
     table.add_column("system", no_wrap=True)
     table.add_column("layer", justify="right")
@@ -73,7 +73,7 @@ def _similarity_table(result: BenchmarkResult) -> None:
         table.add_row(*cells)
     console.print(table)
     console.print(
-        f"template: {result.meta['template']!r}; pooled: mean over up to {result.meta['contexts_per_word']} "
-        f"contexts from {result.meta['context_corpus']}. Coverage = share of pairs scored (1 - OOV share)."
+        f"template: {result.template!r}; pooled: mean over up to {result.contexts_per_word} "
+        f"contexts from {result.context_corpus}. Coverage = share of pairs scored (1 - OOV share)."
     )
     timing_footer(result)

@@ -30,7 +30,7 @@ from contextlens.cli.eval import (
 )
 
 if TYPE_CHECKING:  # numpy comes with it: `--help` must not pay for it
-    from contextlens.analyses.benchmarks.result import BenchmarkResult
+    from contextlens.analyses.benchmarks.wsd import WsdResult
 
 
 @eval_app.command("wsd")
@@ -56,7 +56,7 @@ def wsd_cmd(
     )  # fmt: skip
 
 
-def _wsd_table(result: BenchmarkResult) -> None:
+def _wsd_table(result: WsdResult) -> None:
     from contextlens.analyses.benchmarks.wsd import random_expected_accuracy, table_rows
 
     table = Table(title=f"word sense disambiguation (WordNet 3.0 examples) — {model_title(result)}")
@@ -66,19 +66,18 @@ def _wsd_table(result: BenchmarkResult) -> None:
         cells = (fmt(r["dev_accuracy"], 3), fmt(r["test_accuracy"], 3), fmt(r["test_macro_f1"], 3))
         table.add_row(r["system"], layer_cell(r["layer"]), *cells, style="bold red" if r["best"] else None)
     console.print(table)
-    c = result.meta["counts"]
+    c = result.counts
     console.print(
-        f"{c['lemma_pos']} lemmas (with part of speech), {c['senses']} senses from {c['train_examples']} "
-        f"examples; held out and scored: {c['scored_test_examples']} test examples ({c['test_lemmas']} lemmas), "
-        f"{c['scored_dev_examples']} dev examples ({c['dev_lemmas']} lemmas); no lemma in both. "
+        f"{c.lemma_pos} lemmas (with part of speech), {c.senses} senses from {c.train_examples} "
+        f"examples; held out and scored: {c.scored_test_examples} test examples ({c.test_lemmas} lemmas), "
+        f"{c.scored_dev_examples} dev examples ({c.dev_lemmas} lemmas); no lemma in both. "
         f"Random-sense expected accuracy {fmt(random_expected_accuracy(result), 3)}."
     )
-    for label, key in (("", "best_layer"), (" (with glosses)", "best_layer_glosses")):
-        b = result.meta.get(key)
+    for label, b in (("", result.best_layer), (" (with glosses)", result.best_layer_glosses)):
         if b:
             console.print(
-                f"best layer by dev accuracy{label}: [bold red]{b['layer_by_dev']}[/bold red] (test "
-                f"{b['test_accuracy_at_dev_layer']:.3f}); best test layer {b['best_test_layer']} "
-                f"({b['best_test_accuracy']:.3f})"
+                f"best layer by dev accuracy{label}: [bold red]{b.layer_by_dev}[/bold red] (test "
+                f"{b.test_accuracy_at_dev_layer:.3f}); best test layer {b.best_test_layer} "
+                f"({b.best_test_accuracy:.3f})"
             )
     timing_footer(result)

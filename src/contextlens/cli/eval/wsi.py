@@ -31,7 +31,7 @@ from contextlens.cli.eval import (
 )
 
 if TYPE_CHECKING:  # numpy comes with it: `--help` must not pay for it
-    from contextlens.analyses.benchmarks.result import BenchmarkResult
+    from contextlens.analyses.benchmarks.wsi import WsiResult
 
 
 @eval_app.command("wsi")
@@ -56,7 +56,7 @@ def wsi_cmd(
     )  # fmt: skip
 
 
-def _wsi_table(result: BenchmarkResult) -> None:
+def _wsi_table(result: WsiResult) -> None:
     from contextlens.analyses.benchmarks.wsi import table_rows
 
     table = Table(title=f"word sense induction (WordNet 3.0 examples) — {model_title(result)}")
@@ -67,16 +67,16 @@ def _wsi_table(result: BenchmarkResult) -> None:
         k = fmt(r["mean_clusters"], 2) if r["mean_clusters"] is not None else "-"
         table.add_row(r["system"], layer_cell(r["layer"]), *cells, k, style="bold red" if r["best"] else None)
     console.print(table)
-    c = result.meta["counts"]
+    c = result.counts
     console.print(
-        f"{c['test_lemmas']} test lemmas ({c['test_instances']} examples), {c['dev_lemmas']} dev lemmas "
-        f"({c['dev_instances']} examples), {c['senses_per_lemma']} senses per lemma on average; no lemma in both. "
-        f"Scores: {result.meta['averaging']}. Clusters: {result.meta['clustering']}."
+        f"{c.test_lemmas} test lemmas ({c.test_instances} examples), {c.dev_lemmas} dev lemmas "
+        f"({c.dev_instances} examples), {c.senses_per_lemma} senses per lemma on average; no lemma in both. "
+        f"Scores: {result.averaging}. Clusters: {result.clustering}."
     )
-    b = result.meta.get("best_layer")
+    b = result.best_layer
     if b:
         console.print(
-            f"best layer by dev ARI: [bold red]{b['layer_by_dev']}[/bold red] (test ARI "
-            f"{b['test_ari_at_dev_layer']:.3f}); best test layer {b['best_test_layer']} ({b['best_test_ari']:.3f})"
+            f"best layer by dev ARI: [bold red]{b.layer_by_dev}[/bold red] (test ARI "
+            f"{b.test_ari_at_dev_layer:.3f}); best test layer {b.best_test_layer} ({b.best_test_ari:.3f})"
         )
     timing_footer(result)
