@@ -41,6 +41,7 @@ from contextlens.analyses.measures.retrieval_scores import lee_scores, ndcg_at_k
 from contextlens.analyses.measures.wordnet_task import load_wordnet_task
 from contextlens.analyses.search.encoders import TextEncoder, hidden_means_every_layer
 from contextlens.core.contextual_models import ContextualModel, as_contextual, sentence_config
+from contextlens.core.resources import DEFAULT_CONTEXTUAL
 from contextlens.core.similarity import normalize_rows
 from contextlens.core.static_models import StaticModel, as_static
 from contextlens.data.lee import load_lee
@@ -262,7 +263,7 @@ def add_static_systems(
 
 
 def evaluate_lee(
-    model: ContextualModel | str = "mpnet",
+    model: ContextualModel | str = DEFAULT_CONTEXTUAL,
     quick: bool = False,
     show_progress_bar: bool = False,
     statics: Sequence[StaticModel | str] = (),
@@ -299,7 +300,7 @@ def evaluate_lee(
 
 
 def evaluate_wordnet(
-    model: ContextualModel | str = "mpnet",
+    model: ContextualModel | str = DEFAULT_CONTEXTUAL,
     sample: int = 1000,
     seed: int = 0,
     quick: bool = False,

@@ -109,8 +109,7 @@ def eval_command(
 def model_title(result: BenchmarkResult) -> str:
     """The model as a table title names it: ``minilm``, or ``minilm (int8)`` when it ran at int8,
     ``minilm (onnx fp32)`` / ``minilm (onnx int8)`` on ONNX Runtime."""
-    backend = result.backend
-    return str(result.model) if backend.is_reference else f"{result.model} ({backend.label})"
+    return result.backend.name_with(str(result.model))
 
 
 def layer_cell(layer: int | None) -> str:

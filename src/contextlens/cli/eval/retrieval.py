@@ -11,6 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from contextlens.cli.common import (
+    DEFAULT_MODEL,
     JsonOpt,
     PlotOpt,
     PrecisionOpt,
@@ -31,7 +32,7 @@ from contextlens.errors import InputError
 def eval_retrieval(
     model: Annotated[
         str, typer.Option("--model", "-m", help="Contextual model: mpnet (default), minilm, ...")
-    ] = "mpnet",
+    ] = DEFAULT_MODEL,
     task: Annotated[str, typer.Option("--task", help="lee (documents vs human ratings) or wordnet.")] = "lee",
     sample: Annotated[
         int | None, typer.Option(help="WordNet: synsets in the sample (queries = definitions); default 1000.")
