@@ -26,7 +26,7 @@ from starlette.exceptions import HTTPException
 
 from contextlens.core.contextual_models import load_contextual
 from contextlens.reports.figure_registry import interactive_figures, static_figure
-from contextlens.web import deferred, lesson, tables, views
+from contextlens.web import deferred, lesson, tables, two_models, views
 from contextlens.web import html as pages
 from contextlens.web.guard import HEADERS, Guard
 from contextlens.web.page import Page, Served
@@ -84,7 +84,7 @@ def create_app(
     # no /docs: Swagger UI loads its script from a CDN; the schema itself is at /openapi.json
     app = FastAPI(title="contextlens", version="1", docs_url=None, redoc_url=None)
     pool = WorkerPool(workers, queue)
-    served = Served(dict(indexes or {}), dict(corpora or {}))
+    served = Served(dict(indexes or {}), dict(corpora or {}), model=model)
     app.state.model, app.state.pool, app.state.indexes = model, pool, served.indexes
     app.state.loaded = loaded
 
@@ -292,6 +292,13 @@ def result_html(
     """The result under the form: the page's own view (``render``), or every view its sliders may
     show (web/views.py), or its figures; and the numbers beside them (web/tables.py)."""
     link = pages.request_to_query(page.name, values)
+    if type(result).__name__ == "TwoModels":  # model_b: each answer as the page shows one, then the pair's
+        def answer_view(answer) -> str:
+            divs = "".join(f'<div class="figure">{f}</div>' for f in figure_divs(page, answer))
+            return divs + tables.numbers(page, answer)
+
+        view = two_models.pair_view(result, answer_view, png_bytes(static_figure(result)))
+        return pages.result_block(page, link, view)
     if page.render is not None:
         return pages.result_block(page, link, page.render(result, req, query or {}))
     if page.controls is not None:

@@ -26,6 +26,7 @@ class Served:
     indexes: Mapping[str, str] = field(default_factory=dict)
     corpora: Mapping[str, str] = field(default_factory=dict)
     kept: Kept = field(default_factory=Kept, compare=False)
+    model: str = ""  # the served model's name (a second model on a page is another one)
 
 
 # (request, the served model, what is served) -> the analysis's result (a dataclass with .to_dict())
