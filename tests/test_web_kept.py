@@ -6,16 +6,24 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
+
+from tests.helpers import BROWSER_WAIT_MS, CHROMIUM, served_in_thread
+
+needs_chromium = pytest.mark.skipif(not shutil.which(CHROMIUM), reason=f"no Chromium at {CHROMIUM}")
 
 SENTENCES = [
     "We walked along the river bank at dawn.", "The river bank was muddy after the rain.",
     "Fish swam near the grassy bank of the stream.", "The bank raised its interest rates.",
     "She opened an account at the bank.", "The bank approved the loan on Monday.",
 ]  # fmt: skip
+
+
+BROWSER = {"Accept": "text/html,application/xhtml+xml,*/*;q=0.8"}  # what a browser's navigation sends
 
 
 @pytest.fixture(scope="module")
@@ -71,7 +79,9 @@ def test_long_page_work_shows_the_page_first_with_a_status_line(minilm, monkeypa
     monkeypatch.setattr(deferred, "SHOW_PAGE_AFTER_S", 0.0)  # every page's work counts as long
     params = {"sentences": ["I sat on the river [bank].", "I opened a [bank] account."]}
     with TestClient(create_app("minilm"), base_url="http://127.0.0.1") as client:
-        page = client.get("/compare", params=params)
+        whole = client.get("/compare", params=params)  # not a browser: the whole page, as before
+        assert "plotly-graph-div" in whole.text and 'id="work-status"' not in whole.text
+        page = client.get("/compare", params=params, headers=BROWSER)
         assert page.status_code == 200
         assert 'id="work-status"' in page.text and 'role="status"' in page.text
         assert "plotly-graph-div" not in page.text  # the figure comes after
@@ -79,16 +89,37 @@ def test_long_page_work_shows_the_page_first_with_a_status_line(minilm, monkeypa
         result = client.get(address)
         assert result.status_code == 200 and "plotly-graph-div" in result.text
         assert client.get(address).status_code == 404  # fetched once
-        bad = client.get("/compare", params={"sentences": ["no target here", "nor here"]})
+        bad = client.get("/compare", params={"sentences": ["no target here", "nor here"]}, headers=BROWSER)
         address = re.search(r'data-result="(/result/[^"]+)"', bad.text).group(1)
         failed = client.get(address)
         assert failed.status_code in (400, 422) and 'class="error"' in failed.text and "Traceback" not in failed.text
 
 
-def test_quick_page_work_is_answered_in_the_page(minilm):
+def test_quick_page_work_is_answered_in_the_page(minilm, monkeypatch):
+    from contextlens.web import deferred
     from contextlens.web.app import create_app
 
+    monkeypatch.setattr(deferred, "SHOW_PAGE_AFTER_S", 60.0)  # quick: well under the threshold on any machine
     params = {"sentences": ["I sat on the river [bank].", "I opened a [bank] account."]}
     with TestClient(create_app("minilm"), base_url="http://127.0.0.1") as client:
-        page = client.get("/compare", params=params)
+        page = client.get("/compare", params=params, headers=BROWSER)
     assert page.status_code == 200 and "plotly-graph-div" in page.text and 'id="work-status"' not in page.text
+
+
+@needs_chromium
+def test_a_browser_sees_the_status_line_then_the_figure(minilm, browser, monkeypatch):
+    from contextlens.web import deferred
+    from contextlens.web.app import create_app
+
+    monkeypatch.setattr(deferred, "SHOW_PAGE_AFTER_S", 0.0)
+    with served_in_thread(create_app("minilm")) as url:
+        context = browser.new_context(viewport={"width": 1280, "height": 900})
+        page = context.new_page()
+        try:
+            page.goto(f"{url}/compare?s=I+sat+on+the+river+[bank].&s=I+opened+a+[bank]+account.")
+            assert page.query_selector("#work-status") is not None  # the page came before its result
+            page.wait_for_selector("#deferred-result .main-svg", timeout=BROWSER_WAIT_MS)  # its scripts ran
+            assert page.text_content("#work-status").startswith("done in")
+            assert page.query_selector("#deferred-result #numbers") is not None
+        finally:
+            context.close()

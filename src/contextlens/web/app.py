@@ -256,7 +256,8 @@ def _html_page(app: FastAPI, page: Page, server: Server) -> None:
             return await server.pool.run(lambda: result_html(page, values, result, rerun, server.layers, req, query))
 
         task = asyncio.ensure_future(work())
-        done, _ = await asyncio.wait({task}, timeout=deferred.SHOW_PAGE_AFTER_S)
+        wait = deferred.SHOW_PAGE_AFTER_S if deferred.in_a_browser(request.headers) else None
+        done, _ = await asyncio.wait({task}, timeout=wait)
         if not done:  # long work: the page now, its status line, the result fetched by page.js
             block = deferred.status_block(server.waiting.put(task))
         else:

@@ -3,7 +3,9 @@
 A page whose result takes longer than ``SHOW_PAGE_AFTER_S`` answers its form at once with a
 status element (``#work-status``, updated each second by static/page.js) and the address of the
 work still running (``GET /result/<token>``); the script fetches that and puts the result under
-the form. Quick work is answered in the page as before (its status code too: a bad input is 400).
+the form. Quick work is answered in the page as before (its status code too: a bad input is 400), and so is
+every page asked for by a client that is not a browser (no ``text/html`` in its Accept: a script,
+curl, a test client): it runs no page.js and wants the whole page.
 """
 
 from __future__ import annotations
@@ -12,10 +14,16 @@ import asyncio
 import html
 import secrets
 from collections import OrderedDict
+from collections.abc import Mapping
 from typing import Any
 
 SHOW_PAGE_AFTER_S = 2.0  # under this a page waits for its result; over it the page comes first
 MAX_WAITING = 64  # work begun and not yet fetched; the oldest are forgotten past this
+
+
+def in_a_browser(headers: Mapping[str, str]) -> bool:
+    """A browser's navigation (its Accept names text/html), which runs page.js to fetch the rest."""
+    return "text/html" in headers.get("accept", "")
 
 
 class Waiting:
