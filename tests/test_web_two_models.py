@@ -72,3 +72,16 @@ def test_the_second_model_is_kept_and_a_bad_name_is_one_line(client):
     for name, why in (("minilm", "other than minilm"), ("bert", "shipped encoders")):
         bad = client.post("/api/compare", json={"sentences": [MONEY, RIVER], "model_b": name})
         assert bad.status_code == 400 and why in bad.json()["error"] and "\n" not in bad.json()["error"], bad.text
+
+
+def test_same_sense_side_by_side_is_the_clis_and_shows_both(client):
+    body = {"sentences": [MONEY, RIVER], "quick": True, "model_b": "mpnet"}
+    answer = client.post("/api/same-sense", json=body)
+    assert answer.status_code == 200, answer.text
+    cli = run_cli("same-sense", MONEY, RIVER, "-m", "minilm", "-m", "mpnet", "--quick", "--runtime", "torch", "--json")
+    assert cli.returncode == 0, cli.stderr
+    assert without_timings(answer.json()) == without_timings(json.loads(cli.stdout))
+    page = client.get("/same-sense", params={"s": [MONEY, RIVER], "quick": "on", "model_b": "mpnet"})
+    assert page.status_code == 200, page.text[:500]
+    assert re.findall(r'<section class="two-models-answer"><h2>([^<]+)</h2>', page.text) == ["minilm", "mpnet"]
+    assert '<table id="cka-matches"' in page.text

@@ -49,6 +49,8 @@ _RECORDS = (
         example={"sentences": ["I sat on the river [bank].", "The [bank] approved the loan."]},
         draws=_LESSON + "same_sense.SameSenseAnswer",
         numbers=tables.same_sense_numbers,
+        choices=two_models.second_models,  # model_b: two models side by side
+        api_doc="the document `contextlens same-sense --json` prints for the same inputs (`-m` twice with model_b)",
     ),
     Page(
         "explore",

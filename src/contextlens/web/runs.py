@@ -55,6 +55,7 @@ class SameSenseRequest(Request):
     occurrence: StrictInt = Field(0, ge=-MAX_SENTENCES, le=MAX_TEXT)
     layer: str = Field("auto", max_length=8, description="auto (eval wic's dev-picked layer) or a layer number.")
     quick: StrictBool = Field(False, description="Tune on the small benchmark subset (tests only).")
+    model_b: str = Field("", max_length=40, description=FIELD_HINT)
 
 
 class ExploreRequest(Request):
@@ -159,7 +160,13 @@ def run_same_sense(req: SameSenseRequest, model: ContextualModel | str, _: Serve
     from contextlens.analyses.lesson.same_sense import same_sense
 
     a, b = locate_all(req.sentences, req.word, req.occurrence)
-    return same_sense(a, b, as_contextual(model), req.layer, "quick" if req.quick else "full")
+    first, size = as_contextual(model), "quick" if req.quick else "full"
+    if req.model_b.strip():  # two models side by side, each against its own baseline (web/two_models.py)
+        from contextlens.analyses.lesson.two_models import side_by_side
+
+        second = second_model(req.model_b, first)
+        return side_by_side([first, second], lambda m: same_sense(a, b, m, req.layer, size))
+    return same_sense(a, b, first, req.layer, size)
 
 
 def run_explore(req: ExploreRequest, model: ContextualModel | str, _: Served | None = None):
