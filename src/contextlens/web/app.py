@@ -10,9 +10,11 @@ that need attention weights answer with one error line where the model has none:
 fp32 ONNX model's checked attention graph, give them).
 """
 
+import asyncio
 import io
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
+from html import escape as html_escape
 from pathlib import Path
 from typing import Any
 
@@ -25,8 +27,8 @@ from starlette.exceptions import HTTPException
 from contextlens.core.contextual_models import load_contextual
 from contextlens.core.resources import DEFAULT_CONTEXTUAL
 from contextlens.reports.figure_registry import interactive_figures, static_figure
+from contextlens.web import deferred, lesson, tables, two_models, views
 from contextlens.web import html as pages
-from contextlens.web import lesson, tables, views
 from contextlens.web.guard import HEADERS, Guard
 from contextlens.web.page import Page, Served
 from contextlens.web.pages import LESSON, PAGES
@@ -83,7 +85,7 @@ def create_app(
     # no /docs: Swagger UI loads its script from a CDN; the schema itself is at /openapi.json
     app = FastAPI(title="contextlens", version="1", docs_url=None, redoc_url=None)
     pool = WorkerPool(workers, queue)
-    served = Served(dict(indexes or {}), dict(corpora or {}))
+    served = Served(dict(indexes or {}), dict(corpora or {}), model=model)
     app.state.model, app.state.pool, app.state.indexes = model, pool, served.indexes
     app.state.loaded = loaded
 
@@ -117,6 +119,7 @@ def create_app(
     server = Server(pool, loaded, served, label, layers, heads)
     for page in PAGES.values():
         _routes(app, page, server)
+    _deferred_results(app, server)
     lesson.routes(app, pool, loaded, label)
     app.router.on_shutdown.append(pool.shutdown)
     return app
@@ -170,6 +173,7 @@ class Server:
     label: str
     layers: int
     heads: int | None
+    waiting: deferred.Waiting = field(default_factory=deferred.Waiting)
 
     async def compute(self, request: type, run, data: dict[str, Any]):
         req = request.model_validate(data)  # ValidationError -> 422 naming the limit
@@ -247,16 +251,41 @@ def _html_page(app: FastAPI, page: Page, server: Server) -> None:
         def rerun(layer: int):  # the same request at another layer (rank: each layer is its own forward)
             return page.run(page.request.model_validate({**values, "layer": layer}), server.loaded, server.served)
 
-        try:
+        async def work() -> str:
             req = page.request.model_validate(values)
             result = await server.pool.run(lambda: page.run(req, server.loaded, server.served))
-            block = await server.pool.run(lambda: result_html(page, values, result, rerun, server.layers, req, query))
-        except Exception as exc:  # noqa: BLE001 - shown beside the input, never a trace
-            status, error = error_status(exc)
+            return await server.pool.run(lambda: result_html(page, values, result, rerun, server.layers, req, query))
+
+        task = asyncio.ensure_future(work())
+        wait = deferred.SHOW_PAGE_AFTER_S if deferred.in_a_browser(request.headers) else None
+        done, _ = await asyncio.wait({task}, timeout=wait)
+        if not done:  # long work: the page now, its status line, the result fetched by page.js
+            block = deferred.status_block(server.waiting.put(task))
+        else:
+            try:
+                block = task.result()
+            except Exception as exc:  # noqa: BLE001 - shown beside the input, never a trace
+                status, error = error_status(exc)
         body = note + pages.form(page, values, error, choices, server.layers, server.heads) + block
         return HTMLResponse(pages.frame(page.title, body, server.label, page.what), status_code=status)
 
     app.get(f"/{page.name}", include_in_schema=False)(html_page)
+
+
+def _deferred_results(app: FastAPI, server: Server) -> None:
+    """``GET /result/<token>``: the result of a page answered before it (web/deferred.py), once."""
+
+    @app.get("/result/{token}", include_in_schema=False)
+    async def result(token: str) -> HTMLResponse:
+        task = server.waiting.take(token)
+        if task is None:
+            return HTMLResponse('<p class="error">this result was fetched already or forgotten: reload the page</p>',
+                                status_code=404)  # fmt: skip
+        try:
+            return HTMLResponse(await task)
+        except Exception as exc:  # noqa: BLE001 - one line, never a trace
+            status, message = error_status(exc)
+            return HTMLResponse(f'<p class="error">error: {html_escape(message)}</p>', status_code=status)
 
 
 def result_html(
@@ -265,6 +294,13 @@ def result_html(
     """The result under the form: the page's own view (``render``), or every view its sliders may
     show (web/views.py), or its figures; and the numbers beside them (web/tables.py)."""
     link = pages.request_to_query(page.name, values)
+    if type(result).__name__ == "TwoModels":  # model_b: each answer as the page shows one, then the pair's
+        def answer_view(answer) -> str:
+            divs = "".join(f'<div class="figure">{f}</div>' for f in figure_divs(page, answer))
+            return divs + tables.numbers(page, answer)
+
+        view = two_models.pair_view(result, answer_view, png_bytes(static_figure(result)))
+        return pages.result_block(page, link, view)
     if page.render is not None:
         return pages.result_block(page, link, page.render(result, req, query or {}))
     if page.controls is not None:

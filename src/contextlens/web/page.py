@@ -15,15 +15,18 @@ from typing import Any, Literal
 
 from contextlens.core.contextual_models import ContextualModel
 from contextlens.reports.figure_registry import FigureMakers, figures_for_type
+from contextlens.web.kept import Kept
 
 
 @dataclass(frozen=True)
 class Served:
     """What the server serves by name: indexes and corpora (served name -> folder). A request names
-    them, never a folder."""
+    them, never a folder. ``kept`` holds this server's long results (web/kept.py)."""
 
     indexes: Mapping[str, str] = field(default_factory=dict)
     corpora: Mapping[str, str] = field(default_factory=dict)
+    kept: Kept = field(default_factory=Kept, compare=False)
+    model: str = ""  # the served model's name (a second model on a page is another one)
 
 
 # (request, the served model, what is served) -> the analysis's result (a dataclass with .to_dict())

@@ -8,7 +8,7 @@ forms, the navigation and the guard's list of empty forms are all built from the
 
 from __future__ import annotations
 
-from contextlens.web import model_view, runs, sense_map, tables, view_settings
+from contextlens.web import model_view, runs, sense_map, tables, two_models, view_settings
 from contextlens.web.page import Controls, Endpoint, Page, Served
 
 LESSON = "lesson"  # the lesson (web/lesson.py) leads the navigation; its quiz is analyses/lesson/quiz.py
@@ -36,6 +36,8 @@ _RECORDS = (
         example={"sentences": ["I sat on the river [bank].", "I opened a [bank] account.", "The [bank] approved it."]},
         draws=_LESSON + "divergence.Comparison",
         numbers=tables.compare_numbers,
+        choices=two_models.second_models,  # model_b: two models side by side
+        api_doc="the document `contextlens compare --json` prints for the same inputs (`-m` twice with model_b)",
     ),
     Page(
         "same-sense",
@@ -47,6 +49,8 @@ _RECORDS = (
         example={"sentences": ["I sat on the river [bank].", "The [bank] approved the loan."]},
         draws=_LESSON + "same_sense.SameSenseAnswer",
         numbers=tables.same_sense_numbers,
+        choices=two_models.second_models,  # model_b: two models side by side
+        api_doc="the document `contextlens same-sense --json` prints for the same inputs (`-m` twice with model_b)",
     ),
     Page(
         "explore",

@@ -18,6 +18,7 @@ from contextlens.core.resources import REGISTRY
 from contextlens.core.static_models import NO_STATIC, StaticModel, optional_static
 from contextlens.errors import InputError
 from contextlens.web.page import Served
+from contextlens.web.two_models import FIELD_HINT, second_model
 
 MAX_TEXT = 1000  # characters per sentence or query
 MAX_SENTENCES = 8  # sentences per request
@@ -45,6 +46,7 @@ class CompareRequest(Request):
     occurrence: StrictInt = Field(0, ge=-MAX_SENTENCES, le=MAX_TEXT)
     pooling: str = "mean"
     static: str = "glove-50d"
+    model_b: str = Field("", max_length=40, description=FIELD_HINT)
 
 
 class SameSenseRequest(Request):
@@ -53,6 +55,7 @@ class SameSenseRequest(Request):
     occurrence: StrictInt = Field(0, ge=-MAX_SENTENCES, le=MAX_TEXT)
     layer: str = Field("auto", max_length=8, description="auto (eval wic's dev-picked layer) or a layer number.")
     quick: StrictBool = Field(False, description="Tune on the small benchmark subset (tests only).")
+    model_b: str = Field("", max_length=40, description=FIELD_HINT)
 
 
 class ExploreRequest(Request):
@@ -144,14 +147,26 @@ def run_compare(req: CompareRequest, model: ContextualModel | str, _: Served | N
     from contextlens.analyses.lesson.divergence import compare
 
     occs = locate_all(req.sentences, req.word, req.occurrence)  # compare checks the count and the pooling
-    return compare(occs, as_contextual(model), served_static(req.static, True), pooling=req.pooling)
+    first, static = as_contextual(model), served_static(req.static, True)
+    if req.model_b.strip():  # two models side by side, each against its own baseline (web/two_models.py)
+        from contextlens.analyses.lesson.two_models import side_by_side
+
+        second = second_model(req.model_b, first)
+        return side_by_side([first, second], lambda m: compare(occs, m, static, pooling=req.pooling))
+    return compare(occs, first, static, pooling=req.pooling)
 
 
 def run_same_sense(req: SameSenseRequest, model: ContextualModel | str, _: Served | None = None):
     from contextlens.analyses.lesson.same_sense import same_sense
 
     a, b = locate_all(req.sentences, req.word, req.occurrence)
-    return same_sense(a, b, as_contextual(model), req.layer, "quick" if req.quick else "full")
+    first, size = as_contextual(model), "quick" if req.quick else "full"
+    if req.model_b.strip():  # two models side by side, each against its own baseline (web/two_models.py)
+        from contextlens.analyses.lesson.two_models import side_by_side
+
+        second = second_model(req.model_b, first)
+        return side_by_side([first, second], lambda m: same_sense(a, b, m, req.layer, size))
+    return same_sense(a, b, first, req.layer, size)
 
 
 def run_explore(req: ExploreRequest, model: ContextualModel | str, _: Served | None = None):

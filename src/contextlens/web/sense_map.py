@@ -22,6 +22,7 @@ from contextlens.core.contextual_models import ContextualModel
 from contextlens.core.numerals import integer_text
 from contextlens.errors import InputError
 from contextlens.reports.plot_style import LAYOUT, PLOT_CONFIG
+from contextlens.web.kept import folder_fingerprint
 from contextlens.web.page import Served
 from contextlens.web.runs import MAX_TEXT, MAX_TOP, Word
 from contextlens.web.runs import Request as Schema
@@ -65,9 +66,15 @@ def _k(value: str) -> str | int:
 
 
 def run_sense_map(req: SenseMapRequest, _model: ContextualModel | None, served: Served):
-    from contextlens.analyses.corpus.sense_map import sense_map
+    """The map, kept by the server per corpus, word, k and seed and the folder's files (its manifest:
+    model, layers): a reload answers from memory, a re-extracted folder is computed anew."""
+    from contextlens.analyses.corpus import sense_map as maps
+    from contextlens.analyses.corpus.folder_check import CHECKED
 
-    return sense_map(served_folder(req.corpus, served.corpora), req.word, _k(req.k), req.seed, corpus=req.corpus)
+    folder, k = served_folder(req.corpus, served.corpora), _k(req.k)
+    fingerprint = folder_fingerprint(folder, frozenset({CHECKED}))
+    key = ("sense-map", req.corpus, fingerprint, req.word.strip().lower(), str(k), req.seed)
+    return served.kept.get_or_make(key, lambda: maps.sense_map(folder, req.word, k, req.seed, corpus=req.corpus))
 
 
 def run_corpus_search(req: CorpusSearchRequest, model: ContextualModel, served: Served):

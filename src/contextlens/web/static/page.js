@@ -163,9 +163,44 @@
     Promise.all(restored).then(showScore);
   }
 
+  // --- long work: the page came first (web/deferred.py); its status line counts, the result follows ---
+  function setupFigures(root) {
+    root.querySelectorAll(".plotly-graph-div").forEach(function (d) { showClicked(d); fit(d); labelButtons(d); });
+  }
+
+  function setupDeferred() {
+    var status = document.getElementById("work-status");
+    var box = document.getElementById("deferred-result");
+    if (!status || !box || !status.getAttribute("data-result")) return;
+    var began = Date.now();
+    var tick = window.setInterval(function () {
+      status.textContent = "computing… " + Math.round((Date.now() - began) / 1000) + " s (the result appears here when it is ready)";
+    }, 1000);
+    fetch(status.getAttribute("data-result"), { credentials: "same-origin" })
+      .then(function (r) { return r.text(); })
+      .then(function (text) {
+        window.clearInterval(tick);
+        box.innerHTML = text;
+        // scripts set by innerHTML do not run: each is replaced by a copy, run in order
+        box.querySelectorAll("script").forEach(function (old) {
+          var s = document.createElement("script");
+          if (old.type) s.type = old.type;
+          if (old.id) s.id = old.id;
+          s.textContent = old.textContent;
+          old.replaceWith(s);
+        });
+        status.textContent = "done in " + Math.round((Date.now() - began) / 1000) + " s";
+        status.removeAttribute("data-result");
+        setupFigures(box);
+        setupViews();
+      })
+      .catch(function (e) { window.clearInterval(tick); status.textContent = "error: " + e; status.className = "error"; });
+  }
+
   document.addEventListener("DOMContentLoaded", function () {
-    document.querySelectorAll(".plotly-graph-div").forEach(function (d) { showClicked(d); fit(d); labelButtons(d); });
+    setupFigures(document);
     setupViews();
     setupQuiz();
+    setupDeferred();
   });
 })();
