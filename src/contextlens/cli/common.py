@@ -325,6 +325,29 @@ def status_line(first: str) -> tuple[Any, Callable[[str], None]]:
     return progress, lambda text: progress.update(task, description=text)
 
 
+PLAIN_EVERY_SECONDS = 10.0  # a progress line this often on a stderr that is not a terminal (a log file)
+
+
+def plain_lines_too(live):
+    """``live`` (the terminal's status line, :func:`status_line`), plus on a stderr that is no terminal a plain line
+    every :data:`PLAIN_EVERY_SECONDS` (the first after as long: a short job, or a refusal, prints
+    none): a 30-minute job logged to a file was otherwise silent."""
+    if err_console.is_terminal:
+        return live
+    import sys
+    import time
+
+    last = [time.monotonic()]
+
+    def show(text: str) -> None:
+        now = time.monotonic()
+        if now - last[0] >= PLAIN_EVERY_SECONDS:
+            last[0] = now
+            print(f"[{time.strftime('%H:%M:%S')}] {text}", file=sys.stderr, flush=True)
+
+    return show
+
+
 @contextmanager
 def rich_bar(what: str, total: int) -> Iterator[Callable[[int, int], None]]:
     """The CLI's drawer for core's progress bars (core.progress): a transient rich bar on stderr,

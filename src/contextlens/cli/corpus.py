@@ -23,6 +23,7 @@ from contextlens.cli.common import (
     err_console,
     layer_text,
     note,
+    plain_lines_too,
     print_json,
     status_line,
 )
@@ -85,29 +86,6 @@ def list_cmd(json_out: JsonOpt = False) -> None:
         "joined; --line-breaks lines: per line), a folder of .txt, JSONL with 'text', Parquet with 'text'; "
         ".gz/.bz2 transparently[/dim]"
     )
-
-
-PLAIN_EVERY_SECONDS = 10.0  # a progress line this often on a stderr that is not a terminal (a log file)
-
-
-def plain_lines_too(live):
-    """``live`` (the terminal's status line), plus on a stderr that is no terminal a plain line
-    every :data:`PLAIN_EVERY_SECONDS` (the first after as long: a short job, or a refusal, prints
-    none): a 30-minute job logged to a file was otherwise silent."""
-    if err_console.is_terminal:
-        return live
-    import sys
-    import time
-
-    last = [time.monotonic()]
-
-    def show(text: str) -> None:
-        now = time.monotonic()
-        if now - last[0] >= PLAIN_EVERY_SECONDS:
-            last[0] = now
-            print(f"[{time.strftime('%H:%M:%S')}] {text}", file=sys.stderr, flush=True)
-
-    return show
 
 
 EXTRACT_FLAGS = {
