@@ -50,7 +50,7 @@ def catalogue(tmp: Path) -> list[tuple[str, list[str]]]:
         ("unknown option", ["compare", *TWO, "--bogus"]),
         ("missing argument", ["trace"]),
         ("option without its value", ["compare", *TWO, "--model"]),
-        ("an option of one value given twice (two models)", ["compare", *TWO, "-m", "minilm", "-m", "mpnet"]),
+        ("an option of one value given twice (two models)", ["attention", TWO[0], "-m", "minilm", "-m", "mpnet"]),
         ("non-integer number", ["attention", TWO[0], *M, "--layer", "2.5"]),
         ("a superscript digit as a number", ["same-sense", *TWO, *M, "--quick", "--layer", "²"]),
         ("same-sense on two different words", ["same-sense", "The river [bank] flooded.", "The [river] rose.", *M]),
