@@ -13,7 +13,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from contextlens.analyses.corpus.estimate import FORWARD_SAMPLE, TWO_ACTORS_SPEEDUP, price_job, sample_corpus
+from contextlens.analyses.corpus.estimate import FORWARD_SAMPLE, SLICES, TWO_ACTORS_SPEEDUP, price_job, sample_corpus
 from contextlens.analyses.corpus.extract import extract_corpus
 from contextlens.errors import InputError
 from tests.helpers import run_cli
@@ -47,21 +47,26 @@ def test_a_whole_corpus_sample_gives_the_runs_counts_and_its_bytes(tmp_path, min
 
 
 def test_a_sample_of_part_of_a_file_is_scaled_by_its_bytes(tmp_path, minilm):
-    copies = 40
+    """Paragraphs of one byte length, each with 'bank', every other one with 'river': a sample of
+    whole paragraphs scaled by bytes gives 'bank' exactly; 'river' is off by at most one per slice
+    (a slice may start or end on either kind), so by at most SLICES of the sample's river count."""
+    n = 2000
+    lines = [
+        (f"The river bank {i:05d} rose." if i % 2 else f"The bank {i:05d} opened today.").ljust(40) for i in range(n)
+    ]
     corpus = tmp_path / "big.txt"
-    corpus.write_text(BLOCK * copies)
+    corpus.write_text("\n\n".join(lines) + "\n\n")
     size = corpus.stat().st_size
     (tmp_path / "work").mkdir()
     sample = sample_corpus(str(corpus), size // 4, tmp_path / "work", "paragraphs")
-    assert not sample.whole and sample.factor == pytest.approx(size / sample.sampled_bytes)
     head = Path(sample.source).read_text()
-    assert sample.sampled_bytes >= size // 4 and head.endswith("\n\n")  # a paragraph's end
+    assert not sample.whole and sample.factor == pytest.approx(size / sample.sampled_bytes)
+    assert sample.sampled_bytes >= size // 4 and head.endswith("\n\n") and head.count("bank") < n // 2
     e = price_job(str(corpus), ["bank", "river"], minilm, layers=[6], sample_bytes=size // 4)
-    true = {"bank": 16 * copies, "river": 5 * copies}
-    # the sample holds >= 10 whole blocks; the cut splits at most one, so each count is off by at
-    # most one block's share of the sample: 1/10, and less the larger the sample
-    for word, n in true.items():
-        assert e.per_target[word] == pytest.approx(n, rel=0.1)
+    assert e.per_target["bank"] == n  # every paragraph holds one: the scaling by bytes is exact
+    river_in_sample = round(e.per_target["river"] / e.sample["factor"])
+    assert abs(e.per_target["river"] - n // 2) <= SLICES * e.sample["factor"]
+    assert river_in_sample >= 8 * SLICES  # so the bound above is within 1/8 of the count
 
 
 def test_a_folder_is_sampled_by_whole_files(tmp_path, minilm):
@@ -71,7 +76,7 @@ def test_a_folder_is_sampled_by_whole_files(tmp_path, minilm):
         (folder / f"{i:02d}.txt").write_text(BLOCK)
     one = (folder / "00.txt").stat().st_size
     e = price_job(str(folder), ["bank"], minilm, layers=[6], sample_bytes=2 * one)
-    assert e.sample["factor"] == pytest.approx(4.0) and "first 2 of 8 files" in e.sample["basis"]
+    assert e.sample["factor"] == pytest.approx(4.0) and "2 of 8 files, whole, every 4th" in e.sample["basis"]
     assert e.occurrences == 8 * 16  # identical files: the scaling is exact
 
 
