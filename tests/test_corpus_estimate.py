@@ -82,20 +82,18 @@ def test_a_folder_is_sampled_by_whole_files(tmp_path, minilm):
 
 def test_time_is_the_measured_forward_and_the_stated_scalings(tmp_path, minilm):
     corpus = tmp_path / "bank.txt"
-    corpus.write_text(BLOCK * 2)
+    corpus.write_text(BLOCK * 2)  # every sentence twice: encoded once, priced once
     e = price_job(str(corpus), ["bank"], minilm, layers=[6], actors=(1, 2, 3), rate=1000.0)
     f = e.forward
-    assert (
-        f["occurrences"] == min(FORWARD_SAMPLE, e.counts_in_sample["occurrences"])
-        and f["occurrences_per_s"] > 0
-        and f["tokens"] > 32
-    )
-    assert e.seconds_forward == pytest.approx(e.occurrences / f["occurrences_per_s"])
+    sentences = len({line for line in BLOCK.split("\n\n") if "bank" in line})  # each encoded once
+    assert f["sentences"] == min(FORWARD_SAMPLE, sentences) and f["occurrences"] == 2 * f["sentences"]
+    assert f["sentences_per_s"] > 0 and f["tokens"] > f["sentences"]
+    assert e.seconds_forward == pytest.approx(sentences / f["sentences_per_s"])
     assert e.seconds_here == pytest.approx(e.seconds_scan + e.seconds_forward)
     assert e.actors[1] == pytest.approx(e.seconds_here)
     assert e.actors[2] == pytest.approx(e.seconds_scan + e.seconds_forward / TWO_ACTORS_SPEEDUP)
     assert e.actors[3] == pytest.approx(e.seconds_scan + e.seconds_forward / (3 * TWO_ACTORS_SPEEDUP / 2))
-    assert e.rate["seconds"] == pytest.approx(e.seconds_scan + e.occurrences * f["tokens_per_occurrence"] / 1000)
+    assert e.rate["seconds"] == pytest.approx(e.seconds_scan + sentences * f["tokens_per_sentence"] / 1000)
     with pytest.raises(InputError, match="rate"):
         price_job(str(corpus), ["bank"], minilm, rate=0)
 

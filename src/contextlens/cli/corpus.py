@@ -155,9 +155,7 @@ def extract_cmd(
     corpus: Annotated[str, typer.Argument(help="A file, folder, .jsonl, .parquet, or enwiki / lee / wordnet.")],
     out: Annotated[
         str | None,
-        typer.Option(
-            "--out", "-o", help="Folder for the Parquet shards and manifest.json.", callback=_output_folder
-        ),
+        typer.Option("--out", "-o", help="Folder for the Parquet shards and manifest.json.", callback=_output_folder),
     ] = None,
     words: Annotated[str | None, typer.Option("--words", help="Comma-separated target words.")] = None,
     words_file: Annotated[Path | None, typer.Option("--words-file", help="One target word per line.")] = None,
@@ -348,14 +346,16 @@ def _price(corpus, targets, model, precision, runtime, threads, job, on_error, a
         f"shards: {e.rows:,} rows x {e.row_bytes:,} bytes = {e.shard_bytes / 1e6:,.1f} MB "
         f"[dim]({escape(e.basis['row_bytes'])})[/dim]"
     )
-    if f["occurrences_per_s"] is None:
-        console.print("time: nothing to encode in the sample; the read alone " f"{e.seconds_scan:.1f} s")
+    if f["sentences_per_s"] is None:
+        console.print(f"time: nothing to encode in the sample; the read alone {e.seconds_scan:.1f} s")
         return
+    sentences = e.seconds_forward * f["sentences_per_s"]
     console.print(
         f"time here: {e.seconds_here:,.0f} s = read and scan {e.seconds_scan:,.1f} s + forward "
-        f"{e.seconds_forward:,.0f} s ({e.occurrences:,} occurrences at {f['occurrences_per_s']:,.1f}/s, "
-        f"{f['tokens_per_s']:,.0f} tokens/s, measured on {f['occurrences']} of the sample's occurrences: "
-        f"{f['model']} {f['precision']} {f['runtime']}, {f['threads']} threads); model load not counted"
+        f"{e.seconds_forward:,.0f} s ({e.occurrences:,} occurrences in about {sentences:,.0f} "
+        f"sentences, each encoded once, at {f['sentences_per_s']:,.1f} sentences/s, {f['tokens_per_s']:,.0f} tokens/s, "
+        f"measured on {f['sentences']} of the sample's sentences: {f['model']} {f['precision']} {f['runtime']}, "
+        f"{f['threads']} threads); model load not counted"
     )
     for n, seconds in e.actors.items():
         if n > 1:
