@@ -50,7 +50,7 @@ def catalogue(tmp: Path) -> list[tuple[str, list[str]]]:
         ("unknown option", ["compare", *TWO, "--bogus"]),
         ("missing argument", ["trace"]),
         ("option without its value", ["compare", *TWO, "--model"]),
-        ("an option of one value given twice (two models)", ["compare", *TWO, "-m", "minilm", "-m", "mpnet"]),
+        ("an option of one value given twice (two models)", ["attention", TWO[0], "-m", "minilm", "-m", "mpnet"]),
         ("non-integer number", ["attention", TWO[0], *M, "--layer", "2.5"]),
         ("a superscript digit as a number", ["same-sense", *TWO, *M, "--quick", "--layer", "²"]),
         ("same-sense on two different words", ["same-sense", "The river [bank] flooded.", "The [river] rose.", *M]),
@@ -134,6 +134,12 @@ def catalogue(tmp: Path) -> list[tuple[str, list[str]]]:
                 "127.0.0.1:1",
             ],
         ),
+        (
+            "corpus extract, a local Ray that cannot start (its temporary folder not writable)",
+            ["corpus", "extract", str(river), "--words", "bank", "--out", str(tmp / "x7"), *M, "--engine", "ray"],
+            TIMEOUT,
+            {"RAY_TMPDIR": "/sys/contextlens-ray"},
+        ),
         ("senses induce on a folder that is not an extraction", ["senses", "induce", str(tmp), "--word", "bank"]),
         (
             "eval contextuality --corpus on a missing folder",
@@ -173,6 +179,7 @@ def newer_commands(tmp: Path) -> list[tuple[str, list[str]] | tuple[str, list[st
     """The corpus, senses, eval --corpus, cost, cka, serve, index and capacity mistakes."""
     import json
 
+    import numpy as np
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -195,6 +202,12 @@ def newer_commands(tmp: Path) -> list[tuple[str, list[str]] | tuple[str, list[st
     words.write_text("".join(f"zqx{i:04d}\n" for i in range(4999)))
     malformed = tmp / "malformed-glove.txt"
     malformed.write_text("bank 0.1 0.2\nriver 0.3\n")
+    vectors = tmp / "vectors.npy"
+    np.save(vectors, np.arange(24, dtype=np.float32).reshape(3, 8))
+    flat_npy = tmp / "flat.npy"
+    np.save(flat_npy, np.arange(8, dtype=np.float32))
+    fake_npy = tmp / "fake.npy"
+    fake_npy.write_text("not an array\n")
     mine = tmp / "my-notes"
     mine.mkdir()
     (mine / "notes.txt").write_text("mine\n")
@@ -388,6 +401,14 @@ def newer_commands(tmp: Path) -> list[tuple[str, list[str]] | tuple[str, list[st
             ["index", "search", str(index), "river bank", "-m", "mpnet"],
         ),
         ("capacity --dim 0", ["capacity", "--count", "1000", "--dim", "0"]),
+        ("capacity --data with a --count it does not hold", ["capacity", "--data", str(vectors), "--count", "5"]),
+        ("capacity --data with another --dim", ["capacity", "--data", str(vectors), "--dim", "384"]),
+        ("capacity --data of documents without --dim", ["capacity", "--data", str(river)]),
+        ("capacity --data of documents with --measure",
+         ["capacity", "--engine", "pgvector", "--data", str(river), "--dim", "8", "--measure"]),  # fmt: skip
+        ("capacity --data of a .npy that is not (n, d)", ["capacity", "--data", str(flat_npy)]),
+        ("capacity --data of a file that is not .npy", ["capacity", "--data", str(fake_npy)]),
+        ("capacity with neither --count nor --data", ["capacity", "--dim", "8"]),
         (
             "capacity --nlist above --count",
             ["capacity", "--count", "100", "--dim", "64", "--index", "ivfpq", "--nlist", "500"],
@@ -489,10 +510,11 @@ def static_commands(tmp: Path) -> list[tuple[str, list[str]]]:
     ]
 
 
-def run(args: list[str], tmp: Path, timeout: int = TIMEOUT) -> tuple[str, str]:
+def run(args: list[str], tmp: Path, timeout: int = TIMEOUT, extra: dict[str, str] | None = None) -> tuple[str, str]:
     """``(exit code or TIMED OUT, stderr)`` of a fresh ``python -m contextlens ARGS``, run in a
-    folder of its own (a mistake that writes into the current folder writes there)."""
-    env = {**os.environ, **ENV}
+    folder of its own (a mistake that writes into the current folder writes there); ``extra`` is
+    the row's own environment (a row whose mistake is in the machine, not the command line)."""
+    env = {**os.environ, **ENV, **(extra or {})}
     cwd = workdir(tmp)
     try:
         done = subprocess.run(
@@ -533,7 +555,7 @@ def run_all(rows: list[tuple], tmp: Path, jobs: int) -> list[tuple[str, str]]:
             err = tmp / f".stderr-{i}"
             pid = os.fork()
             if pid == 0:
-                _row_child(row[1], err, workdir(tmp))
+                _row_child(row[1], err, workdir(tmp), row[3] if len(row) > 3 else {})
             running[pid] = (i, err, time.monotonic() + limit, limit)
         pid, status = os.waitpid(-1, os.WNOHANG)
         if pid in running:
@@ -552,10 +574,12 @@ def run_all(rows: list[tuple], tmp: Path, jobs: int) -> list[tuple[str, str]]:
     return results  # type: ignore[return-value]
 
 
-def _row_child(args: list[str], err: Path, cwd: Path) -> None:
-    """In the forked child: ``contextlens ARGS`` through the entry point, stderr to ``err``."""
+def _row_child(args: list[str], err: Path, cwd: Path, extra: dict[str, str]) -> None:
+    """In the forked child: ``contextlens ARGS`` through the entry point, stderr to ``err``, with
+    the row's own environment ``extra``."""
     code = 1
     try:
+        os.environ.update(extra)
         os.setsid()  # its own process group, so a timeout stops what it started too
         os.chdir(cwd)
         os.dup2(os.open(err, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), 2)

@@ -147,3 +147,23 @@ def test_corpus_refusals_are_one_line(tmp_path):
         proc = run_cli("eval", "contextuality", "--model", "minilm", *extra)
         assert proc.returncode == 2, proc.stderr
         assert len(proc.stderr.strip().splitlines()) == 1 and message in proc.stderr, proc.stderr
+
+
+def test_corpus_run_logged_to_a_file_prints_plain_progress_lines(tmp_path, minilm, monkeypatch):
+    """A stderr that is no terminal (`--json 2> log`) got nothing for a 254 s Lee run: the plain
+    lines of `corpus extract` reach it too (every PLAIN_EVERY_SECONDS; 0 here, so every update)."""
+    import re
+
+    from contextlens.cli import common
+    from tests.test_senses import MONEY, RIVER
+
+    monkeypatch.setattr(common, "PLAIN_EVERY_SECONDS", 0.0)
+    corpus = tmp_path / "bank.txt"
+    corpus.write_text("\n".join(RIVER + MONEY) + "\n")
+    small = ("--min-contexts", "5", "--max-words", "3", "--sentences", "4")
+    proc = run_cli("eval", "contextuality", "--corpus", str(corpus), "--model", "minilm", "--json", *small)
+    assert proc.returncode == 0, proc.stderr
+    lines = [line for line in proc.stderr.splitlines() if re.match(r"\[\d\d:\d\d:\d\d\] minilm: ", line)]
+    assert lines and all("sentences/s" in line for line in lines)  # the first update starts the clock, then each
+    assert "extracting sentences" in lines[-1]
+    json.loads(proc.stdout)  # stdout is still the JSON alone

@@ -325,6 +325,32 @@ def status_line(first: str) -> tuple[Any, Callable[[str], None]]:
     return progress, lambda text: progress.update(task, description=text)
 
 
+PLAIN_EVERY_SECONDS = 10.0  # a progress line this often on a stderr that is not a terminal (a log file)
+
+
+def plain_lines_too(live):
+    """``live`` (the terminal's status line, :func:`status_line`), plus on a stderr that is no terminal a plain line
+    every :data:`PLAIN_EVERY_SECONDS` (the first as long after the first update, so a short job, or
+    a refusal, prints none, however slowly its model loaded): a 30-minute job logged to a file was
+    otherwise silent. Use ``live`` itself for a status that is no progress (loading the model)."""
+    if err_console.is_terminal:
+        return live
+    import sys
+    import time
+
+    last: list[float] = []  # the clock starts at the first update, not when the job was set up
+
+    def show(text: str) -> None:
+        now = time.monotonic()
+        if not last:
+            last.append(now)
+        elif now - last[0] >= PLAIN_EVERY_SECONDS:
+            last[0] = now
+            print(f"[{time.strftime('%H:%M:%S')}] {text}", file=sys.stderr, flush=True)
+
+    return show
+
+
 @contextmanager
 def rich_bar(what: str, total: int) -> Iterator[Callable[[int, int], None]]:
     """The CLI's drawer for core's progress bars (core.progress): a transient rich bar on stderr,

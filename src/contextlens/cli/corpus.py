@@ -7,8 +7,10 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
+from contextlens.analyses.corpus.estimate import DEFAULT_SAMPLE_BYTES
 from contextlens.analyses.corpus.manifest import DEFAULT_CHUNK_CHARS
 from contextlens.cli.common import (
     DEFAULT_MODEL,
@@ -22,6 +24,7 @@ from contextlens.cli.common import (
     err_console,
     layer_text,
     note,
+    plain_lines_too,
     print_json,
     status_line,
 )
@@ -44,6 +47,23 @@ LineBreaksOpt = Annotated[
         "or lines (one sentence or paragraph per line). Continuing a folder: its own.",
     ),
 ]
+RateOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--rate",
+        help="Price the job also at this forward rate in tokens/s (a GPU's, another machine's, as you measured "
+        "or expect it; none is assumed).",
+    ),
+]
+SampleOpt = Annotated[
+    int, typer.Option("--sample-bytes", help="Bytes of the corpus read to price the job (whole files or paragraphs).")
+]
+
+
+def _output_folder(value: str | None):
+    return None if value is None else check_output_folder(value)
+
+
 FolderLayerOpt = Annotated[
     str | None,
     typer.Option(
@@ -85,29 +105,6 @@ def list_cmd(json_out: JsonOpt = False) -> None:
         "joined; --line-breaks lines: per line), a folder of .txt, JSONL with 'text', Parquet with 'text'; "
         ".gz/.bz2 transparently[/dim]"
     )
-
-
-PLAIN_EVERY_SECONDS = 10.0  # a progress line this often on a stderr that is not a terminal (a log file)
-
-
-def plain_lines_too(live):
-    """``live`` (the terminal's status line), plus on a stderr that is no terminal a plain line
-    every :data:`PLAIN_EVERY_SECONDS` (the first after as long: a short job, or a refusal, prints
-    none): a 30-minute job logged to a file was otherwise silent."""
-    if err_console.is_terminal:
-        return live
-    import sys
-    import time
-
-    last = [time.monotonic()]
-
-    def show(text: str) -> None:
-        now = time.monotonic()
-        if now - last[0] >= PLAIN_EVERY_SECONDS:
-            last[0] = now
-            print(f"[{time.strftime('%H:%M:%S')}] {text}", file=sys.stderr, flush=True)
-
-    return show
 
 
 EXTRACT_FLAGS = {
@@ -157,11 +154,9 @@ def target_words(words: str | None, words_file: Path | None) -> list[str]:
 def extract_cmd(
     corpus: Annotated[str, typer.Argument(help="A file, folder, .jsonl, .parquet, or enwiki / lee / wordnet.")],
     out: Annotated[
-        str,
-        typer.Option(
-            "--out", "-o", help="Folder for the Parquet shards and manifest.json.", callback=check_output_folder
-        ),
-    ],
+        str | None,
+        typer.Option("--out", "-o", help="Folder for the Parquet shards and manifest.json.", callback=_output_folder),
+    ] = None,
     words: Annotated[str | None, typer.Option("--words", help="Comma-separated target words.")] = None,
     words_file: Annotated[Path | None, typer.Option("--words-file", help="One target word per line.")] = None,
     forms: Annotated[
@@ -193,6 +188,11 @@ def extract_cmd(
     force: Annotated[
         bool, typer.Option("--force", help="Write into an --out folder that holds other files (they are kept).")
     ] = False,
+    estimate: Annotated[
+        bool, typer.Option("--estimate", help="Price the job (as `corpus plan`): nothing is encoded or written.")
+    ] = False,
+    rate: RateOpt = None,
+    sample_bytes: SampleOpt = DEFAULT_SAMPLE_BYTES,
     json_out: JsonOpt = False,
 ) -> None:
     """Every whole-word occurrence of the words in CORPUS -> Parquet rows with one vector per layer."""
@@ -200,6 +200,14 @@ def extract_cmd(
     from contextlens.analyses.corpus.extract import extract_corpus
 
     targets = target_words(words, words_file)
+    if estimate:
+        job = {"layers": layers, "pooling": pooling, "dtype": dtype, "forms": forms, "line_breaks": line_breaks}
+        _price(corpus, targets, model, precision, runtime, threads, job, on_error, actors, rate, sample_bytes, json_out)
+        return
+    if rate is not None or sample_bytes != DEFAULT_SAMPLE_BYTES:
+        raise InputError("--rate and --sample-bytes price a job: add --estimate (or run `corpus plan`)")
+    if out is None:
+        raise InputError("give --out FOLDER for the shards (or --estimate to price the job first)")
     progress, live = status_line(
         "checking the job..."
         if engine == "local"  # on Ray the actors load the model (each once) before the first rows
@@ -217,7 +225,7 @@ def extract_cmd(
         )
 
     def load(name: str, precision: str, runtime: str):  # the job's one model, its drift on stderr
-        show("loading model...")
+        live("loading model...")  # the terminal's line only: a log's clock starts at the scan
         return contextual_option(name, precision, threads if engine == "local" else None, runtime)
 
     with progress, as_flags(**EXTRACT_FLAGS):
@@ -278,6 +286,85 @@ def extract_cmd(
     long = s.read.long_message()
     if long:
         note(long.replace("line breaks `lines`", "--line-breaks lines"))
+
+
+@corpus_app.command("plan")
+def plan_cmd(
+    corpus: Annotated[str, typer.Argument(help="A file, folder, .jsonl, .parquet, or enwiki / lee / wordnet.")],
+    words: Annotated[str | None, typer.Option("--words", help="Comma-separated target words.")] = None,
+    words_file: Annotated[Path | None, typer.Option("--words-file", help="One target word per line.")] = None,
+    forms: Annotated[bool, typer.Option("--forms", help="Also match inflected forms (WordNet 3.0).")] = False,
+    model: ModelOpt = DEFAULT_MODEL,
+    precision: PrecisionOpt = "fp32",
+    runtime: RuntimeOpt = "torch",
+    threads: ThreadsOpt = None,
+    layers: Annotated[str, typer.Option("--layers", help="Layers to keep: 0,6,12 or all.")] = "all",
+    pooling: Annotated[str, typer.Option("--pooling", help="Over a word's tokens: mean, first, last.")] = "mean",
+    dtype: Annotated[str, typer.Option("--dtype", help="float16 (default) or float32.")] = "float16",
+    actors: Annotated[int, typer.Option("--actors", help="Also price N Ray actors (2 are always shown).")] = 2,
+    on_error: Annotated[str, typer.Option("--on-error", help="Non-UTF-8 lines: skip or stop.")] = "skip",
+    line_breaks: LineBreaksOpt = None,
+    rate: RateOpt = None,
+    sample_bytes: SampleOpt = DEFAULT_SAMPLE_BYTES,
+    json_out: JsonOpt = False,
+) -> None:
+    """What `corpus extract` of these words would find, write and take, from a sample (nothing written)."""
+    job = {"layers": layers, "pooling": pooling, "dtype": dtype, "forms": forms, "line_breaks": line_breaks}
+    targets = target_words(words, words_file)
+    _price(corpus, targets, model, precision, runtime, threads, job, on_error, actors, rate, sample_bytes, json_out)
+
+
+def _price(corpus, targets, model, precision, runtime, threads, job, on_error, actors, rate, sample_bytes, json_out):
+    """Load the job's model, price the job (analyses/corpus/estimate.py), print every number with its basis."""
+    from contextlens.analyses.corpus.estimate import price_job
+
+    if sample_bytes < 1:
+        raise InputError(f"--sample-bytes must be at least 1, got {sample_bytes}")
+    if actors < 1:
+        raise InputError(f"--actors must be at least 1, got {actors}")
+    progress, live = status_line("pricing the job: loading the model...")
+    with progress, as_flags(rate="--rate", sample_bytes="--sample-bytes", **EXTRACT_FLAGS):
+        loaded = contextual_option(model, precision, threads, runtime)
+        live(f"pricing the job: reading a sample of {corpus} and measuring {model}'s forward...")
+        e = price_job(
+            corpus, targets, loaded, parse_layers(job["layers"]), job["pooling"], job["dtype"], job["forms"],
+            job["line_breaks"], on_error, sample_bytes, sorted({1, 2, actors}), rate,
+        )  # fmt: skip
+    if json_out:
+        print_json(e.to_dict())
+        return
+    sample, counted, f = e.sample, e.counts_in_sample, e.forward
+    scaled = "" if sample["whole"] else f" (the sample's {counted['occurrences']:,} x {sample['factor']:.3g})"
+    per = ", ".join(f"{w} {n:,}" for w, n in e.per_target.items())
+    console.print(f"sample: {escape(sample['basis'])}")
+    console.print(
+        f"  read {counted['paragraphs']:,} paragraphs, {counted['paragraphs_split']:,} held a target "
+        f"({counted['sentences_split']:,} sentences split), in {counted['scan_seconds']:.1f} s"
+    )
+    console.print(f"occurrences expected: {e.occurrences:,}{scaled}: {per}")
+    console.print(
+        f"shards: {e.rows:,} rows x {e.row_bytes:,} bytes = {e.shard_bytes / 1e6:,.1f} MB "
+        f"[dim]({escape(e.basis['row_bytes'])})[/dim]"
+    )
+    if f["sentences_per_s"] is None:
+        console.print(f"time: nothing to encode in the sample; the read alone {e.seconds_scan:.1f} s")
+        return
+    sentences = e.seconds_forward * f["sentences_per_s"]
+    console.print(
+        f"time here: {e.seconds_here:,.0f} s = read and scan {e.seconds_scan:,.1f} s + forward "
+        f"{e.seconds_forward:,.0f} s ({e.occurrences:,} occurrences in about {sentences:,.0f} "
+        f"sentences, each encoded once, at {f['sentences_per_s']:,.1f} sentences/s, {f['tokens_per_s']:,.0f} tokens/s, "
+        f"measured on {f['sentences']} of the sample's sentences: {f['model']} {f['precision']} {f['runtime']}, "
+        f"{f['threads']} threads); model load not counted"
+    )
+    for n, seconds in e.actors.items():
+        if n > 1:
+            console.print(f"on {n} Ray actors: {seconds:,.0f} s [dim]({escape(e.basis['actors'])})[/dim]")
+    if e.rate is not None:
+        console.print(
+            f"at {e.rate['tokens_per_s']:,.0f} tokens/s (stated): {e.rate['seconds']:,.0f} s for "
+            f"{e.rate['tokens']:,.0f} tokens [dim]({escape(e.basis['rate'])})[/dim]"
+        )
 
 
 @corpus_app.command("search")

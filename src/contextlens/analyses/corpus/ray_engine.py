@@ -219,6 +219,20 @@ LOCAL_RAY_ENV = {
     "RAY_health_check_failure_threshold": "20",
 }
 MISSED_START = "timed out during startup"
+AUTH_LOGGER = "ray._private.authentication.authentication_token_setup"
+AUTH_ENABLED_NOTE = "Token authentication is enabled"
+
+
+class _DropAuthEnabledNote(logging.Filter):
+    """Ray's note that the node it starts is protected by a token (it finds one in ~/.ray) is not a
+    problem and would be a second line above a job's own; its warning that a node is *not* protected
+    is kept."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith(AUTH_ENABLED_NOTE)
+
+
+logging.getLogger(AUTH_LOGGER).addFilter(_DropAuthEnabledNote())
 
 
 class RayStartError(ContextlensError):

@@ -18,6 +18,7 @@ from contextlens.cli.common import (
     contextual_option,
     fmt,
     note,
+    plain_lines_too,
     print_json,
     status_line,
 )
@@ -196,7 +197,8 @@ def _corpus_result(
             model = model or DEFAULT_MODEL
             contextual_option(model, precision, threads, runtime)  # threads set, drift shown; the same copy is used
 
-    progress, show = status_line(f"{model or 'its model'}: {corpus}")
+    progress, live = status_line(f"{model or 'its model'}: {corpus}")
+    show = plain_lines_too(live)  # a stderr that is no terminal (a log) gets a plain line now and then
 
     def update(stage: str, s) -> None:
         rate = s.sentences / max(s.seconds, 1e-9)
