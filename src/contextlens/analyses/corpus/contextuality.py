@@ -44,6 +44,7 @@ from contextlens.analyses.corpus.manifest import OLD_FORMATS, Manifest, read_man
 from contextlens.analyses.corpus.readers import INSTALLED, check_readable, describe, read_corpus
 from contextlens.analyses.corpus.sentences import document_sentences
 from contextlens.core.backend import Backend
+from contextlens.core.resources import DEFAULT_CONTEXTUAL
 from contextlens.errors import InputError
 
 # A "word" for choosing and for the sentence sample is a maximal run of word characters that is
@@ -407,7 +408,7 @@ def contextuality_of_corpus(
     if extracted is not None:  # the same test the CLI makes
         check_folder_backend(extracted, source, model, precision, runtime)
         return corpus_contextuality(Path(source).expanduser(), min_contexts, seed)
-    model = model or "mpnet"
+    model = model or DEFAULT_CONTEXTUAL
     if max_words < 1 or n_sentences < 1:
         raise InputError("`max_words` and `n_sentences` must be at least 1")
     check_readable(source)  # a missing, unreadable or empty corpus: one line, before counting

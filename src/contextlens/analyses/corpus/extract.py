@@ -45,6 +45,7 @@ from contextlens.analyses.corpus.stream import PendingChunks
 from contextlens.analyses.corpus.targets import Matcher, ScanCounts, form_table, parse_targets
 from contextlens.core import arguments
 from contextlens.core.model_facts import ModelFacts, model_facts
+from contextlens.core.resources import DEFAULT_CONTEXTUAL
 from contextlens.errors import InputError, TargetNotFoundError
 
 MAX_LISTED = 10  # absent targets named in an error; the rest are counted
@@ -94,7 +95,7 @@ class ExtractResult:
 class ExtractConfig:
     """One job's settings (what the manifest records) and how it runs (engine, threads)."""
 
-    model: str = "mpnet"
+    model: str = DEFAULT_CONTEXTUAL
     layers: tuple[int, ...] | None = None
     pooling: str = "mean"
     dtype: str = "float16"
@@ -128,7 +129,7 @@ def extract_corpus(
     source: str,
     targets: Sequence[str],
     out: Path | str,
-    model: str = "mpnet",
+    model: str = DEFAULT_CONTEXTUAL,
     layers: Sequence[int] | None = None,
     pooling: str = "mean",
     dtype: str = "float16",
