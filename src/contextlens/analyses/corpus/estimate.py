@@ -28,7 +28,15 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from contextlens.analyses.corpus.readers import INSTALLED, TEXT_SUFFIXES, _base_suffix, read_corpus
+from contextlens.analyses.corpus.chunks import DTYPES, JobSpec, ScannedChunk, encode_scanned
+from contextlens.analyses.corpus.readers import (
+    DEFAULT_LINE_BREAKS,
+    INSTALLED,
+    TEXT_SUFFIXES,
+    _base_suffix,
+    check_line_breaks,
+    read_corpus,
+)
 from contextlens.analyses.corpus.targets import Found, Matcher, ScanCounts, form_table, parse_targets, scan_documents
 from contextlens.core.threads import current_threads
 from contextlens.errors import InputError
@@ -194,7 +202,6 @@ def measure_forward(model, spec, found: Sequence[Found]) -> dict:
     included, the second of two passes. The core encodes a sentence once for all of its
     occurrences, so the cost follows the sentences (Lee: 312 occurrences in fewer sentences; a rate
     per occurrence on spread-out occurrences priced its run at twice its time)."""
-    from contextlens.analyses.corpus.chunks import ScannedChunk, encode_scanned
     from contextlens.core.alignment import tokenize_many
 
     texts = list(dict.fromkeys(f.occurrence.text for f in found))
@@ -320,8 +327,6 @@ def price_job(
 ) -> ExtractEstimate:
     """:func:`estimate_extraction` of the job `corpus extract` would run with these settings
     (``model``: the loaded contextual model the job would load)."""
-    from contextlens.analyses.corpus.chunks import DTYPES, JobSpec
-    from contextlens.analyses.corpus.readers import DEFAULT_LINE_BREAKS, check_line_breaks
     from contextlens.core.choices import check_pooling
 
     check_pooling(pooling)
