@@ -23,15 +23,13 @@ from contextlens.cli.common import (
     check_model,
     console,
     contextual_option,
-    figures_after,
     fmt,
     models_option,
-    print_json,
     print_model_kind,
     static_option,
 )
 from contextlens.cli.registry import app
-from contextlens.cli.side_by_side import render_side_by_side
+from contextlens.cli.side_by_side import answer_and_show
 from contextlens.core import arguments
 from contextlens.core.choices import check_pooling
 from contextlens.core.occurrences import locate_all
@@ -70,22 +68,7 @@ def compare_cmd(
     def ask(contextual):  # noqa: ANN001, ANN202 - one model's comparison
         return compare(occs, contextual, static_model, pooling=pooling)  # type: ignore[arg-type]
 
-    if len(models) == 2:
-        from contextlens.analyses.lesson.two_models import side_by_side
-
-        pair = side_by_side(models, ask)
-        with figures_after(plot, html, pair, "contextlens compare: two models"):
-            if json_out:
-                print_json(pair.to_dict())
-            else:
-                render_side_by_side(pair, render_comparison)
-        return
-    result = ask(models[0])
-    with figures_after(plot, html, result, "contextlens compare"):
-        if json_out:
-            print_json(result.to_dict())
-        else:
-            render_comparison(result)
+    answer_and_show(models, ask, render_comparison, command="compare", json_out=json_out, plot=plot, html=html)
 
 
 def render_comparison(result: Comparison) -> None:

@@ -21,16 +21,14 @@ from contextlens.cli.common import (
     choose_auto_layer,
     console,
     contextual_option,
-    figures_after,
     fmt,
     fmt_p,
     layer_numbers_to_check,
     layer_text,
     models_option,
-    print_json,
 )
 from contextlens.cli.registry import app
-from contextlens.cli.side_by_side import render_side_by_side
+from contextlens.cli.side_by_side import answer_and_show
 
 if TYPE_CHECKING:
     from contextlens.analyses.lesson.polysemy import Exploration
@@ -71,22 +69,8 @@ def explore_cmd(
         choose_auto_layer(contextual, wanted)
         return explore(words or [], contextual, data, wanted, permutations, seed, source=source, show_progress_bar=True)
 
-    if len(models) == 2:
-        from contextlens.analyses.lesson.two_models import side_by_side
-
-        pair = side_by_side(models, ask)
-        with figures_after(plot, html, pair, "contextlens explore: two models"):
-            if json_out:
-                print_json(pair.to_dict())
-            else:
-                render_side_by_side(pair, lambda result: render_exploration(result, matrices))
-        return
-    result = ask(models[0])
-    with figures_after(plot, html, result, "contextlens explore"):
-        if json_out:
-            print_json(result.to_dict())
-        else:
-            render_exploration(result, matrices)
+    answer_and_show(models, ask, lambda result: render_exploration(result, matrices), command="explore",
+                    json_out=json_out, plot=plot, html=html)  # fmt: skip
 
 
 def render_exploration(result: Exploration, matrices: bool = False) -> None:

@@ -20,14 +20,12 @@ from contextlens.cli.common import (
     console,
     contextual_option,
     encoding_progress,
-    figures_after,
     layer_numbers_to_check,
     layer_text,
     models_option,
-    print_json,
 )
 from contextlens.cli.registry import app
-from contextlens.cli.side_by_side import render_side_by_side
+from contextlens.cli.side_by_side import answer_and_show
 from contextlens.core.occurrences import locate_all
 from contextlens.errors import InputError
 
@@ -72,22 +70,7 @@ def same_sense_cmd(
             same_sense_rule(contextual, wanted, size, progress)
         return same_sense(occs[0], occs[1], contextual, wanted, size)
 
-    if len(models) == 2:
-        from contextlens.analyses.lesson.two_models import side_by_side
-
-        pair = side_by_side(models, ask)
-        with figures_after(plot, None, pair, "contextlens same-sense: two models"):
-            if json_out:
-                print_json(pair.to_dict())
-            else:
-                render_side_by_side(pair, render_answer)
-        return
-    answer = ask(models[0])
-    with figures_after(plot, None, answer, "contextlens same-sense"):
-        if json_out:
-            print_json(answer.to_dict())
-        else:
-            render_answer(answer)
+    answer_and_show(models, ask, render_answer, command="same-sense", json_out=json_out, plot=plot)
 
 
 def render_answer(answer: SameSenseAnswer) -> None:

@@ -4,16 +4,44 @@ each model's own table in turn, then the CKA that says which layers correspond."
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rich.markup import escape
 from rich.rule import Rule
 from rich.table import Table
 
-from contextlens.cli.common import console
+from contextlens.cli.common import console, figures_after, print_json
 
 if TYPE_CHECKING:
     from contextlens.analyses.lesson.two_models import TwoModels
+    from contextlens.core.contextual_models import ContextualModel
+
+
+def answer_and_show(
+    models: list[ContextualModel],
+    ask: Callable[[ContextualModel], Any],
+    render_one: Callable[[Any], None],
+    *,
+    command: str,
+    json_out: bool,
+    plot: Path | None,
+    html: Path | None = None,
+) -> None:
+    """One model's answer, or two side by side (``-m`` twice), printed as a table or JSON with its
+    figures after: the one ending compare, explore and same-sense share."""
+    if len(models) == 2:
+        from contextlens.analyses.lesson.two_models import side_by_side
+
+        result: Any = side_by_side(models, ask)
+        title, render = f"contextlens {command}: two models", lambda pair: render_side_by_side(pair, render_one)
+    else:
+        result, title, render = ask(models[0]), f"contextlens {command}", render_one
+    with figures_after(plot, html, result, title):
+        if json_out:
+            print_json(result.to_dict())
+        else:
+            render(result)
 
 
 def render_side_by_side(result: TwoModels, render_one: Callable[[Any], None]) -> None:
