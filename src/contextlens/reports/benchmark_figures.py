@@ -13,6 +13,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from contextlens.analyses.benchmarks.result import BenchmarkResult  # noqa: E402
 
 if TYPE_CHECKING:  # the figure reads the typed fields; the benchmark's own imports (sklearn) are not needed here
+    from contextlens.analyses.benchmarks.contextuality import ContextualityResult
     from contextlens.analyses.benchmarks.wsd import WsdResult
     from contextlens.analyses.benchmarks.wsi import WsiResult
 
@@ -156,7 +157,7 @@ _PUBLISHED_CURVES = {
 }
 
 
-def contextuality_figure(results: Sequence[BenchmarkResult]) -> plt.Figure:
+def contextuality_figure(results: Sequence[ContextualityResult]) -> plt.Figure:
     """One panel per Ethayarajh metric against relative depth (layer / number of layers).
 
     Solid: raw; dashed: anisotropy-adjusted. Several models share the axes (relative depth
@@ -172,19 +173,19 @@ def contextuality_figure(results: Sequence[BenchmarkResult]) -> plt.Figure:
             if adjusted:
                 _, adj = _layer_curve(result, metric=adjusted)
                 ax.plot(depth, adj, marker="o", ms=3, lw=1.4, ls="--", color=color, label=f"{result.model} adjusted")
-            if raw == "mev" and any(r.get("metric") == "mev_centred" for r in result.rows):
+            if raw == "mev" and "mev_centred" in result.metrics():
                 _, centred = _layer_curve(result, metric="mev_centred")
                 ax.plot(depth, centred, marker="s", ms=3, lw=1.4, ls="-.", color=color, label=f"{result.model} centred")
-    published = results[0].meta.get("published") if results else None
+    published = results[0].published_rows if results else []
     if published:
         for ax, (raw, _, _) in zip(axes.flat, _CONTEXTUALITY_PANELS, strict=True):
-            points = [(r["layer"] / 12, r[_PUBLISHED_CURVES[raw]]) for r in published["rows"]]
+            points = [(r["layer"] / 12, r[_PUBLISHED_CURVES[raw]]) for r in published]
             points = [(x, y) for x, y in points if y is not None]
             ax.plot(*zip(*points, strict=True), "k:", marker="x", ms=5, lw=1, label="BERT-base, published")
-    findings = results[0].meta.get("paper_findings", {}) if results else {}
+    findings = results[0].paper_findings if results else {}
     for ax, (raw, _, title) in zip(axes.flat, _CONTEXTUALITY_PANELS, strict=True):
         if raw == "mev" and results:
-            bound = results[0].meta.get("paper_mev_bound")
+            bound = results[0].paper_mev_bound
             if bound is not None:
                 ax.axhline(
                     bound, color="#6b7280", ls=":", lw=1.2, label=f"paper: MEV < {bound:.0%} (BERT, many contexts)"

@@ -11,7 +11,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 if TYPE_CHECKING:
-    from contextlens.analyses.benchmarks.result import BenchmarkResult
+    from contextlens.analyses.benchmarks.layer_probes import LayerProbeResult
     from contextlens.analyses.representations.cka import CkaResult
     from contextlens.analyses.search.cost import CostReport
 
@@ -84,13 +84,13 @@ def cost_figure(report: CostReport) -> plt.Figure:
     return fig
 
 
-def layer_probe_figure(results: list[BenchmarkResult]) -> plt.Figure:
+def layer_probe_figure(results: list[LayerProbeResult]) -> plt.Figure:
     """Probe accuracy against relative depth: pos and sense (solid), their controls (dashed), one
     panel per model; the input row and the static vector as flat lines; expected layers marked."""
     fig, axes = plt.subplots(1, len(results), figsize=(6.5 * len(results), 4.8), squeeze=False)
     colours = {"pos": "#2563eb", "sense": "#c2410c"}
     for ax, result in zip(axes[0], results, strict=True):
-        top = result.meta["num_layers"]
+        top = result.num_layers
         layers = list(range(top + 1))
         for task, colour in colours.items():
             acc = [result.value(system=result.model, layer=layer, split=task) for layer in layers]
@@ -99,7 +99,7 @@ def layer_probe_figure(results: list[BenchmarkResult]) -> plt.Figure:
             ax.plot(layers, ctl, ls="--", color=colour, alpha=0.6, label=f"{task} control")
             row = result.value(system=f"{result.model} input row", split=task)
             ax.axhline(row, color=colour, ls=":", lw=1, alpha=0.8)
-            expected = result.meta["expected_layer"].get(task)
+            expected = result.expected_layer.get(task)
             if expected is not None:
                 ax.axvline(expected, color=colour, lw=1, alpha=0.4)
                 ax.text(
@@ -116,7 +116,7 @@ def layer_probe_figure(results: list[BenchmarkResult]) -> plt.Figure:
         ax.set_xlabel(f"{result.model} layer (dotted: input row)")
         ax.set_ylabel("probe accuracy (unseen lemmas)")
         ax.set_ylim(0, 1)
-        ax.set_title(f"{result.model}: linear probes per layer ({result.meta['size']} data)", fontsize=10)
+        ax.set_title(f"{result.model}: linear probes per layer ({result.size} data)", fontsize=10)
         # below the axes: inside, it covered the pos curve (which sits near the top at every layer)
         ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=4, frameon=False)
     fig.tight_layout()

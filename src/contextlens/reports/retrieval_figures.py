@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from contextlens.analyses.benchmarks.result import BenchmarkResult  # noqa: E402
+if TYPE_CHECKING:  # faiss comes with it: the figure reads the fields only
+    from contextlens.analyses.benchmarks.retrieval import RetrievalResult
 
 MAIN_METRIC = {"retrieval-lee": "ndcg@10", "retrieval-wordnet": "mrr"}
 DTYPE_COLORS = {"float32": "#1d4ed8", "float16": "#0891b2", "int8": "#c2410c", "binary": "#7c3aed"}
@@ -15,12 +18,12 @@ STATIC_COLORS = ("#a16207", "#be185d", "#0f766e", "#6d28d9")
 KIND_COLORS = {"input-row": "#15803d", "sentence": "#b91c1c", "hidden-mean": "#334155"}
 
 
-def retrieval_figure(result: BenchmarkResult, metric: str | None = None) -> plt.Figure:
+def retrieval_figure(result: RetrievalResult, metric: str | None = None) -> plt.Figure:
     """Left: the metric at each hidden layer, with input rows and the model's sentence embedding
     beside it. Right: the metric against bytes per vector (log scale) for the sentence embedding
     (for a model without one, its last-layer hidden mean; colour = dtype; solid = truncation,
     ending at the full dimension; dashed = PCA) with input rows in float32 for contrast."""
-    metric = metric or MAIN_METRIC.get(result.benchmark) or result.rows[0]["metric"]
+    metric = metric or MAIN_METRIC.get(result.benchmark) or result.metrics()[0]
     rows = [r for r in result.rows if r["metric"] == metric]
     full = [r for r in rows if r["reduction"] is None and r["dtype"] == "float32"]
     fig, (left, right) = plt.subplots(1, 2, figsize=(13, 5), gridspec_kw={"width_ratios": [1, 1.35]})
@@ -36,7 +39,7 @@ def retrieval_figure(result: BenchmarkResult, metric: str | None = None) -> plt.
     for n, r in enumerate(r for r in full if r["kind"] == "static"):
         left.axhline(r["value"], color=STATIC_COLORS[n % len(STATIC_COLORS)], ls="-.", lw=1.6,
                      label=f"static {r['static']}, no forward pass ({r['value']:.3f})")  # fmt: skip
-    chance = result.meta.get(f"random_{metric}")
+    chance = result.chance.get(metric)
     if chance is not None:
         left.axhline(chance, color="#9ca3af", ls=":", lw=1.4, label=f"random order ({chance:.3f})")
     left.set_xlabel("layer (0 = embedding output)")
@@ -75,8 +78,6 @@ def retrieval_figure(result: BenchmarkResult, metric: str | None = None) -> plt.
     right.set_title("quality against storage: dimension (truncate / PCA) x dtype")
     right.grid(alpha=0.3, which="both")
     right.legend(fontsize=7, ncol=3, loc="upper center", bbox_to_anchor=(0.5, -0.14), frameon=False)
-    meta = result.meta
-    size = meta.get("documents") or meta.get("queries")
-    fig.suptitle(f"{result.benchmark} — {result.model} ({size} {'documents' if 'documents' in meta else 'queries'})")
+    fig.suptitle(f"{result.benchmark} — {result.model} ({result.scale})")
     fig.tight_layout()
     return fig

@@ -3,14 +3,18 @@ and the report's interactive figure of the static methods made here."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import plotly.graph_objects as go  # noqa: E402
 
-from contextlens.analyses.benchmarks.result import BenchmarkResult  # noqa: E402
 from contextlens.analyses.lesson.static_methods import StaticMethods  # noqa: E402
+
+if TYPE_CHECKING:
+    from contextlens.analyses.static.evaluate import StaticEvalResult
 
 _PANELS = (
     ("simlex999", "spearman", "SimLex-999 Spearman", None),
@@ -30,11 +34,11 @@ def _color(kind: str) -> str:
     return "#1d4ed8"
 
 
-def static_figure(result: BenchmarkResult) -> plt.Figure:
+def static_figure(result: StaticEvalResult) -> plt.Figure:
     """Six panels, one bar per system (blue: static, violet: distilled, orange: teacher); a task's
     baseline (chance, random ranking) as a grey line."""
-    systems = [s for s in dict.fromkeys(r["system"] for r in result.rows) if s not in ("chance", "random")]
-    kinds = {r["system"]: r["kind"] for r in result.rows}
+    kinds = result.systems
+    systems = [s for s in kinds if s not in ("chance", "random")]
     fig, axes = plt.subplots(2, 3, figsize=(15, 8))
     for ax, (task, metric, title, baseline) in zip(axes.flat, _PANELS, strict=True):
         names = [s for s in systems if result.value(system=s, task=task, metric=metric) is not None]
@@ -54,7 +58,7 @@ def static_figure(result: BenchmarkResult) -> plt.Figure:
         ax.grid(axis="x", alpha=0.3)
     fig.suptitle(
         "Static models vs their teachers — blue: static, violet: distilled, orange: contextual teacher "
-        f"({result.meta.get('size')}; static WiC is chance by construction)"
+        f"({result.size}; static WiC is chance by construction)"
     )
     fig.tight_layout()
     return fig

@@ -27,6 +27,7 @@ import random
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -64,6 +65,106 @@ MEV_DEFINITIONS = {
     "random words' matrices of each word's own size, `mev_paper_baseline_1000` on one matrix of up to 1,000",
 }
 PAPER_RANDOM_WORDS = 1000  # the paper's explore_embedding_space: one random word from each of 1,000 sentences
+
+
+@dataclass(frozen=True)
+class ContextsPerWord:
+    """On a corpus: the fewest, median and most contexts a measured word has."""
+
+    min: int
+    median: int
+    max: int
+
+
+@dataclass(frozen=True)
+class ContextualityCounts:
+    """The data behind the numbers: the words measured for self-similarity and MEV and their
+    occurrences, the sentences (and their words) for intra-sentence similarity; on the WordNet
+    sample the most contexts kept per word, on a corpus the contexts a word needs and has."""
+
+    words: int
+    word_occurrences: int
+    sentences: int
+    sentence_words: int
+    max_contexts_per_word: int | None = None  # the WordNet sample's cap; None on a corpus
+    min_contexts: int | None = None  # on a corpus: contexts a word needs to be measured
+    contexts_per_word: ContextsPerWord | None = None  # on a corpus
+
+    @classmethod
+    def of(cls, counts: dict[str, Any]) -> ContextualityCounts:
+        per = counts.get("contexts_per_word")
+        return cls(**counts | {"contexts_per_word": None if per is None else ContextsPerWord(**per)})
+
+
+@dataclass(frozen=True)
+class CorpusChoice:
+    """How a corpus's words were chosen: sentences counted, words that qualify, the cap on words,
+    the sentences sampled for intra-sentence similarity, the seed."""
+
+    sentences_scanned: int
+    eligible_words: int
+    max_words: int
+    sampled_sentences: int
+    seed: int
+
+
+@dataclass
+class ContextualityResult(BenchmarkResult):
+    """`eval contextuality`'s result (WordNet sample or corpus): the tidy rows (one per layer and
+    metric: cosines in -1..1, MEV shares in 0..1, their baselines and ``*_adjusted`` differences).
+    ``meta`` stays the document `--json` prints, since callers read its keys (``counts``,
+    ``paper_findings``, ``published``, ``mev_definitions``, ``warnings``; on a corpus ``words``,
+    ``corpus``, ``choice``, ``cache``); the properties below are the typed reads the faces make."""
+
+    @property
+    def counts(self) -> ContextualityCounts:
+        return ContextualityCounts.of(self.meta["counts"])
+
+    @property
+    def paper_findings(self) -> dict[str, str]:
+        """The paper's finding per metric, in its own terms (:data:`PAPER_FINDINGS`)."""
+        return self.meta.get("paper_findings", {})
+
+    @property
+    def paper_mev_bound(self) -> float | None:
+        """The paper's bound on MEV (a share, 0-1), drawn as a line."""
+        return self.meta.get("paper_mev_bound")
+
+    @property
+    def published_rows(self) -> list[dict[str, float | int | None]]:
+        """The paper's released per-layer numbers (:data:`published.PUBLISHED_ROWS`); none when absent."""
+        return (self.meta.get("published") or {}).get("rows", [])
+
+    @property
+    def warnings(self) -> list[str]:
+        """What the data cannot support, said beside the numbers (a corpus's few sentences, ...)."""
+        return self.meta.get("warnings") or []
+
+    @property
+    def corpus(self) -> str | None:
+        """The corpus measured, as described to a reader; None on the WordNet sample."""
+        return self.meta.get("corpus")
+
+    @property
+    def intra_sentence_words(self) -> str | None:
+        """On a corpus: which words the intra-sentence similarity averages over."""
+        return self.meta.get("intra_sentence_words")
+
+    @property
+    def word_rule(self) -> str | None:
+        """On a corpus whose words contextlens chose: the rule it chose them by."""
+        return self.meta.get("word_rule")
+
+    @property
+    def choice(self) -> CorpusChoice | None:
+        """On a corpus whose words contextlens chose: how (None on a folder or the WordNet sample)."""
+        choice = self.meta.get("choice")
+        return None if choice is None else CorpusChoice(**choice)
+
+    @property
+    def cache_folder(self) -> str | None:
+        """On a corpus whose words contextlens chose: the cache folder of its extractions."""
+        return (self.meta.get("cache") or {}).get("folder")
 
 
 @dataclass
@@ -266,9 +367,9 @@ def measure_layer(
 
 def evaluate_contextuality(
     vectors: np.ndarray, span_index: dict[Span, int], sample: ContextualitySample, model: str, seed: int = 0
-) -> BenchmarkResult:
+) -> ContextualityResult:
     """The four metrics, raw and adjusted, for every layer of ``vectors`` ``(n_spans, layers + 1, d)``."""
-    result = BenchmarkResult(
+    result = ContextualityResult(
         "contextuality",
         model,
         meta={
@@ -304,14 +405,15 @@ def evaluate_contextuality(
     return result
 
 
-def combine(results: Sequence[BenchmarkResult]) -> BenchmarkResult:
+def combine(results: Sequence[ContextualityResult]) -> ContextualityResult:
     """Several models' contextuality results as one tidy table (rows told apart by ``system``)."""
     first = results[0]
-    merged = BenchmarkResult(first.benchmark, first.model, [r for res in results for r in res.rows], dict(first.meta))
+    rows = [r for res in results for r in res.rows]
+    merged = ContextualityResult(first.benchmark, first.model, rows, dict(first.meta))
     merged.meta["models"] = [res.model for res in results]
     merged.meta["per_model"] = {
         res.model: {
-            "seconds": res.meta.get("seconds"),
+            "seconds": res.seconds,
             **res.backend.to_dict(),
         }
         for res in results
@@ -341,6 +443,6 @@ def table_rows(result: BenchmarkResult) -> list[dict[str, object]]:
     """The contextuality table: one row per layer with each of :data:`TABLE_METRICS` (and
     :data:`CENTRED_METRICS` where the result has them)."""
     optional = CENTRED_METRICS + PAPER_MEV_METRICS
-    metrics = TABLE_METRICS + tuple(m for m in optional if any(r.get("metric") == m for r in result.rows))
+    metrics = TABLE_METRICS + tuple(m for m in optional if m in result.metrics())
     rows = result.pivot(("layer",), {m: {"metric": m} for m in metrics})
     return sorted(rows, key=lambda r: r["layer"])

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -59,3 +60,32 @@ def speed_rows(timings: Sequence[tuple[str, float]], texts: int, words: int, bas
         }
         for name, seconds in timings
     ]
+
+
+@dataclass(frozen=True)
+class SpeedRow:
+    """One timed system: seconds for all the texts, texts and words per second, how many times
+    faster than the baseline system (its seconds over these), and the bytes of its vectors or weights."""
+
+    system: str
+    seconds: float
+    texts_per_s: float
+    words_per_s: float
+    times_faster: float
+    bytes: int
+
+
+@dataclass(frozen=True)
+class EncodeSpeed:
+    """The speed table as a result records it (``meta["speed"]``): the texts and words timed, the
+    baseline system, a row per system, and a note; only the note when nothing could be timed."""
+
+    note: str
+    texts: int | None = None
+    words: int | None = None
+    baseline: str | None = None
+    rows: list[SpeedRow] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, speed: dict[str, Any]) -> EncodeSpeed:
+        return cls(**speed | {"rows": [SpeedRow(**r) for r in speed.get("rows", [])]})

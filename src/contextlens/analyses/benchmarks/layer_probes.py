@@ -21,11 +21,13 @@ accuracy gained from layer l-1 to l (negative gains clipped to 0).
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -33,6 +35,7 @@ from contextlens.analyses.benchmarks.result import BenchmarkResult, record_preci
 from contextlens.analyses.measures.datasets import build_wsd
 from contextlens.analyses.measures.span_encoding import encode_spans
 from contextlens.core.contextual_models import ContextualModel, as_contextual
+from contextlens.core.jsonable import plain_json
 from contextlens.core.static_models import StaticModel, load_static
 from contextlens.core.wordnet import UsageExample, usage_examples, wordnet
 from contextlens.errors import InputError
@@ -48,6 +51,47 @@ PAPER = (  # the paper's own words (abstract); its per-task expected layers are 
     "Tenney et al. 2019, BERT: part-of-speech tags are processed earliest, followed by constituents, "
     "dependencies, semantic roles, and coreference"
 )
+
+
+@dataclass(frozen=True)
+class ProbeCounts:
+    """One task's examples: how many, of how many lemmas, the count per label, and the majority
+    label's share (the accuracy of always answering it, 0-1)."""
+
+    examples: int
+    lemmas: int
+    labels: dict[str, int]
+    majority: float
+
+
+@dataclass
+class LayerProbeResult(BenchmarkResult):
+    """`eval layers`' result: the tidy rows (probe accuracy, 0-1, per system, layer and task, the
+    controls' splits ``<task>-control``), each task's counts, the expected layer per split (Tenney
+    et al.'s centre of gravity of the per-layer gains, in layers; None when nothing is gained), the
+    model's number of layers (the rows run 0..num_layers) and the paper's finding; ``meta`` holds
+    what every run records (size, seconds, encode seconds, precision, runtime). :meth:`to_dict` is
+    the JSON `eval layers --json` prints, the same keys in the same order as before these fields."""
+
+    paper: str = PAPER
+    counts: dict[str, ProbeCounts] = field(default_factory=dict)  # per task: pos, sense
+    expected_layer: dict[str, float | None] = field(default_factory=dict)  # per split: pos, pos-control, ...
+    num_layers: int = 0
+
+    @plain_json
+    def to_dict(self) -> dict[str, Any]:
+        run = dict(self.meta)
+        meta = {
+            "size": run.pop("size", None),
+            "paper": self.paper,
+            "counts": {task: dataclasses.asdict(c) for task, c in self.counts.items()},
+            "expected_layer": self.expected_layer,
+            "seconds": run.pop("seconds", None),
+            "encode_seconds": run.pop("encode_seconds", None),
+            "num_layers": self.num_layers,
+            **run,
+        }
+        return {"benchmark": self.benchmark, "model": self.model, "rows": self.rows, "meta": meta}
 
 
 @dataclass
@@ -136,7 +180,7 @@ def run_layer_probes(
     static: StaticModel | str = "glove-50d",
     size: str = "full",
     progress: Callable[[int, int], None] | None = None,
-) -> BenchmarkResult:
+) -> LayerProbeResult:
     """Per-layer probe accuracy for pos, sense and their controls, with layer-free baselines."""
     if size not in SIZES:
         raise InputError(f"unknown size {size!r}; use one of {', '.join(SIZES)}")
@@ -146,7 +190,7 @@ def run_layer_probes(
     lemmas, per_label, classes = SIZES[size]
     examples = usage_examples()
     datasets = [pos_data(examples, lemmas, per_label), sense_data(examples, lemmas * 2, classes)]
-    result = BenchmarkResult("layers", m.name, meta={"size": size, "paper": PAPER, "counts": {}})
+    result = LayerProbeResult("layers", m.name, meta={"size": size}, num_layers=m.num_layers)
     encode_seconds = 0.0
     for data in datasets:
         if len(data.examples) < MIN_EXAMPLES:
@@ -158,17 +202,17 @@ def run_layer_probes(
         enc = encode_spans(m, texts, spans, progress=progress)
         encode_seconds += time.perf_counter() - t0
         control = control_labels(data)
-        result.meta["counts"][data.task] = {
-            "examples": len(data.examples),
-            "lemmas": len(set(data.groups)),
-            "labels": dict(Counter(data.labels)),
-            "majority": max(Counter(data.labels).values()) / len(data.labels),
-        }
+        result.counts[data.task] = ProbeCounts(
+            len(data.examples),
+            len(set(data.groups)),
+            dict(Counter(data.labels)),
+            max(Counter(data.labels).values()) / len(data.labels),
+        )
         for split, labels in ((data.task, data.labels), (f"{data.task}-control", control)):
             scores = [probe_accuracy(enc.layer(layer), labels, data.groups) for layer in range(m.num_layers + 1)]
             for layer, acc in enumerate(scores):
                 result.add(system=m.name, layer=layer, split=split, metric="accuracy", value=acc)
-            result.meta.setdefault("expected_layer", {})[split] = expected_layer(scores)
+            result.expected_layer[split] = expected_layer(scores)
             result.add(
                 system=f"{m.name} input row",
                 layer=None,
@@ -186,7 +230,6 @@ def run_layer_probes(
             )
     result.meta["seconds"] = time.perf_counter() - started
     result.meta["encode_seconds"] = encode_seconds
-    result.meta["num_layers"] = m.num_layers
     return record_precision(result, m)
 
 

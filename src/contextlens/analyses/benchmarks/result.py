@@ -64,6 +64,25 @@ class BenchmarkResult:
                 seen.setdefault(k, None)
         return list(seen)
 
+    def metrics(self) -> list[str]:
+        """The metric names of the rows, in first-seen order."""
+        return list(dict.fromkeys(r["metric"] for r in self.rows if "metric" in r))
+
+    @property
+    def size(self) -> str | None:
+        """The data's size as every run records it in ``meta``: ``quick`` or ``full`` (None when unrecorded)."""
+        return self.meta.get("size")
+
+    @property
+    def seconds(self) -> float | None:
+        """The run's wall-clock seconds, encoding included (None when unrecorded)."""
+        return self.meta.get("seconds")
+
+    @property
+    def encode_seconds(self) -> float | None:
+        """The seconds spent encoding, part of :attr:`seconds` (None when unrecorded)."""
+        return self.meta.get("encode_seconds")
+
     @property
     def backend(self) -> Backend:
         """The contextual model's precision and runtime from ``meta`` (torch fp32 when unrecorded)."""

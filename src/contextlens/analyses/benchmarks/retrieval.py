@@ -31,11 +31,12 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import faiss
 import numpy as np
 
-from contextlens.analyses.benchmarks.encode_speed import speed_rows, timed_encodings, word_count
+from contextlens.analyses.benchmarks.encode_speed import EncodeSpeed, speed_rows, timed_encodings, word_count
 from contextlens.analyses.benchmarks.result import BenchmarkResult, record_precision
 from contextlens.analyses.measures.retrieval_scores import lee_scores, ndcg_at_k, wordnet_scores
 from contextlens.analyses.measures.wordnet_task import load_wordnet_task
@@ -51,6 +52,42 @@ DTYPES: tuple[str, ...] = ("float32", "float16", "int8", "binary")
 BYTES_PER_VALUE = {"float32": 4.0, "float16": 2.0, "int8": 1.0, "binary": 1 / 8}
 LEE_METRICS = ("spearman", "ndcg@10")
 WORDNET_METRICS = ("mrr", "recall@1", "recall@10")
+
+
+@dataclass
+class RetrievalResult(BenchmarkResult):
+    """`eval retrieval`'s result: the tidy rows (one per ``kind``, ``layer``, ``reduction``, ``dim``,
+    ``dtype``, ``bytes_per_vector`` and metric; Spearman in -1..1, nDCG@10, MRR and recall in 0..1).
+    ``meta`` stays the document `--json` prints, since callers read its keys (``documents`` or
+    ``queries``, ``random_<metric>``, ``speed``, ``num_layers``, ...); the properties below are the
+    typed reads the faces make."""
+
+    @property
+    def quick(self) -> bool:
+        return bool(self.meta.get("quick"))
+
+    @property
+    def scale(self) -> str:
+        """What was searched, with its count: ``"20 documents"`` (Lee) or ``"100 queries"`` (WordNet)."""
+        if "documents" in self.meta:
+            return f"{self.meta['documents']} documents"
+        return f"{self.meta.get('queries')} queries"
+
+    @property
+    def chance(self) -> dict[str, float]:
+        """Random ranking's value per metric (``random_ndcg@10`` as ``ndcg@10``)."""
+        return {k.removeprefix("random_"): float(v) for k, v in self.meta.items() if k.startswith("random_")}
+
+    @property
+    def fit_on(self) -> str | None:
+        """The texts PCA and the int8 ranges were fitted on."""
+        return self.meta.get("fit_on")
+
+    @property
+    def speed(self) -> EncodeSpeed | None:
+        """With static models: their encode speed beside the model's sentence embedding, this run."""
+        speed: dict[str, Any] | None = self.meta.get("speed")
+        return None if speed is None else EncodeSpeed.of(speed)
 
 
 # --- dimension and dtype ----------------------------------------------------------------------
@@ -267,7 +304,7 @@ def evaluate_lee(
     quick: bool = False,
     show_progress_bar: bool = False,
     statics: Sequence[StaticModel | str] = (),
-) -> BenchmarkResult:
+) -> RetrievalResult:
     """Document-document similarity on the Lee corpus against human ratings (see module docstring).
 
     ``quick`` uses the first 20 rated documents and 60 background documents (for tests). Each of
@@ -279,7 +316,7 @@ def evaluate_lee(
     docs, ratings, background = lee.documents[:n], lee.ratings[:n, :n], lee.background[:n_fit]
     m = as_contextual(model)
     encodings = encode_task(m, docs, docs, background, show_progress_bar)
-    result = BenchmarkResult("retrieval-lee", m.name)
+    result = RetrievalResult("retrieval-lee", m.name)
     sweep(result, encodings, lambda sims: lee_scores(sims, ratings))
     add_static_systems(result, m, statics, docs, docs, lambda sims: lee_scores(sims, ratings))
     rng = np.random.default_rng(0)
@@ -306,7 +343,7 @@ def evaluate_wordnet(
     quick: bool = False,
     show_progress_bar: bool = False,
     statics: Sequence[StaticModel | str] = (),
-) -> BenchmarkResult:
+) -> RetrievalResult:
     """Usage example -> its synset's definition among ``sample`` definitions (100 with ``quick``);
     each of ``statics`` adds its row and its encode speed beside the model's."""
     statics = check_statics(statics)
@@ -315,7 +352,7 @@ def evaluate_wordnet(
     task = load_wordnet_task(sample, seed)
     m = as_contextual(model)
     encodings = encode_task(m, task.examples, task.definitions, None, show_progress_bar)
-    result = BenchmarkResult("retrieval-wordnet", m.name)
+    result = RetrievalResult("retrieval-wordnet", m.name)
     sweep(result, encodings, wordnet_scores)
     add_static_systems(result, m, statics, task.examples, task.definitions, wordnet_scores)
     result.meta = {

@@ -7,9 +7,10 @@ of its column, where the full-dimension float32 systems end and the cost sweep b
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from contextlens.analyses.benchmarks.result import BenchmarkResult
+if TYPE_CHECKING:  # faiss comes with it: the table itself needs none
+    from contextlens.analyses.benchmarks.retrieval import RetrievalResult
 
 
 @dataclass(frozen=True)
@@ -40,9 +41,9 @@ class RetrievalTable:
         return asdict(self)
 
 
-def retrieval_table(result: BenchmarkResult) -> RetrievalTable:
+def retrieval_table(result: RetrievalResult) -> RetrievalTable:
     """Full-dimension float32 rows first, then the cost sweep, in the benchmark's order."""
-    metrics = list(dict.fromkeys(r["metric"] for r in result.rows))
+    metrics = result.metrics()
     grouped: dict[tuple, dict[str, float]] = {}
     ordered = sorted(result.rows, key=lambda r: not (r["reduction"] is None and r["dtype"] == "float32"))
     for r in ordered:
@@ -64,8 +65,5 @@ def retrieval_table(result: BenchmarkResult) -> RetrievalTable:
         )
         for (kind, layer, reduction, dim, dtype, nbytes, static), values in grouped.items()
     ]
-    meta = result.meta
-    size = f"{meta.get('documents', meta.get('queries'))} " + ("documents" if "documents" in meta else "queries")
-    title = f"{result.benchmark} — {result.model} ({size}{', quick' if meta.get('quick') else ''})"
-    chance = {k.removeprefix("random_"): float(v) for k, v in meta.items() if k.startswith("random_")}
-    return RetrievalTable(title, metrics, rows, chance, meta.get("fit_on"))
+    title = f"{result.benchmark} — {result.model} ({result.scale}{', quick' if result.quick else ''})"
+    return RetrievalTable(title, metrics, rows, result.chance, result.fit_on)

@@ -208,7 +208,7 @@ def run_similarity(
 
 def run_contextuality(
     model: ContextualModel | str, size: str = "full", progress: Progress | None = None
-) -> BenchmarkResult:
+) -> ctx.ContextualityResult:
     started = time.perf_counter()
     suite = build_suite(size)
     enc, secs = encode_suite(model, size, progress)

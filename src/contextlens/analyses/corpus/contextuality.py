@@ -35,7 +35,6 @@ import pyarrow as pa
 
 from contextlens.analyses.benchmarks import contextuality as ctx
 from contextlens.analyses.benchmarks.published import published
-from contextlens.analyses.benchmarks.result import BenchmarkResult
 from contextlens.analyses.corpus.chunks import SENTENCE_KEY, layer_column
 from contextlens.analyses.corpus.extract import ExtractStats, extract_corpus
 from contextlens.analyses.corpus.folder import layer_matrix, read_rows
@@ -144,7 +143,7 @@ def different_words_baseline(
 
 def corpus_contextuality(
     folder: Path, min_contexts: int = 50, seed: int = 0, sentences: Path | None = None
-) -> BenchmarkResult:
+) -> ctx.ContextualityResult:
     """The metrics per layer on the words of ``folder`` with at least ``min_contexts`` contexts.
 
     ``sentences``: a folder (same model and layers) holding every word of some sentences, used for
@@ -166,7 +165,7 @@ def corpus_contextuality(
     context_id = {k: n for n, k in enumerate(dict.fromkeys(pool_rows.contexts))}
     texts_of = [context_id[k] for k in pool_rows.contexts]
     counts = sorted(len(r) for r in words.values())
-    result = BenchmarkResult(
+    result = ctx.ContextualityResult(
         "contextuality",
         manifest.model,
         meta={
@@ -389,7 +388,7 @@ def contextuality_of_corpus(
     precision: str = "fp32",
     threads: int | None = None,
     runtime: str = "torch",
-) -> BenchmarkResult:
+) -> ctx.ContextualityResult:
     """Choose the words of ``source``, extract them (and the sampled sentences) into the cache, measure.
 
     ``source`` may also be an extraction folder (``corpus extract``): it is measured as it is, with

@@ -117,9 +117,8 @@ def layer_cell(layer: int | None) -> str:
 
 
 def timing_footer(result: BenchmarkResult) -> None:
-    meta = result.meta
     console.print(
-        f"[dim]{meta['size']} data; {meta['seconds']:.1f} s ({meta['encode_seconds']:.1f} s encoding, "
+        f"[dim]{result.size} data; {result.seconds:.1f} s ({result.encode_seconds:.1f} s encoding, "
         "cached on disk after the first run)[/dim]"
     )
 

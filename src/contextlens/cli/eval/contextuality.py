@@ -27,7 +27,7 @@ from contextlens.cli.params import as_flags
 from contextlens.errors import InputError
 
 if TYPE_CHECKING:  # numpy comes with it: `--help` must not pay for it
-    from contextlens.analyses.benchmarks.result import BenchmarkResult
+    from contextlens.analyses.benchmarks.contextuality import ContextualityResult
 
 CORPUS_FLAGS = {
     "source": "--corpus",
@@ -121,7 +121,7 @@ def contextuality_cmd(
     )  # fmt: skip
 
 
-def _contextuality_tables(results: list[BenchmarkResult]) -> None:
+def _contextuality_tables(results: list[ContextualityResult]) -> None:
     from contextlens.analyses.benchmarks.contextuality import table_rows
 
     for result in results:
@@ -129,18 +129,18 @@ def _contextuality_tables(results: list[BenchmarkResult]) -> None:
         centred = _contextuality_table(result, rows, f"how contextual? (Ethayarajh 2019) — {result.model}")
         if centred:
             _mev_note()
-        c = result.meta["counts"]
+        c = result.counts
         console.print(
-            f"{c['words']} words x up to {c['max_contexts_per_word']} contexts ({c['word_occurrences']} occurrences); "
-            f"{c['sentences']} sentences ({c['sentence_words']} words) for intra-sentence similarity. "
+            f"{c.words} words x up to {c.max_contexts_per_word} contexts ({c.word_occurrences} occurrences); "
+            f"{c.sentences} sentences ({c.sentence_words} words) for intra-sentence similarity. "
             "Adjusted = raw minus the anisotropy baseline (MEV: minus the MEV of random words)."
         )
         timing_footer(result)
-    for metric, finding in results[0].meta["paper_findings"].items():
+    for metric, finding in results[0].paper_findings.items():
         console.print(f"[dim]paper ({metric}): {finding}[/dim]")
 
 
-def _contextuality_table(result: BenchmarkResult, rows: list[dict], title: str) -> bool:
+def _contextuality_table(result: ContextualityResult, rows: list[dict], title: str) -> bool:
     """The per-layer table (the MEV pca and MEV paper columns where the result has them), then the
     result's warnings (what its data cannot support); True when it has the centred MEV."""
     from contextlens.analyses.benchmarks.contextuality import CENTRED_METRICS, PAPER_MEV_METRICS, TABLE_METRICS
@@ -160,9 +160,9 @@ def _contextuality_table(result: BenchmarkResult, rows: list[dict], title: str) 
     return centred
 
 
-def warn_of(result: BenchmarkResult) -> None:
-    """Each of ``meta.warnings`` as one line on stderr (also under --json: stdout stays the JSON)."""
-    for warning in result.meta.get("warnings") or []:
+def warn_of(result: ContextualityResult) -> None:
+    """Each of the result's warnings as one line on stderr (also under --json: stdout stays the JSON)."""
+    for warning in result.warnings:
         note(f"warning: {warning}")
 
 
@@ -188,7 +188,7 @@ def _corpus_result(
     precision: str,
     threads: int | None,
     runtime: str = "torch",
-) -> BenchmarkResult:
+) -> ContextualityResult:
     """Contextuality on a corpus (words chosen and extracted, cached) or an extraction folder, with a spinner."""
     from contextlens.analyses.corpus.contextuality import contextuality_of_corpus, extraction_folder
 
@@ -219,26 +219,26 @@ def _corpus_result(
         )
 
 
-def _corpus_table(result: BenchmarkResult) -> None:
+def _corpus_table(result: ContextualityResult) -> None:
     from contextlens.analyses.benchmarks.contextuality import table_rows
 
-    c = result.meta["counts"]
+    c = result.counts
     rows = table_rows(result)
     centred = _contextuality_table(result, rows, f"how contextual on a corpus? (Ethayarajh 2019) — {result.model}")
     if centred:
         _mev_note()
-    per = c["contexts_per_word"]
+    per = c.contexts_per_word
     console.print(
-        f"{c['words']} words with >= {c['min_contexts']} contexts (min {per['min']}, median {per['median']}, "
-        f"max {per['max']}; {c['word_occurrences']} occurrences) from {result.meta['corpus']}; "
-        f"intra-sentence: {c['sentences']} sentences, {result.meta['intra_sentence_words']}.",
+        f"{c.words} words with >= {c.min_contexts} contexts (min {per.min}, median {per.median}, "
+        f"max {per.max}; {c.word_occurrences} occurrences) from {result.corpus}; "
+        f"intra-sentence: {c.sentences} sentences, {result.intra_sentence_words}.",
         soft_wrap=True,
     )
-    if "word_rule" in result.meta:
-        ch = result.meta["choice"]
+    if result.word_rule is not None:
+        ch = result.choice
         console.print(
-            f"[dim]words: {ch['eligible_words']} qualify in {ch['sentences_scanned']:,} sentences, "
-            f"{c['words']} measured ({result.meta['word_rule']}); cache {result.meta['cache']['folder']}[/dim]",
+            f"[dim]words: {ch.eligible_words} qualify in {ch.sentences_scanned:,} sentences, "
+            f"{c.words} measured ({result.word_rule}); cache {result.cache_folder}[/dim]",
             soft_wrap=True,
         )
-    console.print(f"[dim]paper (MEV): {result.meta['paper_findings']['mev']}[/dim]", soft_wrap=True)
+    console.print(f"[dim]paper (MEV): {result.paper_findings['mev']}[/dim]", soft_wrap=True)

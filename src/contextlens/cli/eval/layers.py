@@ -24,7 +24,7 @@ from contextlens.cli.common import (
 from contextlens.cli.eval import QuickOpt, eval_app, eval_output, eval_results, model_title, size_name, timing_footer
 
 if TYPE_CHECKING:  # numpy comes with it: `--help` must not pay for it
-    from contextlens.analyses.benchmarks.result import BenchmarkResult
+    from contextlens.analyses.benchmarks.layer_probes import LayerProbeResult
 
 
 @eval_app.command("layers")
@@ -58,27 +58,26 @@ def layers_cmd(
     )  # fmt: skip
 
 
-def _layers_tables(results: list[BenchmarkResult], static_name: str) -> None:
+def _layers_tables(results: list[LayerProbeResult], static_name: str) -> None:
     for result in results:
         table = Table(title=f"linear probe accuracy per layer — {model_title(result)} (lemmas kept apart, 5 folds)")
         splits = ("pos", "pos-control", "sense", "sense-control")
         table.add_column("layer", justify="right")
         for split in splits:
             table.add_column(split, justify="right")
-        for layer in range(result.meta["num_layers"] + 1):
+        for layer in range(result.num_layers + 1):
             values = (result.value(system=result.model, layer=layer, split=s) for s in splits)
             table.add_row(str(layer), *(fmt(v, 3) for v in values))
         for system in (f"{result.model} input row", static_name):
             table.add_row(system, *(fmt(result.value(system=system, split=s), 3) for s in splits))
-        expected = result.meta["expected_layer"]
+        expected = result.expected_layer
         table.add_row("expected layer", *(fmt(expected[s], 2) for s in splits), style="bold")
         console.print(table)
-        counts = result.meta["counts"]
+        pos, sense = result.counts["pos"], result.counts["sense"]
         console.print(
-            f"pos: {counts['pos']['examples']} examples of {counts['pos']['lemmas']} lemmas (noun/verb, "
-            f"majority {counts['pos']['majority']:.2f}); sense: {counts['sense']['examples']} examples of "
-            f"{counts['sense']['lemmas']} polysemous nouns, {len(counts['sense']['labels'])} supersenses "
-            f"(majority {counts['sense']['majority']:.2f}); controls: a random label per word type"
+            f"pos: {pos.examples} examples of {pos.lemmas} lemmas (noun/verb, majority {pos.majority:.2f}); "
+            f"sense: {sense.examples} examples of {sense.lemmas} polysemous nouns, {len(sense.labels)} supersenses "
+            f"(majority {sense.majority:.2f}); controls: a random label per word type"
         )
         timing_footer(result)
-    console.print(f"[dim]paper: {results[0].meta['paper']}[/dim]")
+    console.print(f"[dim]paper: {results[0].paper}[/dim]")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich import box
@@ -26,6 +26,9 @@ from contextlens.cli.common import (
 )
 from contextlens.cli.eval import eval_app
 from contextlens.errors import InputError
+
+if TYPE_CHECKING:  # faiss and numpy come with it: `--help` must not pay for it
+    from contextlens.analyses.benchmarks.encode_speed import EncodeSpeed
 
 
 @eval_app.command("retrieval")
@@ -94,29 +97,29 @@ def eval_retrieval(
         print_json(result.to_dict())
         return
     render_retrieval(retrieval_table(result))
-    render_speed(result.meta.get("speed"))
+    render_speed(result.speed)
 
 
-def render_speed(speed: dict | None) -> None:
+def render_speed(speed: EncodeSpeed | None) -> None:
     """The static models' encode speed beside the contextual model's, timed in this run."""
-    if not speed:
+    if speed is None:
         return
-    if "rows" not in speed:
-        note(speed["note"])
+    if not speed.rows:
+        note(speed.note)
         return
     table = Table(
-        title=f"encode speed: {speed['texts']} texts ({speed['words']:,} words), one system after another in this run",
+        title=f"encode speed: {speed.texts} texts ({speed.words:,} words), one system after another in this run",
         box=box.SIMPLE_HEAD,
     )
-    for col in ("system", "texts/s", "words/s", f"x {speed['baseline']}", "MB"):
+    for col in ("system", "texts/s", "words/s", f"x {speed.baseline}", "MB"):
         table.add_column(col, justify="left" if col == "system" else "right")
-    for row in speed["rows"]:
+    for row in speed.rows:
         table.add_row(
-            escape(row["system"]),
-            f"{row['texts_per_s']:,.1f}",
-            f"{row['words_per_s']:,.0f}",
-            f"{row['times_faster']:,.1f}",
-            f"{row['bytes'] / 1e6:,.1f}",
+            escape(row.system),
+            f"{row.texts_per_s:,.1f}",
+            f"{row.words_per_s:,.0f}",
+            f"{row.times_faster:,.1f}",
+            f"{row.bytes / 1e6:,.1f}",
         )
     console.print(table)
 

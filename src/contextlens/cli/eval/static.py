@@ -14,6 +14,7 @@ from contextlens.cli.eval import QuickOpt, eval_app, plot_after, size_name
 
 if TYPE_CHECKING:  # numpy comes with it: `--help` must not pay for it
     from contextlens.analyses.benchmarks.result import BenchmarkResult
+    from contextlens.analyses.static.evaluate import StaticEvalResult
 
 
 def _with_coverage(result: BenchmarkResult, system: str, task: str) -> str:
@@ -90,22 +91,19 @@ def static_cmd(
         if teacher in [t.name for t in teachers]:
             kept = kept_share(result, s.name, str(teacher))
             note(f"{s.name} keeps of {teacher}: " + ", ".join(f"{k} {v:.0%}" for k, v in kept.items()))
-    note(result.meta["wic_note"])
+    note(result.wic_note)
 
 
-def _table(result: BenchmarkResult) -> None:
-    table = Table(title=f"static models vs teachers ({result.meta['size']})")
+def _table(result: StaticEvalResult) -> None:
+    table = Table(title=f"static models vs teachers ({result.size})")
     for col, just in (("system", "left"), ("kind", "left")):
         table.add_column(col, justify=just)  # type: ignore[arg-type]
-    common = result.meta.get("common_pairs", {})
-    n_simlex = common.get("simlex999", {}).get("common", "")
-    n_ws = common.get("wordsim353", {}).get("common", "")
+    n_simlex, n_ws = (c.common if (c := result.common_pairs.get(ds)) else "" for ds in ("simlex999", "wordsim353"))
     for col in ("SimLex", f"SimLex, {n_simlex} common", "WS353", f"WS353, {n_ws} common"):
         table.add_column(col, justify="right")
     for col in ("WiC", "Lee rho", "nDCG@10", "docs/s", "words/s", "MB"):
         table.add_column(col, justify="right")
-    for system in dict.fromkeys(r["system"] for r in result.rows):
-        kind = next(r["kind"] for r in result.rows if r["system"] == system)
+    for system, kind in result.systems.items():
         speed = result.value(system=system, task="speed", metric="documents_per_s")
         words = result.value(system=system, task="speed", metric="words_per_s")
         nbytes = result.value(system=system, task="memory", metric="bytes")
@@ -127,11 +125,11 @@ def _table(result: BenchmarkResult) -> None:
         console.print(table)
     else:  # piped output defaults to 80 columns, too narrow for this table
         Console(emoji=False, highlight=False, width=170).print(table)
-    lee = result.meta["lee"]
+    lee = result.lee
     note(
         "SimLex / WS353: Spearman over the pairs each model scores, with its pairs out of vocabulary skipped "
         "(word2vec, GloVe) or composed (fastText from n-grams, a distilled model from word pieces); 'common': "
         "over the pairs every static model covers, so skipping is not rewarded; WiC: the teacher's layer (L) "
-        f"chosen on dev; speed: the {lee['timed_documents']} Lee documents ({lee['words']:,} words) encoded one "
-        f"system after another in this run, {result.meta['threads']} torch thread(s); MB: vectors or weights"
+        f"chosen on dev; speed: the {lee.timed_documents} Lee documents ({lee.words:,} words) encoded one "
+        f"system after another in this run, {result.threads} torch thread(s); MB: vectors or weights"
     )
