@@ -13,6 +13,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 from contextlens.analyses.benchmarks.result import BenchmarkResult  # noqa: E402
 
 if TYPE_CHECKING:  # the figure reads the typed fields; the benchmark's own imports (sklearn) are not needed here
+    import numpy as np
+
     from contextlens.analyses.benchmarks.contextuality import ContextualityResult
     from contextlens.analyses.benchmarks.wsd import WsdResult
     from contextlens.analyses.benchmarks.wsi import WsiResult
@@ -124,13 +126,13 @@ def similarity_figure(result: BenchmarkResult) -> plt.Figure:
         for system, color in ((f"{result.model}:template", "#c2410c"), (f"{result.model}:pooled", "#b45309")):
             layers, values = _layer_curve(result, system=system, split=ds, metric="spearman")
             if layers:
-                cov = result.select(system=system, split=ds, metric="coverage")[0]["value"]
+                cov = result.value(system=system, split=ds, metric="coverage")
                 ls = "-" if system.endswith("template") else "--"
                 ax.plot(layers, values, marker="o", lw=2, ls=ls, color=color, label=f"{system} (coverage {cov:.0%})")
                 ax.set_xticks(layers)
         for r in result.select(split=ds, metric="spearman"):
             if r["layer"] is None:
-                cov = result.select(system=r["system"], split=ds, metric="coverage")[0]["value"]
+                cov = result.value(system=r["system"], split=ds, metric="coverage")
                 ax.axhline(r["value"], color="#1d4ed8", ls="--", lw=1.5, label=f"{r['system']} (coverage {cov:.0%})")
         ax.set_title(ds)
         ax.set_xlabel("layer (0 = embedding output)")
@@ -157,6 +159,20 @@ _PUBLISHED_CURVES = {
 }
 
 
+def _contextuality_curves(axes: np.ndarray, result: ContextualityResult, color: str) -> None:
+    """One model's curves on the four panels: raw (solid), adjusted (dashed), the centred MEV (dash-dot)."""
+    for ax, (raw, adjusted, _) in zip(axes.flat, _CONTEXTUALITY_PANELS, strict=True):
+        layers, values = _layer_curve(result, metric=raw)
+        depth = [layer / max(layers) for layer in layers]
+        ax.plot(depth, values, marker="o", ms=3.5, lw=2, color=color, label=f"{result.model} raw")
+        if adjusted:
+            _, adj = _layer_curve(result, metric=adjusted)
+            ax.plot(depth, adj, marker="o", ms=3, lw=1.4, ls="--", color=color, label=f"{result.model} adjusted")
+        if raw == "mev" and "mev_centred" in result.metrics():
+            _, centred = _layer_curve(result, metric="mev_centred")
+            ax.plot(depth, centred, marker="s", ms=3, lw=1.4, ls="-.", color=color, label=f"{result.model} centred")
+
+
 def contextuality_figure(results: Sequence[ContextualityResult]) -> plt.Figure:
     """One panel per Ethayarajh metric against relative depth (layer / number of layers).
 
@@ -166,16 +182,7 @@ def contextuality_figure(results: Sequence[ContextualityResult]) -> plt.Figure:
     fig, axes = plt.subplots(2, 2, figsize=(11, 8))
     colors = ["#c2410c", "#1d4ed8", "#15803d", "#7c3aed"]
     for result, color in zip(results, colors, strict=False):
-        for ax, (raw, adjusted, _) in zip(axes.flat, _CONTEXTUALITY_PANELS, strict=True):
-            layers, values = _layer_curve(result, metric=raw)
-            depth = [layer / max(layers) for layer in layers]
-            ax.plot(depth, values, marker="o", ms=3.5, lw=2, color=color, label=f"{result.model} raw")
-            if adjusted:
-                _, adj = _layer_curve(result, metric=adjusted)
-                ax.plot(depth, adj, marker="o", ms=3, lw=1.4, ls="--", color=color, label=f"{result.model} adjusted")
-            if raw == "mev" and "mev_centred" in result.metrics():
-                _, centred = _layer_curve(result, metric="mev_centred")
-                ax.plot(depth, centred, marker="s", ms=3, lw=1.4, ls="-.", color=color, label=f"{result.model} centred")
+        _contextuality_curves(axes, result, color)
     published = results[0].published_rows if results else []
     if published:
         for ax, (raw, _, _) in zip(axes.flat, _CONTEXTUALITY_PANELS, strict=True):

@@ -25,9 +25,17 @@ def retrieval_figure(result: RetrievalResult, metric: str | None = None) -> plt.
     ending at the full dimension; dashed = PCA) with input rows in float32 for contrast."""
     metric = metric or MAIN_METRIC.get(result.benchmark) or result.metrics()[0]
     rows = [r for r in result.rows if r["metric"] == metric]
-    full = [r for r in rows if r["reduction"] is None and r["dtype"] == "float32"]
     fig, (left, right) = plt.subplots(1, 2, figsize=(13, 5), gridspec_kw={"width_ratios": [1, 1.35]})
+    _by_layer(left, rows, metric, result.chance.get(metric))
+    _by_bytes(right, rows, metric)
+    fig.suptitle(f"{result.benchmark} — {result.model} ({result.scale})")
+    fig.tight_layout()
+    return fig
 
+
+def _by_layer(left: plt.Axes, rows: list[dict], metric: str, chance: float | None) -> None:
+    """The full-dimension float32 rows: hidden-mean per layer, the other kinds and random order flat."""
+    full = [r for r in rows if r["reduction"] is None and r["dtype"] == "float32"]
     layers = sorted((r["layer"], r["value"]) for r in full if r["kind"] == "hidden-mean")
     left.plot([x for x, _ in layers], [y for _, y in layers], marker="o", color=KIND_COLORS["hidden-mean"],
               lw=2, label="hidden-mean at layer")  # fmt: skip
@@ -39,7 +47,6 @@ def retrieval_figure(result: RetrievalResult, metric: str | None = None) -> plt.
     for n, r in enumerate(r for r in full if r["kind"] == "static"):
         left.axhline(r["value"], color=STATIC_COLORS[n % len(STATIC_COLORS)], ls="-.", lw=1.6,
                      label=f"static {r['static']}, no forward pass ({r['value']:.3f})")  # fmt: skip
-    chance = result.chance.get(metric)
     if chance is not None:
         left.axhline(chance, color="#9ca3af", ls=":", lw=1.4, label=f"random order ({chance:.3f})")
     left.set_xlabel("layer (0 = embedding output)")
@@ -50,7 +57,10 @@ def retrieval_figure(result: RetrievalResult, metric: str | None = None) -> plt.
     left.grid(alpha=0.3)
     left.legend(fontsize=8, loc="best")
 
-    # The cost sweep covers the sentence embedding, or for a model without one its last layer.
+
+def _by_bytes(right: plt.Axes, rows: list[dict], metric: str) -> None:
+    """The cost sweep: the sentence embedding (or, for a model without one, its last layer) per
+    dtype and reduction against bytes per vector, input rows in float32 beside it."""
     has_sentence = any(r["kind"] == "sentence" for r in rows)
     top = max((r["layer"] for r in rows if r["kind"] == "hidden-mean"), default=None)
     main = ("sentence", None) if has_sentence else ("hidden-mean", top)
@@ -59,13 +69,7 @@ def retrieval_figure(result: RetrievalResult, metric: str | None = None) -> plt.
         is_main = system == main
         for dtype in ("float32", "float16", "int8", "binary") if is_main else ("float32",):
             for reduction, style in (("truncate", "-"), ("pca", "--")):
-                pts = sorted(
-                    (r["bytes_per_vector"], r["value"])
-                    for r in rows
-                    if (r["kind"], r["layer"]) == system
-                    and r["dtype"] == dtype
-                    and (r["reduction"] == reduction or (reduction == "truncate" and r["reduction"] is None))
-                )
+                pts = _sweep_points(rows, system, dtype, reduction)
                 if not pts:
                     continue
                 color = DTYPE_COLORS[dtype] if is_main else KIND_COLORS["input-row"]
@@ -78,6 +82,14 @@ def retrieval_figure(result: RetrievalResult, metric: str | None = None) -> plt.
     right.set_title("quality against storage: dimension (truncate / PCA) x dtype")
     right.grid(alpha=0.3, which="both")
     right.legend(fontsize=7, ncol=3, loc="upper center", bbox_to_anchor=(0.5, -0.14), frameon=False)
-    fig.suptitle(f"{result.benchmark} — {result.model} ({result.scale})")
-    fig.tight_layout()
-    return fig
+
+
+def _sweep_points(rows: list[dict], system: tuple, dtype: str, reduction: str) -> list[tuple[float, float]]:
+    """(bytes per vector, value) of one system, dtype and reduction (truncation ends at the full dimension)."""
+    return sorted(
+        (r["bytes_per_vector"], r["value"])
+        for r in rows
+        if (r["kind"], r["layer"]) == system
+        and r["dtype"] == dtype
+        and (r["reduction"] == reduction or (reduction == "truncate" and r["reduction"] is None))
+    )

@@ -131,6 +131,29 @@ def _finish(
     return record_precision(result, model)
 
 
+@dataclass
+class SuiteRun:
+    """One suite benchmark's run under way: the suite, its encoding (every span, disk-cached), when
+    the run started and the seconds spent encoding (a benchmark that encodes more adds its own)."""
+
+    suite: Suite
+    encoding: SpanEncoding
+    started: float
+    encode_seconds: float
+
+    def finish(self, result: Result, model: ContextualModel | str) -> Result:
+        """``result`` with what every run records (:func:`_finish`)."""
+        return _finish(result, self.suite, model, self.started, self.encode_seconds)
+
+
+def start_run(model: ContextualModel | str, size: str, progress: Progress | None = None) -> SuiteRun:
+    """The first steps of every run on the suite: the clock started, the suite built, encoded."""
+    started = time.perf_counter()
+    suite = build_suite(size)
+    encoding, seconds = encode_suite(model, size, progress)
+    return SuiteRun(suite, encoding, started, seconds)
+
+
 def run_wic(
     model: ContextualModel | str, static: StaticModel | str, size: str = "full", progress: Progress | None = None
 ) -> WicResult:
@@ -150,21 +173,20 @@ def run_wsd(
 ) -> WsdResult:
     """WSD per layer; with ``glosses`` also sense vectors that include the WordNet gloss."""
 
-    started = time.perf_counter()
-    suite = build_suite(size)
-    enc, secs = encode_suite(model, size, progress)
+    run = start_run(model, size, progress)
     gloss_hidden, gloss_rows = None, None
     if glosses:
-        texts, spans, gloss_rows = gloss_spans(suite.wsd)
+        texts, spans, gloss_rows = gloss_spans(run.suite.wsd)
         gloss_started = time.perf_counter()
         gloss_hidden = encode_spans(as_contextual(model), texts, spans, progress=progress).hidden
-        secs += time.perf_counter() - gloss_started
+        run.encode_seconds += time.perf_counter() - gloss_started
+    enc = run.encoding
     result = evaluate_wsd(
-        suite.wsd, suite.wsd_rows, enc.hidden, enc.model, wn.sense_count, SEED, gloss_hidden, gloss_rows
+        run.suite.wsd, run.suite.wsd_rows, enc.hidden, enc.model, wn.sense_count, SEED, gloss_hidden, gloss_rows
     )
     if glosses:
         result.gloss_template = GLOSS_TEMPLATE
-    return _finish(result, suite, model, started, secs)
+    return run.finish(result, model)
 
 
 GLOSS_TEMPLATE = "{lemma}: {definition}"
@@ -187,10 +209,9 @@ def gloss_spans(wsd: WsdData) -> tuple[list[str], list[Span], dict[tuple[tuple[s
 def run_similarity(
     model: ContextualModel | str, static: StaticModel | str, size: str = "full", progress: Progress | None = None
 ) -> sim.SimilarityResult:
-    started = time.perf_counter()
-    suite = build_suite(size)
     static_model = as_static(static)  # a wrong name fails before the (long) encoding
-    enc, secs = encode_suite(model, size, progress)
+    run = start_run(model, size, progress)
+    enc, suite = run.encoding, run.suite
     result = sim.evaluate_similarity(
         suite.similarity,
         enc.model,
@@ -203,14 +224,13 @@ def run_similarity(
     )
     result.contexts_per_word = SIZES[size].contexts_per_word
     result.context_corpus = "WordNet 3.0 usage examples (exact word form, one span per sentence)"
-    return _finish(result, suite, model, started, secs)
+    return run.finish(result, model)
 
 
 def run_contextuality(
     model: ContextualModel | str, size: str = "full", progress: Progress | None = None
 ) -> ctx.ContextualityResult:
-    started = time.perf_counter()
-    suite = build_suite(size)
-    enc, secs = encode_suite(model, size, progress)
-    result = ctx.evaluate_contextuality(enc.hidden, suite.span_index, suite.contextuality, enc.model, SEED)
-    return _finish(result, suite, model, started, secs)
+    run = start_run(model, size, progress)
+    enc = run.encoding
+    result = ctx.evaluate_contextuality(enc.hidden, run.suite.span_index, run.suite.contextuality, enc.model, SEED)
+    return run.finish(result, model)

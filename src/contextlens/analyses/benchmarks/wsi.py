@@ -18,7 +18,6 @@ the static model, whose one vector per word puts every occurrence in one cluster
 from __future__ import annotations
 
 import dataclasses
-import time
 import warnings
 from collections import defaultdict
 from collections.abc import Sequence
@@ -27,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from contextlens.analyses.benchmarks.result import BenchmarkResult, record_precision
+from contextlens.analyses.benchmarks.result import BenchmarkResult
 from contextlens.analyses.measures.datasets import Key, WsdData, split_lemmas
 from contextlens.analyses.measures.span_encoding import Progress
 from contextlens.core.contextual_models import ContextualModel
@@ -276,24 +275,15 @@ def run_wsi(
     progress: Progress | None = None,
 ) -> WsiResult:
     """WSI on the suite's WSD lemmas (``size`` "full" or "quick"), hidden states from its cached encoding."""
-    from contextlens.analyses.benchmarks.suite import build_suite, encode_suite
+    from contextlens.analyses.benchmarks.suite import start_run
     from contextlens.analyses.measures.sizes import SEED
     from contextlens.core.static_models import as_static
 
-    started = time.perf_counter()
-    suite = build_suite(size)
     static_model = as_static(static) if static is not None else None  # a wrong name fails before encoding
-    enc, encode_seconds = encode_suite(model, size, progress)
-    lemmas = wsi_lemmas(suite.wsd, suite.wsd_rows, SEED)
+    run = start_run(model, size, progress)
+    enc = run.encoding
+    lemmas = wsi_lemmas(run.suite.wsd, run.suite.wsd_rows, SEED)
     result = evaluate_wsi(
         lemmas, enc.hidden, enc.model, static_model, static_model.name if static_model else None, SEED
     )
-    result.meta.update(
-        {
-            "size": size,
-            "suite": suite.counts,
-            "seconds": round(time.perf_counter() - started, 2),
-            "encode_seconds": round(encode_seconds, 2),
-        }
-    )
-    return record_precision(result, model)
+    return run.finish(result, model)

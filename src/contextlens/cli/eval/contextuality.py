@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -83,42 +85,62 @@ def contextuality_cmd(
     plot: PlotOpt = None,
 ) -> None:
     """Ethayarajh (2019) per layer: anisotropy, self-similarity, intra-sentence similarity, MEV."""
-    from contextlens.analyses.benchmarks.suite import run_contextuality
-    from contextlens.reports.benchmark_figures import contextuality_figure
-
-    for flag, value in (("--min-contexts", min_contexts), ("--max-words", max_words), ("--sentences", sentences)):
-        if corpus is None and value is not None:
-            raise InputError(f"{flag} is for --corpus (the WordNet benchmark has its own contexts); drop it")
+    _check_corpus_flags(corpus, plot, min_contexts, max_words, sentences)
     if corpus is not None:
-        if plot is not None:
-            raise InputError("--plot is not drawn with --corpus yet (the figure assumes WordNet examples); drop it")
-        least = 50 if min_contexts is None else min_contexts
-        corpus_results = [
-            _corpus_result(
-                corpus, name, least, 100 if max_words is None else max_words, 200 if sentences is None else sentences,
-                precision, threads, runtime,
-            )
-            for name in [model, *(also or [])]
-        ]
-        if json_out:
-            from contextlens.analyses.benchmarks.contextuality import combine
-
-            print_json(combine(corpus_results).to_dict())
-            for result in corpus_results:
-                warn_of(result)
-        else:
-            for result in corpus_results:
-                _corpus_table(result)
+        ask = CorpusAsk(
+            50 if min_contexts is None else min_contexts, 100 if max_words is None else max_words,
+            200 if sentences is None else sentences, precision, threads, runtime,
+        )  # fmt: skip
+        _corpus_command(corpus, [model, *(also or [])], ask, json_out)
         return
+    run = lazy("contextlens.analyses.benchmarks.suite", "run_contextuality")
     results = eval_results(
         [model or DEFAULT_MODEL, *(also or [])], precision, runtime, threads,
-        lambda loaded, progress: run_contextuality(loaded, size_name(quick), progress),
+        lambda loaded, progress: run()(loaded, size_name(quick), progress),
     )  # fmt: skip
     combine = lazy("contextlens.analyses.benchmarks.contextuality", "combine")
     eval_output(
-        results, plot, lambda: contextuality_figure, json_out,
+        results, plot, lazy("contextlens.reports.benchmark_figures", "contextuality_figure"), json_out,
         lambda: combine()(results).to_dict(), lambda: _contextuality_tables(results),
     )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class CorpusAsk:
+    """What `--corpus` runs with: the contexts a word needs, at most how many words, the sentences
+    sampled for intra-sentence similarity, and the model's precision, threads and runtime."""
+
+    min_contexts: int
+    max_words: int
+    sentences: int
+    precision: str
+    threads: int | None
+    runtime: str
+
+
+def _check_corpus_flags(
+    corpus: str | None, plot: Path | None, min_contexts: int | None, max_words: int | None, sentences: int | None
+) -> None:
+    """The corpus options only with --corpus; no --plot with it (the figure assumes WordNet examples)."""
+    for flag, value in (("--min-contexts", min_contexts), ("--max-words", max_words), ("--sentences", sentences)):
+        if corpus is None and value is not None:
+            raise InputError(f"{flag} is for --corpus (the WordNet benchmark has its own contexts); drop it")
+    if corpus is not None and plot is not None:
+        raise InputError("--plot is not drawn with --corpus yet (the figure assumes WordNet examples); drop it")
+
+
+def _corpus_command(corpus: str, models: list[str | None], ask: CorpusAsk, json_out: bool) -> None:
+    """Each model measured on the corpus; one combined JSON document (warnings on stderr) or a table each."""
+    corpus_results = [_corpus_result(corpus, name, ask) for name in models]
+    if json_out:
+        from contextlens.analyses.benchmarks.contextuality import combine
+
+        print_json(combine(corpus_results).to_dict())
+        for result in corpus_results:
+            warn_of(result)
+    else:
+        for result in corpus_results:
+            _corpus_table(result)
 
 
 def _contextuality_tables(results: list[ContextualityResult]) -> None:
@@ -179,23 +201,14 @@ def _mev_note() -> None:
     )
 
 
-def _corpus_result(
-    corpus: str,
-    model: str | None,
-    min_contexts: int,
-    max_words: int,
-    sentences: int,
-    precision: str,
-    threads: int | None,
-    runtime: str = "torch",
-) -> ContextualityResult:
+def _corpus_result(corpus: str, model: str | None, ask: CorpusAsk) -> ContextualityResult:
     """Contextuality on a corpus (words chosen and extracted, cached) or an extraction folder, with a spinner."""
     from contextlens.analyses.corpus.contextuality import contextuality_of_corpus, extraction_folder
 
     with as_flags(**CORPUS_FLAGS):
         if extraction_folder(corpus) is None:  # a corpus, not a finished extraction: a model runs
             model = model or DEFAULT_MODEL
-            contextual_option(model, precision, threads, runtime)  # threads set, drift shown; the same copy is used
+            contextual_option(model, ask.precision, ask.threads, ask.runtime)  # threads set, drift shown
 
     progress, live = status_line(f"{model or 'its model'}: {corpus}")
     show = plain_lines_too(live)  # a stderr that is no terminal (a log) gets a plain line now and then
@@ -209,13 +222,13 @@ def _corpus_result(
         return contextuality_of_corpus(
             corpus,
             model,
-            min_contexts,
-            max_words,
-            sentences,
+            ask.min_contexts,
+            ask.max_words,
+            ask.sentences,
             progress=update,
-            precision=precision,
-            threads=threads,
-            runtime=runtime,
+            precision=ask.precision,
+            threads=ask.threads,
+            runtime=ask.runtime,
         )
 
 

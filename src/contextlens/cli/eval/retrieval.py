@@ -28,7 +28,12 @@ from contextlens.cli.eval import eval_app
 from contextlens.errors import InputError
 
 if TYPE_CHECKING:  # faiss and numpy come with it: `--help` must not pay for it
+    from pathlib import Path
+
     from contextlens.analyses.benchmarks.encode_speed import EncodeSpeed
+    from contextlens.analyses.benchmarks.retrieval import RetrievalResult
+    from contextlens.core.contextual_models import ContextualModel
+    from contextlens.core.static_models import StaticModel
 
 
 @eval_app.command("retrieval")
@@ -59,35 +64,53 @@ def eval_retrieval(
 ) -> None:
     """Retrieval quality of each encoder kind and layer, and quality against bytes per vector."""
     check_model(model, precision, runtime)  # a wrong name or option costs no heavy import
-    from contextlens.analyses.benchmarks.retrieval import evaluate_lee, evaluate_wordnet
-    from contextlens.analyses.benchmarks.retrieval_table import retrieval_table
-    from contextlens.reports.output_paths import FIGURE_SUFFIXES, check_output_path
-
     if task not in ("lee", "wordnet"):
         raise InputError(f"unknown --task {task!r}; use lee or wordnet")
     if task == "lee" and (sample is not None or seed is not None):
         raise InputError("--sample and --seed choose WordNet synsets; they apply to --task wordnet, not lee")
-    if plot is not None:
-        plot = check_output_path(plot, FIGURE_SUFFIXES)  # before the work, not after it
-    progress = console.is_terminal and not json_out
     from contextlens.analyses.benchmarks.retrieval import check_statics
     from contextlens.cli.params import as_flags
+    from contextlens.reports.output_paths import FIGURE_SUFFIXES, check_output_path
 
+    if plot is not None:
+        plot = check_output_path(plot, FIGURE_SUFFIXES)  # before the work, not after it
     with as_flags(statics="--static"):
         statics = check_statics(static or [])  # a wrong name fails before any weights load
     loaded = contextual_option(model, precision, threads, runtime)
+    progress = console.is_terminal and not json_out
     with as_flags(statics="--static"):
-        if task == "lee":
-            result = evaluate_lee(loaded, quick=quick, show_progress_bar=progress, statics=statics)
-        else:
-            result = evaluate_wordnet(
-                loaded,
-                sample=1000 if sample is None else sample,
-                seed=seed or 0,
-                quick=quick,
-                show_progress_bar=progress,
-                statics=statics,
-            )
+        result = _measure(loaded, task, (sample, seed), quick, statics, progress)
+    _show(result, plot, json_out)
+
+
+def _measure(
+    loaded: ContextualModel,
+    task: str,
+    sample_seed: tuple[int | None, int | None],
+    quick: bool,
+    statics: list[StaticModel],
+    progress: bool,
+) -> RetrievalResult:
+    """The task's benchmark on the loaded model (WordNet: ``sample`` synsets, default 1000, seed 0)."""
+    from contextlens.analyses.benchmarks.retrieval import evaluate_lee, evaluate_wordnet
+
+    if task == "lee":
+        return evaluate_lee(loaded, quick=quick, show_progress_bar=progress, statics=statics)
+    sample, seed = sample_seed
+    return evaluate_wordnet(
+        loaded,
+        sample=1000 if sample is None else sample,
+        seed=seed or 0,
+        quick=quick,
+        show_progress_bar=progress,
+        statics=statics,
+    )
+
+
+def _show(result: RetrievalResult, plot: Path | None, json_out: bool) -> None:
+    """The figure (when asked), then the JSON or the tables (retrieval, then the speed)."""
+    from contextlens.analyses.benchmarks.retrieval_table import retrieval_table
+
     if plot is not None:
         from contextlens.reports.figures import save
         from contextlens.reports.retrieval_figures import retrieval_figure
