@@ -157,3 +157,25 @@ def test_wordnet_only_options_are_refused_for_lee():
         shown = run_cli("eval", "retrieval", "-m", "minilm", *extra)
         assert shown.returncode == 2 and "apply to --task wordnet" in shown.stderr
         assert len(shown.stderr.strip().splitlines()) == 1
+
+
+def test_retrieval_typed_reads_are_its_documents_values(quick_lee):
+    """The table and figure read the result's fields; each is what `--json` prints under meta."""
+    from contextlens.analyses.benchmarks.retrieval import LEE_METRICS
+
+    meta = quick_lee.to_dict()["meta"]
+    assert quick_lee.scale == f"{meta['documents']} documents" and quick_lee.quick is meta["quick"]
+    assert quick_lee.chance == {"ndcg@10": meta["random_ndcg@10"]} and quick_lee.fit_on == meta["fit_on"]
+    assert quick_lee.speed is None and "speed" not in meta  # no static model was asked for
+    assert set(quick_lee.metrics()) == set(LEE_METRICS)
+
+
+def test_encode_speed_reads_the_recorded_table():
+    """``meta["speed"]`` as typed rows; a note alone when nothing could be timed."""
+    from contextlens.analyses.benchmarks.encode_speed import EncodeSpeed, speed_rows
+
+    rows = [r | {"bytes": 8} for r in speed_rows([("a", 2.0), ("b", 0.5)], 10, 100, "a")]
+    speed = EncodeSpeed.of({"texts": 10, "words": 100, "baseline": "a sentence", "rows": rows, "note": "n"})
+    assert [r.system for r in speed.rows] == ["a", "b"] and [r.times_faster for r in speed.rows] == [1.0, 2.0 / 0.5]
+    assert speed.rows[1].words_per_s == 100 / 0.5 and speed.rows[0].bytes == 8
+    assert EncodeSpeed.of({"note": "no sentence embedding"}).rows == []

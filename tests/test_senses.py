@@ -257,3 +257,21 @@ def test_cluster_words_are_none_only_when_no_context_word_is_left():
     words = _distinctive(rows, np.array([0, 0, 1]), 2, "bank")
     assert words == [[], ["flooded", "river"]]
     assert NO_DISTINCTIVE_WORDS.startswith("none stand out: ")
+
+
+def test_corpus_contextuality_typed_reads_are_its_documents_values(folder):
+    """The faces read the result's typed fields; each is the value `--json` prints under meta."""
+    from contextlens.analyses.corpus.contextuality import corpus_contextuality
+
+    result = corpus_contextuality(folder, min_contexts=10)
+    meta = result.to_dict()["meta"]
+    c = result.counts
+    assert (c.words, c.word_occurrences, c.min_contexts) == tuple(
+        meta["counts"][k] for k in ("words", "word_occurrences", "min_contexts")
+    )
+    per = meta["counts"]["contexts_per_word"]
+    assert (c.contexts_per_word.min, c.contexts_per_word.median, c.contexts_per_word.max) == tuple(per.values())
+    assert c.max_contexts_per_word is None  # the WordNet sample's cap, not a corpus's
+    assert result.corpus == meta["corpus"] and result.warnings == meta["warnings"]
+    assert result.choice is None and result.word_rule is None  # a folder: no words chosen here
+    assert result.published_rows == meta["published"]["rows"] and result.paper_findings == meta["paper_findings"]
