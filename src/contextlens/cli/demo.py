@@ -32,6 +32,8 @@ from contextlens.core.occurrences import parse_marked
 from contextlens.examples import BANK_BY_SENSE, WORKED_EXAMPLE
 from contextlens.reports.output_paths import check_output_folder
 
+OutOpt = Annotated[Path, typer.Option(help="Folder for the figures and report.html.", callback=check_output_folder)]
+
 
 @app.command("demo")
 def demo_cmd(
@@ -40,9 +42,7 @@ def demo_cmd(
     runtime: RuntimeOpt = "auto",
     threads: ThreadsOpt = None,
     static: StaticOpt = DEFAULT_STATIC_MODEL,
-    out: Annotated[
-        Path, typer.Option(help="Folder for the figures and report.html.", callback=check_output_folder)
-    ] = Path("contextlens-demo"),
+    out: OutOpt = Path("contextlens-demo"),
 ) -> None:
     """The lesson end to end: "bank" in two sentences, several per sense, and report.html with every experiment."""
     from contextlens.analyses.lesson.divergence import compare, same_and_cross_by_layer

@@ -32,25 +32,28 @@ from contextlens.cli.common import (
 )
 from contextlens.cli.registry import app
 
+PairsArg = Annotated[
+    Path | None, typer.Argument(help="TSV file of word pairs (word_a<TAB>word_b); default: 20 built-in pairs.")
+]
+StaticOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--static",
+        "-s",
+        help="Static model (default: a word2vec model made here with `contextlens static train`, as the seeds' "
+        f"experiment asks, else {DEFAULT_STATIC_MODEL}).",
+    ),
+]
+
 
 @app.command("rank")
 def rank_cmd(
-    pairs: Annotated[
-        Path | None, typer.Argument(help="TSV file of word pairs (word_a<TAB>word_b); default: 20 built-in pairs.")
-    ] = None,
+    pairs: PairsArg = None,
     model: ModelOpt = DEFAULT_MODEL,
     precision: PrecisionOpt = "fp32",
     runtime: RuntimeOpt = "auto",
     threads: ThreadsOpt = None,
-    static: Annotated[
-        str | None,
-        typer.Option(
-            "--static",
-            "-s",
-            help="Static model (default: a word2vec model made here with `contextlens static train`, as the seeds' "
-            f"experiment asks, else {DEFAULT_STATIC_MODEL}).",
-        ),
-    ] = None,
+    static: StaticOpt = None,
     template: TemplateOpt = "The word is [{word}].",
     layer: LayerOpt = -1,
     top: Annotated[int, typer.Option("--top", "-k", help="How many of the largest rank moves to list.")] = 5,
