@@ -83,6 +83,13 @@ def demo_cmd(
             divergence_figure(many, "“bank” in 8 sentences (4 finance, 4 river)", labels), out / "bank-by-sense.png"
         )
     console.print(f"figures: {p1}, {p2}")
+    _lesson_report(contextual, static_model, model, out)
+
+
+def _lesson_report(contextual, static_model, model: str, out: Path) -> None:
+    """Section 3: every experiment of the lesson run once, drawn into report.html (and two PNG figures)."""
+    from contextlens.reports.figures import save
+
     console.rule("[bold]3. The whole lesson as one offline HTML report")
     from contextlens.analyses.lesson.run import run_lesson
 
