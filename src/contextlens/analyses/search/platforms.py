@@ -215,58 +215,11 @@ def _opensearch_layout(
     """The documented formula for this method, engine and encoding (each refused where the docs do not give one)."""
     k = OPENSEARCH_OVERHEAD
     if pq_m is not None:  # Faiss product quantization, HNSW or IVF
-        if knn_engine != "faiss" or dtype != "float32" or bits is not None:
-            raise ParameterError("pq_m", "is Faiss product quantization of float32 vectors: not with the lucene or "
-                                         "nmslib engine, a dtype other than float32, or bits")  # fmt: skip
-        if d % pq_m:
-            raise ParameterError("pq_m", f"must divide the dimension ({d}), got {pq_m}")
-        if method == "hnsw" and nbits != 8:
-            raise ParameterError("nbits", f"must be 8 with the hnsw method (PQ code_size), got {nbits}")
-        code = Fraction(nbits, 8) * pq_m + 24
-        book = segments * 2**nbits * 4 * d
-        if method == "hnsw":
-            return _OpenSearchLayout(k * (code + 8 * m), k * book,
-                                     "1.1*(((code_size/8)*pq_m + 24 + 8*m)*n + segments*(2^code_size*4*d)) bytes",
-                                     "pq", [f"PQ: pq_m {pq_m} sub-vectors of code_size {nbits} bits, a code book of "
-                                            f"2^{nbits} x 4d bytes in each of {segments} segments"])  # fmt: skip
-        note = (f"IVF-PQ: pq_m {pq_m} sub-vectors of code_size {nbits} bits, nlist {nlist}; the code book and "
-                f"centroids count once in each of {segments} segments")  # fmt: skip
-        return _OpenSearchLayout(k * code, k * (book + segments * 4 * nlist * d),
-                                 "1.1*(((code_size/8)*pq_m + 24)*n + segments*(2^code_size*4*d + 4*nlist*d)) bytes",
-                                 "pq", [note])  # fmt: skip
+        return _opensearch_pq_layout(d, m, method, knn_engine, dtype, bits, nlist, pq_m, nbits, segments)
     if bits is not None:  # an encoder of float vectors
-        if dtype != "float32":
-            raise ParameterError("bits", f"is for float32 vectors (an encoder of a float field), not {dtype}")
-        if bits not in OPENSEARCH_SQ_BITS.get(knn_engine, ()):
-            takes = {"faiss": "1, 2, 4 or 16 with the faiss engine (7 with lucene)",
-                     "lucene": "7 with the lucene engine (its scalar quantizer; 1, 2, 4 or 16 with faiss)",
-                     "nmslib": "unset with the nmslib engine (it has no quantizer)"}[knn_engine]  # fmt: skip
-            raise ParameterError("bits", f"must be {takes}, got {bits!r}")
-        if method == "ivf" and bits != 16:
-            raise ParameterError("bits", f"must be 16 with the ivf method (1, 2 and 4 bits are HNSW only), got {bits}")
-        value = Fraction(bits, 8) if knn_engine == "faiss" else Fraction(1)
-        if knn_engine == "lucene":
-            note = ("Lucene scalar quantization to 7 bits (one byte per dimension): 4x compression of the vectors; "
-                    "the raw float vectors stay on disk beside them")  # fmt: skip
-        elif bits == 16:
-            note = "Faiss 16-bit scalar quantization (fp16 or bf16): 2x compression of the vectors"
-        else:
-            note = (f"binary quantization at {bits} bit(s): {32 // bits}x compression of the vectors; "
-                    "the graph's 8*m bytes per vector stay")  # fmt: skip
-        source = "lucene" if knn_engine == "lucene" else (None if bits in OPENSEARCH_BITS else "sq")
-        text = "d" if knn_engine == "lucene" else f"d*{bits}/8"
+        value, text, source, note = _opensearch_quantized(method, knn_engine, dtype, bits)
     else:
-        if dtype != "float32" and knn_engine == "nmslib":
-            raise ParameterError("dtype", f"must be float32 with the nmslib engine, got {dtype!r}")
-        if dtype == "binary" and knn_engine != "faiss":
-            raise ParameterError("dtype", f"binary is for the faiss engine only, not {knn_engine}")
-        if dtype == "binary" and d % 8:
-            raise ParameterError("dim", f"must be a multiple of 8 for binary vectors, got {d}")
-        value = OPENSEARCH_DTYPES[dtype]
-        text = {"float32": "4*d", "int8": "d", "binary": "d/8"}[dtype]
-        source = None if dtype == "float32" else "memory_optimized"
-        note = {"float32": "", "int8": "byte vectors: one signed byte per dimension, quantized before ingestion",
-                "binary": "binary vectors: one bit per dimension (hamming space)"}[dtype]  # fmt: skip
+        value, text, source, note = _opensearch_encoded(d, knn_engine, dtype)
     notes = [note] if note else []
     if method == "hnsw":
         return _OpenSearchLayout(k * (value * d + 8 * m), Fraction(0), f"1.1*({text} + 8*m) bytes/vector",
@@ -277,6 +230,74 @@ def _opensearch_layout(
     product = text if text == "d" else f"({text})"
     formula = f"1.1*({product}*n + {term}) bytes"
     return _OpenSearchLayout(k * value * d, k * centroids, formula, source or "ivf", notes)
+
+
+def _opensearch_pq_layout(
+    d: int, m: int, method: str, knn_engine: str, dtype: str, bits: int | None, nlist: int, pq_m: int,
+    nbits: int, segments: int,
+) -> _OpenSearchLayout:  # fmt: skip
+    """Faiss product quantization, HNSW or IVF: codes per vector, a code book (and centroids) per segment."""
+    k = OPENSEARCH_OVERHEAD
+    if knn_engine != "faiss" or dtype != "float32" or bits is not None:
+        raise ParameterError("pq_m", "is Faiss product quantization of float32 vectors: not with the lucene or "
+                                     "nmslib engine, a dtype other than float32, or bits")  # fmt: skip
+    if d % pq_m:
+        raise ParameterError("pq_m", f"must divide the dimension ({d}), got {pq_m}")
+    if method == "hnsw" and nbits != 8:
+        raise ParameterError("nbits", f"must be 8 with the hnsw method (PQ code_size), got {nbits}")
+    code = Fraction(nbits, 8) * pq_m + 24
+    book = segments * 2**nbits * 4 * d
+    if method == "hnsw":
+        return _OpenSearchLayout(k * (code + 8 * m), k * book,
+                                 "1.1*(((code_size/8)*pq_m + 24 + 8*m)*n + segments*(2^code_size*4*d)) bytes",
+                                 "pq", [f"PQ: pq_m {pq_m} sub-vectors of code_size {nbits} bits, a code book of "
+                                        f"2^{nbits} x 4d bytes in each of {segments} segments"])  # fmt: skip
+    note = (f"IVF-PQ: pq_m {pq_m} sub-vectors of code_size {nbits} bits, nlist {nlist}; the code book and "
+            f"centroids count once in each of {segments} segments")  # fmt: skip
+    return _OpenSearchLayout(k * code, k * (book + segments * 4 * nlist * d),
+                             "1.1*(((code_size/8)*pq_m + 24)*n + segments*(2^code_size*4*d + 4*nlist*d)) bytes",
+                             "pq", [note])  # fmt: skip
+
+
+def _opensearch_quantized(method: str, knn_engine: str, dtype: str, bits: int) -> tuple[Fraction, str, str | None, str]:
+    """An encoder of float vectors at ``bits``: bytes per dimension, its formula term, source and note."""
+    if dtype != "float32":
+        raise ParameterError("bits", f"is for float32 vectors (an encoder of a float field), not {dtype}")
+    if bits not in OPENSEARCH_SQ_BITS.get(knn_engine, ()):
+        takes = {"faiss": "1, 2, 4 or 16 with the faiss engine (7 with lucene)",
+                 "lucene": "7 with the lucene engine (its scalar quantizer; 1, 2, 4 or 16 with faiss)",
+                 "nmslib": "unset with the nmslib engine (it has no quantizer)"}[knn_engine]  # fmt: skip
+        raise ParameterError("bits", f"must be {takes}, got {bits!r}")
+    if method == "ivf" and bits != 16:
+        raise ParameterError("bits", f"must be 16 with the ivf method (1, 2 and 4 bits are HNSW only), got {bits}")
+    value = Fraction(bits, 8) if knn_engine == "faiss" else Fraction(1)
+    if knn_engine == "lucene":
+        note = ("Lucene scalar quantization to 7 bits (one byte per dimension): 4x compression of the vectors; "
+                "the raw float vectors stay on disk beside them")  # fmt: skip
+    elif bits == 16:
+        note = "Faiss 16-bit scalar quantization (fp16 or bf16): 2x compression of the vectors"
+    else:
+        note = (f"binary quantization at {bits} bit(s): {32 // bits}x compression of the vectors; "
+                "the graph's 8*m bytes per vector stay")  # fmt: skip
+    source = "lucene" if knn_engine == "lucene" else (None if bits in OPENSEARCH_BITS else "sq")
+    text = "d" if knn_engine == "lucene" else f"d*{bits}/8"
+    return value, text, source, note
+
+
+def _opensearch_encoded(d: int, knn_engine: str, dtype: str) -> tuple[Fraction, str, str | None, str]:
+    """Vectors stored as ``dtype``, no encoder: bytes per dimension, its formula term, source and note."""
+    if dtype != "float32" and knn_engine == "nmslib":
+        raise ParameterError("dtype", f"must be float32 with the nmslib engine, got {dtype!r}")
+    if dtype == "binary" and knn_engine != "faiss":
+        raise ParameterError("dtype", f"binary is for the faiss engine only, not {knn_engine}")
+    if dtype == "binary" and d % 8:
+        raise ParameterError("dim", f"must be a multiple of 8 for binary vectors, got {d}")
+    value = OPENSEARCH_DTYPES[dtype]
+    text = {"float32": "4*d", "int8": "d", "binary": "d/8"}[dtype]
+    source = None if dtype == "float32" else "memory_optimized"
+    note = {"float32": "", "int8": "byte vectors: one signed byte per dimension, quantized before ingestion",
+            "binary": "binary vectors: one bit per dimension (hamming space)"}[dtype]  # fmt: skip
+    return value, text, source, note
 
 
 def opensearch(
@@ -297,24 +318,10 @@ def opensearch(
     nodes = whole_number(nodes, "nodes", minimum=1, maximum=10_000)
     method = _choice(method, "method", OPENSEARCH_METHODS)
     knn_engine = _choice(knn_engine, "knn_engine", OPENSEARCH_ENGINES)
-    if str(dtype).lower() == "float16":
-        raise ParameterError("dtype", "must be float32, int8 or binary on OpenSearch, got 'float16': 16-bit floats "
-                                      "are Faiss scalar quantization of float32 vectors (16 bits)")  # fmt: skip
-    dtype = _choice(dtype, "dtype", OPENSEARCH_DTYPES)
-    if bits is not None and (isinstance(bits, bool) or not isinstance(bits, int)):
-        raise ParameterError("bits", f"must be a whole number of bits, got {bits!r}")
+    dtype = _opensearch_dtype(dtype, bits)
     if method == "ivf" and knn_engine != "faiss":
         raise ParameterError("method", f"ivf is for the faiss engine only, not {knn_engine}")
-    if nlist is not None and method != "ivf":
-        raise ParameterError("nlist", "is for the ivf method")
-    nlist = OPENSEARCH_NLIST if nlist is None else whole_number(nlist, "nlist", minimum=1)
-    if pq_m is not None:
-        pq_m = whole_number(pq_m, "pq_m", minimum=1, maximum=OPENSEARCH_PQ_MAX_M)
-    for name, value in (("nbits", nbits), ("segments", segments)):
-        if value is not None and pq_m is None:
-            raise ParameterError(name, "is for product quantization (pq_m)")
-    nbits = 8 if nbits is None else whole_number(nbits, "nbits", minimum=1, maximum=8)
-    segments = OPENSEARCH_SEGMENTS if segments is None else whole_number(segments, "segments", minimum=1)
+    nlist, pq_m, nbits, segments = _opensearch_codes(method, nlist, pq_m, nbits, segments)
     if d > OPENSEARCH_MAX_DIM:
         raise ParameterError("dim", f"must be at most {OPENSEARCH_MAX_DIM:,} on OpenSearch (a knn_vector field's "
                                     f"dimension, every engine), got {d:,}")  # fmt: skip
@@ -332,23 +339,7 @@ def opensearch(
     else:
         formula = f"{layout.formula} x (replicas + 1)"
     fits = max(0, math.floor((budget / copies - layout.fixed) / per_vector))
-    notes = [
-        f"every replica holds all vectors again: {copies} cop{'y' if copies == 1 else 'ies'} of the graph",
-        "the graphs live off the JVM heap; past the circuit breaker k-NN evicts the least recently used graphs",
-        *layout.notes,
-    ]
-    if knn_engine == "lucene" and dtype == "float32" and bits is None:
-        notes.append("the docs give no Lucene formula for float32 vectors without a quantizer: this is the general "
-                     "HNSW formula of the k-NN docs")  # fmt: skip
-    if knn_engine == "lucene":
-        notes.append(
-            "the docs size native-library indexes (faiss, nmslib) against the circuit breaker; "
-            "a Lucene graph is not one, so that budget is a comparison, not a documented Lucene limit"
-        )
-        if n >= LUCENE_MAX_VECTORS:
-            notes.append(f"the docs recommend Lucene/HNSW for less than {LUCENE_MAX_VECTORS:,} vectors; faiss for more")
-    if knn_engine == "nmslib":
-        notes.append("nmslib is deprecated in favor of the faiss and lucene engines")
+    notes = _opensearch_notes(n, copies, knn_engine, dtype, bits, layout)
     sources = list(OPENSEARCH_SOURCES)
     if layout.source is not None:
         sources.append(OPENSEARCH_VARIANT_SOURCES[layout.source])
@@ -367,6 +358,58 @@ def opensearch(
         fits=fits, fits_count=n <= fits, sources=sources, notes=notes, fixed_bytes=math.ceil(layout.fixed),
         limits=[{"limit": "k-NN circuit breaker (native memory)", "budget_bytes": math.floor(budget), "fits": fits}],
     )  # fmt: skip
+
+
+def _opensearch_dtype(dtype: str, bits: int | None) -> str:
+    """``dtype`` checked (float16 is an encoder on OpenSearch, not a stored type) and ``bits`` a whole number."""
+    if str(dtype).lower() == "float16":
+        raise ParameterError("dtype", "must be float32, int8 or binary on OpenSearch, got 'float16': 16-bit floats "
+                                      "are Faiss scalar quantization of float32 vectors (16 bits)")  # fmt: skip
+    dtype = _choice(dtype, "dtype", OPENSEARCH_DTYPES)
+    if bits is not None and (isinstance(bits, bool) or not isinstance(bits, int)):
+        raise ParameterError("bits", f"must be a whole number of bits, got {bits!r}")
+    return dtype
+
+
+def _opensearch_codes(
+    method: str, nlist: int | None, pq_m: int | None, nbits: int | None, segments: int | None
+) -> tuple[int, int | None, int, int]:
+    """IVF's ``nlist`` and product quantization's ``pq_m``, ``nbits`` and ``segments``, checked, with defaults."""
+    if nlist is not None and method != "ivf":
+        raise ParameterError("nlist", "is for the ivf method")
+    nlist = OPENSEARCH_NLIST if nlist is None else whole_number(nlist, "nlist", minimum=1)
+    if pq_m is not None:
+        pq_m = whole_number(pq_m, "pq_m", minimum=1, maximum=OPENSEARCH_PQ_MAX_M)
+    for name, value in (("nbits", nbits), ("segments", segments)):
+        if value is not None and pq_m is None:
+            raise ParameterError(name, "is for product quantization (pq_m)")
+    nbits = 8 if nbits is None else whole_number(nbits, "nbits", minimum=1, maximum=8)
+    segments = OPENSEARCH_SEGMENTS if segments is None else whole_number(segments, "segments", minimum=1)
+    return nlist, pq_m, nbits, segments
+
+
+def _opensearch_notes(
+    n: int, copies: int, knn_engine: str, dtype: str, bits: int | None, layout: _OpenSearchLayout
+) -> list[str]:
+    """What the replicas and the circuit breaker mean here, the layout's notes, and the engine's caveats."""
+    notes = [
+        f"every replica holds all vectors again: {copies} cop{'y' if copies == 1 else 'ies'} of the graph",
+        "the graphs live off the JVM heap; past the circuit breaker k-NN evicts the least recently used graphs",
+        *layout.notes,
+    ]
+    if knn_engine == "lucene" and dtype == "float32" and bits is None:
+        notes.append("the docs give no Lucene formula for float32 vectors without a quantizer: this is the general "
+                     "HNSW formula of the k-NN docs")  # fmt: skip
+    if knn_engine == "lucene":
+        notes.append(
+            "the docs size native-library indexes (faiss, nmslib) against the circuit breaker; "
+            "a Lucene graph is not one, so that budget is a comparison, not a documented Lucene limit"
+        )
+        if n >= LUCENE_MAX_VECTORS:
+            notes.append(f"the docs recommend Lucene/HNSW for less than {LUCENE_MAX_VECTORS:,} vectors; faiss for more")
+    if knn_engine == "nmslib":
+        notes.append("nmslib is deprecated in favor of the faiss and lucene engines")
+    return notes
 
 
 def azure_overhead(dim: int) -> Fraction:
@@ -409,17 +452,7 @@ def azure(
     by_storage = math.floor(storage / (AZURE_DISK_FACTOR * per_vector))
     by_documents = AZURE_MAX_DOCUMENTS[tier]
     fits = min(by_quota, by_storage, by_documents)
-    notes = [
-        "the quota is a hard limit: past it, indexing requests fail until documents are deleted or partitions added",
-        f"on disk a vector index takes about three times its memory size (~{3 * float(per_vector) * n / GIB:,.2f} GiB)",
-    ]
-    if overhead is None:
-        notes.append(f"HNSW overhead {float(hnsw):.1%}: the vendor's figure for the dimension nearest {d} at m = 4")
-    notes.append(f"storage ({AZURE_STORAGE_GB[tier]:,} GB per {tier} partition) holds every index's content too: "
-                 "the vectors' share of it is an upper bound")  # fmt: skip
-    if replicas > 1:
-        notes.append(f"{replicas} replicas copy the index for queries; the vector quota is per partition, not per "
-                     f"replica ({replicas * partitions} search units billed)")  # fmt: skip
+    notes = _azure_notes(n, d, tier, partitions, replicas, per_vector, None if overhead is not None else hnsw)
     limits = [
         {"limit": "vector index quota (memory)", "budget_bytes": budget, "fits": by_quota},
         {"limit": "partition storage (disk, vectors ~3x their memory size)", "budget_bytes": storage,
@@ -439,6 +472,26 @@ def azure(
         budget_formula=f"{AZURE_QUOTA_GB[tier]} GB vector quota per {tier} partition x {partitions} partition(s)",
         fits=fits, fits_count=n <= fits, sources=AZURE_SOURCES, notes=notes, limits=limits,
     )  # fmt: skip
+
+
+def _azure_notes(
+    n: int, d: int, tier: str, partitions: int, replicas: int, per_vector: Fraction, vendor_overhead: Fraction | None
+) -> list[str]:
+    """The quota's hardness, the size on disk, the overhead's source, storage, and what replicas cost."""
+    notes = [
+        "the quota is a hard limit: past it, indexing requests fail until documents are deleted or partitions added",
+        f"on disk a vector index takes about three times its memory size (~{3 * float(per_vector) * n / GIB:,.2f} GiB)",
+    ]
+    if vendor_overhead is not None:
+        notes.append(
+            f"HNSW overhead {float(vendor_overhead):.1%}: the vendor's figure for the dimension nearest {d} at m = 4"
+        )
+    notes.append(f"storage ({AZURE_STORAGE_GB[tier]:,} GB per {tier} partition) holds every index's content too: "
+                 "the vectors' share of it is an upper bound")  # fmt: skip
+    if replicas > 1:
+        notes.append(f"{replicas} replicas copy the index for queries; the vector quota is per partition, not per "
+                     f"replica ({replicas * partitions} search units billed)")  # fmt: skip
+    return notes
 
 
 def vertex(count: int, dim: int, shard_size: str = "medium", machine: str | None = None) -> PlatformCapacity:
