@@ -407,14 +407,7 @@ def pg_measure(
     check_limits(1, dim, config.dtype)
     config.resolved(dim)  # the index's own dimension limit
     check_memory(count, dim)
-    elements = None
-    if vectors is not None:
-        from contextlens.analyses.search.distinct_vectors import fold_vectors
-
-        if vectors.shape != (count, dim):
-            raise ParameterError("vectors", f"must be `count` x `dim` ({count} x {dim}), got {vectors.shape}")
-        x = normalize_rows(np.asarray(vectors, dtype=np.float32))
-        _, elements, _ = fold_vectors(x, config.dtype)
+    x, elements = _given_vectors(vectors, count, dim, config.dtype) if vectors is not None else (None, None)
     result = pg_estimate(config, count, dim, elements)
     if count > max_measure:
         raise ParameterError("count", f"must be at most `max_measure` ({max_measure:,}) to be measured, got "
@@ -426,39 +419,13 @@ def pg_measure(
     checked_dsn(dsn)  # parsed and tried before the vectors are drawn
     if vectors is None:
         x = normalize_rows(np.random.default_rng(seed).standard_normal((count, dim), dtype=np.float32))
-    measured: dict[str, Any] = {}
     with pg_server.database(dsn) as conninfo, pg_server.connect(conninfo) as conn:
         table = f"cl_capacity_{int(time.time() * 1e6)}"
-        try:
-            report = create_table(conn, table, x, resolved, maintenance_work_mem="1GB")
-            measured["heap_pages"] = conn.execute(
-                "SELECT pg_relation_size(%s::regclass, 'main') / 8192", (table,)
-            ).fetchone()[0]
-            measured.update(
-                index_bytes=report.index_bytes, index_pages=report.index_bytes // PAGE,
-                table_bytes=report.table_bytes, total_bytes=report.total_bytes, build_seconds=report.seconds,
-                notices=report.notices,
-            )  # fmt: skip
-            if resolved.type != "flat":
-                measured["replay"] = replay_index(conn, f"{table}_ann", dim, resolved)
-        finally:
-            conn.execute(f"DROP TABLE IF EXISTS {table}")
+        measured = _measured_build(conn, table, x, dim, resolved)
         if resolved.type != "ivfflat" or not memory_probe:
             measured.pop("heap_pages", None)
         if memory_probe and resolved.type == "hnsw" and result.build_memory_bytes:
-            # a quarter of the predicted need, in whole MiB: pgvector's graph memory grows in 1 MiB blocks,
-            # so the NOTICE point of a whole-MiB budget is that budget filled, within one element
-            budget_kb = max(1, result.build_memory_bytes // 4 // 2**20) * 1024
-            try:
-                report = create_table(conn, table, x, resolved, maintenance_work_mem=f"{budget_kb}kB")
-            finally:
-                conn.execute(f"DROP TABLE IF EXISTS {table}")
-            points = [int(m.group(1)) for m in map(NOTICE_RE.search, report.notices) if m]
-            measured.update(memory_probe_kb=budget_kb, memory_probe_notices=report.notices,
-                            memory_probe_seconds=report.seconds)  # fmt: skip
-            if points:
-                measured["bytes_per_element"] = budget_kb * 1024 / points[0]
-                measured["build_memory_bytes"] = round(Fraction(count * budget_kb * 1024, points[0]))
+            measured.update(_hnsw_memory_probe(conn, table, x, resolved, count, result.build_memory_bytes))
         if memory_probe and resolved.type == "ivfflat" and result.build_memory_bytes:
             # the sample is capped by the heap's real page count (COPY may extend it past the prediction)
             heap_pages = measured.pop("heap_pages")
@@ -467,6 +434,57 @@ def pg_measure(
             measured.update(_ivfflat_memory_threshold(conn, table, x, resolved, predicted))
     result.measured = measured
     return result
+
+
+def _given_vectors(vectors: np.ndarray, count: int, dim: int, dtype: str) -> tuple[np.ndarray, int]:
+    """The data's rows as unit vectors, and the HNSW elements their identical rows fold into."""
+    from contextlens.analyses.search.distinct_vectors import fold_vectors
+
+    if vectors.shape != (count, dim):
+        raise ParameterError("vectors", f"must be `count` x `dim` ({count} x {dim}), got {vectors.shape}")
+    x = normalize_rows(np.asarray(vectors, dtype=np.float32))
+    _, elements, _ = fold_vectors(x, dtype)
+    return x, elements
+
+
+def _measured_build(conn, table: str, x: np.ndarray, dim: int, resolved: PgIndexConfig) -> dict[str, Any]:
+    """The table and index built with ample memory: their sizes, the heap's pages, and the page rule replayed."""
+    measured: dict[str, Any] = {}
+    try:
+        report = create_table(conn, table, x, resolved, maintenance_work_mem="1GB")
+        measured["heap_pages"] = conn.execute(
+            "SELECT pg_relation_size(%s::regclass, 'main') / 8192", (table,)
+        ).fetchone()[0]
+        measured.update(
+            index_bytes=report.index_bytes, index_pages=report.index_bytes // PAGE,
+            table_bytes=report.table_bytes, total_bytes=report.total_bytes, build_seconds=report.seconds,
+            notices=report.notices,
+        )  # fmt: skip
+        if resolved.type != "flat":
+            measured["replay"] = replay_index(conn, f"{table}_ann", dim, resolved)
+    finally:
+        conn.execute(f"DROP TABLE IF EXISTS {table}")
+    return measured
+
+
+def _hnsw_memory_probe(
+    conn, table: str, x: np.ndarray, resolved: PgIndexConfig, count: int, predicted: int
+) -> dict[str, Any]:
+    """An HNSW build given a quarter of the predicted memory: the element at which its NOTICE came."""
+    # a quarter of the predicted need, in whole MiB: pgvector's graph memory grows in 1 MiB blocks,
+    # so the NOTICE point of a whole-MiB budget is that budget filled, within one element
+    budget_kb = max(1, predicted // 4 // 2**20) * 1024
+    try:
+        report = create_table(conn, table, x, resolved, maintenance_work_mem=f"{budget_kb}kB")
+    finally:
+        conn.execute(f"DROP TABLE IF EXISTS {table}")
+    points = [int(m.group(1)) for m in map(NOTICE_RE.search, report.notices) if m]
+    measured: dict[str, Any] = dict(memory_probe_kb=budget_kb, memory_probe_notices=report.notices,
+                                    memory_probe_seconds=report.seconds)  # fmt: skip
+    if points:
+        measured["bytes_per_element"] = budget_kb * 1024 / points[0]
+        measured["build_memory_bytes"] = round(Fraction(count * budget_kb * 1024, points[0]))
+    return measured
 
 
 def replay_index(conn, index: str, dim: int, config: PgIndexConfig) -> dict[str, Any]:
