@@ -25,6 +25,17 @@ def retrieval_figure(result: BenchmarkResult, metric: str | None = None) -> plt.
     full = [r for r in rows if r["reduction"] is None and r["dtype"] == "float32"]
     fig, (left, right) = plt.subplots(1, 2, figsize=(13, 5), gridspec_kw={"width_ratios": [1, 1.35]})
 
+    _layers_panel(left, result, full, metric)
+    _cost_panel(right, rows, metric)
+    meta = result.meta
+    size = meta.get("documents") or meta.get("queries")
+    fig.suptitle(f"{result.benchmark} — {result.model} ({size} {'documents' if 'documents' in meta else 'queries'})")
+    fig.tight_layout()
+    return fig
+
+
+def _layers_panel(left: plt.Axes, result: BenchmarkResult, full: list[dict], metric: str) -> None:
+    """The metric at each hidden layer, with input rows, the sentence embedding, static models and chance."""
     layers = sorted((r["layer"], r["value"]) for r in full if r["kind"] == "hidden-mean")
     left.plot([x for x, _ in layers], [y for _, y in layers], marker="o", color=KIND_COLORS["hidden-mean"],
               lw=2, label="hidden-mean at layer")  # fmt: skip
@@ -47,6 +58,9 @@ def retrieval_figure(result: BenchmarkResult, metric: str | None = None) -> plt.
     left.grid(alpha=0.3)
     left.legend(fontsize=8, loc="best")
 
+
+def _cost_panel(right: plt.Axes, rows: list[dict], metric: str) -> None:
+    """The metric against bytes per vector for the main system at each dtype and reduction, input rows beside."""
     # The cost sweep covers the sentence embedding, or for a model without one its last layer.
     has_sentence = any(r["kind"] == "sentence" for r in rows)
     top = max((r["layer"] for r in rows if r["kind"] == "hidden-mean"), default=None)
@@ -75,8 +89,3 @@ def retrieval_figure(result: BenchmarkResult, metric: str | None = None) -> plt.
     right.set_title("quality against storage: dimension (truncate / PCA) x dtype")
     right.grid(alpha=0.3, which="both")
     right.legend(fontsize=7, ncol=3, loc="upper center", bbox_to_anchor=(0.5, -0.14), frameon=False)
-    meta = result.meta
-    size = meta.get("documents") or meta.get("queries")
-    fig.suptitle(f"{result.benchmark} — {result.model} ({size} {'documents' if 'documents' in meta else 'queries'})")
-    fig.tight_layout()
-    return fig
