@@ -154,32 +154,7 @@ def divergence_figures(result: Comparison) -> list[go.Figure]:
     """Interactive version of the divergence figure: cosine of the target against layer."""
     fig = go.Figure()
     baseline_band(fig, result.layers, result.layer_baselines())
-    if result.n == 2:
-        fig.add_scatter(
-            x=result.layers,
-            y=result.layer_cosines,
-            mode="lines+markers",
-            name="hidden state",
-            line={"color": COLOURS[0], "width": 3},
-        )
-    else:
-        for i in range(result.n):
-            for j in range(i + 1, result.n):
-                fig.add_scatter(
-                    x=result.layers,
-                    y=result.matrices[:, i, j],
-                    mode="lines",
-                    opacity=0.5,
-                    name=f"sentences {i + 1}-{j + 1}",
-                    line={"width": 1},
-                )
-        fig.add_scatter(
-            x=result.layers,
-            y=result.layer_cosines,
-            mode="lines+markers",
-            name="mean over pairs",
-            line={"color": COLOURS[0], "width": 3},
-        )
+    _pair_lines(fig, result)
     # the static and input-row lines are flat and, for one word, both at 1.0: drawn as legend traces,
     # the static one wide and pale, the input row dotted on top of it, so both stay visible
     ends = [result.layers[0], result.layers[-1]]
@@ -212,6 +187,36 @@ def divergence_figures(result: Comparison) -> list[go.Figure]:
         yaxis_title="cosine similarity",
     )
     return [fig]
+
+
+def _pair_lines(fig: go.Figure, result: Comparison) -> None:
+    """The hidden state's cosine per layer: one line for two sentences, else each pair's and their mean."""
+    if result.n == 2:
+        fig.add_scatter(
+            x=result.layers,
+            y=result.layer_cosines,
+            mode="lines+markers",
+            name="hidden state",
+            line={"color": COLOURS[0], "width": 3},
+        )
+    else:
+        for i in range(result.n):
+            for j in range(i + 1, result.n):
+                fig.add_scatter(
+                    x=result.layers,
+                    y=result.matrices[:, i, j],
+                    mode="lines",
+                    opacity=0.5,
+                    name=f"sentences {i + 1}-{j + 1}",
+                    line={"width": 1},
+                )
+        fig.add_scatter(
+            x=result.layers,
+            y=result.layer_cosines,
+            mode="lines+markers",
+            name="mean over pairs",
+            line={"color": COLOURS[0], "width": 3},
+        )
 
 
 def same_sense_figures(answer: SameSenseAnswer) -> list[go.Figure]:
@@ -421,23 +426,7 @@ def attention_figures(result: AttentionResult) -> list[go.Figure]:
         labels = token_labels(m.display_tokens, m.target_positions)
         layers = [str(i) for i in range(1, m.num_layers + 1)]
         for fig, z, top, what in ((rows, m.head_mean, row_max, "head mean"), (rolled, m.rollout, roll_max, "rollout")):
-            fig.add_trace(
-                go.Heatmap(
-                    z=z.T,
-                    x=layers,
-                    y=labels,
-                    colorscale="Magma",
-                    reversescale=True,
-                    zmin=0,
-                    zmax=top,
-                    showscale=col == n,
-                    hovertemplate=f"layer %{{x}}, to %{{y}}: %{{z:.3f}} ({what})<extra></extra>",
-                ),
-                row=1,
-                col=col,
-            )
-            fig.update_yaxes(autorange="reversed", title="attended token" if col == 1 else None, row=1, col=col)
-            fig.update_xaxes(title="attention layer (block)", row=1, col=col)
+            _layer_panel(fig, z, layers, labels, top, what, col, n)
         grid.add_trace(
             go.Heatmap(
                 z=m.matrix(result.layer, result.head),
@@ -469,6 +458,29 @@ def attention_figures(result: AttentionResult) -> list[go.Figure]:
     )  # fmt: skip
     grid.update_layout(**LAYOUT, height=520, title=attention_grid_title(result))
     return [rows, rolled, grid]
+
+
+def _layer_panel(
+    fig: go.Figure, z: np.ndarray, layers: list[str], labels: list[str], top: float, what: str, col: int, n: int
+) -> None:
+    """One target's attention row per layer (head mean or rollout) as a heatmap in column ``col`` of ``n``."""
+    fig.add_trace(
+        go.Heatmap(
+            z=z.T,
+            x=layers,
+            y=labels,
+            colorscale="Magma",
+            reversescale=True,
+            zmin=0,
+            zmax=top,
+            showscale=col == n,
+            hovertemplate=f"layer %{{x}}, to %{{y}}: %{{z:.3f}} ({what})<extra></extra>",
+        ),
+        row=1,
+        col=col,
+    )
+    fig.update_yaxes(autorange="reversed", title="attended token" if col == 1 else None, row=1, col=col)
+    fig.update_xaxes(title="attention layer (block)", row=1, col=col)
 
 
 def probe_figures(result: ProbeResult) -> list[go.Figure]:
