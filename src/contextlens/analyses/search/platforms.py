@@ -29,16 +29,21 @@ it against the arithmetic done by hand.
 from __future__ import annotations
 
 import math
-import numbers
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
+from contextlens.analyses.search.platform_options import (
+    LABEL,  # noqa: F401 - named here too
+    PlatformCapacity,
+    checked_size,
+    choice_option,
+    real_option,
+)
 from contextlens.core.arguments import whole_number
 from contextlens.errors import ParameterError
 
 PLATFORMS: tuple[str, ...] = ("opensearch", "azure", "vertex")
-LABEL = "documented, not measured"
 GIB = 2**30
 
 OPENSEARCH_SOURCES = [
@@ -127,74 +132,6 @@ VERTEX_DEFAULT_MACHINE = {"small": "e2-standard-2", "medium": "e2-standard-16", 
 def vertex_machines(shard_size: str) -> list[str]:
     """The machine types the vendor's table allows for ``shard_size`` shards, in the table's order."""
     return [machine for machine, sizes in VERTEX_MACHINES.items() if shard_size in sizes]
-
-
-@dataclass
-class PlatformCapacity:
-    """What ``count`` vectors of ``dim`` dimensions take on a platform, and how many fit its budget."""
-
-    platform: str
-    count: int
-    dim: int
-    params: dict[str, Any]
-    bytes_per_vector: float  # one copy, by the documented formula
-    bytes: int  # all of them, every copy the platform keeps
-    formula: str
-    budget_bytes: int  # the memory or quota they must fit in
-    budget_formula: str
-    fits: int  # how many vectors of ``dim`` dimensions fit in the budget (and every other limit)
-    fits_count: bool  # whether ``count`` does
-    label: str = LABEL
-    sources: list[dict[str, str]] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    fixed_bytes: int = 0  # one copy's bytes that do not grow with the count (IVF centroids, PQ code books)
-    limits: list[dict[str, Any]] = field(default_factory=list)  # every documented limit: how many fit each
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-def _check(count: int, dim: int) -> tuple[int, int]:
-    return whole_number(count, "count", minimum=1, floats=True), whole_number(dim, "dim", minimum=1)
-
-
-def _real(
-    value: Any, name: str, low: int | Fraction, high: int | Fraction, *, low_open: bool = False,
-    high_open: bool = False, unit: str = "", why: str = "",
-) -> Fraction:  # fmt: skip
-    """The one range check of every real-valued platform option: ``value`` (an int or a float, numpy's
-    too; never a bool, nan or inf) as an exact Fraction from ``low`` to ``high`` (``low_open`` /
-    ``high_open``: that end excluded), or a ParameterError naming the range (its ``unit``, and
-    ``why``: where a bound comes from)."""
-
-    def inside(x: Fraction | None) -> bool:
-        return x is not None and (x > low if low_open else x >= low) and (x < high if high_open else x <= high)
-
-    number = None
-    if not isinstance(value, bool) and isinstance(value, numbers.Real) and math.isfinite(float(value)):
-        number = Fraction(value if isinstance(value, int | Fraction) else float(value))
-        short = number.limit_denominator(10**9)  # 0.1 as 1/10, unless that crosses a bound
-        number = short if inside(short) else number
-    if not inside(number):
-        if low_open or high_open:
-            bounds = (f"{'above' if low_open else 'at least'} {_shown(low)}{unit} and "
-                      f"{'below' if high_open else 'at most'} {_shown(high)}{unit}")  # fmt: skip
-        else:
-            bounds = f"from {_shown(low)} to {_shown(high)}{unit}"
-        raise ParameterError(name, f"must be a number {bounds}{why}, got {value!r}")
-    return number
-
-
-def _shown(x: int | Fraction) -> str:
-    return f"{int(x):,}" if isinstance(x, int) or x.denominator == 1 else f"{float(x):g}"
-
-
-def _choice(value: Any, name: str, choices: tuple[str, ...] | list[str] | dict[str, Any]) -> str:
-    """``value`` as one of ``choices`` (lower case), or a ParameterError naming them."""
-    text = str(value).lower()
-    if text not in choices:
-        raise ParameterError(name, f"must be one of {', '.join(choices)}, got {value!r}")
-    return text
 
 
 @dataclass
@@ -312,12 +249,12 @@ def opensearch(
     ``knn_engine`` faiss, lucene or nmslib; ``dtype`` float32, int8 (byte) or binary; ``bits`` Faiss's
     1, 2, 4 or 16-bit quantization or Lucene's 7-bit one; ``pq_m`` Faiss product quantization with
     ``nbits`` code size (default 8) and ``segments`` segments (default 300, the docs' recommendation)."""
-    n, d = _check(count, dim)
+    n, d = checked_size(count, dim)
     m = whole_number(m, "m", minimum=2, maximum=100)
     replicas = whole_number(replicas, "replicas", minimum=0, maximum=100)
     nodes = whole_number(nodes, "nodes", minimum=1, maximum=10_000)
-    method = _choice(method, "method", OPENSEARCH_METHODS)
-    knn_engine = _choice(knn_engine, "knn_engine", OPENSEARCH_ENGINES)
+    method = choice_option(method, "method", OPENSEARCH_METHODS)
+    knn_engine = choice_option(knn_engine, "knn_engine", OPENSEARCH_ENGINES)
     dtype = _opensearch_dtype(dtype, bits)
     if method == "ivf" and knn_engine != "faiss":
         raise ParameterError("method", f"ivf is for the faiss engine only, not {knn_engine}")
@@ -325,8 +262,8 @@ def opensearch(
     if d > OPENSEARCH_MAX_DIM:
         raise ParameterError("dim", f"must be at most {OPENSEARCH_MAX_DIM:,} on OpenSearch (a knn_vector field's "
                                     f"dimension, every engine), got {d:,}")  # fmt: skip
-    memory = _real(node_memory_gib, "node_memory_gib", 1, 1_000_000, unit=" GiB")
-    heap = min(memory / 2, Fraction(32)) if heap_gib is None else _real(
+    memory = real_option(node_memory_gib, "node_memory_gib", 1, 1_000_000, unit=" GiB")
+    heap = min(memory / 2, Fraction(32)) if heap_gib is None else real_option(
         heap_gib, "heap_gib", 0, memory, low_open=True, high_open=True, unit=" GiB",
         why=" (the node's memory, `node_memory_gib`)")  # fmt: skip
     layout = _opensearch_layout(d, m, method, knn_engine, dtype, bits, nlist, pq_m, nbits, segments)
@@ -365,7 +302,7 @@ def _opensearch_dtype(dtype: str, bits: int | None) -> str:
     if str(dtype).lower() == "float16":
         raise ParameterError("dtype", "must be float32, int8 or binary on OpenSearch, got 'float16': 16-bit floats "
                                       "are Faiss scalar quantization of float32 vectors (16 bits)")  # fmt: skip
-    dtype = _choice(dtype, "dtype", OPENSEARCH_DTYPES)
+    dtype = choice_option(dtype, "dtype", OPENSEARCH_DTYPES)
     if bits is not None and (isinstance(bits, bool) or not isinstance(bits, int)):
         raise ParameterError("bits", f"must be a whole number of bits, got {bits!r}")
     return dtype
@@ -426,7 +363,7 @@ def azure(
     ``partitions`` partitions of ``tier`` (services created after May 17, 2024), and the other
     documented limits: the partitions' storage (the vectors take about 3x on disk), the documents
     per index, the dimensions per vector field and the search units (``replicas`` x ``partitions``)."""
-    n, d = _check(count, dim)
+    n, d = checked_size(count, dim)
     tier = str(tier).lower().replace(" ", "")
     if tier not in AZURE_QUOTA_GB:
         raise ParameterError("tier", f"must be one of {', '.join(AZURE_QUOTA_GB)}, got {tier!r}")
@@ -440,9 +377,9 @@ def azure(
                                     f"vector field), got {d:,}")  # fmt: skip
     if not isinstance(dtype, str) or dtype not in AZURE_BYTES:
         raise ParameterError("dtype", f"Azure AI Search stores float32, float16, int16 or int8 vectors, got {dtype!r}")
-    hnsw = azure_overhead(d) if overhead is None else _real(overhead, "overhead", 0, 1)
+    hnsw = azure_overhead(d) if overhead is None else real_option(overhead, "overhead", 0, 1)
     # the share of the index's documents deleted but not yet merged away: below 1 while any document lives
-    deleted = AZURE_DELETED_RATIO if deleted_ratio is None else _real(deleted_ratio, "deleted_ratio", 0, 1,
+    deleted = AZURE_DELETED_RATIO if deleted_ratio is None else real_option(deleted_ratio, "deleted_ratio", 0, 1,
                                                                       high_open=True)  # fmt: skip
     raw = Fraction(d * AZURE_BYTES[dtype])
     per_vector = raw * (1 + hnsw) * (1 + deleted)
@@ -497,7 +434,7 @@ def _azure_notes(
 def vertex(count: int, dim: int, shard_size: str = "medium", machine: str | None = None) -> PlatformCapacity:
     """Vertex AI Vector Search: shards of ``shard_size`` for ``count`` float32 vectors (raw data only),
     each served by ``machine`` (one the vendor's table allows for that shard size; default its default)."""
-    n, d = _check(count, dim)
+    n, d = checked_size(count, dim)
     shard_size = str(shard_size).lower().removeprefix("shard_size_")
     if shard_size not in VERTEX_SHARDS_GIB:
         raise ParameterError("shard_size", f"must be small, medium or large, got {shard_size!r}")
