@@ -98,7 +98,7 @@ MachineOpt = Annotated[
 
 
 @app.command("capacity")
-def capacity_cmd(
+def capacity_cmd(  # noqa: PLR0913 - a command: one parameter per option
     count: CountOpt = None,
     dim: DimOpt = None,
     data: DataOpt = None,
@@ -379,7 +379,12 @@ def _platform_capacity(
     result = platform_capacity(engine, count, dim, **params)
     if json_out:
         print_json(result.to_dict())
-        return
+    else:
+        _print_platform_capacity(result, engine)
+
+
+def _print_platform_capacity(result, engine: str) -> None:
+    """Bytes per vector and in all against the budget, how many fit (or how many shards), the notes and sources."""
     shown = ", ".join(f"{k}={v}" for k, v in result.params.items() if v is not None and not isinstance(v, list))
     console.print(f"[bold]{result.count:,}[/bold] vectors x {result.dim} dims on [bold]{PLATFORM_NAMES[engine]}[/bold] "
                   f"({shown}) [yellow]{result.label}[/yellow]")  # fmt: skip

@@ -116,7 +116,7 @@ DedupeOpt = Annotated[
 
 
 @index_app.command("build")
-def index_build(  # noqa: PLR0913  a command takes one parameter per option
+def index_build(  # noqa: PLR0913 - a command: one parameter per option
     docs: DocsArg,
     out: Annotated[Path, typer.Option("--out", "-o", help="Folder to write the index into.")],
     model: BuildModelOpt = None,

@@ -57,7 +57,7 @@ AnchorSentencesOpt = Annotated[
 
 
 @app.command("probe")
-def probe_cmd(
+def probe_cmd(  # noqa: PLR0913 - a command: one parameter per option
     sentences: Annotated[list[str], typer.Argument(help="Sentences, target in \\[brackets].")],
     anchors: AnchorsOpt = None,
     anchor_sentences: AnchorSentencesOpt = None,

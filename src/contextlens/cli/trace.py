@@ -44,7 +44,7 @@ CorpusOpt = Annotated[
 
 
 @app.command("trace")
-def trace_cmd(
+def trace_cmd(  # noqa: PLR0913 - a command: one parameter per option
     sentence: Annotated[str, typer.Argument(help="A sentence, target in \\[brackets].")],
     top: Annotated[int, typer.Option("--top", "-k", help="Most attended tokens listed per layer.")] = 3,
     exclude_special: ExcludeSpecialOpt = False,

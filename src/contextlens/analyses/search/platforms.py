@@ -237,7 +237,7 @@ def _opensearch_encoded(d: int, knn_engine: str, dtype: str) -> tuple[Fraction, 
     return value, text, source, note
 
 
-def opensearch(
+def opensearch(  # noqa: PLR0913 - one keyword per documented OpenSearch setting (the CLI's options)
     count: int, dim: int, m: int = 16, replicas: int = 1, bits: int | None = None, node_memory_gib: float = 64,
     heap_gib: float | None = None, nodes: int = 1, method: str = "hnsw", knn_engine: str = "faiss",
     dtype: str = "float32", nlist: int | None = None, pq_m: int | None = None, nbits: int | None = None,

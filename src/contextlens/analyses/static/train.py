@@ -83,7 +83,7 @@ def read_token_lines(sources: list[str], stats: ReadStats) -> tuple[list[list[st
     return lines, tokens
 
 
-def train_static(
+def train_static(  # noqa: PLR0913 - the public API: one keyword per gensim setting (most keyword-only)
     corpus: str | list[str] = ALL_INSTALLED,
     method: str = "word2vec",
     *,
