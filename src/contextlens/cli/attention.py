@@ -34,7 +34,7 @@ from contextlens.errors import InputError
 
 
 @app.command("attention")
-def attention_cmd(
+def attention_cmd(  # noqa: PLR0913 - a command: one parameter per option
     sentences: Annotated[list[str], typer.Argument(help="One or two sentences, target in \\[brackets].")],
     layer: Annotated[int, typer.Option("--layer", "-l", help="Attention layer 1..L (block L) for close-ups.")] = 6,
     head: Annotated[int, typer.Option("--head", help="Attention head 0..H-1 for close-ups.")] = 3,

@@ -30,85 +30,107 @@ CapacityEngineOpt = Annotated[
 ]
 
 
+CountOpt = Annotated[int | None, typer.Option("--count", "-n", help="Number of vectors (or --data's).")]
+DimOpt = Annotated[int | None, typer.Option("--dim", "-d", help="Dimensions per vector (or a .npy --data's).")]
+DataOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--data",
+        help="The data: a .npy array (n, d) of the vectors, or documents (any file `index build` reads); "
+        "pgvector's HNSW counts its distinct vectors (identical ones fold into one element).",
+    ),
+]
+DtypeOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--dtype",
+        help="float32, float16, int8 or binary (default: the index's own); opensearch: float32, int8, binary; "
+        "azure: float32, float16, int16, int8.",
+    ),
+]
+MOpt = Annotated[int | None, typer.Option("--m", help="HNSW: neighbors per node (default 32; pgvector 16).")]
+NbitsOpt = Annotated[
+    int | None, typer.Option("--nbits", help="IVF-PQ: bits per sub-code (default 8); opensearch: PQ code_size.")
+]
+MeasureOpt = Annotated[bool, typer.Option("--measure", help="Also build the real FAISS index and measure it.")]
+MaxMeasureOpt = Annotated[
+    int | None,
+    typer.Option(
+        help="--measure: build on at most this many vectors (default 100,000); above it faiss "
+        "extrapolates two samples, pgvector refuses (its pages hold whole vectors)."
+    ),
+]
+ListsOpt = Annotated[int | None, typer.Option(help="pgvector IVFFlat: inverted lists (default 100).")]
+ReplicasOpt = Annotated[
+    int | None, typer.Option(help="opensearch: replicas of each shard; azure: replicas (default 1).")
+]
+BitsOpt = Annotated[
+    int | None,
+    typer.Option(help="opensearch: Faiss quantization at 1, 2, 4 or 16 bits, Lucene's at 7 (default: none)."),
+]
+MethodOpt = Annotated[str | None, typer.Option(help="opensearch: hnsw or ivf (default hnsw).")]
+KnnEngineOpt = Annotated[
+    str | None, typer.Option(help="opensearch: the k-NN engine, faiss, lucene or nmslib (default faiss).")
+]
+SegmentsOpt = Annotated[
+    int | None, typer.Option(help="opensearch PQ (--pq-m): segments, each with its code book (default 300).")
+]
+NodeMemoryGibOpt = Annotated[
+    float | None, typer.Option(help="opensearch: memory of each data node in GiB (default 64).")
+]
+HeapGibOpt = Annotated[
+    float | None, typer.Option(help="opensearch: JVM heap per node in GiB (default half the memory, at most 32).")
+]
+NodesOpt = Annotated[int | None, typer.Option(help="opensearch: data nodes (default 1).")]
+TierOpt = Annotated[str | None, typer.Option(help="azure: basic, s1, s2, s3, s3hd, l1 or l2 (default s1).")]
+PartitionsOpt = Annotated[int | None, typer.Option(help="azure: partitions (default 1).")]
+OverheadOpt = Annotated[
+    float | None, typer.Option(help="azure: HNSW overhead, 0.01-0.20 (default: the vendor's figure for d).")
+]
+DeletedRatioOpt = Annotated[float | None, typer.Option(help="azure: deleted-documents ratio (default 0.10).")]
+ShardSizeOpt = Annotated[
+    str | None,
+    typer.Option(help="vertex: small (2 GiB), medium (20 GiB) or large (50 GiB) shards (default medium)."),
+]
+MachineOpt = Annotated[
+    str | None, typer.Option(help="vertex: the machine type serving each shard (default: the shard size's).")
+]
+
+
 @app.command("capacity")
-def capacity_cmd(
-    count: Annotated[int | None, typer.Option("--count", "-n", help="Number of vectors (or --data's).")] = None,
-    dim: Annotated[int | None, typer.Option("--dim", "-d", help="Dimensions per vector (or a .npy --data's).")] = None,
-    data: Annotated[
-        Path | None,
-        typer.Option(
-            "--data",
-            help="The data: a .npy array (n, d) of the vectors, or documents (any file `index build` reads); "
-            "pgvector's HNSW counts its distinct vectors (identical ones fold into one element).",
-        ),
-    ] = None,
-    dtype: Annotated[
-        str | None,
-        typer.Option(
-            "--dtype",
-            help="float32, float16, int8 or binary (default: the index's own); opensearch: float32, int8, binary; "
-            "azure: float32, float16, int16, int8.",
-        ),
-    ] = None,
+def capacity_cmd(  # noqa: PLR0913 - a command: one parameter per option
+    count: CountOpt = None,
+    dim: DimOpt = None,
+    data: DataOpt = None,
+    dtype: DtypeOpt = None,
     index: IndexTypeOpt = "flat",
-    m: Annotated[int | None, typer.Option("--m", help="HNSW: neighbors per node (default 32; pgvector 16).")] = None,
+    m: MOpt = None,
     nlist: NlistOpt = None,
     pq_m: PqMOpt = None,
-    nbits: Annotated[
-        int | None, typer.Option("--nbits", help="IVF-PQ: bits per sub-code (default 8); opensearch: PQ code_size.")
-    ] = None,
-    measure: Annotated[bool, typer.Option("--measure", help="Also build the real FAISS index and measure it.")] = False,
-    max_measure: Annotated[
-        int | None,
-        typer.Option(
-            help="--measure: build on at most this many vectors (default 100,000); above it faiss "
-            "extrapolates two samples, pgvector refuses (its pages hold whole vectors)."
-        ),
-    ] = None,
+    nbits: NbitsOpt = None,
+    measure: MeasureOpt = False,
+    max_measure: MaxMeasureOpt = None,
     engine: CapacityEngineOpt = "faiss",
     dsn: DsnOpt = None,
-    lists: Annotated[int | None, typer.Option(help="pgvector IVFFlat: inverted lists (default 100).")] = None,
-    replicas: Annotated[
-        int | None, typer.Option(help="opensearch: replicas of each shard; azure: replicas (default 1).")
-    ] = None,
-    bits: Annotated[
-        int | None,
-        typer.Option(help="opensearch: Faiss quantization at 1, 2, 4 or 16 bits, Lucene's at 7 (default: none)."),
-    ] = None,
-    method: Annotated[str | None, typer.Option(help="opensearch: hnsw or ivf (default hnsw).")] = None,
-    knn_engine: Annotated[
-        str | None, typer.Option(help="opensearch: the k-NN engine, faiss, lucene or nmslib (default faiss).")
-    ] = None,
-    segments: Annotated[
-        int | None, typer.Option(help="opensearch PQ (--pq-m): segments, each with its code book (default 300).")
-    ] = None,
-    node_memory_gib: Annotated[
-        float | None, typer.Option(help="opensearch: memory of each data node in GiB (default 64).")
-    ] = None,
-    heap_gib: Annotated[
-        float | None, typer.Option(help="opensearch: JVM heap per node in GiB (default half the memory, at most 32).")
-    ] = None,
-    nodes: Annotated[int | None, typer.Option(help="opensearch: data nodes (default 1).")] = None,
-    tier: Annotated[str | None, typer.Option(help="azure: basic, s1, s2, s3, s3hd, l1 or l2 (default s1).")] = None,
-    partitions: Annotated[int | None, typer.Option(help="azure: partitions (default 1).")] = None,
-    overhead: Annotated[
-        float | None, typer.Option(help="azure: HNSW overhead, 0.01-0.20 (default: the vendor's figure for d).")
-    ] = None,
-    deleted_ratio: Annotated[float | None, typer.Option(help="azure: deleted-documents ratio (default 0.10).")] = None,
-    shard_size: Annotated[
-        str | None,
-        typer.Option(help="vertex: small (2 GiB), medium (20 GiB) or large (50 GiB) shards (default medium)."),
-    ] = None,
-    machine: Annotated[
-        str | None, typer.Option(help="vertex: the machine type serving each shard (default: the shard size's).")
-    ] = None,
+    lists: ListsOpt = None,
+    replicas: ReplicasOpt = None,
+    bits: BitsOpt = None,
+    method: MethodOpt = None,
+    knn_engine: KnnEngineOpt = None,
+    segments: SegmentsOpt = None,
+    node_memory_gib: NodeMemoryGibOpt = None,
+    heap_gib: HeapGibOpt = None,
+    nodes: NodesOpt = None,
+    tier: TierOpt = None,
+    partitions: PartitionsOpt = None,
+    overhead: OverheadOpt = None,
+    deleted_ratio: DeletedRatioOpt = None,
+    shard_size: ShardSizeOpt = None,
+    machine: MachineOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Memory and disk for N vectors in FAISS or pgvector (formula; --measure builds it), or how many fit on
     OpenSearch, Azure AI Search or Vertex AI (their documented formulas, not measured)."""
-    from contextlens.analyses.search.capacity import estimate
-    from contextlens.analyses.search.capacity import measure as measure_size
-    from contextlens.analyses.search.index_config import DEFAULT_PARAMS, IndexConfig
     from contextlens.analyses.search.pg_index import check_engine
 
     given_platform = {"replicas": replicas, "bits": bits, "node_memory_gib": node_memory_gib, "heap_gib": heap_gib,
@@ -117,12 +139,7 @@ def capacity_cmd(
                       "knn_engine": knn_engine, "segments": segments, "machine": machine}  # fmt: skip
     if engine not in ("faiss", "pgvector", *PLATFORMS):
         raise InputError(f"--engine must be one of faiss, pgvector, {', '.join(PLATFORMS)}, got {engine!r}")
-    counted = None
-    if data is not None:
-        counted = _count_data(data, dtype or "float32")
-        count, dim = _data_shape(counted, count, dim)
-    if count is None or dim is None:
-        raise InputError("give --count and --dim, or --data (a .npy array gives both; documents give --count)")
+    count, dim, counted = _shape(data, dtype, count, dim)
     if max_measure is not None and not measure:
         raise InputError("--max-measure is for --measure: the formula builds nothing")
     if engine in PLATFORMS:
@@ -138,18 +155,28 @@ def capacity_cmd(
         return
     if dsn is not None or lists is not None:
         raise InputError("--dsn and --lists are for --engine pgvector")
+    given = {"m": 32 if m is None else m, "nlist": nlist, "pq_m": pq_m, "nbits": 8 if nbits is None else nbits}
+    result = _faiss_capacity(index, given, dtype, count, dim, measure, max_measure, quiet=json_out)
+    print_json(result.to_dict()) if json_out else _print_faiss_capacity(result)
+
+
+def _faiss_capacity(index: str, given: dict, dtype, count: int, dim: int, measure: bool, max_measure, *, quiet: bool):
+    """The FAISS index's bytes by formula, or also built and measured (--measure)."""
+    from contextlens.analyses.search.capacity import estimate
+    from contextlens.analyses.search.capacity import measure as measure_size
+    from contextlens.analyses.search.index_config import DEFAULT_PARAMS, IndexConfig
+
     if index not in DEFAULT_PARAMS:
         raise InputError(f"unknown --index {index!r}; use one of {', '.join(DEFAULT_PARAMS)}")
-    given = {"m": 32 if m is None else m, "nlist": nlist, "pq_m": pq_m, "nbits": 8 if nbits is None else nbits}
     config = IndexConfig(index, {k: v for k, v in given.items() if k in DEFAULT_PARAMS[index]}, dtype)
-    if measure:
-        with contextlib.nullcontext() if json_out else console.status("building the FAISS index to measure it..."):
-            result = measure_size(config, count, dim, max_measure=MAX_MEASURE if max_measure is None else max_measure)
-    else:
-        result = estimate(config, count, dim)
-    if json_out:
-        print_json(result.to_dict())
-        return
+    if not measure:
+        return estimate(config, count, dim)
+    with contextlib.nullcontext() if quiet else console.status("building the FAISS index to measure it..."):
+        return measure_size(config, count, dim, max_measure=MAX_MEASURE if max_measure is None else max_measure)
+
+
+def _print_faiss_capacity(result) -> None:
+    """The formula's parts, its total, and the measured size beside it when --measure built the index."""
     extra = ", ".join(f"{k}={v}" for k, v in result.params.items())
     console.print(
         f"[bold]{result.count:,}[/bold] vectors x {result.dim} dims, {result.dtype}, "
@@ -173,6 +200,19 @@ def capacity_cmd(
     console.print("[dim]memory ~= disk: FAISS keeps the same arrays in RAM that it serializes[/dim]")
     if result.measured_on:
         console.print(f"[dim]measured: {result.measured_on} in {result.measure_seconds:.1f} s[/dim]")
+
+
+def _shape(
+    data: Path | None, dtype: str | None, count: int | None, dim: int | None
+) -> tuple[int, int, DataCount | None]:
+    """--count and --dim, given or read from --data (with --data's count of rows and distinct vectors)."""
+    counted = None
+    if data is not None:
+        counted = _count_data(data, dtype or "float32")
+        count, dim = _data_shape(counted, count, dim)
+    if count is None or dim is None:
+        raise InputError("give --count and --dim, or --data (a .npy array gives both; documents give --count)")
+    return count, dim, counted
 
 
 def _count_data(data: Path, dtype: str) -> DataCount:
@@ -222,7 +262,12 @@ def _pgvector_capacity(
         result = pg_estimate(config, count, dim, None if counted is None else counted.elements)
     if json_out:
         print_json(result.to_dict() | ({"data": counted.to_dict()} if counted is not None else {}))
-        return
+    else:
+        _print_pg_capacity(result, config, dim, measure, counted)
+
+
+def _print_pg_capacity(result, config, dim: int, measure: bool, counted: DataCount | None) -> None:
+    """The predicted sizes beside the measured ones (--measure), the formulas, and how the page rule replayed."""
     if counted is not None:
         console.print(
             f"--data {escape(counted.source)}: {counted.rows:,} rows, {counted.distinct:,} distinct "
@@ -234,6 +279,30 @@ def _pgvector_capacity(
         f"({config.column(dim)}), pgvector [bold]{result.index}[/bold]{f' ({extra})' if extra else ''}"
     )
     measured = result.measured or {}
+    console.print(_pg_table(result, measured, measure))
+    console.print(f"index: {result.index_formula}" + ("" if result.exact else " [dim](an estimate)[/dim]"))
+    if result.index_pages_range and not result.exact:
+        low, high = result.index_pages_range
+        console.print(
+            f"index pages: {result.index_pages:,} expected, {low:,} to {high:,} for 95% of builds: pgvector draws "
+            "each element's level at random while it builds, so no formula knows the count beforehand"
+        )
+    _print_replay(measured.get("replay"), result.index)
+    if result.build_memory_formula:
+        console.print(f"build memory: {result.build_memory_formula}")
+    for note in result.notes:
+        console.print(f"[dim]{note}[/dim]")
+    if result.index == "ivfflat" and "build_below" in measured:
+        below, above = measured["memory_probe_kb"]
+        console.print(f"[dim]with maintenance_work_mem = {below:,} kB: {measured['build_below']}; "
+                      f"with {above:,} kB: {measured['build_above']}[/dim]")  # fmt: skip
+    if measured.get("memory_probe_notices"):
+        console.print(f"[dim]with maintenance_work_mem = {measured['memory_probe_kb']:,} kB: "
+                      f"{'; '.join(measured['memory_probe_notices'])}[/dim]")  # fmt: skip
+
+
+def _pg_table(result, measured: dict, measure: bool) -> Table:
+    """Each part's predicted bytes, and with --measure the bytes PostgreSQL reports and the function that did."""
     table = Table(show_header=True)
     table.add_column("part")
     table.add_column("predicted bytes", justify="right")
@@ -257,18 +326,14 @@ def _pgvector_capacity(
         if measure:
             cells += [f"{got:,}" if got is not None else "", how if got is not None else ""]
         table.add_row(*cells)
-    console.print(table)
-    console.print(f"index: {result.index_formula}" + ("" if result.exact else " [dim](an estimate)[/dim]"))
-    if result.index_pages_range and not result.exact:
-        low, high = result.index_pages_range
-        console.print(
-            f"index pages: {result.index_pages:,} expected, {low:,} to {high:,} for 95% of builds: pgvector draws "
-            "each element's level at random while it builds, so no formula knows the count beforehand"
-        )
-    replay = measured.get("replay")
+    return table
+
+
+def _print_replay(replay: dict | None, index: str) -> None:
+    """The page rule replayed on the lists (IVFFlat) or levels (HNSW) the measured build drew."""
     if replay and "skipped" in replay:
         console.print(f"[dim]{replay['skipped']}[/dim]")
-    elif replay and result.index == "ivfflat":
+    elif replay and index == "ivfflat":
         where = "each list on the pages it predicts" if replay["same_lists"] else "[red]some lists elsewhere[/red]"
         console.print(
             f"the page rule on the lists this index's k-means made ({replay['lists']:,} lists of "
@@ -282,17 +347,6 @@ def _pgvector_capacity(
             f"the page rule on the levels this index drew ({levels}; read back from its pages): "
             f"{replay['pages']:,} pages against {replay['measured_pages']:,} built, {where}"
         )
-    if result.build_memory_formula:
-        console.print(f"build memory: {result.build_memory_formula}")
-    for note in result.notes:
-        console.print(f"[dim]{note}[/dim]")
-    if result.index == "ivfflat" and "build_below" in measured:
-        below, above = measured["memory_probe_kb"]
-        console.print(f"[dim]with maintenance_work_mem = {below:,} kB: {measured['build_below']}; "
-                      f"with {above:,} kB: {measured['build_above']}[/dim]")  # fmt: skip
-    if measured.get("memory_probe_notices"):
-        console.print(f"[dim]with maintenance_work_mem = {measured['memory_probe_kb']:,} kB: "
-                      f"{'; '.join(measured['memory_probe_notices'])}[/dim]")  # fmt: skip
 
 
 PLATFORM_PARAMS = {
@@ -325,7 +379,12 @@ def _platform_capacity(
     result = platform_capacity(engine, count, dim, **params)
     if json_out:
         print_json(result.to_dict())
-        return
+    else:
+        _print_platform_capacity(result, engine)
+
+
+def _print_platform_capacity(result, engine: str) -> None:
+    """Bytes per vector and in all against the budget, how many fit (or how many shards), the notes and sources."""
     shown = ", ".join(f"{k}={v}" for k, v in result.params.items() if v is not None and not isinstance(v, list))
     console.print(f"[bold]{result.count:,}[/bold] vectors x {result.dim} dims on [bold]{PLATFORM_NAMES[engine]}[/bold] "
                   f"({shown}) [yellow]{result.label}[/yellow]")  # fmt: skip

@@ -61,39 +61,44 @@ def cost_cmd(
         if json_out:
             print_json(report.to_dict())
             return
-        table = Table(title=f"per token, measured on {report.sentences} {corpus} sentences ({report.machine})")
-        backend = report.backend
-        contextual = f"{report.model_name} (contextual{'' if backend.is_reference else ', ' + backend.label})"
-        for col in ("", report.static_name + " (static)", contextual):
-            table.add_column(col, justify="right")
-        table.add_row(
-            "time per token (median)",
-            f"{report.lookup_seconds_per_token * 1e9:,.0f} ns",
-            f"{report.forward_seconds_per_token * 1e6:,.1f} us",
-        )
-        table.add_row("ratio", "1x", f"{report.ratio:,.0f}x")
-        table.add_row("table / weights", human_bytes(report.static_table_bytes), human_bytes(report.model_weight_bytes))
-        table.add_row("activations, one batch", "-", human_bytes(report.activation_bytes))
-        docs = report.documents
-        table.add_row(
-            f"embed {report.count:,} documents",
-            _duration(docs["static"]["embed_seconds"]),
-            _duration(docs["contextual"]["embed_seconds"]),
-        )
-        table.add_row(
-            f"flat index of {report.count:,}",
-            f"{human_bytes(docs['static']['index_bytes'])} ({docs['static']['dim']}d)",
-            f"{human_bytes(docs['contextual']['index_bytes'])} ({docs['contextual']['dim']}d)",
-        )
-        console.print(table)
-        console.print("[bold]the seed's table, with our numbers filled in[/bold]")
-        for row in report.seed_table():
-            console.print(f"[bold]{row['aspect']}[/bold]")
-            console.print(f"  static, seed:         {row['seed_static']}")
-            console.print(f"  static, measured:     {row['measured_static']}")
-            console.print(f"  contextual, seed:     {row['seed_contextual']}")
-            console.print(f"  contextual, measured: {row['measured_contextual']}")
-        console.print(f"[dim]activations: {report.activation_formula}; documents as long as the timed sentences[/dim]")
+        _print_cost(report, corpus)
+
+
+def _print_cost(report, corpus: str) -> None:
+    """Per token, static against contextual: time, bytes, the cost at --count documents, and the seed's table."""
+    table = Table(title=f"per token, measured on {report.sentences} {corpus} sentences ({report.machine})")
+    backend = report.backend
+    contextual = f"{report.model_name} (contextual{'' if backend.is_reference else ', ' + backend.label})"
+    for col in ("", report.static_name + " (static)", contextual):
+        table.add_column(col, justify="right")
+    table.add_row(
+        "time per token (median)",
+        f"{report.lookup_seconds_per_token * 1e9:,.0f} ns",
+        f"{report.forward_seconds_per_token * 1e6:,.1f} us",
+    )
+    table.add_row("ratio", "1x", f"{report.ratio:,.0f}x")
+    table.add_row("table / weights", human_bytes(report.static_table_bytes), human_bytes(report.model_weight_bytes))
+    table.add_row("activations, one batch", "-", human_bytes(report.activation_bytes))
+    docs = report.documents
+    table.add_row(
+        f"embed {report.count:,} documents",
+        _duration(docs["static"]["embed_seconds"]),
+        _duration(docs["contextual"]["embed_seconds"]),
+    )
+    table.add_row(
+        f"flat index of {report.count:,}",
+        f"{human_bytes(docs['static']['index_bytes'])} ({docs['static']['dim']}d)",
+        f"{human_bytes(docs['contextual']['index_bytes'])} ({docs['contextual']['dim']}d)",
+    )
+    console.print(table)
+    console.print("[bold]the seed's table, with our numbers filled in[/bold]")
+    for row in report.seed_table():
+        console.print(f"[bold]{row['aspect']}[/bold]")
+        console.print(f"  static, seed:         {row['seed_static']}")
+        console.print(f"  static, measured:     {row['measured_static']}")
+        console.print(f"  contextual, seed:     {row['seed_contextual']}")
+        console.print(f"  contextual, measured: {row['measured_contextual']}")
+    console.print(f"[dim]activations: {report.activation_formula}; documents as long as the timed sentences[/dim]")
 
 
 def _duration(seconds: float) -> str:

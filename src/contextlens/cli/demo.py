@@ -32,6 +32,8 @@ from contextlens.core.occurrences import parse_marked
 from contextlens.examples import BANK_BY_SENSE, WORKED_EXAMPLE
 from contextlens.reports.output_paths import check_output_folder
 
+OutOpt = Annotated[Path, typer.Option(help="Folder for the figures and report.html.", callback=check_output_folder)]
+
 
 @app.command("demo")
 def demo_cmd(
@@ -40,9 +42,7 @@ def demo_cmd(
     runtime: RuntimeOpt = "auto",
     threads: ThreadsOpt = None,
     static: StaticOpt = DEFAULT_STATIC_MODEL,
-    out: Annotated[
-        Path, typer.Option(help="Folder for the figures and report.html.", callback=check_output_folder)
-    ] = Path("contextlens-demo"),
+    out: OutOpt = Path("contextlens-demo"),
 ) -> None:
     """The lesson end to end: "bank" in two sentences, several per sense, and report.html with every experiment."""
     from contextlens.analyses.lesson.divergence import compare, same_and_cross_by_layer
@@ -83,6 +83,13 @@ def demo_cmd(
             divergence_figure(many, "“bank” in 8 sentences (4 finance, 4 river)", labels), out / "bank-by-sense.png"
         )
     console.print(f"figures: {p1}, {p2}")
+    _lesson_report(contextual, static_model, model, out)
+
+
+def _lesson_report(contextual, static_model, model: str, out: Path) -> None:
+    """Section 3: every experiment of the lesson run once, drawn into report.html (and two PNG figures)."""
+    from contextlens.reports.figures import save
+
     console.rule("[bold]3. The whole lesson as one offline HTML report")
     from contextlens.analyses.lesson.run import run_lesson
 

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
 
 @app.command("explore")
-def explore_cmd(
+def explore_cmd(  # noqa: PLR0913 - a command: one parameter per option
     words: Annotated[
         list[str] | None, typer.Argument(help="Words to explore (default: every word in the set).")
     ] = None,
@@ -98,13 +98,7 @@ def render_exploration(result: Exploration, matrices: bool = False) -> None:
     print_baseline_line(result)
     labelled = [w for w in result.words if w.labelled]
     if labelled:
-        per_layer = Table(title="separation gap (same − cross sense cosine) per layer, permutation p in brackets")
-        per_layer.add_column("layer", justify="right")
-        for w in labelled:
-            per_layer.add_column(escape(w.word), justify="right")
-        for k, lay in enumerate(labelled[0].layers):
-            per_layer.add_row(str(lay), *[f"{w.gaps[k]:+.3f} ({w.p_values[k]:.3f})" for w in labelled])
-        console.print(per_layer)
+        console.print(_gap_table(labelled))
     for w in result.words:
         if w.no_gap_reason:
             console.print(f"[dim]{escape(w.word)}: no gap: {escape(w.no_gap_reason)}[/dim]")
@@ -113,16 +107,32 @@ def render_exploration(result: Exploration, matrices: bool = False) -> None:
     )
     if matrices:
         for w in result.words:
-            m = Table(title=escape(f"“{w.word}”: cosine at layer {w.layer}"))
-            m.add_column("#", justify="right")
-            m.add_column("sense")
-            for j in range(len(w.occurrences)):
-                m.add_column(str(j + 1), justify="right")
-            for i, s in enumerate(w.senses):
-                m.add_row(str(i + 1), escape(s or "-"), *[f"{v:.2f}" for v in w.matrix[i]])
-            console.print(m)
-            for i, o in enumerate(w.occurrences, 1):
-                console.print(f"  [dim]{i}. {escape(o.marked())}[/dim]")
+            _print_matrix(w)
+
+
+def _gap_table(labelled: list) -> Table:
+    """The separation gap of each labelled word per layer, its permutation p beside it."""
+    per_layer = Table(title="separation gap (same − cross sense cosine) per layer, permutation p in brackets")
+    per_layer.add_column("layer", justify="right")
+    for w in labelled:
+        per_layer.add_column(escape(w.word), justify="right")
+    for k, lay in enumerate(labelled[0].layers):
+        per_layer.add_row(str(lay), *[f"{w.gaps[k]:+.3f} ({w.p_values[k]:.3f})" for w in labelled])
+    return per_layer
+
+
+def _print_matrix(w) -> None:
+    """One word's cosine matrix at its layer, then its sentences numbered as the matrix's rows."""
+    m = Table(title=escape(f"“{w.word}”: cosine at layer {w.layer}"))
+    m.add_column("#", justify="right")
+    m.add_column("sense")
+    for j in range(len(w.occurrences)):
+        m.add_column(str(j + 1), justify="right")
+    for i, s in enumerate(w.senses):
+        m.add_row(str(i + 1), escape(s or "-"), *[f"{v:.2f}" for v in w.matrix[i]])
+    console.print(m)
+    for i, o in enumerate(w.occurrences, 1):
+        console.print(f"  [dim]{i}. {escape(o.marked())}[/dim]")
 
 
 def print_baseline_line(result: Exploration) -> None:

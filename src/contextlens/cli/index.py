@@ -83,145 +83,189 @@ StaticOpt = Annotated[
 NbitsOpt = Annotated[int | None, typer.Option("--nbits", help="IVF-PQ: bits per sub-code (default 8).")]
 
 
+DocsArg = Annotated[
+    Path,
+    typer.Argument(
+        help="A text file (one document per line), a folder of .txt, JSONL, or Parquet with a "
+        "'text' column (.gz/.bz2 too)."
+    ),
+]
+BuildModelOpt = Annotated[
+    str | None, typer.Option("--model", "-m", help="Contextual model: mpnet (default), minilm, ...")
+]
+DtypeOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--dtype",
+        help="Stored type: float32 (default), float16, int8, binary; pgvector: float32 "
+        "(vector), float16 (halfvec), binary (bit, re-ranked by cosine).",
+    ),
+]
+EfConstructionOpt = Annotated[int | None, typer.Option(help="HNSW: build-time beam width (default 80; pgvector 64).")]
+EfSearchOpt = Annotated[int | None, typer.Option(help="HNSW: query-time beam width (default 64; pgvector 40).")]
+NprobeOpt = Annotated[int | None, typer.Option(help="IVF-PQ: lists visited per query (default 16).")]
+ListsOpt = Annotated[int | None, typer.Option(help="pgvector IVFFlat: inverted lists (default 100).")]
+ProbesOpt = Annotated[int | None, typer.Option(help="pgvector IVFFlat: lists visited per query (default 1).")]
+ForceOpt = Annotated[
+    bool, typer.Option("--force", help="Build into an --out folder that also holds other files (kept).")
+]
+DedupeOpt = Annotated[
+    bool,
+    typer.Option("--dedupe", help="Index each distinct text once (its first id); says how many were folded."),
+]
+
+
 @index_app.command("build")
-def index_build(
-    docs: Annotated[
-        Path,
-        typer.Argument(
-            help="A text file (one document per line), a folder of .txt, JSONL, or Parquet with a "
-            "'text' column (.gz/.bz2 too)."
-        ),
-    ],
+def index_build(  # noqa: PLR0913 - a command: one parameter per option
+    docs: DocsArg,
     out: Annotated[Path, typer.Option("--out", "-o", help="Folder to write the index into.")],
-    model: Annotated[
-        str | None, typer.Option("--model", "-m", help="Contextual model: mpnet (default), minilm, ...")
-    ] = None,
+    model: BuildModelOpt = None,
     kind: KindOpt = None,
     layer: BuildLayerOpt = None,
     static: StaticOpt = None,
     index: IndexTypeOpt = "flat",
     engine: EngineOpt = "faiss",
     dsn: DsnOpt = None,
-    dtype: Annotated[
-        str | None,
-        typer.Option(
-            "--dtype",
-            help="Stored type: float32 (default), float16, int8, binary; pgvector: float32 "
-            "(vector), float16 (halfvec), binary (bit, re-ranked by cosine).",
-        ),
-    ] = None,
+    dtype: DtypeOpt = None,
     m: MOpt = None,
-    ef_construction: Annotated[
-        int | None, typer.Option(help="HNSW: build-time beam width (default 80; pgvector 64).")
-    ] = None,
-    ef_search: Annotated[
-        int | None, typer.Option(help="HNSW: query-time beam width (default 64; pgvector 40).")
-    ] = None,
+    ef_construction: EfConstructionOpt = None,
+    ef_search: EfSearchOpt = None,
     nlist: NlistOpt = None,
     pq_m: PqMOpt = None,
     nbits: NbitsOpt = None,
-    nprobe: Annotated[int | None, typer.Option(help="IVF-PQ: lists visited per query (default 16).")] = None,
-    lists: Annotated[int | None, typer.Option(help="pgvector IVFFlat: inverted lists (default 100).")] = None,
-    probes: Annotated[int | None, typer.Option(help="pgvector IVFFlat: lists visited per query (default 1).")] = None,
+    nprobe: NprobeOpt = None,
+    lists: ListsOpt = None,
+    probes: ProbesOpt = None,
     batch_size: Annotated[int, typer.Option(help="Texts per forward pass.")] = 32,
     precision: PrecisionOpt = "fp32",
     runtime: RuntimeOpt = "torch",
     threads: ThreadsOpt = None,
-    force: Annotated[
-        bool, typer.Option("--force", help="Build into an --out folder that also holds other files (kept).")
-    ] = False,
-    dedupe: Annotated[
-        bool,
-        typer.Option("--dedupe", help="Index each distinct text once (its first id); says how many were folded."),
-    ] = False,
+    force: ForceOpt = False,
+    dedupe: DedupeOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Encode documents and save them in a FAISS index (or a pgvector table) with a manifest (atomically)."""
     from contextlens.analyses.corpus.index_documents import index_documents
-    from contextlens.analyses.search.encoders import check_batch_size, check_kind, describe_encoder, make_encoder
-    from contextlens.analyses.search.index import IndexConfig, VectorIndex, read_manifest
-    from contextlens.analyses.search.index_files import check_index_folder, current_folder
-    from contextlens.analyses.search.pg_dsn import checked_dsn
-    from contextlens.analyses.search.pg_index import PgIndexConfig, PgVectorIndex, check_engine
+    from contextlens.analyses.search.encoders import check_batch_size
+    from contextlens.analyses.search.index import read_manifest
+    from contextlens.analyses.search.index_files import check_index_folder
     from contextlens.reports.output_paths import check_output_folder
 
     check_batch_size(batch_size)  # before the model loads
     if static is not None:
-        contextual = {"--model": model, "--kind": kind, "--layer": layer}
-        contextual |= {"--precision": None if precision == "fp32" else precision}
-        contextual |= {"--runtime": None if runtime == "torch" else runtime}
-        given_too = [flag for flag, value in contextual.items() if value is not None]
-        if given_too:
-            raise InputError(
-                f"--static encodes with a static model, so {', '.join(given_too)} (a contextual encoder's) cannot go "
-                "with it; drop one"
-            )
-    given = {
-        "m": m,
-        "ef_construction": ef_construction,
-        "ef_search": ef_search,
-        "nlist": nlist,
-        "pq_m": pq_m,
-        "nbits": nbits,
-        "nprobe": nprobe,
-        "lists": lists,
-        "probes": probes,
-    }
-    params = {k: v for k, v in given.items() if v is not None}
-    # the options are checked to fit the engine and index type before the model loads
-    if check_engine(engine) == "pgvector":
-        config = PgIndexConfig(index, params, dtype or "float32")
-        checked_dsn(dsn)  # parsed and tried before the model loads
-    else:
-        if dsn is not None:
-            raise InputError("--dsn is for --engine pgvector; a FAISS index is a file in --out")
-        config = IndexConfig(index, params, dtype)
+        _refuse_contextual_options(model=model, kind=kind, layer=layer, precision=precision, runtime=runtime)
+    given = dict(m=m, ef_construction=ef_construction, ef_search=ef_search, nlist=nlist, pq_m=pq_m, nbits=nbits)
+    given |= dict(nprobe=nprobe, lists=lists, probes=probes)
+    config = _index_config(engine, index, {k: v for k, v in given.items() if v is not None}, dtype, dsn)
     check_index_folder(check_output_folder(out), force)  # and that --out can take an index
     documents = index_documents(docs)
-    dedupe_record = None
-    if dedupe:
-        from contextlens.analyses.search.index import dedupe_documents
-
-        read = len(documents)
-        documents, folded = dedupe_documents(documents)
-        dedupe_record = {"documents_read": read, "folded": folded, "indexed": len(documents)}
-        note(f"--dedupe: {folded:,} duplicate document(s) folded into their first copy; {len(documents):,} indexed")
-    choice = None
+    documents, dedupe_record = _deduped(documents) if dedupe else (documents, None)
     if static is not None:
         from contextlens.analyses.search.encoders import StaticTextEncoder
 
-        encoder = StaticTextEncoder(static)
+        encoder, choice = StaticTextEncoder(static), None
+        source = encoder.model_source
     else:
-        kind = check_kind(kind or "sentence")  # before the model loads
-        wanted = None if layer is None else layer_text(layer)
-        if wanted == "auto" and kind != "hidden-mean":
-            raise InputError(f"--layer auto is for --kind hidden-mean; a {kind} encoder has no layer to choose")
-        layers = [wanted] if kind == "hidden-mean" and wanted not in (None, "auto") else []
-        loaded = contextual_option(model or DEFAULT_MODEL, precision, threads, runtime, layers=layers)  # type: ignore[arg-type]
-        if wanted == "auto":
-            from contextlens.analyses.measures.layer_choice import choose_layer
+        encoder, choice = _contextual_encoder(model, kind, layer, precision, threads, runtime)
+        source = encoder.model.source
+    built, folder = _built(
+        engine, documents, encoder, out, config, dsn=dsn, batch_size=batch_size, source=source, force=force,
+        dedupe_record=dedupe_record, quiet=json_out,
+    )  # fmt: skip
+    if json_out:
+        print_json(read_manifest(folder) | ({"layer_choice": choice.to_dict()} if choice is not None else {}))
+    else:
+        _print_built(built, folder, docs, choice, engine=engine, dsn=dsn, dedupe_record=dedupe_record)
 
-            with encoding_progress(loaded.name) as progress:
-                choice = choose_layer(loaded, "retrieval", progress=progress, announce=note)
-            wanted = choice.layer
-        encoder = make_encoder(loaded, kind, wanted)  # type: ignore[arg-type]
-    source = encoder.model_source if static is not None else encoder.model.source
+
+def _refuse_contextual_options(*, model, kind, layer, precision: str, runtime: str) -> None:
+    """--static encodes with a static model: a contextual encoder's options given with it are refused."""
+    contextual = {"--model": model, "--kind": kind, "--layer": layer}
+    contextual |= {"--precision": None if precision == "fp32" else precision}
+    contextual |= {"--runtime": None if runtime == "torch" else runtime}
+    given_too = [flag for flag, value in contextual.items() if value is not None]
+    if given_too:
+        raise InputError(
+            f"--static encodes with a static model, so {', '.join(given_too)} (a contextual encoder's) cannot go "
+            "with it; drop one"
+        )
+
+
+def _index_config(engine: str, index: str, params: dict, dtype: str | None, dsn: str | None):
+    """The engine's index configuration, checked (and a --dsn parsed and tried) before the model loads."""
+    from contextlens.analyses.search.index import IndexConfig
+    from contextlens.analyses.search.pg_dsn import checked_dsn
+    from contextlens.analyses.search.pg_index import PgIndexConfig, check_engine
+
+    if check_engine(engine) == "pgvector":
+        config = PgIndexConfig(index, params, dtype or "float32")
+        checked_dsn(dsn)
+        return config
+    if dsn is not None:
+        raise InputError("--dsn is for --engine pgvector; a FAISS index is a file in --out")
+    return IndexConfig(index, params, dtype)
+
+
+def _deduped(documents):
+    """--dedupe: each distinct text once, with the record of how many were folded."""
+    from contextlens.analyses.search.index import dedupe_documents
+
+    read = len(documents)
+    documents, folded = dedupe_documents(documents)
+    note(f"--dedupe: {folded:,} duplicate document(s) folded into their first copy; {len(documents):,} indexed")
+    return documents, {"documents_read": read, "folded": folded, "indexed": len(documents)}
+
+
+def _contextual_encoder(model, kind, layer, precision: str, threads, runtime: str):
+    """The contextual encoder and, for --layer auto, the layer choice that picked its layer."""
+    from contextlens.analyses.search.encoders import check_kind, make_encoder
+
+    kind = check_kind(kind or "sentence")  # before the model loads
+    wanted = None if layer is None else layer_text(layer)
+    if wanted == "auto" and kind != "hidden-mean":
+        raise InputError(f"--layer auto is for --kind hidden-mean; a {kind} encoder has no layer to choose")
+    layers = [wanted] if kind == "hidden-mean" and wanted not in (None, "auto") else []
+    loaded = contextual_option(model or DEFAULT_MODEL, precision, threads, runtime, layers=layers)  # type: ignore[arg-type]
+    choice = None
+    if wanted == "auto":
+        from contextlens.analyses.measures.layer_choice import choose_layer
+
+        with encoding_progress(loaded.name) as progress:
+            choice = choose_layer(loaded, "retrieval", progress=progress, announce=note)
+        wanted = choice.layer
+    return make_encoder(loaded, kind, wanted), choice  # type: ignore[arg-type]
+
+
+def _built(engine: str, documents, encoder, out: Path, config, *, dsn, batch_size: int, source, force: bool,
+           dedupe_record, quiet: bool):  # fmt: skip
+    """The index built (a pgvector table, or a FAISS index saved into --out) and its folder."""
     if engine == "pgvector":
-        with contextlib.nullcontext() if json_out else console.status("loading the vectors into PostgreSQL..."):
+        from contextlens.analyses.search.pg_index import PgVectorIndex
+
+        with contextlib.nullcontext() if quiet else console.status("loading the vectors into PostgreSQL..."):
             built = PgVectorIndex.build(
                 documents, encoder, out, config, dsn=dsn, batch_size=batch_size,
                 show_progress_bar=console.is_terminal, model_source=source, force=force, dedupe=dedupe_record,
             )  # fmt: skip
-        folder = out
-    else:
-        built = VectorIndex.build(
-            documents, encoder, config, batch_size=batch_size, show_progress_bar=console.is_terminal,
-            dedupe=dedupe_record,
-        )
-        folder = built.save(out, model_source=source, force=force)
-    if json_out:
-        print_json(read_manifest(folder) | ({"layer_choice": choice.to_dict()} if choice is not None else {}))
-        return
+        return built, out
+    from contextlens.analyses.search.index import VectorIndex
+
+    built = VectorIndex.build(
+        documents,
+        encoder,
+        config,
+        batch_size=batch_size,
+        show_progress_bar=console.is_terminal,
+        dedupe=dedupe_record,
+    )
+    return built, built.save(out, model_source=source, force=force)
+
+
+def _print_built(built, folder: Path, docs: Path, choice, *, engine: str, dsn: str | None, dedupe_record) -> None:
+    """What was indexed, how it is stored, and where (the table's sizes for pgvector)."""
+    from contextlens.analyses.search.encoders import describe_encoder
+    from contextlens.analyses.search.index_files import current_folder
+
     if choice is not None:
         console.print(f"[dim]{escape(choice.label())}[/dim]")
     p = built.config.params
@@ -247,6 +291,29 @@ def index_build(
     console.print(f"written to {escape(str(folder))} ({version}/: manifest.json, index.faiss, docs.jsonl)")
 
 
+QueryStaticOpt = Annotated[
+    str | None,
+    typer.Option("--static", "-s", help="Query static model (default: the index's, when it holds static vectors)."),
+]
+QueryPrecisionOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--precision",
+        help="Query precision (default: the index's, recorded in its manifest; another one is refused:"
+        " fp32 and int8 vectors are not mixed).",
+    ),
+]
+QueryRuntimeOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--runtime",
+        help="Query runtime: auto, torch or onnx (default: auto, the lean path: ONNX Runtime at fp32, checked "
+        "within 1e-4 of torch, its check printed; at int8 the index's own, recorded in its manifest: int8 "
+        "vectors of two runtimes are not mixed).",
+    ),
+]
+
+
 @index_app.command("search")
 def index_search(
     folder: Annotated[Path, typer.Argument(help="An index folder written by `contextlens index build`.")],
@@ -257,27 +324,9 @@ def index_search(
     ] = None,
     kind: Annotated[str | None, typer.Option("--kind", help="Query encoder kind (default: the index's).")] = None,
     layer: LayerOpt = None,
-    static: Annotated[
-        str | None,
-        typer.Option("--static", "-s", help="Query static model (default: the index's, when it holds static vectors)."),
-    ] = None,
-    precision: Annotated[
-        str | None,
-        typer.Option(
-            "--precision",
-            help="Query precision (default: the index's, recorded in its manifest; another one is refused:"
-            " fp32 and int8 vectors are not mixed).",
-        ),
-    ] = None,
-    runtime: Annotated[
-        str | None,
-        typer.Option(
-            "--runtime",
-            help="Query runtime: auto, torch or onnx (default: auto, the lean path: ONNX Runtime at fp32, checked "
-            "within 1e-4 of torch, its check printed; at int8 the index's own, recorded in its manifest: int8 "
-            "vectors of two runtimes are not mixed).",
-        ),
-    ] = None,
+    static: QueryStaticOpt = None,
+    precision: QueryPrecisionOpt = None,
+    runtime: QueryRuntimeOpt = None,
     dsn: DsnOpt = None,
     threads: ThreadsOpt = None,
     json_out: JsonOpt = False,
@@ -311,7 +360,12 @@ def index_search(
         result = search_index(folder, query, k, model=loaded, kind=kind, layer=layer, static=static)
     if json_out:
         print_json(result.to_dict())
-        return
+    else:
+        _print_hits(result, query, k, engine)
+
+
+def _print_hits(result, query: str, k: int, engine: str) -> None:
+    """The ranked documents as a table; for pgvector, the recall against an exact scan of the same table."""
     where = " in pgvector" if engine == "pgvector" else ""
     table = Table(title=f"{escape(query)} — {escape(result.describe_encoder())}, {result.index_type} index{where}")
     table.add_column("rank", justify="right")

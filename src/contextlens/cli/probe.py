@@ -48,15 +48,19 @@ def split_anchor_words(arguments: list[str], anchors: list[str]) -> tuple[list[s
     return sentences, words
 
 
+AnchorsOpt = Annotated[
+    list[str] | None, typer.Option("--anchors", "-a", help="Anchor words, e.g. --anchors shore deposit.")
+]
+AnchorSentencesOpt = Annotated[
+    Path | None, typer.Option("--anchor-sentences", help="TSV file: anchor<TAB>sentence with \\[anchor].")
+]
+
+
 @app.command("probe")
-def probe_cmd(
+def probe_cmd(  # noqa: PLR0913 - a command: one parameter per option
     sentences: Annotated[list[str], typer.Argument(help="Sentences, target in \\[brackets].")],
-    anchors: Annotated[
-        list[str] | None, typer.Option("--anchors", "-a", help="Anchor words, e.g. --anchors shore deposit.")
-    ] = None,
-    anchor_sentences: Annotated[
-        Path | None, typer.Option("--anchor-sentences", help="TSV file: anchor<TAB>sentence with \\[anchor].")
-    ] = None,
+    anchors: AnchorsOpt = None,
+    anchor_sentences: AnchorSentencesOpt = None,
     template: TemplateOpt = "The word is [{word}].",
     layer: AutoLayerOpt = "-1",
     model: ModelOpt = DEFAULT_MODEL,
@@ -88,48 +92,63 @@ def probe_cmd(
         if json_out:
             print_json(result.to_dict())
             return
-        for i, s in enumerate(result.sentences):
-            console.print(f"[bold]{i + 1}. {escape(s.occurrence.marked())}[/bold]")
-            table = Table(title=f"cosine with each anchor — {result.model}")
-            table.add_column("layer", justify="right")
-            for a in result.anchors:
-                table.add_column(escape(a), justify="right")
-            bands = result.layer_baselines()
-            if bands[0] is not None:
-                table.add_column("random", justify="right")
-                table.add_column("5-95%", justify="right")
-            for k, (lay, best) in enumerate(zip(result.layers, s.best_per_layer, strict=True)):
-                cells = [f"[bold]{v:.4f}[/bold]" if j == best else f"{v:.4f}" for j, v in enumerate(s.scores[k])]
-                if bands[k] is not None:
-                    cells += [f"{bands[k]['mean']:.3f}", f"{bands[k]['p5']:.2f}–{bands[k]['p95']:.2f}"]
-                table.add_row(str(lay), *cells, style="on grey15" if lay == result.layer else None)
-            if result.static_scores is not None:
-                table.add_section()
-                blanks = [""] * (2 if bands[0] is not None else 0)
-                table.add_row("static", *(f"{v:.4f}" for v in result.static_scores[i]), *blanks, style="blue")
-            console.print(table)
-            best = result.best_anchor(i)
-            beside = result.beside(i)
-            where = ""
-            if beside is not None:
-                b, score = beside[best], result.at()[i][result.anchors.index(best)]
-                where = (
-                    f" (cosine {score:.3f}: above {b['percentile']:.1f}% of random pairs of different words at "
-                    f"that layer, {b['adjusted']:+.3f} over their mean)"
-                )
-            at = escape(result.layer_label)
-            console.print(f"at {at} the closest anchor is [bold]{escape(best)}[/bold]{escape(where)}", soft_wrap=True)
-        sources = ", ".join(f"{a}: {s}" for a, s in zip(result.anchors, result.anchor_sources, strict=True))
-        console.print(f"anchors ({escape(sources)}); template {escape(repr(result.template))}")
-        for line in result.notes:
-            console.print(f"[dim]{escape(line)}[/dim]")
-        if result.baseline is not None:
-            console.print(
-                f"[dim]random: mean cosine of random pairs of different words in unrelated sentences at that layer "
-                f"(5-95%: the middle 90% of them); {escape(result.baseline.describe())}[/dim]",
-                soft_wrap=True,
-            )
-        elif result.baseline_missing:
-            console.print(f"[dim]no random-word baseline: {escape(result.baseline_missing)}[/dim]")
-        if result.static_scores is not None:
-            console.print(f"static = cosine of {escape(result.static_model or '')} vectors: the same in every sentence")
+        _print_probe(result)
+
+
+def _print_probe(result) -> None:
+    """Each sentence's table and closest anchor, then where the anchors came from and the baseline."""
+    for i, s in enumerate(result.sentences):
+        _print_sentence(result, i, s)
+    sources = ", ".join(f"{a}: {s}" for a, s in zip(result.anchors, result.anchor_sources, strict=True))
+    console.print(f"anchors ({escape(sources)}); template {escape(repr(result.template))}")
+    for line in result.notes:
+        console.print(f"[dim]{escape(line)}[/dim]")
+    if result.baseline is not None:
+        console.print(
+            f"[dim]random: mean cosine of random pairs of different words in unrelated sentences at that layer "
+            f"(5-95%: the middle 90% of them); {escape(result.baseline.describe())}[/dim]",
+            soft_wrap=True,
+        )
+    elif result.baseline_missing:
+        console.print(f"[dim]no random-word baseline: {escape(result.baseline_missing)}[/dim]")
+    if result.static_scores is not None:
+        console.print(f"static = cosine of {escape(result.static_model or '')} vectors: the same in every sentence")
+
+
+def _print_sentence(result, i: int, s) -> None:
+    """One sentence: its cosine with each anchor per layer, and the closest anchor at the chosen layer."""
+    console.print(f"[bold]{i + 1}. {escape(s.occurrence.marked())}[/bold]")
+    console.print(_scores_table(result, i, s))
+    best = result.best_anchor(i)
+    beside = result.beside(i)
+    where = ""
+    if beside is not None:
+        b, score = beside[best], result.at()[i][result.anchors.index(best)]
+        where = (
+            f" (cosine {score:.3f}: above {b['percentile']:.1f}% of random pairs of different words at "
+            f"that layer, {b['adjusted']:+.3f} over their mean)"
+        )
+    at = escape(result.layer_label)
+    console.print(f"at {at} the closest anchor is [bold]{escape(best)}[/bold]{escape(where)}", soft_wrap=True)
+
+
+def _scores_table(result, i: int, s) -> Table:
+    """Per layer, the cosine with each anchor (the best in bold), the random band, and the static row."""
+    table = Table(title=f"cosine with each anchor — {result.model}")
+    table.add_column("layer", justify="right")
+    for a in result.anchors:
+        table.add_column(escape(a), justify="right")
+    bands = result.layer_baselines()
+    if bands[0] is not None:
+        table.add_column("random", justify="right")
+        table.add_column("5-95%", justify="right")
+    for k, (lay, best) in enumerate(zip(result.layers, s.best_per_layer, strict=True)):
+        cells = [f"[bold]{v:.4f}[/bold]" if j == best else f"{v:.4f}" for j, v in enumerate(s.scores[k])]
+        if bands[k] is not None:
+            cells += [f"{bands[k]['mean']:.3f}", f"{bands[k]['p5']:.2f}–{bands[k]['p95']:.2f}"]
+        table.add_row(str(lay), *cells, style="on grey15" if lay == result.layer else None)
+    if result.static_scores is not None:
+        table.add_section()
+        blanks = [""] * (2 if bands[0] is not None else 0)
+        table.add_row("static", *(f"{v:.4f}" for v in result.static_scores[i]), *blanks, style="blue")
+    return table

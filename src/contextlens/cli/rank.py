@@ -32,25 +32,28 @@ from contextlens.cli.common import (
 )
 from contextlens.cli.registry import app
 
+PairsArg = Annotated[
+    Path | None, typer.Argument(help="TSV file of word pairs (word_a<TAB>word_b); default: 20 built-in pairs.")
+]
+StaticOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--static",
+        "-s",
+        help="Static model (default: a word2vec model made here with `contextlens static train`, as the seeds' "
+        f"experiment asks, else {DEFAULT_STATIC_MODEL}).",
+    ),
+]
+
 
 @app.command("rank")
 def rank_cmd(
-    pairs: Annotated[
-        Path | None, typer.Argument(help="TSV file of word pairs (word_a<TAB>word_b); default: 20 built-in pairs.")
-    ] = None,
+    pairs: PairsArg = None,
     model: ModelOpt = DEFAULT_MODEL,
     precision: PrecisionOpt = "fp32",
     runtime: RuntimeOpt = "auto",
     threads: ThreadsOpt = None,
-    static: Annotated[
-        str | None,
-        typer.Option(
-            "--static",
-            "-s",
-            help="Static model (default: a word2vec model made here with `contextlens static train`, as the seeds' "
-            f"experiment asks, else {DEFAULT_STATIC_MODEL}).",
-        ),
-    ] = None,
+    static: StaticOpt = None,
     template: TemplateOpt = "The word is [{word}].",
     layer: LayerOpt = -1,
     top: Annotated[int, typer.Option("--top", "-k", help="How many of the largest rank moves to list.")] = 5,
@@ -88,28 +91,33 @@ def rank_cmd(
         if json_out:
             print_json(result.to_dict())
             return
-        table = Table(
-            title=escape(f"{len(result.pairs)} pairs — {result.static_model} vs {result.model} layer {result.layer}")
+        _print_ranking(result, why)
+
+
+def _print_ranking(result, why: str) -> None:
+    """The pairs in static-rank order beside their contextual rank, then the inversions and largest moves."""
+    table = Table(
+        title=escape(f"{len(result.pairs)} pairs — {result.static_model} vs {result.model} layer {result.layer}")
+    )
+    for col in ("pair", "static", "rank", "contextual", "rank ", "move"):
+        table.add_column(col, justify="left" if col == "pair" else "right", no_wrap=True)
+    for p in sorted(result.pairs, key=lambda r: r.static_rank):
+        table.add_row(
+            escape(f"{p.pair.a}–{p.pair.b}"),
+            fmt(p.static_cosine),
+            f"{p.static_rank:g}",
+            fmt(p.contextual_cosine),
+            f"{p.contextual_rank:g}",
+            f"{p.move:+g}",
         )
-        for col in ("pair", "static", "rank", "contextual", "rank ", "move"):
-            table.add_column(col, justify="left" if col == "pair" else "right", no_wrap=True)
-        for p in sorted(result.pairs, key=lambda r: r.static_rank):
-            table.add_row(
-                escape(f"{p.pair.a}–{p.pair.b}"),
-                fmt(p.static_cosine),
-                f"{p.static_rank:g}",
-                fmt(p.contextual_cosine),
-                f"{p.contextual_rank:g}",
-                f"{p.move:+g}",
-            )
-        console.print(table)
-        console.print("static / contextual: cosine; rank 1 = most similar; move = static rank − contextual rank")
-        console.print(f"template: {escape(repr(result.template))}")
-        console.print(f"static model: {escape(why)}")
-        print_model_kind(result.model)
-        console.print(
-            f"inversions (discordant pairs of pairs): [bold]{result.inversions}[/bold] of {result.pairs_compared}; "
-            f"Kendall τ-b = [bold]{result.kendall_tau:.4f}[/bold]"
-        )
-        moves = ", ".join(f"{p.pair.a}–{p.pair.b} ({p.move:+g})" for p in result.top_moves)
-        console.print(f"largest rank moves (+ = more similar in context): {escape(moves)}")
+    console.print(table)
+    console.print("static / contextual: cosine; rank 1 = most similar; move = static rank − contextual rank")
+    console.print(f"template: {escape(repr(result.template))}")
+    console.print(f"static model: {escape(why)}")
+    print_model_kind(result.model)
+    console.print(
+        f"inversions (discordant pairs of pairs): [bold]{result.inversions}[/bold] of {result.pairs_compared}; "
+        f"Kendall τ-b = [bold]{result.kendall_tau:.4f}[/bold]"
+    )
+    moves = ", ".join(f"{p.pair.a}–{p.pair.b} ({p.move:+g})" for p in result.top_moves)
+    console.print(f"largest rank moves (+ = more similar in context): {escape(moves)}")

@@ -100,18 +100,22 @@ def exit_now(interrupted: bool) -> None:
     os._exit(130 if interrupted else 0)
 
 
+IndexOpt = Annotated[
+    list[str] | None, typer.Option("--index", help="Serve an index built with 'index build': NAME=FOLDER.")
+]
+CorpusOpt = Annotated[
+    list[str] | None,
+    typer.Option("--corpus", help="Serve a 'corpus extract' folder for the sense map: NAME=DIR."),
+]
+
+
 @app.command("serve")
 def serve_cmd(
     port: Annotated[int, typer.Option("--port", help="Port to listen on.", min=1, max=65535)] = 8765,
     host: Annotated[str, typer.Option("--host", help="Address to bind (default: this machine only).")] = LOCAL,
     model: ModelOpt = DEFAULT_MODEL,
-    index: Annotated[
-        list[str] | None, typer.Option("--index", help="Serve an index built with 'index build': NAME=FOLDER.")
-    ] = None,
-    corpus: Annotated[
-        list[str] | None,
-        typer.Option("--corpus", help="Serve a 'corpus extract' folder for the sense map: NAME=DIR."),
-    ] = None,
+    index: IndexOpt = None,
+    corpus: CorpusOpt = None,
     workers: Annotated[int, typer.Option("--workers", help="Analyses run at once.", min=1, max=16)] = 2,
     precision: PrecisionOpt = "fp32",
     runtime: RuntimeOpt = "auto",

@@ -30,7 +30,7 @@ def _table(title: str, rows: list[tuple[str, str]]) -> None:
 
 
 @static_app.command("train")
-def train_cmd(
+def train_cmd(  # noqa: PLR0913 - a command: one parameter per option
     corpus: Annotated[
         str,
         typer.Argument(help="installed (enwiki + lee + wordnet, default), one of them, a file or a folder of .txt."),

@@ -21,7 +21,7 @@ REPORT = "report"
 
 
 @app.command("tune")
-def tune_cmd(
+def tune_cmd(  # noqa: PLR0913 - a command: one parameter per option
     model: Annotated[
         str, typer.Argument(help="The encoder to start from (minilm, mpnet, a local folder), or `report`.")
     ],

@@ -46,20 +46,7 @@ def divergence_figure(result: Comparison, title: str | None = None, labels: list
     if n == 2:
         ax.plot(layers, result.layer_cosines, marker="o", lw=2.2, color="#c2410c", label="hidden state (contextual)")
     elif labels is not None:
-        means = same_and_cross(result.matrices, labels)
-        for same, color, name in ((True, "#7c3aed", "same-sense"), (False, "#9ca3af", "cross-sense")):
-            pairs = [(i, j) for i in range(n) for j in range(i + 1, n) if (labels[i] == labels[j]) == same]
-            for k, (i, j) in enumerate(pairs):
-                ax.plot(
-                    layers,
-                    result.matrices[:, i, j],
-                    lw=1,
-                    alpha=0.5,
-                    color=color,
-                    label=f"{name} pairs" if k == 0 else None,
-                )
-            ax.plot(layers, means[0 if same else 1], lw=2.6, marker="s", color=color, label=f"{name} mean")
-        ax.plot(layers, result.layer_cosines, marker="o", lw=2.6, color="#c2410c", label="mean over all pairs")
+        _sense_lines(ax, result, labels)
     else:
         label_each = n <= 4  # beyond a handful of pairs a legend entry per pair is noise
         all_pairs = [(a, b) for a in range(n) for b in range(a + 1, n)]
@@ -95,6 +82,25 @@ def divergence_figure(result: Comparison, title: str | None = None, labels: list
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)  # outside: it covered the band
     fig.tight_layout()
     return fig
+
+
+def _sense_lines(ax: plt.Axes, result: Comparison, labels: list[str]) -> None:
+    """Each same-sense and cross-sense pair's line, their two means, and the mean over all pairs."""
+    layers, n = result.layers, result.n
+    means = same_and_cross(result.matrices, labels)
+    for same, color, name in ((True, "#7c3aed", "same-sense"), (False, "#9ca3af", "cross-sense")):
+        pairs = [(i, j) for i in range(n) for j in range(i + 1, n) if (labels[i] == labels[j]) == same]
+        for k, (i, j) in enumerate(pairs):
+            ax.plot(
+                layers,
+                result.matrices[:, i, j],
+                lw=1,
+                alpha=0.5,
+                color=color,
+                label=f"{name} pairs" if k == 0 else None,
+            )
+        ax.plot(layers, means[0 if same else 1], lw=2.6, marker="s", color=color, label=f"{name} mean")
+    ax.plot(layers, result.layer_cosines, marker="o", lw=2.6, color="#c2410c", label="mean over all pairs")
 
 
 def baseline_band(ax: plt.Axes, layers: list[int], bands: list[dict[str, float] | None]) -> None:

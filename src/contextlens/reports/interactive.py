@@ -2,184 +2,34 @@
 
 The pages open with no network: plotly.js is inlined once per page (no CDN), no fonts, images or
 scripts are fetched. Each ``*_figures`` function takes a result object and returns plotly figures;
-:func:`write_page` puts them into one HTML file.
+:func:`write_page` (:mod:`.html_page`, named here too) puts them into one HTML file.
 """
 
 from __future__ import annotations
 
-import html
-import re
-from collections.abc import Sequence
-from html.parser import HTMLParser
-from pathlib import Path
-
 import numpy as np
 import plotly.graph_objects as go
-from plotly.offline import get_plotlyjs
 from plotly.subplots import make_subplots
 
 from contextlens.analyses.lesson.attention import AttentionResult
 from contextlens.analyses.lesson.divergence import Comparison
-from contextlens.analyses.lesson.polysemy import Exploration, WordExploration
 from contextlens.analyses.lesson.probe import ProbeResult
 from contextlens.analyses.lesson.ranking import Ranking
 from contextlens.analyses.lesson.same_sense import SameSenseAnswer
 from contextlens.analyses.lesson.trace import Trace
 from contextlens.analyses.representations.cka import CkaResult
 from contextlens.analyses.search.cost import CostReport
-from contextlens.core import atomic_files
-from contextlens.reports import card_tables
+from contextlens.reports.explorer_figures import explore_figures, explore_layer_figures, word_figure_parts  # noqa: F401 - named here too
+from contextlens.reports.html_page import figure_div, page, remote_resources, write_page  # noqa: F401 - the faces' names
 from contextlens.reports.plot_style import COLOURS, FIT_JS, LAYOUT, PLOT_CONFIG, short_marked  # noqa: E402,F401 - the house style
-
-
-def plain(text: str) -> str:
-    """Text shown literally in a plotly label: plotly reads <tags>, and tokens such as <s> are not tags."""
-    return html.escape(text, quote=False)
-
-
-def token_labels(tokens: Sequence[str], targets: Sequence[int]) -> list[str]:
-    """Unique axis labels: position, a marker on the target, the token shown literally."""
-    return [f"{i}:{'▶ ' if i in targets else ''}{plain(t)}" for i, t in enumerate(tokens)]
-
-
-def figure_div(fig: go.Figure) -> str:
-    """One figure as an HTML fragment that expects plotly.js already on the page."""
-    return fig.to_html(full_html=False, include_plotlyjs=False, include_mathjax=False, config=PLOT_CONFIG)
-
-
-# On a phone each figure is redrawn to fit the width: side-by-side panels stacked, the title below
-# the toolbar (reports/fit.js, the same script as the web pages').
-PHONE_JS = """
-document.querySelectorAll('.plotly-graph-div').forEach(function (d) { window.contextlensFit.fitDiv(d); });
-"""
-
-
-def page(title: str, body: str) -> str:
-    """A complete HTML page with plotly.js inlined, so it opens offline."""
-    fit_js = FIT_JS.read_text(encoding="utf-8")  # each figure fitted to a phone's width
-    return f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>{html.escape(title)}</title>
-<style>
-*, *::before, *::after {{ box-sizing: border-box; }}
-body {{ font-family: sans-serif; max-width: 1200px; margin: 1.5em auto; padding: 0 1em; color: #1f2937; }}
-.plotly-graph-div, img {{ max-width: 100%; }}
-.scroll {{ overflow-x: auto; max-width: 100%; }}
-pre, code {{ white-space: pre-wrap; overflow-wrap: anywhere; }}
-@media (max-width: 640px) {{
-  body {{ padding: 0 .5em; margin: .5em auto; }} h1 {{ font-size: 1.35em; }}
-}}
-h1 {{ font-size: 1.7em; }} h2 {{ border-bottom: 1px solid #d1d5db; padding-bottom: .2em; margin-top: 2em; }}
-p.explain {{ font-size: 1.05em; line-height: 1.45; }} p.numbers {{ color: #374151; }}
-table {{ border-collapse: collapse; margin: .6em 0; font-size: .92em; }}
-td, th {{ border: 1px solid #d1d5db; padding: .25em .6em; text-align: right; }}
-th {{ background: #f3f4f6; }} td.text {{ text-align: left; }}
-{card_tables.STYLE}</style>
-<script type="text/javascript">{get_plotlyjs()}</script>
-</head><body>
-<h1>{html.escape(title)}</h1>
-{body}
-<script>{fit_js}{PHONE_JS}</script>
-</body></html>
-"""
-
-
-class _ResourceFinder(HTMLParser):
-    """Collects every URL a browser would fetch: element attributes and CSS url()/@import."""
-
-    URL_ATTRS = {"src", "href", "srcset", "data", "poster", "action", "formaction", "background"}
-
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.found: list[str] = []
-        self._in_style = False
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        self._in_style = tag == "style"
-        for name, value in attrs:
-            if value and (name in self.URL_ATTRS or name == "style") and _REMOTE.search(value):
-                self.found.append(f"<{tag} {name}={value[:80]!r}>")
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag == "style":
-            self._in_style = False
-
-    def handle_data(self, data: str) -> None:
-        if self._in_style and _REMOTE.search(data):
-            self.found.extend(m.group(0) for m in _CSS_URL.finditer(data))
-
-
-_REMOTE = re.compile(r"(?:https?:)?//[^\s\"')]+", re.IGNORECASE)
-_CSS_URL = re.compile(r"(?:url\(|@import)\s*['\"]?(?:https?:)?//[^'\")\s]+", re.IGNORECASE)
-
-
-def remote_resources(document: str) -> list[str]:
-    """URLs the page would load from the network (tags and styles; script text is not parsed)."""
-    finder = _ResourceFinder()
-    finder.feed(document)
-    return finder.found
-
-
-def write_page(figures: Sequence[go.Figure], path: Path | str, title: str) -> Path:
-    """Write figures as one self-contained interactive HTML file."""
-    return atomic_files.write_text(path, page(title, "\n".join(figure_div(f) for f in figures)))
-
-
-def baseline_band(fig: go.Figure, layers: list[int], bands: list[dict[str, float] | None]) -> None:
-    """The random-word baseline per layer: a grey 5-95th percentile band and its mean dashed
-    (compare, explore, probe); nothing without a baseline."""
-    if not bands or bands[0] is None:
-        return
-    fig.add_scatter(x=layers, y=[b["p95"] for b in bands], mode="lines", line={"width": 0}, showlegend=False)
-    fig.add_scatter(
-        x=layers,
-        y=[b["p5"] for b in bands],
-        mode="lines",
-        line={"width": 0},
-        fill="tonexty",
-        fillcolor="rgba(156,163,175,0.3)",
-        name="random words, 5-95th pct",
-    )
-    fig.add_scatter(
-        x=layers,
-        y=[b["mean"] for b in bands],
-        mode="lines",
-        line={"color": "#6b7280", "dash": "dash", "width": 1},
-        name="random words, mean",
-    )
+from contextlens.reports.plotly_parts import baseline_band, plain, token_labels  # noqa: F401 - named here too
 
 
 def divergence_figures(result: Comparison) -> list[go.Figure]:
     """Interactive version of the divergence figure: cosine of the target against layer."""
     fig = go.Figure()
     baseline_band(fig, result.layers, result.layer_baselines())
-    if result.n == 2:
-        fig.add_scatter(
-            x=result.layers,
-            y=result.layer_cosines,
-            mode="lines+markers",
-            name="hidden state",
-            line={"color": COLOURS[0], "width": 3},
-        )
-    else:
-        for i in range(result.n):
-            for j in range(i + 1, result.n):
-                fig.add_scatter(
-                    x=result.layers,
-                    y=result.matrices[:, i, j],
-                    mode="lines",
-                    opacity=0.5,
-                    name=f"sentences {i + 1}-{j + 1}",
-                    line={"width": 1},
-                )
-        fig.add_scatter(
-            x=result.layers,
-            y=result.layer_cosines,
-            mode="lines+markers",
-            name="mean over pairs",
-            line={"color": COLOURS[0], "width": 3},
-        )
+    _pair_lines(fig, result)
     # the static and input-row lines are flat and, for one word, both at 1.0: drawn as legend traces,
     # the static one wide and pale, the input row dotted on top of it, so both stay visible
     ends = [result.layers[0], result.layers[-1]]
@@ -214,6 +64,36 @@ def divergence_figures(result: Comparison) -> list[go.Figure]:
     return [fig]
 
 
+def _pair_lines(fig: go.Figure, result: Comparison) -> None:
+    """The hidden state's cosine per layer: one line for two sentences, else each pair's and their mean."""
+    if result.n == 2:
+        fig.add_scatter(
+            x=result.layers,
+            y=result.layer_cosines,
+            mode="lines+markers",
+            name="hidden state",
+            line={"color": COLOURS[0], "width": 3},
+        )
+    else:
+        for i in range(result.n):
+            for j in range(i + 1, result.n):
+                fig.add_scatter(
+                    x=result.layers,
+                    y=result.matrices[:, i, j],
+                    mode="lines",
+                    opacity=0.5,
+                    name=f"sentences {i + 1}-{j + 1}",
+                    line={"width": 1},
+                )
+        fig.add_scatter(
+            x=result.layers,
+            y=result.layer_cosines,
+            mode="lines+markers",
+            name="mean over pairs",
+            line={"color": COLOURS[0], "width": 3},
+        )
+
+
 def same_sense_figures(answer: SameSenseAnswer) -> list[go.Figure]:
     """Interactive reliability diagram of the same-sense rule on the test pairs, with this pair's P(same)."""
     rule, bins = answer.rule, answer.rule.reliability
@@ -245,126 +125,6 @@ def same_sense_figures(answer: SameSenseAnswer) -> list[go.Figure]:
         yaxis={"title": "share of test pairs that are the same sense", "range": [0, 1.05]},
     )
     return [fig]
-
-
-def explore_figures(result: Exploration) -> list[go.Figure]:
-    """Per word a heatmap and a PCA scatter; then the figures across layers for all words."""
-    low = result.colour_floor  # one colour scale for every word
-    return [_word_figure(w, low) for w in result.words] + explore_layer_figures(result)
-
-
-def explore_layer_figures(result: Exploration) -> list[go.Figure]:
-    """The explorer's figures across layers (the same at every chosen layer, the words in the result's
-    order): each word's mean cosine beside the random-word band, then the separation gap per layer."""
-    gap = go.Figure()
-    for i, w in enumerate(result.words):
-        if w.gaps is None:
-            continue
-        gap.add_scatter(
-            x=w.layers,
-            y=w.gaps,
-            mode="lines+markers",
-            name=plain(w.word),
-            line={"color": COLOURS[i % len(COLOURS)]},
-            customdata=np.array(w.p_values),
-            hovertemplate="layer %{x}: gap %{y:.3f}, p=%{customdata:.4f}",
-        )
-    gap.add_hline(y=0, line_color="#444")
-    gap.update_layout(
-        **LAYOUT,
-        height=420,
-        title=f"Separation gap per layer (permutation test, {result.permutations} shuffles, smallest possible p "
-        f"{result.p_floor:.4f}; p in the hover)",
-        xaxis_title="layer (0 = embedding output)",
-        yaxis_title="same-sense − cross-sense cosine",
-    )
-    return [_mean_cosine_figure(result), gap]
-
-
-def _mean_cosine_figure(result: Exploration) -> go.Figure:
-    """Each word's mean pairwise cosine (1 - spread) per layer over the random-word band."""
-    fig = go.Figure()
-    first = result.words[0]
-    baseline_band(fig, first.layers, first.layer_baselines())
-    for i, w in enumerate(result.words):
-        fig.add_scatter(
-            x=w.layers,
-            y=w.mean_cosines,
-            mode="lines+markers",
-            name=plain(w.word),
-            line={"color": COLOURS[i % len(COLOURS)]},
-            hovertemplate="layer %{x}: mean cosine %{y:.3f}",
-        )
-    fig.update_layout(
-        **LAYOUT,
-        height=420,
-        title=f"Mean pairwise cosine per layer (1 − spread) beside random pairs of different words — "
-        f"{plain(result.model)}",
-        xaxis_title="layer (0 = embedding output)",
-        yaxis_title="cosine",
-    )
-    return fig
-
-
-def word_figure_parts(w: WordExploration) -> dict[str, object]:
-    """What a word's figure shows at its layer: the one source of the figure below and of a face that
-    swaps these into a drawn figure to show another layer (web/views.py)."""
-    texts = [plain(short_marked(o.marked(), 70)) for o in w.occurrences]
-    n = len(texts)
-    gap = "" if w.gap is None else f", gap {w.gap:+.3f} (p={w.p_value:.3f})"
-    senses = list(dict.fromkeys(w.senses))
-    return {
-        "texts": texts,
-        "z": w.matrix,
-        "hover": [[f"{texts[i]}<br>{texts[j]}<br>cosine {w.matrix[i, j]:.3f}" for j in range(n)] for i in range(n)],
-        "senses": senses,
-        "pca": [[i for i, s in enumerate(w.senses) if s == sense] for sense in senses],
-        "subtitles": (f"cosine at layer {w.layer}", f"PCA of the hidden states at layer {w.layer}"),
-        "title": f"“{plain(w.word)}” — spread {w.spread:.3f}{gap}",
-    }
-
-
-def _word_figure(w: WordExploration, low: float) -> go.Figure:
-    parts = word_figure_parts(w)
-    labels = [plain(f"{i}. {s or ''}") for i, s in enumerate(w.senses, 1)]
-    texts = parts["texts"]
-    fig = make_subplots(
-        rows=1, cols=2, column_widths=[0.55, 0.45], horizontal_spacing=0.12, subplot_titles=parts["subtitles"]
-    )
-    fig.add_trace(
-        go.Heatmap(
-            z=parts["z"],
-            x=labels,
-            y=labels,
-            colorscale="Viridis",
-            zmin=low,
-            zmax=1.0,
-            text=parts["hover"],
-            hoverinfo="text",
-            colorbar={"x": 0.5, "len": 0.9},
-        ),
-        row=1,
-        col=1,
-    )
-    fig.update_yaxes(autorange="reversed", row=1, col=1)
-    for k, (sense, idx) in enumerate(zip(parts["senses"], parts["pca"], strict=True)):
-        fig.add_trace(
-            go.Scatter(
-                x=w.pca[idx, 0],
-                y=w.pca[idx, 1],
-                mode="markers+text",
-                name=plain(sense or "unlabelled"),
-                text=[str(i + 1) for i in idx],
-                textposition="top right",
-                hovertext=[texts[i] for i in idx],
-                hoverinfo="text",
-                marker={"size": 11, "color": COLOURS[k % len(COLOURS)]},
-            ),
-            row=1,
-            col=2,
-        )
-    fig.update_layout(**LAYOUT, height=480, title=parts["title"])
-    return fig
 
 
 def slope_figures(result: Ranking) -> list[go.Figure]:
@@ -421,23 +181,7 @@ def attention_figures(result: AttentionResult) -> list[go.Figure]:
         labels = token_labels(m.display_tokens, m.target_positions)
         layers = [str(i) for i in range(1, m.num_layers + 1)]
         for fig, z, top, what in ((rows, m.head_mean, row_max, "head mean"), (rolled, m.rollout, roll_max, "rollout")):
-            fig.add_trace(
-                go.Heatmap(
-                    z=z.T,
-                    x=layers,
-                    y=labels,
-                    colorscale="Magma",
-                    reversescale=True,
-                    zmin=0,
-                    zmax=top,
-                    showscale=col == n,
-                    hovertemplate=f"layer %{{x}}, to %{{y}}: %{{z:.3f}} ({what})<extra></extra>",
-                ),
-                row=1,
-                col=col,
-            )
-            fig.update_yaxes(autorange="reversed", title="attended token" if col == 1 else None, row=1, col=col)
-            fig.update_xaxes(title="attention layer (block)", row=1, col=col)
+            _layer_panel(fig, z, layers, labels, top, what, col, n)
         grid.add_trace(
             go.Heatmap(
                 z=m.matrix(result.layer, result.head),
@@ -469,6 +213,29 @@ def attention_figures(result: AttentionResult) -> list[go.Figure]:
     )  # fmt: skip
     grid.update_layout(**LAYOUT, height=520, title=attention_grid_title(result))
     return [rows, rolled, grid]
+
+
+def _layer_panel(
+    fig: go.Figure, z: np.ndarray, layers: list[str], labels: list[str], top: float, what: str, col: int, n: int
+) -> None:
+    """One target's attention row per layer (head mean or rollout) as a heatmap in column ``col`` of ``n``."""
+    fig.add_trace(
+        go.Heatmap(
+            z=z.T,
+            x=layers,
+            y=labels,
+            colorscale="Magma",
+            reversescale=True,
+            zmin=0,
+            zmax=top,
+            showscale=col == n,
+            hovertemplate=f"layer %{{x}}, to %{{y}}: %{{z:.3f}} ({what})<extra></extra>",
+        ),
+        row=1,
+        col=col,
+    )
+    fig.update_yaxes(autorange="reversed", title="attended token" if col == 1 else None, row=1, col=col)
+    fig.update_xaxes(title="attention layer (block)", row=1, col=col)
 
 
 def probe_figures(result: ProbeResult) -> list[go.Figure]:

@@ -49,95 +49,117 @@ def _baseline_numbers(w: Comparison) -> str:
 
 def lesson_sections(lesson: Lesson) -> list[Section]:
     """One section per experiment, in the lesson's order."""
-    w, e, r, a, p, t = (
-        lesson.worked_example,
-        lesson.exploration,
-        lesson.ranking,
-        lesson.attention,
-        lesson.probe,
-        lesson.trace,
-    )
-    last = t.layers[-1]
-    first_special = next((tok for m in a.maps for tok, sp in zip(m.tokens, m.special, strict=True) if sp), None)
     return [
-        Section(
-            "1. Worked example: “bank” in two sentences",
-            "A static vector and the input row give “bank” the same vector in both sentences (cosine 1.0); the "
-            "hidden states start close and drift apart layer by layer as attention mixes in the context.",
-            f"static cosine {w.static_cosine:.3f}, input-row cosine {w.input_row_cosine:.3f}, hidden-state cosine "
-            f"{w.layer_cosines[0]:.3f} at layer 0 and {w.layer_cosines[-1]:.3f} at layer {w.layers[-1]}; "
-            f"most divergent layer {w.most_divergent_layer}." + _baseline_numbers(w),
-            ix.divergence_figures(w),
-        ),
-        Section(
-            "2. Polysemy explorer",
-            "Each word appears in four sentences for each of three senses; the heatmap shows the pairwise cosine of "
-            "its hidden states, the PCA shows whether the senses form groups, and the separation gap (same-sense minus "
-            "cross-sense cosine) is tested against shuffled sense labels, because one pair of sentences can mislead.",
-            f"layer {e.layer}; p: {e.p_floor_note()}; spread = 1 − mean pairwise cosine.",
-            ix.explore_figures(e),
-            [["word", "spread", "gap", "p-value"]]
-            + [[x.word, f"{x.spread:.3f}", _num(x.gap, "+.3f"), _num(x.p_value, ".4f")] for x in e.words],
-        ),
-        Section(
-            "3. Static versus contextual ranking",
-            f"Twenty word pairs ranked by their static ({r.static_model}) cosine and by the cosine of their hidden "
-            f"states in the neutral sentence {r.template!r}; crossing lines are pairs the two views order differently.",
-            f"{r.inversions} of {len(r.pairs) * (len(r.pairs) - 1) // 2} pairs of pairs are inverted; Kendall τ-b = "
-            f"{r.kendall_tau:.3f}; largest moves: "
-            + ", ".join(f"{m.pair.a}–{m.pair.b} ({m.move:+g})" for m in r.top_moves)
-            + ".",
-            ix.slope_figures(r),
-        ),
-        Section(
-            "4. Attention attribution",
-            "Which tokens “bank” attends to in each layer (the mean over heads), and the full token × token pattern of "
-            f"the seed's close-up, layer {a.layer} head {a.head}"
-            + (f"; the special token {first_special} often absorbs most of it." if first_special else "."),
-            "; ".join(
-                f"{m.occurrence.marked()}: top at layer {a.layer} (head mean) "
-                + ", ".join(f"{tok} {wt:.2f}" for tok, wt in m.top(a.layer))
-                for m in a.maps
-            ),
-            ix.attention_figures(a),
-        ),
-        Section(
-            "5. Sense probe",
-            "The target's hidden state is scored against anchor words (each a hidden state of the same model in a "
-            f"neutral sentence); at layer {p.layer} the anchor that scores higher indicates the sense.",
-            "; ".join(
-                f"{s.occurrence.marked()}: "
-                + ", ".join(f"{anchor} {v:.3f}" for anchor, v in zip(p.anchors, p.at()[i], strict=True))
-                for i, s in enumerate(p.sentences)
-            ),
-            ix.probe_figures(p),
-        ),
-        Section(
-            "6. Trace: from token to hidden state",
-            "The pipeline for one target: its tokens and ids, its input row, the position information added at the "
-            "embedding step, and then at every layer how much of the input row is left and what it attended to.",
-            f"tokens {' '.join(t.display_tokens)}; target input-row norm {t.target_input_row_norm:.3f}; cosine to the "
-            "input "
-            f"row {t.layers[0].cosine_to_input_row:.3f} at layer 0 and {t.layers[-1].cosine_to_input_row:.3f} at layer "
-            f"{last.layer}.",
-            ix.trace_figures(t),
-            [["layer", "cosine to input row", "norm", "top attended"]]
-            + [
-                [
-                    str(x.layer),
-                    f"{x.cosine_to_input_row:.3f}",
-                    f"{x.norm:.2f}",
-                    ", ".join(f"{tok} {wt:.2f}" for tok, wt in x.top_attended),
-                ]
-                for x in t.layers
-            ],
-        ),
+        _worked_example_section(lesson.worked_example),
+        _explorer_section(lesson.exploration),
+        _ranking_section(lesson.ranking),
+        _attention_section(lesson.attention),
+        _probe_section(lesson.probe),
+        _trace_section(lesson.trace),
         _input_share_section(lesson),
         _cost_section(lesson),
         _cka_section(lesson),
         _layer_probe_section(lesson),
         _static_methods_section(lesson),
     ]
+
+
+def _worked_example_section(w) -> Section:
+    """Section 1: the worked example: one word in two sentences, layer by layer."""
+    return Section(
+        "1. Worked example: “bank” in two sentences",
+        "A static vector and the input row give “bank” the same vector in both sentences (cosine 1.0); the "
+        "hidden states start close and drift apart layer by layer as attention mixes in the context.",
+        f"static cosine {w.static_cosine:.3f}, input-row cosine {w.input_row_cosine:.3f}, hidden-state cosine "
+        f"{w.layer_cosines[0]:.3f} at layer 0 and {w.layer_cosines[-1]:.3f} at layer {w.layers[-1]}; "
+        f"most divergent layer {w.most_divergent_layer}." + _baseline_numbers(w),
+        ix.divergence_figures(w),
+    )
+
+
+def _explorer_section(e) -> Section:
+    """Section 2: the polysemy explorer: each word's senses, their spread and separation gap."""
+    return Section(
+        "2. Polysemy explorer",
+        "Each word appears in four sentences for each of three senses; the heatmap shows the pairwise cosine of "
+        "its hidden states, the PCA shows whether the senses form groups, and the separation gap (same-sense minus "
+        "cross-sense cosine) is tested against shuffled sense labels, because one pair of sentences can mislead.",
+        f"layer {e.layer}; p: {e.p_floor_note()}; spread = 1 − mean pairwise cosine.",
+        ix.explore_figures(e),
+        [["word", "spread", "gap", "p-value"]]
+        + [[x.word, f"{x.spread:.3f}", _num(x.gap, "+.3f"), _num(x.p_value, ".4f")] for x in e.words],
+    )
+
+
+def _ranking_section(r) -> Section:
+    """Section 3: word pairs ranked by static and by contextual cosine."""
+    return Section(
+        "3. Static versus contextual ranking",
+        f"Twenty word pairs ranked by their static ({r.static_model}) cosine and by the cosine of their hidden "
+        f"states in the neutral sentence {r.template!r}; crossing lines are pairs the two views order differently.",
+        f"{r.inversions} of {len(r.pairs) * (len(r.pairs) - 1) // 2} pairs of pairs are inverted; Kendall τ-b = "
+        f"{r.kendall_tau:.3f}; largest moves: "
+        + ", ".join(f"{m.pair.a}–{m.pair.b} ({m.move:+g})" for m in r.top_moves)
+        + ".",
+        ix.slope_figures(r),
+    )
+
+
+def _attention_section(a) -> Section:
+    """Section 4: what the target attends to, per layer and in the seed's close-up."""
+    first_special = next((tok for m in a.maps for tok, sp in zip(m.tokens, m.special, strict=True) if sp), None)
+    return Section(
+        "4. Attention attribution",
+        "Which tokens “bank” attends to in each layer (the mean over heads), and the full token × token pattern of "
+        f"the seed's close-up, layer {a.layer} head {a.head}"
+        + (f"; the special token {first_special} often absorbs most of it." if first_special else "."),
+        "; ".join(
+            f"{m.occurrence.marked()}: top at layer {a.layer} (head mean) "
+            + ", ".join(f"{tok} {wt:.2f}" for tok, wt in m.top(a.layer))
+            for m in a.maps
+        ),
+        ix.attention_figures(a),
+    )
+
+
+def _probe_section(p) -> Section:
+    """Section 5: the sense probe: the target's hidden state against anchor words."""
+    return Section(
+        "5. Sense probe",
+        "The target's hidden state is scored against anchor words (each a hidden state of the same model in a "
+        f"neutral sentence); at layer {p.layer} the anchor that scores higher indicates the sense.",
+        "; ".join(
+            f"{s.occurrence.marked()}: "
+            + ", ".join(f"{anchor} {v:.3f}" for anchor, v in zip(p.anchors, p.at()[i], strict=True))
+            for i, s in enumerate(p.sentences)
+        ),
+        ix.probe_figures(p),
+    )
+
+
+def _trace_section(t) -> Section:
+    """Section 6: the trace: from token to hidden state."""
+    last = t.layers[-1]
+    return Section(
+        "6. Trace: from token to hidden state",
+        "The pipeline for one target: its tokens and ids, its input row, the position information added at the "
+        "embedding step, and then at every layer how much of the input row is left and what it attended to.",
+        f"tokens {' '.join(t.display_tokens)}; target input-row norm {t.target_input_row_norm:.3f}; cosine to the "
+        "input "
+        f"row {t.layers[0].cosine_to_input_row:.3f} at layer 0 and {t.layers[-1].cosine_to_input_row:.3f} at layer "
+        f"{last.layer}.",
+        ix.trace_figures(t),
+        [["layer", "cosine to input row", "norm", "top attended"]]
+        + [
+            [
+                str(x.layer),
+                f"{x.cosine_to_input_row:.3f}",
+                f"{x.norm:.2f}",
+                ", ".join(f"{tok} {wt:.2f}" for tok, wt in x.top_attended),
+            ]
+            for x in t.layers
+        ],
+    )
 
 
 def _input_share_section(lesson: Lesson) -> Section:

@@ -98,41 +98,41 @@ def input_row_share(
     given = None if states is None else _checked_states(states, texts, toks, kept, layers)
     own, other, pos, n = np.zeros(len(layers)), np.zeros(len(layers)), np.zeros(len(layers)), 0
     for batch in m.batches(items, batch_size, False, "input-row share"):
-        ids, mask = m.pad([seq for _, seq in batch])
-        sizes = np.array([len(kept[k]) for k, _ in batch])
-        at = np.concatenate([kept[k] for k, _ in batch])  # each kept token's position in its text
-        positions = np.repeat(np.arange(len(batch)), sizes) * ids.shape[1] + at  # ... in the batch
-        flat = m.arrays.index(positions)
-        if given is None:
-            kept_states = m.run_layers(ids, mask, layers, keep=lambda h, flat=flat: h.reshape(-1, h.shape[-1])[flat])
-            stacked = m.arrays.to_numpy(m.arrays.stack(kept_states))
-        else:  # the same rows of the same batches' forward, computed before
-            stacked = np.concatenate([given[k].states for k, _ in batch], axis=1)
-        hidden = normalize_rows(stacked.astype(np.float64))  # (L+1, t, d)
-        rows = normalize_rows(m.input_rows(np.asarray(ids).reshape(-1)[positions]).astype(np.float64))
-        # each token against its neighbour's row (the one before it in its text; the first, the last's)
-        starts = np.repeat(np.cumsum(sizes) - sizes, sizes)
-        shifted = rows[starts + (np.arange(len(at)) - starts - 1) % np.repeat(sizes, sizes)]
-        own += np.einsum("ltd,td->l", hidden, rows)
-        other += np.einsum("ltd,td->l", hidden, shifted)
-        if table is not None:
-            pos += np.einsum("ltd,td->l", hidden, normalize_rows(table[at].astype(np.float64)))
-        n += len(flat)
+        sums = _batch_sums(m, batch, kept, given, layers, table)
+        own, other, pos, n = own + sums[0], other + sums[1], pos + sums[2], n + sums[3]
     if n == 0:
         raise InputError("no text had two or more tokens; give longer texts")
     return InputRowShare(
-        model=m.name,
-        backend=m.backend,
+        model=m.name, backend=m.backend,
         truncated=sum(end < len(t.rstrip()) for t, (_, end) in zip(texts, spans, strict=True)),
-        corpus=corpus,
-        texts=len(texts),
-        tokens=n,
-        layers=list(layers),
-        to_input_row=(own / n).tolist(),
-        to_other_row=(other / n).tolist(),
-        to_position_row=(pos / n).tolist() if table is not None else None,
-        seconds=time.perf_counter() - started,
-    )
+        corpus=corpus, texts=len(texts), tokens=n, layers=list(layers),
+        to_input_row=(own / n).tolist(), to_other_row=(other / n).tolist(),
+        to_position_row=(pos / n).tolist() if table is not None else None, seconds=time.perf_counter() - started,
+    )  # fmt: skip
+
+
+def _batch_sums(m, batch, kept, given, layers, table) -> tuple[np.ndarray, np.ndarray, np.ndarray | float, int]:
+    """One batch's per-layer sums of cosines to each kept token's own row, a neighbour's row and its
+    position row, and how many tokens they sum over."""
+    ids, mask = m.pad([seq for _, seq in batch])
+    sizes = np.array([len(kept[k]) for k, _ in batch])
+    at = np.concatenate([kept[k] for k, _ in batch])  # each kept token's position in its text
+    positions = np.repeat(np.arange(len(batch)), sizes) * ids.shape[1] + at  # ... in the batch
+    flat = m.arrays.index(positions)
+    if given is None:
+        kept_states = m.run_layers(ids, mask, layers, keep=lambda h, flat=flat: h.reshape(-1, h.shape[-1])[flat])
+        stacked = m.arrays.to_numpy(m.arrays.stack(kept_states))
+    else:  # the same rows of the same batches' forward, computed before
+        stacked = np.concatenate([given[k].states for k, _ in batch], axis=1)
+    hidden = normalize_rows(stacked.astype(np.float64))  # (L+1, t, d)
+    rows = normalize_rows(m.input_rows(np.asarray(ids).reshape(-1)[positions]).astype(np.float64))
+    # each token against its neighbour's row (the one before it in its text; the first, the last's)
+    starts = np.repeat(np.cumsum(sizes) - sizes, sizes)
+    shifted = rows[starts + (np.arange(len(at)) - starts - 1) % np.repeat(sizes, sizes)]
+    own = np.einsum("ltd,td->l", hidden, rows)
+    other = np.einsum("ltd,td->l", hidden, shifted)
+    pos = 0.0 if table is None else np.einsum("ltd,td->l", hidden, normalize_rows(table[at].astype(np.float64)))
+    return own, other, pos, len(flat)
 
 
 def _checked_states(

@@ -373,18 +373,7 @@ def explore(
     by_word: dict[str, list[SenseSentence]] = {}
     for s in sentences:
         by_word.setdefault(s.word, []).append(s)
-    wanted = [w.lower().strip() for w in words] if words else list(by_word)
-    for w in wanted:
-        if not w:
-            raise InputError("a word is empty; name the words to explore, e.g. bank bat")
-        if w not in by_word:
-            raise InputError(
-                f"no sentences for {w!r} in {source or 'the sentences'}; words there: {', '.join(sorted(by_word))}; "
-                + ("name one of those in `words`, or leave `words` empty to explore them all" if own_given else
-                   "give your own in `sentences`")
-            )
-        if len(by_word[w]) < 2:
-            raise InputError(f"{w!r} has only one sentence in {source or 'the sentences'}; give at least two")
+    wanted = _wanted_words(words, by_word, source, own_given)
     everything = [s for w in wanted for s in by_word[w]]
     encodings = model.encode_occurrences(
         [s.occurrence for s in everything], layers=None, show_progress_bar=show_progress_bar
@@ -400,17 +389,28 @@ def explore(
     for r in results:
         r.baseline = base
     return Exploration(
-        model.name,
-        chosen,
-        permutations,
-        seed,
-        source or "given sentences",
-        results,
-        backend=model.backend,
-        baseline=base,
-        baseline_missing=missing,
-        layer_choice=choice,
-    )
+        model.name, chosen, permutations, seed, source or "given sentences", results,
+        backend=model.backend, baseline=base, baseline_missing=missing, layer_choice=choice,
+    )  # fmt: skip
+
+
+def _wanted_words(
+    words: Sequence[str], by_word: dict[str, list[SenseSentence]], source: str | None, own_given: bool
+) -> list[str]:
+    """The words to explore (every word of the sentences when none is named), each with two sentences or more."""
+    wanted = [w.lower().strip() for w in words] if words else list(by_word)
+    for w in wanted:
+        if not w:
+            raise InputError("a word is empty; name the words to explore, e.g. bank bat")
+        if w not in by_word:
+            raise InputError(
+                f"no sentences for {w!r} in {source or 'the sentences'}; words there: {', '.join(sorted(by_word))}; "
+                + ("name one of those in `words`, or leave `words` empty to explore them all" if own_given else
+                   "give your own in `sentences`")
+            )
+        if len(by_word[w]) < 2:
+            raise InputError(f"{w!r} has only one sentence in {source or 'the sentences'}; give at least two")
+    return wanted
 
 
 def _explore_word(word, group, encs, chosen, permutations, seed) -> WordExploration:

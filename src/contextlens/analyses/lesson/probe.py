@@ -216,26 +216,14 @@ def probe(
     if not occurrences:
         raise InputError("no sentences given; pass a sentence like 'The river [bank] flooded.'")
     anchor_sentences = {k.lower(): list(v) for k, v in (anchor_sentences or {}).items()}
-    if not anchors:
-        anchors = list(anchor_sentences)
-    if not anchors:
-        raise InputError("no anchors given; name anchor words in `anchors`, e.g. shore deposit")
-    anchors = [check_anchor(a, model) for a in anchors]
-    if len({a.lower() for a in anchors}) != len(anchors):
-        raise InputError("an anchor is named twice; give each anchor word once")
+    anchors = _checked_anchors(anchors or list(anchor_sentences), model)
     chosen, choice = resolve_layer(model, layer, "sense")
     layers = list(model.check_layers(None))
     static_scores = None
     if static is not None:  # before the forward pass, so a misspelt anchor fails at once
         anchor_vectors = [static.vector(a) for a in anchors]
         static_scores = np.array([[cosine(static.vector(o.word), v) for v in anchor_vectors] for o in occurrences])
-    anchor_occs, owners, sources = [], [], []
-    for a in anchors:
-        given = anchor_sentences.get(a.lower())
-        occs = given if given else [in_template(a, template)]
-        anchor_occs.extend(occs)
-        owners.extend([a] * len(occs))
-        sources.append(f"mean of {len(occs)} sentences" if given else "template")
+    anchor_occs, owners, sources = _anchor_occurrences(anchors, anchor_sentences, template)
     encs = model.encode_occurrences(list(occurrences) + anchor_occs, layers=layers)
     targets, anchor_encs = encs[: len(occurrences)], encs[len(occurrences) :]
     anchor_states = np.stack(
@@ -252,18 +240,34 @@ def probe(
         sentences.append(ProbedSentence(occ, enc.target_tokens, scores))
     base, missing = baseline_or_reason(model) if baseline else (None, None)
     return ProbeResult(
-        model.name,
-        layers,
-        chosen,
-        list(anchors),
-        sources,
-        template,
-        sentences,
-        static_model=static.name if static is not None else None,
-        static_scores=static_scores,
-        backend=model.backend,
-        baseline=base,
-        baseline_missing=missing,
-        layer_choice=choice,
+        model.name, layers, chosen, list(anchors), sources, template, sentences,
+        static_model=static.name if static is not None else None, static_scores=static_scores,
+        backend=model.backend, baseline=base, baseline_missing=missing, layer_choice=choice,
         left_context_only=bool(getattr(model, "is_decoder", False)),
-    )
+    )  # fmt: skip
+
+
+def _checked_anchors(anchors: Sequence[str], model: ContextualModel) -> list[str]:
+    """The anchors, each a word the model can score, none named twice."""
+    if not anchors:
+        raise InputError("no anchors given; name anchor words in `anchors`, e.g. shore deposit")
+    anchors = [check_anchor(a, model) for a in anchors]
+    if len({a.lower() for a in anchors}) != len(anchors):
+        raise InputError("an anchor is named twice; give each anchor word once")
+    return anchors
+
+
+def _anchor_occurrences(
+    anchors: Sequence[str], anchor_sentences: Mapping[str, list[Occurrence]], template: str
+) -> tuple[list[Occurrence], list[str], list[str]]:
+    """Each anchor's occurrences (its given sentences, else the template), their owners, and each one's source."""
+    anchor_occs: list[Occurrence] = []
+    owners: list[str] = []
+    sources: list[str] = []
+    for a in anchors:
+        given = anchor_sentences.get(a.lower())
+        occs = given if given else [in_template(a, template)]
+        anchor_occs.extend(occs)
+        owners.extend([a] * len(occs))
+        sources.append(f"mean of {len(occs)} sentences" if given else "template")
+    return anchor_occs, owners, sources

@@ -227,6 +227,22 @@ def compare_layers(
     else:
         states_a = _checked_states(states, texts, a.num_layers)
     states_b = states_a if b is a else b.token_states(texts, batch_size=batch_size, show_progress_bar=show_progress_bar)
+    xa, xb, aligned, skipped, dropped = _aligned_rows(states_a, states_b, len(texts))
+    layers_of_a = list(xa)
+    matrix = cka_matrix(layers_of_a, layers_of_a if b is a else list(xb))  # the same list: A's Grams once
+    if b is a:  # symmetric by definition; remove float noise
+        matrix = (matrix + matrix.T) / 2
+    return CkaResult(
+        model_a=a.name, model_b=b.name, layers_a=list(states_a[0].layers), layers_b=list(states_b[0].layers),
+        matrix=matrix, corpus=name, texts=len(texts), aligned_texts=aligned, skipped_texts=skipped,
+        tokens=int(xa.shape[1]), dropped_tokens=dropped, seconds=time.perf_counter() - started,
+        precision_a=a.precision, precision_b=b.precision, runtime_a=a.runtime, runtime_b=b.runtime,
+    )  # fmt: skip
+
+
+def _aligned_rows(states_a, states_b, texts: int) -> tuple[np.ndarray, np.ndarray, int, int, int]:
+    """Both models' states on the tokens they share, text by text (a text aligned too little is skipped):
+    the two (layers, n, d) arrays, how many texts aligned and were skipped, and the tokens dropped."""
     rows_a: list[np.ndarray] = []
     rows_b: list[np.ndarray] = []
     skipped = dropped = 0
@@ -243,29 +259,6 @@ def compare_layers(
     if aligned < MIN_TEXTS:
         raise InputError(
             f"CKA needs at least {MIN_TEXTS} sentences whose tokens align across the two models, "
-            f"got {aligned} ({skipped} of {len(texts)} could not be aligned); give more sentences"
+            f"got {aligned} ({skipped} of {texts} could not be aligned); give more sentences"
         )
-    xa = np.concatenate(rows_a, axis=1)  # (layers, n, d)
-    xb = np.concatenate(rows_b, axis=1)
-    layers_of_a = list(xa)
-    matrix = cka_matrix(layers_of_a, layers_of_a if b is a else list(xb))  # the same list: A's Grams once
-    if b is a:  # symmetric by definition; remove float noise
-        matrix = (matrix + matrix.T) / 2
-    return CkaResult(
-        model_a=a.name,
-        model_b=b.name,
-        layers_a=list(states_a[0].layers),
-        layers_b=list(states_b[0].layers),
-        matrix=matrix,
-        corpus=name,
-        texts=len(texts),
-        aligned_texts=aligned,
-        skipped_texts=skipped,
-        tokens=int(xa.shape[1]),
-        dropped_tokens=dropped,
-        seconds=time.perf_counter() - started,
-        precision_a=a.precision,
-        precision_b=b.precision,
-        runtime_a=a.runtime,
-        runtime_b=b.runtime,
-    )
+    return np.concatenate(rows_a, axis=1), np.concatenate(rows_b, axis=1), aligned, skipped, dropped

@@ -29,16 +29,21 @@ it against the arithmetic done by hand.
 from __future__ import annotations
 
 import math
-import numbers
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
+from contextlens.analyses.search.platform_options import (
+    LABEL,  # noqa: F401 - named here too
+    PlatformCapacity,
+    checked_size,
+    choice_option,
+    real_option,
+)
 from contextlens.core.arguments import whole_number
 from contextlens.errors import ParameterError
 
 PLATFORMS: tuple[str, ...] = ("opensearch", "azure", "vertex")
-LABEL = "documented, not measured"
 GIB = 2**30
 
 OPENSEARCH_SOURCES = [
@@ -130,74 +135,6 @@ def vertex_machines(shard_size: str) -> list[str]:
 
 
 @dataclass
-class PlatformCapacity:
-    """What ``count`` vectors of ``dim`` dimensions take on a platform, and how many fit its budget."""
-
-    platform: str
-    count: int
-    dim: int
-    params: dict[str, Any]
-    bytes_per_vector: float  # one copy, by the documented formula
-    bytes: int  # all of them, every copy the platform keeps
-    formula: str
-    budget_bytes: int  # the memory or quota they must fit in
-    budget_formula: str
-    fits: int  # how many vectors of ``dim`` dimensions fit in the budget (and every other limit)
-    fits_count: bool  # whether ``count`` does
-    label: str = LABEL
-    sources: list[dict[str, str]] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    fixed_bytes: int = 0  # one copy's bytes that do not grow with the count (IVF centroids, PQ code books)
-    limits: list[dict[str, Any]] = field(default_factory=list)  # every documented limit: how many fit each
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-def _check(count: int, dim: int) -> tuple[int, int]:
-    return whole_number(count, "count", minimum=1, floats=True), whole_number(dim, "dim", minimum=1)
-
-
-def _real(
-    value: Any, name: str, low: int | Fraction, high: int | Fraction, *, low_open: bool = False,
-    high_open: bool = False, unit: str = "", why: str = "",
-) -> Fraction:  # fmt: skip
-    """The one range check of every real-valued platform option: ``value`` (an int or a float, numpy's
-    too; never a bool, nan or inf) as an exact Fraction from ``low`` to ``high`` (``low_open`` /
-    ``high_open``: that end excluded), or a ParameterError naming the range (its ``unit``, and
-    ``why``: where a bound comes from)."""
-
-    def inside(x: Fraction | None) -> bool:
-        return x is not None and (x > low if low_open else x >= low) and (x < high if high_open else x <= high)
-
-    number = None
-    if not isinstance(value, bool) and isinstance(value, numbers.Real) and math.isfinite(float(value)):
-        number = Fraction(value if isinstance(value, int | Fraction) else float(value))
-        short = number.limit_denominator(10**9)  # 0.1 as 1/10, unless that crosses a bound
-        number = short if inside(short) else number
-    if not inside(number):
-        if low_open or high_open:
-            bounds = (f"{'above' if low_open else 'at least'} {_shown(low)}{unit} and "
-                      f"{'below' if high_open else 'at most'} {_shown(high)}{unit}")  # fmt: skip
-        else:
-            bounds = f"from {_shown(low)} to {_shown(high)}{unit}"
-        raise ParameterError(name, f"must be a number {bounds}{why}, got {value!r}")
-    return number
-
-
-def _shown(x: int | Fraction) -> str:
-    return f"{int(x):,}" if isinstance(x, int) or x.denominator == 1 else f"{float(x):g}"
-
-
-def _choice(value: Any, name: str, choices: tuple[str, ...] | list[str] | dict[str, Any]) -> str:
-    """``value`` as one of ``choices`` (lower case), or a ParameterError naming them."""
-    text = str(value).lower()
-    if text not in choices:
-        raise ParameterError(name, f"must be one of {', '.join(choices)}, got {value!r}")
-    return text
-
-
-@dataclass
 class _OpenSearchLayout:
     """One documented OpenSearch memory formula: bytes per vector, bytes per copy fixed, and its text."""
 
@@ -215,58 +152,11 @@ def _opensearch_layout(
     """The documented formula for this method, engine and encoding (each refused where the docs do not give one)."""
     k = OPENSEARCH_OVERHEAD
     if pq_m is not None:  # Faiss product quantization, HNSW or IVF
-        if knn_engine != "faiss" or dtype != "float32" or bits is not None:
-            raise ParameterError("pq_m", "is Faiss product quantization of float32 vectors: not with the lucene or "
-                                         "nmslib engine, a dtype other than float32, or bits")  # fmt: skip
-        if d % pq_m:
-            raise ParameterError("pq_m", f"must divide the dimension ({d}), got {pq_m}")
-        if method == "hnsw" and nbits != 8:
-            raise ParameterError("nbits", f"must be 8 with the hnsw method (PQ code_size), got {nbits}")
-        code = Fraction(nbits, 8) * pq_m + 24
-        book = segments * 2**nbits * 4 * d
-        if method == "hnsw":
-            return _OpenSearchLayout(k * (code + 8 * m), k * book,
-                                     "1.1*(((code_size/8)*pq_m + 24 + 8*m)*n + segments*(2^code_size*4*d)) bytes",
-                                     "pq", [f"PQ: pq_m {pq_m} sub-vectors of code_size {nbits} bits, a code book of "
-                                            f"2^{nbits} x 4d bytes in each of {segments} segments"])  # fmt: skip
-        note = (f"IVF-PQ: pq_m {pq_m} sub-vectors of code_size {nbits} bits, nlist {nlist}; the code book and "
-                f"centroids count once in each of {segments} segments")  # fmt: skip
-        return _OpenSearchLayout(k * code, k * (book + segments * 4 * nlist * d),
-                                 "1.1*(((code_size/8)*pq_m + 24)*n + segments*(2^code_size*4*d + 4*nlist*d)) bytes",
-                                 "pq", [note])  # fmt: skip
+        return _opensearch_pq_layout(d, m, method, knn_engine, dtype, bits, nlist, pq_m, nbits, segments)
     if bits is not None:  # an encoder of float vectors
-        if dtype != "float32":
-            raise ParameterError("bits", f"is for float32 vectors (an encoder of a float field), not {dtype}")
-        if bits not in OPENSEARCH_SQ_BITS.get(knn_engine, ()):
-            takes = {"faiss": "1, 2, 4 or 16 with the faiss engine (7 with lucene)",
-                     "lucene": "7 with the lucene engine (its scalar quantizer; 1, 2, 4 or 16 with faiss)",
-                     "nmslib": "unset with the nmslib engine (it has no quantizer)"}[knn_engine]  # fmt: skip
-            raise ParameterError("bits", f"must be {takes}, got {bits!r}")
-        if method == "ivf" and bits != 16:
-            raise ParameterError("bits", f"must be 16 with the ivf method (1, 2 and 4 bits are HNSW only), got {bits}")
-        value = Fraction(bits, 8) if knn_engine == "faiss" else Fraction(1)
-        if knn_engine == "lucene":
-            note = ("Lucene scalar quantization to 7 bits (one byte per dimension): 4x compression of the vectors; "
-                    "the raw float vectors stay on disk beside them")  # fmt: skip
-        elif bits == 16:
-            note = "Faiss 16-bit scalar quantization (fp16 or bf16): 2x compression of the vectors"
-        else:
-            note = (f"binary quantization at {bits} bit(s): {32 // bits}x compression of the vectors; "
-                    "the graph's 8*m bytes per vector stay")  # fmt: skip
-        source = "lucene" if knn_engine == "lucene" else (None if bits in OPENSEARCH_BITS else "sq")
-        text = "d" if knn_engine == "lucene" else f"d*{bits}/8"
+        value, text, source, note = _opensearch_quantized(method, knn_engine, dtype, bits)
     else:
-        if dtype != "float32" and knn_engine == "nmslib":
-            raise ParameterError("dtype", f"must be float32 with the nmslib engine, got {dtype!r}")
-        if dtype == "binary" and knn_engine != "faiss":
-            raise ParameterError("dtype", f"binary is for the faiss engine only, not {knn_engine}")
-        if dtype == "binary" and d % 8:
-            raise ParameterError("dim", f"must be a multiple of 8 for binary vectors, got {d}")
-        value = OPENSEARCH_DTYPES[dtype]
-        text = {"float32": "4*d", "int8": "d", "binary": "d/8"}[dtype]
-        source = None if dtype == "float32" else "memory_optimized"
-        note = {"float32": "", "int8": "byte vectors: one signed byte per dimension, quantized before ingestion",
-                "binary": "binary vectors: one bit per dimension (hamming space)"}[dtype]  # fmt: skip
+        value, text, source, note = _opensearch_encoded(d, knn_engine, dtype)
     notes = [note] if note else []
     if method == "hnsw":
         return _OpenSearchLayout(k * (value * d + 8 * m), Fraction(0), f"1.1*({text} + 8*m) bytes/vector",
@@ -279,7 +169,75 @@ def _opensearch_layout(
     return _OpenSearchLayout(k * value * d, k * centroids, formula, source or "ivf", notes)
 
 
-def opensearch(
+def _opensearch_pq_layout(
+    d: int, m: int, method: str, knn_engine: str, dtype: str, bits: int | None, nlist: int, pq_m: int,
+    nbits: int, segments: int,
+) -> _OpenSearchLayout:  # fmt: skip
+    """Faiss product quantization, HNSW or IVF: codes per vector, a code book (and centroids) per segment."""
+    k = OPENSEARCH_OVERHEAD
+    if knn_engine != "faiss" or dtype != "float32" or bits is not None:
+        raise ParameterError("pq_m", "is Faiss product quantization of float32 vectors: not with the lucene or "
+                                     "nmslib engine, a dtype other than float32, or bits")  # fmt: skip
+    if d % pq_m:
+        raise ParameterError("pq_m", f"must divide the dimension ({d}), got {pq_m}")
+    if method == "hnsw" and nbits != 8:
+        raise ParameterError("nbits", f"must be 8 with the hnsw method (PQ code_size), got {nbits}")
+    code = Fraction(nbits, 8) * pq_m + 24
+    book = segments * 2**nbits * 4 * d
+    if method == "hnsw":
+        return _OpenSearchLayout(k * (code + 8 * m), k * book,
+                                 "1.1*(((code_size/8)*pq_m + 24 + 8*m)*n + segments*(2^code_size*4*d)) bytes",
+                                 "pq", [f"PQ: pq_m {pq_m} sub-vectors of code_size {nbits} bits, a code book of "
+                                        f"2^{nbits} x 4d bytes in each of {segments} segments"])  # fmt: skip
+    note = (f"IVF-PQ: pq_m {pq_m} sub-vectors of code_size {nbits} bits, nlist {nlist}; the code book and "
+            f"centroids count once in each of {segments} segments")  # fmt: skip
+    return _OpenSearchLayout(k * code, k * (book + segments * 4 * nlist * d),
+                             "1.1*(((code_size/8)*pq_m + 24)*n + segments*(2^code_size*4*d + 4*nlist*d)) bytes",
+                             "pq", [note])  # fmt: skip
+
+
+def _opensearch_quantized(method: str, knn_engine: str, dtype: str, bits: int) -> tuple[Fraction, str, str | None, str]:
+    """An encoder of float vectors at ``bits``: bytes per dimension, its formula term, source and note."""
+    if dtype != "float32":
+        raise ParameterError("bits", f"is for float32 vectors (an encoder of a float field), not {dtype}")
+    if bits not in OPENSEARCH_SQ_BITS.get(knn_engine, ()):
+        takes = {"faiss": "1, 2, 4 or 16 with the faiss engine (7 with lucene)",
+                 "lucene": "7 with the lucene engine (its scalar quantizer; 1, 2, 4 or 16 with faiss)",
+                 "nmslib": "unset with the nmslib engine (it has no quantizer)"}[knn_engine]  # fmt: skip
+        raise ParameterError("bits", f"must be {takes}, got {bits!r}")
+    if method == "ivf" and bits != 16:
+        raise ParameterError("bits", f"must be 16 with the ivf method (1, 2 and 4 bits are HNSW only), got {bits}")
+    value = Fraction(bits, 8) if knn_engine == "faiss" else Fraction(1)
+    if knn_engine == "lucene":
+        note = ("Lucene scalar quantization to 7 bits (one byte per dimension): 4x compression of the vectors; "
+                "the raw float vectors stay on disk beside them")  # fmt: skip
+    elif bits == 16:
+        note = "Faiss 16-bit scalar quantization (fp16 or bf16): 2x compression of the vectors"
+    else:
+        note = (f"binary quantization at {bits} bit(s): {32 // bits}x compression of the vectors; "
+                "the graph's 8*m bytes per vector stay")  # fmt: skip
+    source = "lucene" if knn_engine == "lucene" else (None if bits in OPENSEARCH_BITS else "sq")
+    text = "d" if knn_engine == "lucene" else f"d*{bits}/8"
+    return value, text, source, note
+
+
+def _opensearch_encoded(d: int, knn_engine: str, dtype: str) -> tuple[Fraction, str, str | None, str]:
+    """Vectors stored as ``dtype``, no encoder: bytes per dimension, its formula term, source and note."""
+    if dtype != "float32" and knn_engine == "nmslib":
+        raise ParameterError("dtype", f"must be float32 with the nmslib engine, got {dtype!r}")
+    if dtype == "binary" and knn_engine != "faiss":
+        raise ParameterError("dtype", f"binary is for the faiss engine only, not {knn_engine}")
+    if dtype == "binary" and d % 8:
+        raise ParameterError("dim", f"must be a multiple of 8 for binary vectors, got {d}")
+    value = OPENSEARCH_DTYPES[dtype]
+    text = {"float32": "4*d", "int8": "d", "binary": "d/8"}[dtype]
+    source = None if dtype == "float32" else "memory_optimized"
+    note = {"float32": "", "int8": "byte vectors: one signed byte per dimension, quantized before ingestion",
+            "binary": "binary vectors: one bit per dimension (hamming space)"}[dtype]  # fmt: skip
+    return value, text, source, note
+
+
+def opensearch(  # noqa: PLR0913 - one keyword per documented OpenSearch setting (the CLI's options)
     count: int, dim: int, m: int = 16, replicas: int = 1, bits: int | None = None, node_memory_gib: float = 64,
     heap_gib: float | None = None, nodes: int = 1, method: str = "hnsw", knn_engine: str = "faiss",
     dtype: str = "float32", nlist: int | None = None, pq_m: int | None = None, nbits: int | None = None,
@@ -291,35 +249,21 @@ def opensearch(
     ``knn_engine`` faiss, lucene or nmslib; ``dtype`` float32, int8 (byte) or binary; ``bits`` Faiss's
     1, 2, 4 or 16-bit quantization or Lucene's 7-bit one; ``pq_m`` Faiss product quantization with
     ``nbits`` code size (default 8) and ``segments`` segments (default 300, the docs' recommendation)."""
-    n, d = _check(count, dim)
+    n, d = checked_size(count, dim)
     m = whole_number(m, "m", minimum=2, maximum=100)
     replicas = whole_number(replicas, "replicas", minimum=0, maximum=100)
     nodes = whole_number(nodes, "nodes", minimum=1, maximum=10_000)
-    method = _choice(method, "method", OPENSEARCH_METHODS)
-    knn_engine = _choice(knn_engine, "knn_engine", OPENSEARCH_ENGINES)
-    if str(dtype).lower() == "float16":
-        raise ParameterError("dtype", "must be float32, int8 or binary on OpenSearch, got 'float16': 16-bit floats "
-                                      "are Faiss scalar quantization of float32 vectors (16 bits)")  # fmt: skip
-    dtype = _choice(dtype, "dtype", OPENSEARCH_DTYPES)
-    if bits is not None and (isinstance(bits, bool) or not isinstance(bits, int)):
-        raise ParameterError("bits", f"must be a whole number of bits, got {bits!r}")
+    method = choice_option(method, "method", OPENSEARCH_METHODS)
+    knn_engine = choice_option(knn_engine, "knn_engine", OPENSEARCH_ENGINES)
+    dtype = _opensearch_dtype(dtype, bits)
     if method == "ivf" and knn_engine != "faiss":
         raise ParameterError("method", f"ivf is for the faiss engine only, not {knn_engine}")
-    if nlist is not None and method != "ivf":
-        raise ParameterError("nlist", "is for the ivf method")
-    nlist = OPENSEARCH_NLIST if nlist is None else whole_number(nlist, "nlist", minimum=1)
-    if pq_m is not None:
-        pq_m = whole_number(pq_m, "pq_m", minimum=1, maximum=OPENSEARCH_PQ_MAX_M)
-    for name, value in (("nbits", nbits), ("segments", segments)):
-        if value is not None and pq_m is None:
-            raise ParameterError(name, "is for product quantization (pq_m)")
-    nbits = 8 if nbits is None else whole_number(nbits, "nbits", minimum=1, maximum=8)
-    segments = OPENSEARCH_SEGMENTS if segments is None else whole_number(segments, "segments", minimum=1)
+    nlist, pq_m, nbits, segments = _opensearch_codes(method, nlist, pq_m, nbits, segments)
     if d > OPENSEARCH_MAX_DIM:
         raise ParameterError("dim", f"must be at most {OPENSEARCH_MAX_DIM:,} on OpenSearch (a knn_vector field's "
                                     f"dimension, every engine), got {d:,}")  # fmt: skip
-    memory = _real(node_memory_gib, "node_memory_gib", 1, 1_000_000, unit=" GiB")
-    heap = min(memory / 2, Fraction(32)) if heap_gib is None else _real(
+    memory = real_option(node_memory_gib, "node_memory_gib", 1, 1_000_000, unit=" GiB")
+    heap = min(memory / 2, Fraction(32)) if heap_gib is None else real_option(
         heap_gib, "heap_gib", 0, memory, low_open=True, high_open=True, unit=" GiB",
         why=" (the node's memory, `node_memory_gib`)")  # fmt: skip
     layout = _opensearch_layout(d, m, method, knn_engine, dtype, bits, nlist, pq_m, nbits, segments)
@@ -332,23 +276,7 @@ def opensearch(
     else:
         formula = f"{layout.formula} x (replicas + 1)"
     fits = max(0, math.floor((budget / copies - layout.fixed) / per_vector))
-    notes = [
-        f"every replica holds all vectors again: {copies} cop{'y' if copies == 1 else 'ies'} of the graph",
-        "the graphs live off the JVM heap; past the circuit breaker k-NN evicts the least recently used graphs",
-        *layout.notes,
-    ]
-    if knn_engine == "lucene" and dtype == "float32" and bits is None:
-        notes.append("the docs give no Lucene formula for float32 vectors without a quantizer: this is the general "
-                     "HNSW formula of the k-NN docs")  # fmt: skip
-    if knn_engine == "lucene":
-        notes.append(
-            "the docs size native-library indexes (faiss, nmslib) against the circuit breaker; "
-            "a Lucene graph is not one, so that budget is a comparison, not a documented Lucene limit"
-        )
-        if n >= LUCENE_MAX_VECTORS:
-            notes.append(f"the docs recommend Lucene/HNSW for less than {LUCENE_MAX_VECTORS:,} vectors; faiss for more")
-    if knn_engine == "nmslib":
-        notes.append("nmslib is deprecated in favor of the faiss and lucene engines")
+    notes = _opensearch_notes(n, copies, knn_engine, dtype, bits, layout)
     sources = list(OPENSEARCH_SOURCES)
     if layout.source is not None:
         sources.append(OPENSEARCH_VARIANT_SOURCES[layout.source])
@@ -369,6 +297,58 @@ def opensearch(
     )  # fmt: skip
 
 
+def _opensearch_dtype(dtype: str, bits: int | None) -> str:
+    """``dtype`` checked (float16 is an encoder on OpenSearch, not a stored type) and ``bits`` a whole number."""
+    if str(dtype).lower() == "float16":
+        raise ParameterError("dtype", "must be float32, int8 or binary on OpenSearch, got 'float16': 16-bit floats "
+                                      "are Faiss scalar quantization of float32 vectors (16 bits)")  # fmt: skip
+    dtype = choice_option(dtype, "dtype", OPENSEARCH_DTYPES)
+    if bits is not None and (isinstance(bits, bool) or not isinstance(bits, int)):
+        raise ParameterError("bits", f"must be a whole number of bits, got {bits!r}")
+    return dtype
+
+
+def _opensearch_codes(
+    method: str, nlist: int | None, pq_m: int | None, nbits: int | None, segments: int | None
+) -> tuple[int, int | None, int, int]:
+    """IVF's ``nlist`` and product quantization's ``pq_m``, ``nbits`` and ``segments``, checked, with defaults."""
+    if nlist is not None and method != "ivf":
+        raise ParameterError("nlist", "is for the ivf method")
+    nlist = OPENSEARCH_NLIST if nlist is None else whole_number(nlist, "nlist", minimum=1)
+    if pq_m is not None:
+        pq_m = whole_number(pq_m, "pq_m", minimum=1, maximum=OPENSEARCH_PQ_MAX_M)
+    for name, value in (("nbits", nbits), ("segments", segments)):
+        if value is not None and pq_m is None:
+            raise ParameterError(name, "is for product quantization (pq_m)")
+    nbits = 8 if nbits is None else whole_number(nbits, "nbits", minimum=1, maximum=8)
+    segments = OPENSEARCH_SEGMENTS if segments is None else whole_number(segments, "segments", minimum=1)
+    return nlist, pq_m, nbits, segments
+
+
+def _opensearch_notes(
+    n: int, copies: int, knn_engine: str, dtype: str, bits: int | None, layout: _OpenSearchLayout
+) -> list[str]:
+    """What the replicas and the circuit breaker mean here, the layout's notes, and the engine's caveats."""
+    notes = [
+        f"every replica holds all vectors again: {copies} cop{'y' if copies == 1 else 'ies'} of the graph",
+        "the graphs live off the JVM heap; past the circuit breaker k-NN evicts the least recently used graphs",
+        *layout.notes,
+    ]
+    if knn_engine == "lucene" and dtype == "float32" and bits is None:
+        notes.append("the docs give no Lucene formula for float32 vectors without a quantizer: this is the general "
+                     "HNSW formula of the k-NN docs")  # fmt: skip
+    if knn_engine == "lucene":
+        notes.append(
+            "the docs size native-library indexes (faiss, nmslib) against the circuit breaker; "
+            "a Lucene graph is not one, so that budget is a comparison, not a documented Lucene limit"
+        )
+        if n >= LUCENE_MAX_VECTORS:
+            notes.append(f"the docs recommend Lucene/HNSW for less than {LUCENE_MAX_VECTORS:,} vectors; faiss for more")
+    if knn_engine == "nmslib":
+        notes.append("nmslib is deprecated in favor of the faiss and lucene engines")
+    return notes
+
+
 def azure_overhead(dim: int) -> Fraction:
     """The vendor's observed HNSW overhead (m = 4) for the tabulated dimension nearest ``dim`` (by ratio)."""
     nearest = min(AZURE_HNSW_OVERHEAD, key=lambda t: abs(math.log(dim / t)))
@@ -383,7 +363,7 @@ def azure(
     ``partitions`` partitions of ``tier`` (services created after May 17, 2024), and the other
     documented limits: the partitions' storage (the vectors take about 3x on disk), the documents
     per index, the dimensions per vector field and the search units (``replicas`` x ``partitions``)."""
-    n, d = _check(count, dim)
+    n, d = checked_size(count, dim)
     tier = str(tier).lower().replace(" ", "")
     if tier not in AZURE_QUOTA_GB:
         raise ParameterError("tier", f"must be one of {', '.join(AZURE_QUOTA_GB)}, got {tier!r}")
@@ -397,9 +377,9 @@ def azure(
                                     f"vector field), got {d:,}")  # fmt: skip
     if not isinstance(dtype, str) or dtype not in AZURE_BYTES:
         raise ParameterError("dtype", f"Azure AI Search stores float32, float16, int16 or int8 vectors, got {dtype!r}")
-    hnsw = azure_overhead(d) if overhead is None else _real(overhead, "overhead", 0, 1)
+    hnsw = azure_overhead(d) if overhead is None else real_option(overhead, "overhead", 0, 1)
     # the share of the index's documents deleted but not yet merged away: below 1 while any document lives
-    deleted = AZURE_DELETED_RATIO if deleted_ratio is None else _real(deleted_ratio, "deleted_ratio", 0, 1,
+    deleted = AZURE_DELETED_RATIO if deleted_ratio is None else real_option(deleted_ratio, "deleted_ratio", 0, 1,
                                                                       high_open=True)  # fmt: skip
     raw = Fraction(d * AZURE_BYTES[dtype])
     per_vector = raw * (1 + hnsw) * (1 + deleted)
@@ -409,17 +389,7 @@ def azure(
     by_storage = math.floor(storage / (AZURE_DISK_FACTOR * per_vector))
     by_documents = AZURE_MAX_DOCUMENTS[tier]
     fits = min(by_quota, by_storage, by_documents)
-    notes = [
-        "the quota is a hard limit: past it, indexing requests fail until documents are deleted or partitions added",
-        f"on disk a vector index takes about three times its memory size (~{3 * float(per_vector) * n / GIB:,.2f} GiB)",
-    ]
-    if overhead is None:
-        notes.append(f"HNSW overhead {float(hnsw):.1%}: the vendor's figure for the dimension nearest {d} at m = 4")
-    notes.append(f"storage ({AZURE_STORAGE_GB[tier]:,} GB per {tier} partition) holds every index's content too: "
-                 "the vectors' share of it is an upper bound")  # fmt: skip
-    if replicas > 1:
-        notes.append(f"{replicas} replicas copy the index for queries; the vector quota is per partition, not per "
-                     f"replica ({replicas * partitions} search units billed)")  # fmt: skip
+    notes = _azure_notes(n, d, tier, partitions, replicas, per_vector, None if overhead is not None else hnsw)
     limits = [
         {"limit": "vector index quota (memory)", "budget_bytes": budget, "fits": by_quota},
         {"limit": "partition storage (disk, vectors ~3x their memory size)", "budget_bytes": storage,
@@ -441,10 +411,30 @@ def azure(
     )  # fmt: skip
 
 
+def _azure_notes(
+    n: int, d: int, tier: str, partitions: int, replicas: int, per_vector: Fraction, vendor_overhead: Fraction | None
+) -> list[str]:
+    """The quota's hardness, the size on disk, the overhead's source, storage, and what replicas cost."""
+    notes = [
+        "the quota is a hard limit: past it, indexing requests fail until documents are deleted or partitions added",
+        f"on disk a vector index takes about three times its memory size (~{3 * float(per_vector) * n / GIB:,.2f} GiB)",
+    ]
+    if vendor_overhead is not None:
+        notes.append(
+            f"HNSW overhead {float(vendor_overhead):.1%}: the vendor's figure for the dimension nearest {d} at m = 4"
+        )
+    notes.append(f"storage ({AZURE_STORAGE_GB[tier]:,} GB per {tier} partition) holds every index's content too: "
+                 "the vectors' share of it is an upper bound")  # fmt: skip
+    if replicas > 1:
+        notes.append(f"{replicas} replicas copy the index for queries; the vector quota is per partition, not per "
+                     f"replica ({replicas * partitions} search units billed)")  # fmt: skip
+    return notes
+
+
 def vertex(count: int, dim: int, shard_size: str = "medium", machine: str | None = None) -> PlatformCapacity:
     """Vertex AI Vector Search: shards of ``shard_size`` for ``count`` float32 vectors (raw data only),
     each served by ``machine`` (one the vendor's table allows for that shard size; default its default)."""
-    n, d = _check(count, dim)
+    n, d = checked_size(count, dim)
     shard_size = str(shard_size).lower().removeprefix("shard_size_")
     if shard_size not in VERTEX_SHARDS_GIB:
         raise ParameterError("shard_size", f"must be small, medium or large, got {shard_size!r}")

@@ -83,7 +83,7 @@ def read_token_lines(sources: list[str], stats: ReadStats) -> tuple[list[list[st
     return lines, tokens
 
 
-def train_static(
+def train_static(  # noqa: PLR0913 - the public API: one keyword per gensim setting (most keyword-only)
     corpus: str | list[str] = ALL_INSTALLED,
     method: str = "word2vec",
     *,
@@ -110,13 +110,74 @@ def train_static(
     """
     if method not in METHODS:
         raise ParameterError("method", f"must be one of {', '.join(METHODS)}, got {method!r}")
-    sg = arguments.flag(sg, "sg")
-    force = arguments.flag(force, "force")
+    sg, force = arguments.flag(sg, "sg"), arguments.flag(force, "force")
     if buckets is not None and method != "fasttext":
         raise ParameterError(
             "buckets", "is fastText's (hashed n-gram vectors); word2vec has none: drop it, or use `method` fasttext"
         )
     check_new(name, force)
+    params = _gensim_params(method, sg, dim, epochs, window, min_count, seed, workers, buckets)
+    sources = corpus_sources(corpus)
+    for source in sources:
+        check_readable(source)
+
+    import gensim
+
+    lines, tokens, stats, read_seconds = _read(sources)
+    model, train_seconds = _fitted(method, params, lines, f"{', '.join(sources)} ({tokens:,} tokens)",
+                                   show_progress_bar, progress)  # fmt: skip
+    del lines
+    kv = model.wv
+    result = TrainedModel(
+        name=name, path="", method=method, architecture="skip-gram" if sg else "CBOW",
+        corpus=[describe(s) for s in sources], documents=stats.documents, lines=model.corpus_count, tokens=tokens,
+        vocabulary=len(kv.index_to_key), parameters={k: v for k, v in params.items() if k != "sg"},
+        read_seconds=round(read_seconds, 2), train_seconds=round(train_seconds, 2),
+        reproducible=params["workers"] == 1, gensim=gensim.__version__,
+    )  # fmt: skip
+    return _saved(name, kv, result)
+
+
+def _read(sources: list[str]) -> tuple[list[list[str]], int, ReadStats, float]:
+    """The corpus's token lines, its token count and read statistics, and the seconds reading took."""
+    started = time.perf_counter()
+    stats = ReadStats()
+    lines, tokens = read_token_lines(sources, stats)
+    read_seconds = time.perf_counter() - started
+    if not lines:
+        raise InputError(f"corpus {', '.join(sources)} has no words to train on")
+    return lines, tokens, stats, read_seconds
+
+
+def _fitted(method: str, params: dict[str, Any], lines: list, read: str, show_progress_bar: bool, progress):
+    """The gensim model with its vocabulary built and its epochs run; the seconds the epochs took."""
+    from gensim.models import FastText, Word2Vec
+
+    cls = FastText if method == "fasttext" else Word2Vec
+    model = cls(**params)
+    model.build_vocab(lines)
+    if not model.wv.index_to_key:
+        raise InputError(f"no word occurs {params['min_count']} times in {read}; lower `min_count`")
+    return model, _train(model, lines, method, params["epochs"], show_progress_bar, progress)
+
+
+def _saved(name: str, kv: Any, result: TrainedModel) -> TrainedModel:
+    """The vectors saved as a made model with the run's provenance; the record with its folder."""
+
+    def write(folder: Path) -> None:
+        kv.save(str(folder / VECTORS))
+
+    provenance = result.to_dict()
+    del provenance["path"], provenance["name"]
+    folder = save_made(name, write, provenance)
+    return TrainedModel(**{**result.to_dict(), "path": str(folder)})
+
+
+def _gensim_params(
+    method: str, sg: bool, dim: int, epochs: int, window: int, min_count: int, seed: int, workers: int,
+    buckets: int | None,
+) -> dict[str, Any]:  # fmt: skip
+    """The settings checked (each within its range) as gensim's keyword arguments."""
     dim = arguments.whole_number(dim, "dim", minimum=2, maximum=1000)
     epochs = arguments.whole_number(epochs, "epochs", minimum=1, maximum=100)
     window = arguments.whole_number(window, "window", minimum=1, maximum=50)
@@ -125,30 +186,15 @@ def train_static(
     workers = arguments.whole_number(workers, "workers", minimum=1, maximum=64)
     buckets = BUCKETS if buckets is None else buckets
     buckets = arguments.whole_number(buckets, "buckets", minimum=1000, maximum=2_000_000)
-    sources = corpus_sources(corpus)
-    for source in sources:
-        check_readable(source)
-
-    import gensim
-    from gensim.models import FastText, Word2Vec
-
-    started = time.perf_counter()
-    stats = ReadStats()
-    lines, tokens = read_token_lines(sources, stats)
-    read_seconds = time.perf_counter() - started
-    if not lines:
-        raise InputError(f"corpus {', '.join(sources)} has no words to train on")
     params: dict[str, Any] = dict(vector_size=dim, window=window, min_count=min_count, sg=int(sg), seed=seed)
     params.update(workers=workers, epochs=epochs)
     if method == "fasttext":
         params.update(bucket=buckets, min_n=3, max_n=6)
-    cls = FastText if method == "fasttext" else Word2Vec
-    model = cls(**params)
-    model.build_vocab(lines)
-    if not model.wv.index_to_key:
-        raise InputError(
-            f"no word occurs {min_count} times in {', '.join(sources)} ({tokens:,} tokens); lower `min_count`"
-        )
+    return params
+
+
+def _train(model: Any, lines: list, method: str, epochs: int, show_progress_bar: bool, progress) -> float:
+    """The epochs run, told to the bar and to ``progress``; the seconds they took."""
     started = time.perf_counter()
     with progress_bar(f"{method}: epochs", epochs) if show_progress_bar else nullcontext() as bar:
         tellers = [t for t in (bar, progress) if t is not None]
@@ -158,33 +204,7 @@ def train_static(
             epochs=epochs,
             callbacks=[_EpochCallback(tellers, epochs)],
         )
-    train_seconds = time.perf_counter() - started
-    del lines
-    kv = model.wv
-    result = TrainedModel(
-        name=name,
-        path="",
-        method=method,
-        architecture="skip-gram" if sg else "CBOW",
-        corpus=[describe(s) for s in sources],
-        documents=stats.documents,
-        lines=model.corpus_count,
-        tokens=tokens,
-        vocabulary=len(kv.index_to_key),
-        parameters={k: v for k, v in params.items() if k != "sg"},
-        read_seconds=round(read_seconds, 2),
-        train_seconds=round(train_seconds, 2),
-        reproducible=workers == 1,
-        gensim=gensim.__version__,
-    )
-
-    def write(folder: Path) -> None:
-        kv.save(str(folder / VECTORS))
-
-    provenance = result.to_dict()
-    del provenance["path"], provenance["name"]
-    folder = save_made(name, write, provenance)
-    return TrainedModel(**{**result.to_dict(), "path": str(folder)})
+    return time.perf_counter() - started
 
 
 class _EpochCallback:

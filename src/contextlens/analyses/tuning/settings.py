@@ -40,15 +40,7 @@ class TuneSettings:
                 f"must be a hidden-state layer 1..{num_layers} (or -1..-{num_layers}); layer 0 is the embedding "
                 f"output, which no block shapes and tuning leaves fixed; got {self.layer!r}",
             )
-        for field_name in ("epochs", "lemmas_per_step", "eval_every", "patience", "checkpoint_every", "max_per_sense"):
-            _positive_int(field_name, getattr(self, field_name))
-        for field_name in ("max_steps", "max_lemmas"):
-            if getattr(self, field_name) is not None:
-                _positive_int(field_name, getattr(self, field_name))
-        if self.max_lemmas is not None and self.max_lemmas < 2:
-            raise ParameterError("max_lemmas", f"must be at least 2 (a train and a dev lemma), got {self.max_lemmas}")
-        if self.max_per_sense < 2:
-            raise ParameterError("max_per_sense", f"must be at least 2 (for a positive), got {self.max_per_sense}")
+        self._check_counts()
         for field_name in ("learning_rate", "temperature"):
             value = getattr(self, field_name)
             if not isinstance(value, int | float) or isinstance(value, bool) or not math.isfinite(value) or value <= 0:
@@ -61,6 +53,18 @@ class TuneSettings:
         if not _is_int(self.seed) or self.seed < 0:
             raise ParameterError("seed", f"must be a non-negative integer, got {self.seed!r}")
         return replace(self, layer=real)
+
+    def _check_counts(self) -> None:
+        """The whole-number settings: each positive (the optional ones when given), and the two that need two."""
+        for field_name in ("epochs", "lemmas_per_step", "eval_every", "patience", "checkpoint_every", "max_per_sense"):
+            _positive_int(field_name, getattr(self, field_name))
+        for field_name in ("max_steps", "max_lemmas"):
+            if getattr(self, field_name) is not None:
+                _positive_int(field_name, getattr(self, field_name))
+        if self.max_lemmas is not None and self.max_lemmas < 2:
+            raise ParameterError("max_lemmas", f"must be at least 2 (a train and a dev lemma), got {self.max_lemmas}")
+        if self.max_per_sense < 2:
+            raise ParameterError("max_per_sense", f"must be at least 2 (for a positive), got {self.max_per_sense}")
 
 
 def check_base(base: Any) -> ModelFacts:
