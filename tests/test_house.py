@@ -48,11 +48,6 @@ LONG_FUNCTIONS: dict[str, str] = {
     "analyses/corpus/senses.py:induce_senses": _LATER.format("ray"),
     "analyses/corpus/estimate.py:estimate_extraction": _LATER.format("ray"),
     "analyses/corpus/occurrence_search.py:search_occurrences": _LATER.format("ray"),
-    "analyses/static/evaluate.py:evaluate_static": _LATER.format("typed"),
-    "analyses/benchmarks/wsd.py:evaluate_wsd": _LATER.format("typed"),
-    "analyses/benchmarks/wsi.py:evaluate_wsi": _LATER.format("typed"),
-    "cli/eval/contextuality.py:contextuality_cmd": _LATER.format("typed"),
-    "cli/eval/retrieval.py:eval_retrieval": _LATER.format("typed"),
 }
 LONG_MODULES: dict[str, str] = {
     "cli/corpus.py": _LATER.format("ray"),

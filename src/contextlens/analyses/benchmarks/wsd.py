@@ -125,7 +125,6 @@ def evaluate_wsd(
         for name in ("dev", "test")
     }
     gold = {name: [data.items[k].example.synset for k in ks] for name, ks in held.items()}
-    test = held["test"]
     scored = {f"scored_{name}_examples": len(ks) for name, ks in held.items()}
     result = WsdResult("wsd", model, counts=WsdCounts(**data.counts, **scored))
 
@@ -136,43 +135,75 @@ def evaluate_wsd(
     if gloss_hidden is not None and gloss_rows is not None:
         variants.append((f"{model}+glosses", gloss_hidden))
         result.gloss_senses = len(gloss_rows)
+    sides = _Sides(data, item_rows, inventory, by_key, held, gold)
     for system, glosses in variants:
         for layer in range(hidden.shape[1]):
-            vectors = hidden[:, layer, :]
-            sense_vectors = {}
-            for key, ks in by_key.items():
-                rows = [vectors[item_rows[k]] for k in ks]
-                labels = [data.items[k].example.synset for k in ks]
-                if glosses is not None and gloss_rows is not None:
-                    for synset in sorted(inventory[key]):
-                        rows.append(glosses[gloss_rows[(key, synset)], layer])
-                        labels.append(synset)
-                sense_vectors[key] = centroids(np.stack(rows), labels)
-            for name, ks in held.items():
-                if not ks:
-                    continue
-                predicted = [nearest_sense(vectors[item_rows[k]], sense_vectors[data.items[k].key]) for k in ks]
-                for metric, value in scores(gold[name], predicted).items():
-                    result.add(system=system, layer=layer, split=name, metric=metric, value=value)
-
-    mfs = []
-    for k in test:
-        item = data.items[k]
-        candidates = sorted(inventory[item.key])
-        mfs.append(max(candidates, key=lambda s: (sense_count(s, item.example.lemma), -candidates.index(s))))
-    for metric, value in scores(gold["test"], mfs).items():
-        result.add(system="mfs-semcor", layer=None, split="test", metric=metric, value=value)
-    rng = random.Random(seed)
-    drawn = [rng.choice(sorted(inventory[data.items[k].key])) for k in test]
-    for metric, value in scores(gold["test"], drawn).items():
-        result.add(system="random-sense", layer=None, split="test", metric=metric, value=value)
-    expected = float(np.mean([1 / len(inventory[data.items[k].key]) for k in test])) if test else float("nan")
-    result.add(system="random-sense", layer=None, split="test", metric="expected_accuracy", value=expected)
+            _score_layer(result, sides, system, hidden[:, layer, :], _GlossLayer(glosses, gloss_rows, layer))
+    _add_baselines(result, sides, sense_count, seed)
     for system, _ in variants:
         best = best_layer(result, system)
         if best is not None:
             setattr(result, "best_layer" if system == model else "best_layer_glosses", BestLayer(**best))
     return result
+
+
+@dataclass(frozen=True)
+class _Sides:
+    """What every layer's scoring reads: the items, their rows, the train inventory and the held splits."""
+
+    data: WsdData
+    item_rows: Sequence[int]
+    inventory: dict[Key, set[str]]
+    by_key: dict[Key, list[int]]
+    held: dict[str, list[int]]
+    gold: dict[str, list[str]]
+
+
+@dataclass(frozen=True)
+class _GlossLayer:
+    """The gloss encodings at one layer (None: the system without glosses)."""
+
+    hidden: np.ndarray | None
+    rows: dict[tuple[Key, str], int] | None
+    layer: int
+
+
+def _score_layer(result: WsdResult, sides: _Sides, system: str, vectors: np.ndarray, glosses: _GlossLayer) -> None:
+    """One system at one layer: sense centroids from train (plus glosses), then dev and test scored."""
+    items = sides.data.items
+    sense_vectors = {}
+    for key, ks in sides.by_key.items():
+        rows = [vectors[sides.item_rows[k]] for k in ks]
+        labels = [items[k].example.synset for k in ks]
+        if glosses.hidden is not None and glosses.rows is not None:
+            for synset in sorted(sides.inventory[key]):
+                rows.append(glosses.hidden[glosses.rows[(key, synset)], glosses.layer])
+                labels.append(synset)
+        sense_vectors[key] = centroids(np.stack(rows), labels)
+    for name, ks in sides.held.items():
+        if not ks:
+            continue
+        predicted = [nearest_sense(vectors[sides.item_rows[k]], sense_vectors[items[k].key]) for k in ks]
+        for metric, value in scores(sides.gold[name], predicted).items():
+            result.add(system=system, layer=glosses.layer, split=name, metric=metric, value=value)
+
+
+def _add_baselines(result: WsdResult, sides: _Sides, sense_count: Callable[[str, str], int], seed: int) -> None:
+    """The test split's most-frequent-sense (SemCor counts) and random-sense baselines."""
+    items, inventory, test = sides.data.items, sides.inventory, sides.held["test"]
+    mfs = []
+    for k in test:
+        item = items[k]
+        candidates = sorted(inventory[item.key])
+        mfs.append(max(candidates, key=lambda s: (sense_count(s, item.example.lemma), -candidates.index(s))))
+    for metric, value in scores(sides.gold["test"], mfs).items():
+        result.add(system="mfs-semcor", layer=None, split="test", metric=metric, value=value)
+    rng = random.Random(seed)
+    drawn = [rng.choice(sorted(inventory[items[k].key])) for k in test]
+    for metric, value in scores(sides.gold["test"], drawn).items():
+        result.add(system="random-sense", layer=None, split="test", metric=metric, value=value)
+    expected = float(np.mean([1 / len(inventory[items[k].key]) for k in test])) if test else float("nan")
+    result.add(system="random-sense", layer=None, split="test", metric="expected_accuracy", value=expected)
 
 
 def table_rows(result: WsdResult) -> list[dict[str, object]]:

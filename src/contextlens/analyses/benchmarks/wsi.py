@@ -165,6 +165,26 @@ class WsiResult(BenchmarkResult):
         return {"benchmark": self.benchmark, "model": self.model, "rows": self.rows, "meta": {**head, **self.meta}}
 
 
+def _add_static(
+    result: WsiResult, splits: dict[str, list[WsiLemma]], static: StaticModel, name: str, seed: int
+) -> None:
+    """The static baseline: one vector for every occurrence of a lemma, clustered like the hidden states."""
+    per_lemma: dict[str, list[dict]] = {}
+    covered = []
+    for split, chosen in splits.items():
+        per_lemma[split] = []
+        for lem in chosen:
+            lemma = lem.key[0]
+            covered.append(lemma in static)
+            if lemma in static:
+                labels, _ = _cluster(np.tile(static.vector(lemma).values, (len(lem.rows), 1)), seed)
+            else:  # no vector at all: nothing tells the occurrences apart
+                labels = np.zeros(len(lem.rows), dtype=int)
+            per_lemma[split].append(scores(lem.gold, labels))
+    _add_means(result, name, None, per_lemma)
+    result.static_coverage = float(np.mean(covered)) if covered else 0.0
+
+
 def evaluate_wsi(
     lemmas: Sequence[WsiLemma],
     hidden: np.ndarray,
@@ -210,19 +230,7 @@ def evaluate_wsi(
                 {n: [scores(lem.gold, assign(len(lem.gold))) for lem in c] for n, c in splits.items()},
             )
         if static is not None:
-            per_lemma, covered = {}, []
-            for name, chosen in splits.items():
-                per_lemma[name] = []
-                for lem in chosen:
-                    lemma = lem.key[0]
-                    covered.append(lemma in static)
-                    if lemma in static:  # one vector for every occurrence, clustered like the hidden states
-                        labels, _ = _cluster(np.tile(static.vector(lemma).values, (len(lem.rows), 1)), seed)
-                    else:  # no vector at all: nothing tells the occurrences apart
-                        labels = np.zeros(len(lem.rows), dtype=int)
-                    per_lemma[name].append(scores(lem.gold, labels))
-            _add_means(result, static_name or static.name, None, per_lemma)
-            result.static_coverage = float(np.mean(covered)) if covered else 0.0
+            _add_static(result, splits, static, static_name or static.name, seed)
     best = best_layer(result, model)
     result.best_layer = None if best is None else WsiBestLayer(**best)
     return result
