@@ -222,6 +222,9 @@ def pytest_configure(config: pytest.Config) -> None:
         "cli_subprocess(*args): `contextlens ARGS` in a real process, started when collection ends; "
         "the test gets its result from the cli_subprocess fixture",
     )
+    from cpu_ledger import register
+
+    register(config, _worker_id(config))
 
 
 # pytest-xdist (make test runs the suite on TEST_WORKERS processes): each test file stays on one
