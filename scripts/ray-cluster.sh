@@ -23,10 +23,11 @@ TRIES=4
 STARTED="Ray runtime started."
 # what a job's cluster needs, and patience for a loaded machine (the tests' and corpus extract's own)
 export RAY_enable_metrics_collection=0 RAY_USAGE_STATS_ENABLED=0
-# Ray's token authentication, on (a local `ray.init` already turns it on and writes ~/.ray/auth_token):
-# a head node finds the token by itself, a worker node only when the mode is set; `ray get-auth-token
-# --generate` makes one, which every node and driver then reads
-export RAY_AUTH_MODE=${RAY_AUTH_MODE:-token}
+# Ray's token authentication: off unless RAY_AUTH_MODE=token is set. A head node turns it on by
+# itself when it finds a token (~/.ray/auth_token, which a local `ray.init` writes), and then a worker
+# node and a driver are refused ("InvalidAuthToken") unless they too run with RAY_AUTH_MODE=token;
+# with RAY_AUTH_MODE=token set here, every node and driver of the cluster needs it and the token.
+export RAY_AUTH_MODE=${RAY_AUTH_MODE:-disabled}
 export RAY_health_check_timeout_ms=${RAY_health_check_timeout_ms:-60000}
 export RAY_health_check_failure_threshold=${RAY_health_check_failure_threshold:-20}
 

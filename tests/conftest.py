@@ -106,8 +106,21 @@ def ray_cluster(tmp_path_factory: pytest.TempPathFactory):
         yield cluster
     finally:
         ray.shutdown()
+        groups = [int(f.read_text()) for f in folder.glob("node-*.pid")]
         stopped = ray_cluster_command("stop", folder)
         assert stopped.returncode == 0, stopped.stderr
+        # each node's process group, its renamed processes (ray::IDLE, ray::DashboardAgent) too, is gone
+        assert not [g for g in groups if _group_alive(g)], "a Ray node's processes outlived the script's stop"
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 @pytest.fixture(scope="session")
