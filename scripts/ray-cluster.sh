@@ -56,6 +56,10 @@ stop_groups() {  # SIGTERM to each node's group (ray start --block stops its pro
         [ "$alive" = 0 ] || { sleep 0.2; waited=$((waited + 1)); }
     done
     for pgid in "$@"; do kill -KILL -- "-$pgid" 2>/dev/null || true; done
+    waited=0  # a killed process is gone once reaped: wait for that (10 s at most)
+    for pgid in "$@"; do
+        while group_alive "$pgid" && [ "$waited" -lt 50 ]; do sleep 0.2; waited=$((waited + 1)); done
+    done
 }
 
 start_node() {  # start_node DIR N ARGS...: one node, its `ray start` pid in DIR/node-N.pid

@@ -73,11 +73,11 @@ def _run(monkeypatch, cluster: FakeCluster, actors: int, tmp_path, threads: int 
     )
 
 
-def test_on_gpu_nodes_each_actor_asks_for_a_gpu_spread_over_the_nodes(monkeypatch, tmp_path):
+def test_on_gpu_nodes_each_actor_asks_for_a_gpu(monkeypatch, tmp_path):
     cluster = FakeCluster((8, 1), (8, 1))
     record = _run(monkeypatch, cluster, 2, tmp_path)
     asked = cluster.data.asked
-    assert (asked["num_gpus"], asked["num_cpus"], asked["scheduling_strategy"]) == (1, 8, "SPREAD")
+    assert (asked["num_gpus"], asked["num_cpus"]) == (1, 8)
     assert asked["compute"] == ("pool", 2)
     assert record["actor_resources"] == {"num_cpus": 8, "num_gpus": 1}
     assert [(n["node_id"], n["cpus"], n["gpus"]) for n in record["nodes"]] == [("n0", 8, 1), ("n1", 8, 1)]

@@ -332,10 +332,11 @@ def actor_threads(actors: int, threads: int | None, address: str | None = None, 
 
 
 def actor_placement(threads: int, gpus: int) -> dict[str, object]:
-    """What each actor asks Ray for (``map_batches``' resources): ``threads`` CPUs, one whole GPU
-    when the cluster has ``gpus`` > 0 (Ray then hands the actor its own device, CUDA_VISIBLE_DEVICES),
-    and SPREAD: the actors go to different nodes where the resources allow."""
-    placement: dict[str, object] = {"num_cpus": threads, "scheduling_strategy": "SPREAD"}
+    """What each actor asks Ray for (``map_batches``' resources): ``threads`` CPUs, and one whole GPU
+    when the cluster has ``gpus`` > 0 (Ray then hands the actor its own device, CUDA_VISIBLE_DEVICES).
+    Ray Data places an actor pool SPREAD over the nodes by default (DataContext.scheduling_strategy;
+    Ray 2.60 deprecates passing it to ``map_batches``)."""
+    placement: dict[str, object] = {"num_cpus": threads}
     if gpus > 0:
         placement["num_gpus"] = 1
     return placement
@@ -415,7 +416,7 @@ def run_ray(
         "address": address or "local",
         "nodes": nodes,
         "actors": actors,
-        "actor_resources": {k: v for k, v in placement.items() if k.startswith("num_")},
+        "actor_resources": placement,
     }
 
 
