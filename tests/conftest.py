@@ -15,6 +15,7 @@ import subprocess
 import sys
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 os.environ["HF_HUB_OFFLINE"] = "1"
@@ -65,64 +66,61 @@ def pg():
         yield conninfo
 
 
-# Ray's own deadlines are for a quiet machine: a raylet must register within 30 s (hard-coded in
-# ray._private.node) and a node missing 5 health checks of 10 s is declared dead. Under load (CI
-# beside other work, load 8-16 on 2 cores) both were missed, so the tests start one cluster per
-# session, retrying a start that missed the raylet deadline, and give the health checks minutes.
-RAY_START_TRIES = 4
-RAY_JOIN_SECONDS = 600
-RAY_PATIENCE = {"RAY_health_check_timeout_ms": "60000", "RAY_health_check_failure_threshold": "20"}
+# One Ray cluster per session, started apart as users start one (scripts/ray-cluster.sh: `ray start
+# --head` and a second `ray start --address`, two nodes of 1 CPU on this machine), which retries a
+# node that missed Ray's 30 s raylet deadline on a loaded machine and gives the health checks
+# minutes; its `stop` ends every process of it (pytest_sessionfinish checks).
+RAY_CLUSTER_SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "ray-cluster.sh"
+RAY_CLUSTER_SECONDS = 900
+_RAY_TEMP_DIRS: list[str] = []  # the session clusters' temp dirs: a process naming one is ours
+
+
+@dataclass(frozen=True)
+class RayCluster:
+    address: str  # the head's GCS, host:port
+    folder: Path  # the script's folder: node logs, pids
+
+
+def ray_cluster_command(action: str, folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``scripts/ray-cluster.sh ACTION FOLDER ARGS`` with this interpreter's Ray."""
+    env = dict(os.environ, RAY=str(Path(sys.executable).with_name("ray")), PYTHON=sys.executable)
+    return subprocess.run(
+        ["bash", str(RAY_CLUSTER_SCRIPT), action, str(folder), *args],
+        capture_output=True, text=True, env=env, timeout=RAY_CLUSTER_SECONDS,
+    )  # fmt: skip
 
 
 @pytest.fixture(scope="session")
-def ray_cluster():
-    """One Ray cluster for the whole test session: two nodes (two raylets, 1 CPU each, as `ray start
-    --head` and `ray start --address` would start them) on this machine, the test process joined
-    to it. Every Ray test runs on it; it is shut down, its processes gone, when the session ends."""
+def ray_cluster(tmp_path_factory: pytest.TempPathFactory):
+    """The session's two-node Ray cluster, the test process joined to it; stopped when the session ends."""
     ray = pytest.importorskip("ray")
-    from ray.cluster_utils import Cluster
-
-    with pytest.MonkeyPatch.context() as patch:
-        for name, value in RAY_PATIENCE.items():
-            patch.setenv(name, value)
-        cluster = _start_ray_cluster(Cluster)
-        try:
-            cluster.wait_for_nodes(timeout=RAY_JOIN_SECONDS)
-            ray.init(address=cluster.address, include_dashboard=False, log_to_driver=False)
-            yield cluster
-        finally:
-            ray.shutdown()
-            cluster.shutdown()
-
-
-def _start_ray_cluster(cluster_class):
-    """A two-node cluster, tried again (its half-started processes killed) when a raylet missed Ray's
-    start-up deadline on a loaded machine."""
-    import psutil
-
-    for attempt in range(1, RAY_START_TRIES + 1):
-        cluster = cluster_class(initialize_head=False)
-        try:
-            cluster.add_node(num_cpus=1, include_dashboard=False)
-            cluster.add_node(num_cpus=1)
-            return cluster
-        except Exception as exc:  # ray raises a bare Exception for the missed deadline
-            cluster.shutdown()
-            for child in psutil.Process().children(recursive=True):
-                if "ray" in " ".join(_cmdline(child)):
-                    child.kill()
-            if attempt == RAY_START_TRIES or "timed out during startup" not in str(exc):
-                raise
-    raise AssertionError("unreachable")
-
-
-def _cmdline(process) -> list[str]:
-    import psutil
-
+    folder = tmp_path_factory.mktemp("ray-cluster")
+    started = ray_cluster_command("start", folder, "2", "1")
+    temp = folder / "temp"
+    if temp.is_file():
+        _RAY_TEMP_DIRS.append(temp.read_text().strip())
     try:
-        return process.cmdline()
-    except psutil.Error:
-        return []
+        assert started.returncode == 0, f"scripts/ray-cluster.sh start failed: {started.stderr}"
+        cluster = RayCluster(started.stdout.strip().splitlines()[-1], folder)
+        ray.init(address=cluster.address, include_dashboard=False, log_to_driver=False)
+        yield cluster
+    finally:
+        ray.shutdown()
+        groups = [int(f.read_text()) for f in folder.glob("node-*.pid")]
+        stopped = ray_cluster_command("stop", folder)
+        assert stopped.returncode == 0, stopped.stderr
+        # each node's process group, its renamed processes (ray::IDLE, ray::DashboardAgent) too, is gone
+        assert not [g for g in groups if _group_alive(g)], "a Ray node's processes outlived the script's stop"
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 @pytest.fixture(scope="session")
@@ -344,7 +342,7 @@ def _left_running() -> list[str]:
 
     import psutil
 
-    marks = (str(TEST_CACHE), "/pytest-of-")
+    marks = (str(TEST_CACHE), "/pytest-of-", *_RAY_TEMP_DIRS)
     me = psutil.Process()
     deadline = time.monotonic() + LEFT_RUNNING_GRACE
     while True:

@@ -86,14 +86,15 @@ def run(
     actors: int = 1,
     threads: int | None = None,
     memory: ray_engine.Memory | None = None,
-) -> None:
+) -> dict[str, object] | None:
     """Encode the ``pending`` chunks and call ``written`` with each chunk's rows (``read_stats``:
-    what the reader saw; ``memory``: Ray actors' RSS)."""
+    what the reader saw; ``memory``: Ray actors' RSS). Returns the Ray cluster the job ran on
+    (:func:`.ray_engine.run_ray`), None for the local engine."""
     if engine == "local":
         for group in grouped(spec, pending.chunks(read_stats)):
             for number, table in encode_scanned(loaded, spec, group):
                 written(number, table)
-        return
-    ray_engine.run_ray(
+        return None
+    return ray_engine.run_ray(
         spec, pending, written, read_stats, address=address, actors=actors, threads=threads, memory=memory
     )

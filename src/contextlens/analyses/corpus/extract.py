@@ -68,6 +68,9 @@ class ExtractStats:
     actor_rss: dict[int, tuple[int, int]] = field(default_factory=dict)
     # Ray actors' start-up, by process id: (started, model loaded), epoch seconds (time.time())
     actor_ready: dict[int, tuple[float, float]] = field(default_factory=dict)
+    # Ray actors' nodes, by process id; and the cluster the job ran on (run_ray's description)
+    actor_nodes: dict[int, str] = field(default_factory=dict)
+    cluster: dict[str, object] | None = None
 
     def add(self, counts: ScanCounts) -> None:
         self.sentences += counts.sentences
@@ -343,15 +346,16 @@ def _encode(source, folder, config, spec, loaded, threads, done, stats, progress
         if progress:
             progress(stats)
 
-    def memory(pid: int, peak: int, rss: int, born: float, ready: float) -> None:
+    def memory(pid: int, peak: int, rss: int, born: float, ready: float, node: str) -> None:
         stats.actor_rss[pid] = (peak, rss)
         stats.actor_ready[pid] = (born, ready)
+        stats.actor_nodes[pid] = node
 
     if config.engine == "local" and threads is not None:
         import torch
 
         torch.set_num_threads(threads)
-    engines.run(
+    stats.cluster = engines.run(
         config.engine, spec, pending, written, stats.read, loaded=loaded, address=config.address,
         actors=config.actors, threads=threads, memory=memory,
     )  # fmt: skip
@@ -376,6 +380,17 @@ def _finish(source, folder, words, config, manifest: Manifest, stats: ExtractSta
             f"{'' if config.forms else '; `forms` also matches inflected forms'}); "
             "drop it from `targets` (the folder is left unfinished)"
         )
+    manifest.cluster = cluster_record(stats)
     manifest.complete = True
     manifest.write(folder)
     return ExtractResult(folder, manifest, False, stats)
+
+
+def cluster_record(stats: ExtractStats) -> dict[str, object] | None:
+    """The Ray cluster of the job's last run, for the manifest: its nodes, each with the number of
+    actors that answered from it (a resumed job records the run that finished it); None: local."""
+    if stats.cluster is None:
+        return None
+    on = [stats.actor_nodes[pid] for pid in sorted(stats.actor_nodes)]
+    nodes = [dict(n, actors=on.count(n["node_id"])) for n in stats.cluster["nodes"]]  # type: ignore[union-attr]
+    return dict(stats.cluster, nodes=nodes)

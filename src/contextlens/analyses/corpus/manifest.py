@@ -71,6 +71,10 @@ class Manifest:
     format: str = FORMAT
     complete: bool = False
     counts: dict[str, object] = field(default_factory=dict)
+    # where the job's last run encoded (not part of the job: a job may be finished elsewhere): None
+    # for the local engine; on Ray the cluster's address, its nodes (id, address, CPUs, GPUs, the
+    # actors that answered from each) and what each actor asked for (ray_engine.run_ray)
+    cluster: dict[str, object] | None = None
 
     @property
     def backend(self) -> Backend:
@@ -135,6 +139,7 @@ def check_fields(manifest: Manifest) -> None:
         ("forms", m.forms, isinstance(m.forms, bool), "true or false"),
         ("complete", m.complete, isinstance(m.complete, bool), "true or false"),
         ("counts", m.counts, isinstance(m.counts, dict), "an object"),
+        ("cluster", m.cluster, m.cluster is None or isinstance(m.cluster, dict), "an object or null"),
         *((f"counts.{k}", counts[k], _count(counts[k]), "a whole number") for k in ("rows", "shards") if k in counts),
     ]  # fmt: skip
     for key, value, ok, what in checks:

@@ -49,8 +49,9 @@ BLOCK_OCCURRENCES = 256
 BLOCK_CHUNKS = 64
 END = -1  # the chunk number of the read task's last row: what the reader saw, as JSON
 FAILED = -2  # the chunk number of an actor's answer that carries its contextlens error (pickled)
-# (actor pid, peak RSS, RSS at its last chunk (bytes), the actor's start and model loaded (epoch s))
-Memory = Callable[[int, int, int, float, float], None]
+# (actor pid, peak RSS, RSS at its last chunk (bytes), the actor's start and model loaded (epoch s),
+# the id of the Ray node it runs on)
+Memory = Callable[[int, int, int, float, float, str], None]
 
 
 class CorpusSource:
@@ -121,6 +122,7 @@ class ChunkEncoder:
 
     def __init__(self, spec: JobSpec, threads: int):
         self.born = time.time()  # the actor's start-up, reported with each block (what a job pays first)
+        import ray
         import torch
 
         from contextlens.core.contextual_models import load_contextual
@@ -133,6 +135,7 @@ class ChunkEncoder:
         except ContextlensError as exc:  # reported with the first block (an actor that dies in its
             self.failed = exc  # constructor is retried by Ray, its error printed as tracebacks)
         self.ready = time.time()
+        self.node = ray.get_runtime_context().get_node_id()
 
     def __call__(self, batch: dict) -> pa.Table:
         if self.failed is not None:
@@ -184,6 +187,7 @@ class ChunkEncoder:
                 "rss": [now],
                 "born": [self.born],
                 "ready": [self.ready],
+                "node": [self.node],
             }
         )
 
@@ -317,12 +321,49 @@ def actor_threads(actors: int, threads: int | None, address: str | None = None, 
         raise InputError(f"`actors` must be at least 1, got {actors}")
     ray = start_ray(address, cpus)
     total = int(ray.cluster_resources().get("CPU", 1))
-    nodes = [int(n["Resources"].get("CPU", 0)) for n in ray.nodes() if n.get("Alive")] or [total]
+    live = cluster_nodes(ray)
+    nodes = [int(n["cpus"]) for n in live] or [total]
     # an actor runs on one node: more threads than the largest node's CPUs could never be scheduled
     # (a job on two 1-CPU nodes waited forever for a 2-CPU actor)
     threads = threads or max(1, min(total // actors, max(nodes) or total))
     check_threads(actors, threads, nodes)
+    check_gpus(actors, [int(n["gpus"]) for n in live])
     return threads
+
+
+def actor_placement(threads: int, gpus: int) -> dict[str, object]:
+    """What each actor asks Ray for (``map_batches``' resources): ``threads`` CPUs, and one whole GPU
+    when the cluster has ``gpus`` > 0 (Ray then hands the actor its own device, CUDA_VISIBLE_DEVICES).
+    Ray Data places an actor pool SPREAD over the nodes by default (DataContext.scheduling_strategy;
+    Ray 2.60 deprecates passing it to ``map_batches``)."""
+    placement: dict[str, object] = {"num_cpus": threads}
+    if gpus > 0:
+        placement["num_gpus"] = 1
+    return placement
+
+
+def check_gpus(actors: int, nodes: list[int]) -> None:
+    """On a cluster with GPUs each actor takes one (``nodes``: each node's GPUs): more actors than
+    GPUs would wait for a place forever."""
+    total = sum(nodes)
+    if 0 < total < actors:
+        raise InputError(
+            f"{actors} actor(s) take a GPU each; the Ray cluster has {total}: lower `actors` to at most {total}"
+        )
+
+
+def cluster_nodes(ray) -> list[dict[str, object]]:
+    """The cluster's live nodes as the manifest records them: id, address, CPUs, GPUs."""
+    return [
+        {
+            "node_id": n["NodeID"],
+            "address": n.get("NodeManagerAddress", ""),
+            "cpus": int(n["Resources"].get("CPU", 0)),
+            "gpus": int(n["Resources"].get("GPU", 0)),
+        }
+        for n in ray.nodes()
+        if n.get("Alive")
+    ]
 
 
 def check_threads(actors: int, threads: int, nodes: list[int]) -> None:
@@ -353,12 +394,34 @@ def run_ray(
     threads: int | None = None,
     memory: Memory | None = None,
     cpus: int | None = None,
-) -> None:
+) -> dict[str, object]:
     """Encode the ``pending`` chunks on ``actors`` Ray actors of ``threads`` threads each (default:
     the cluster's CPUs shared among the actors), calling ``written`` with each chunk's rows; what
-    the reader saw is added to ``read_stats``."""
+    the reader saw is added to ``read_stats``. Returns the cluster as the manifest records it
+    (:func:`cluster_nodes`, what each actor asked for)."""
     threads = actor_threads(actors, threads, address, cpus)
     ray = start_ray(address, cpus)
+    nodes = cluster_nodes(ray)
+    placement = actor_placement(threads, sum(int(n["gpus"]) for n in nodes))
+    ds = _dataset(ray, spec, pending, actors, threads, placement)
+    try:
+        for row in ds.iter_rows():
+            _answer(row, written, read_stats, memory)
+    except Exception as exc:
+        cause = _our_error(exc)
+        if cause is None:
+            raise
+        raise cause from None
+    return {
+        "address": address or "local",
+        "nodes": nodes,
+        "actors": actors,
+        "actor_resources": placement,
+    }
+
+
+def _dataset(ray, spec: JobSpec, pending: PendingChunks, actors: int, threads: int, placement: dict):
+    """The job's one stream: the corpus source -> ``map_batches`` on a fixed pool of ``actors``."""
     context = ray.data.DataContext.get_current()
     saved = context.target_max_block_size
     # Ray Data coalesces a task's output into blocks of up to this many bytes (128 MiB by
@@ -367,7 +430,7 @@ def run_ray(
     # on as soon as it is read (the dataset keeps the setting it was created with).
     context.target_max_block_size = 1
     try:
-        ds = ray.data.read_datasource(
+        return ray.data.read_datasource(
             CorpusSource(pending, spec.matcher).datasource(),
             override_num_blocks=1,
             num_cpus=0,  # reading takes no actor's CPU
@@ -376,27 +439,27 @@ def run_ray(
             fn_constructor_kwargs={"spec": spec, "threads": threads},
             batch_size=1,  # one block (read_blocks) an extraction call
             compute=ray.data.ActorPoolStrategy(size=actors),  # fixed: each actor loads the model once
-            num_cpus=threads,
             batch_format="numpy",
+            **placement,
         )
     finally:
         context.target_max_block_size = saved
-    try:
-        for row in ds.iter_rows():
-            if memory is not None and row["chunks"][0] >= 0:  # an answer of chunks (not END, not FAILED)
-                memory(int(row["pid"]), int(row["peak"]), int(row["rss"]), float(row["born"]), float(row["ready"]))
-            for number, payload in zip(row["chunks"], row["rows"], strict=True):
-                if number == END:
-                    merge_read_stats(read_stats, ReadStats(**json.loads(payload)))
-                elif number == FAILED:
-                    raise pickle.loads(payload)
-                else:
-                    written(int(number), pa.ipc.open_stream(pa.py_buffer(payload)).read_all())
-    except Exception as exc:
-        cause = _our_error(exc)
-        if cause is None:
-            raise
-        raise cause from None
+
+
+def _answer(row: dict, written, read_stats: ReadStats, memory: Memory | None) -> None:
+    """One actor's answer to a block: its chunks' rows written, the reader's counts merged."""
+    if memory is not None and row["chunks"][0] >= 0:  # an answer of chunks (not END, not FAILED)
+        memory(
+            int(row["pid"]), int(row["peak"]), int(row["rss"]), float(row["born"]), float(row["ready"]),
+            str(row["node"]),
+        )  # fmt: skip
+    for number, payload in zip(row["chunks"], row["rows"], strict=True):
+        if number == END:
+            merge_read_stats(read_stats, ReadStats(**json.loads(payload)))
+        elif number == FAILED:
+            raise pickle.loads(payload)
+        else:
+            written(int(number), pa.ipc.open_stream(pa.py_buffer(payload)).read_all())
 
 
 def _our_error(exc: BaseException) -> ContextlensError | None:

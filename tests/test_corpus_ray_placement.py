@@ -1,0 +1,97 @@
+"""Issue 34 item 2: Ray actors placed per node, on GPUs where the cluster has them. No GPU here: what
+the engine asks Ray for (``map_batches``' resources) is checked against a stand-in cluster, whose
+``ray.data`` records the request; the real two-node runs are in test_corpus.py."""
+
+from __future__ import annotations
+
+import pytest
+
+from contextlens.analyses.corpus import ray_engine
+from contextlens.analyses.corpus.chunks import JobSpec
+from contextlens.analyses.corpus.readers import ReadStats
+from contextlens.analyses.corpus.stream import PendingChunks
+from contextlens.analyses.corpus.targets import Matcher, form_table
+from contextlens.errors import InputError
+
+
+class _Dataset:
+    def __init__(self, asked: dict) -> None:
+        self.asked = asked
+
+    def map_batches(self, fn, **kwargs):
+        self.asked.update(kwargs)
+        return self
+
+    def iter_rows(self):
+        return iter([])  # no answer: the request is what is checked
+
+
+class _Data:
+    def __init__(self) -> None:
+        self.asked: dict = {}
+        self.DataContext = type("DataContext", (), {"get_current": staticmethod(lambda: _Context())})
+
+    def read_datasource(self, source, **kwargs):
+        return _Dataset(self.asked)
+
+    @staticmethod
+    def ActorPoolStrategy(size: int):  # noqa: N802 - Ray's name
+        return ("pool", size)
+
+
+class _Context:
+    target_max_block_size = 128
+
+
+class FakeCluster:
+    """``ray`` for a cluster of ``nodes`` (CPUs, GPUs) each."""
+
+    def __init__(self, *nodes: tuple[int, int]) -> None:
+        self._nodes = nodes
+        self.data = _Data()
+
+    def cluster_resources(self) -> dict[str, float]:
+        return {"CPU": float(sum(c for c, _ in self._nodes)), "GPU": float(sum(g for _, g in self._nodes))}
+
+    def nodes(self) -> list[dict]:
+        return [
+            {"NodeID": f"n{i}", "NodeManagerAddress": f"10.0.0.{i}", "Alive": True,
+             "Resources": {"CPU": float(c), **({"GPU": float(g)} if g else {})}}
+            for i, (c, g) in enumerate(self._nodes)
+        ]  # fmt: skip
+
+
+def _run(monkeypatch, cluster: FakeCluster, actors: int, tmp_path, threads: int | None = None) -> dict:
+    monkeypatch.setattr(ray_engine, "start_ray", lambda address, cpus=None: cluster)
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("The bank.\n")
+    matcher = Matcher(form_table(["bank"], False))
+    spec = JobSpec("minilm", matcher, (6,), "mean", "float16")
+    pending = PendingChunks(str(corpus), 1, "skip", frozenset(), "lines")
+    return ray_engine.run_ray(
+        spec, pending, lambda n, t: None, ReadStats(), address="10.0.0.0:6379", actors=actors, threads=threads
+    )
+
+
+def test_on_gpu_nodes_each_actor_asks_for_a_gpu(monkeypatch, tmp_path):
+    cluster = FakeCluster((8, 1), (8, 1))
+    record = _run(monkeypatch, cluster, 2, tmp_path)
+    asked = cluster.data.asked
+    assert (asked["num_gpus"], asked["num_cpus"]) == (1, 8)
+    assert asked["compute"] == ("pool", 2)
+    assert record["actor_resources"] == {"num_cpus": 8, "num_gpus": 1}
+    assert [(n["node_id"], n["cpus"], n["gpus"]) for n in record["nodes"]] == [("n0", 8, 1), ("n1", 8, 1)]
+
+
+def test_without_gpus_no_actor_asks_for_one(monkeypatch, tmp_path):
+    cluster = FakeCluster((2, 0), (2, 0))
+    record = _run(monkeypatch, cluster, 2, tmp_path)
+    assert "num_gpus" not in cluster.data.asked and cluster.data.asked["num_cpus"] == 2
+    assert record["actor_resources"] == {"num_cpus": 2} and record["address"] == "10.0.0.0:6379"
+
+
+def test_more_actors_than_gpus_is_refused_before_anything_runs(monkeypatch, tmp_path):
+    cluster = FakeCluster((8, 1), (8, 0))
+    with pytest.raises(InputError, match=r"3 actor\(s\) take a GPU each; the Ray cluster has 1"):
+        _run(monkeypatch, cluster, 3, tmp_path, threads=2)  # the CPUs allow 3 actors of 2 threads
+    assert cluster.data.asked == {}
