@@ -120,7 +120,7 @@ def create_app(
     for page in PAGES.values():
         _routes(app, page, server)
     _deferred_results(app, server)
-    lesson.routes(app, pool, loaded, label)
+    lesson.routes(app, pool, loaded, label, server.waiting)
     app.router.on_shutdown.append(pool.shutdown)
     return app
 
