@@ -26,8 +26,8 @@ from contextlens.analyses.lesson.quiz import QUIZ
 from contextlens.core.contextual_models import ContextualModel, as_contextual
 from contextlens.core.numerals import integer_text, is_digits
 from contextlens.errors import InputError
-from contextlens.web import html as pages
 from contextlens.web import deferred, kinds, tables
+from contextlens.web import html as pages
 from contextlens.web.runs import (
     CompareRequest,
     NeighborsRequest,
@@ -342,7 +342,9 @@ def routes(
         return page
 
 
-async def _lesson_parts(pool: WorkerPool, model: ContextualModel | str, answers: dict[int, int], seed: int) -> list[str]:
+async def _lesson_parts(
+    pool: WorkerPool, model: ContextualModel | str, answers: dict[int, int], seed: int
+) -> list[str]:
     """Each section's live figure and numbers, then the quiz: what the lesson computes (kept per
     model by ``_result`` and ``_live_figure``, so only a model's first visit waits)."""
     figures = await pool.run(lambda: [live_figure(k, model) + live_numbers(k, model) for _, _, k in SECTIONS])
