@@ -98,9 +98,11 @@ def create_app(
 
     @app.get("/health")
     async def health() -> dict[str, Any]:
-        """Answers at once, from the event loop, whatever the workers are doing."""
+        """Answers at once, from the event loop, whatever the workers are doing (while ``serve``
+        prepares the app, web/preparing.py answers 503 with ``"ready": false`` instead)."""
         return {
             "status": "ok",
+            "ready": True,
             "model": model,
             "precision": precision,
             "runtime": loaded.runtime,  # as resolved (runtime="auto" is torch or onnx)
