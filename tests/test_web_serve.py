@@ -198,7 +198,8 @@ def test_while_preparing_the_server_answers_and_says_what_it_prepares(minilm):
         return create_app("minilm")
 
     def get(url, headers=None, data=None):
-        request = urllib.request.Request(url, data=data, headers={**(headers or {}), "Content-Type": "application/json"})
+        sent = {**(headers or {}), "Content-Type": "application/json"}
+        request = urllib.request.Request(url, data=data, headers=sent)
         try:
             with urllib.request.urlopen(request, timeout=60) as r:
                 return r.status, {k.lower(): v for k, v in r.headers.items()}, r.read().decode()
