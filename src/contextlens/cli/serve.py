@@ -138,14 +138,17 @@ def serve_cmd(
         return prepared_app(Options(model, precision, runtime, threads, workers, host), served, corpora, say)
 
     def announce() -> None:
-        err_console.print(f"contextlens serving {model} on {url} (Ctrl-C stops); the page says when it is ready")
+        err_console.print(f"contextlens serving {model} on {url} (Ctrl-C stops; the page says when it is ready)", soft_wrap=True)
         if open_browser:
             import threading
             import webbrowser
 
             threading.Timer(1.0, webbrowser.open, args=(url,)).start()
 
-    web_app = Preparing(make, bound=host, say=lambda step: err_console.print(f"preparing: {step}…"), announce=announce)
+    def say(step: str) -> None:
+        err_console.print(f"preparing: {step}…", soft_wrap=True)
+
+    web_app = Preparing(make, bound=host, say=say, announce=announce)
     _serve(web_app, host, port)
 
 
@@ -166,7 +169,7 @@ def prepared_app(options: Options, served: dict[str, str], corpora: dict[str, st
     graph exported and checked, the first time), the built-in index made where none is named, the app."""
     from contextlens.web.app import create_app
 
-    say(f"loading {options.model} ({options.precision}, runtime {options.runtime})")
+    say(f"loading {options.model} ({options.precision})")
     loaded = contextual_option(options.model, options.precision, options.threads, options.runtime)
     if not served:  # kind (c) of the lesson needs an index to search: a small built-in one
         from contextlens.analyses.search import builtin_index
@@ -175,13 +178,13 @@ def prepared_app(options: Options, served: dict[str, str], corpora: dict[str, st
         served = {builtin_index.NAME: str(builtin_index.lee_index(loaded))}
         err_console.print(
             f"search: the built-in index '{builtin_index.NAME}', {builtin_index.WHAT} "
-            "(--index NAME=FOLDER serves your own instead)"
-        )
+            "(--index NAME=FOLDER serves your own instead)", soft_wrap=True,
+        )  # fmt: skip
     say("starting the pages")
     app = create_app(options.model, served, workers=options.workers, precision=options.precision,
                      runtime=loaded.runtime, host=options.host, corpora=corpora)  # fmt: skip
     served_as = options.model if loaded.backend.is_reference else f"{options.model} at {loaded.backend.label}"
-    err_console.print(f"ready: {served_as} (the pages answer now)")
+    err_console.print(f"ready: {served_as} (the pages answer now)", soft_wrap=True)
     return app
 
 
