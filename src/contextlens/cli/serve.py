@@ -138,7 +138,8 @@ def serve_cmd(
         return prepared_app(Options(model, precision, runtime, threads, workers, host), served, corpora, say)
 
     def announce() -> None:
-        err_console.print(f"contextlens serving {model} on {url} (Ctrl-C stops; the page says when it is ready)", soft_wrap=True)
+        line = f"contextlens serving {model} on {url} (Ctrl-C stops; the page says when it is ready)"
+        err_console.print(line, soft_wrap=True)
         if open_browser:
             import threading
             import webbrowser
