@@ -198,8 +198,8 @@ def _serve(web_app, host: str, port: int) -> None:
         server = serve_app(web_app, host, port, GRACE)
     finally:
         ctrl_c = sys.exc_info()[0] is KeyboardInterrupt or (server is not None and server.interrupted)
-        if web_app.ready and web_app.app.state.pool.pending:
-            exit_now(ctrl_c)
+        if web_app.preparing or (web_app.ready and web_app.app.state.pool.pending):
+            exit_now(ctrl_c)  # a thread still loading or analysing would hold the exit
     if ctrl_c:
         raise KeyboardInterrupt  # "interrupted", exit 130, as every command stopped by Ctrl-C
     if web_app.error is not None:

@@ -333,8 +333,7 @@ def routes(
                 code, message = error_status(exc)
                 return HTMLResponse(pages.frame("Lesson", f'<p class="error">error: {html.escape(message)}</p>', label),
                                     status_code=code)  # fmt: skip
-        else:  # the first visit on a large model: the text now, the figures when they are ready
-            assert waiting is not None
+        else:  # the first visit on a large model (only a browser's, so ``waiting`` is given): text now, figures after
             status = deferred.status_block(waiting.put(asyncio.ensure_future(_in_slots(task))))
             parts = [f'<div class="lesson-part" id="{_slot(i)}"></div>' for i in range(len(SECTIONS) + 1)]
         page = HTMLResponse(pages.frame("Static vs contextual: the lesson, live", _body(name, parts, status), label))

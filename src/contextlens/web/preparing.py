@@ -97,6 +97,11 @@ class Preparing:
         return self.app is not None
 
     @property
+    def preparing(self) -> bool:
+        """The work has started and not ended (a server stopped now leaves a thread inside it)."""
+        return self._started and not self._done.is_set()
+
+    @property
     def state(self) -> Any:
         """The made app's state (waits for it): what callers read of a FastAPI app."""
         return self.wait().state
