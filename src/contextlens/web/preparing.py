@@ -135,6 +135,8 @@ class Preparing:
 
     async def _answer_waiting(self, scope: dict[str, Any], receive, send) -> None:
         """What a request gets while the app is being made (behind the guard)."""
+        if scope["type"] != "http":  # no websocket is served
+            return
         step = self.step if self.error is None else f"failed: {self.error}"
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
         if scope["path"] == "/health":
