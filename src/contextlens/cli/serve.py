@@ -149,7 +149,7 @@ def serve_cmd(
     def say(step: str) -> None:
         err_console.print(f"preparing: {step}…", soft_wrap=True)
 
-    web_app = Preparing(make, bound=host, say=say, announce=announce)
+    web_app = Preparing(make, bound=host, say=say, announce=announce, when_ready=say_ready)
     _serve(web_app, host, port)
 
 
@@ -184,9 +184,14 @@ def prepared_app(options: Options, served: dict[str, str], corpora: dict[str, st
     say("starting the pages")
     app = create_app(options.model, served, workers=options.workers, precision=options.precision,
                      runtime=loaded.runtime, host=options.host, corpora=corpora)  # fmt: skip
-    served_as = options.model if loaded.backend.is_reference else f"{options.model} at {loaded.backend.label}"
-    err_console.print(f"ready: {served_as} (the pages answer now)", soft_wrap=True)
     return app
+
+
+def say_ready(app) -> None:
+    """The line that says the pages answer (once the app is in place: web/preparing.py)."""
+    model, backend = app.state.model, app.state.loaded.backend
+    served_as = model if backend.is_reference else f"{model} at {backend.label}"
+    err_console.print(f"ready: {served_as} (the pages answer now)", soft_wrap=True)
 
 
 def _serve(web_app, host: str, port: int) -> None:

@@ -39,8 +39,9 @@ class Preparing:
         bound: str = "127.0.0.1",
         say: Callable[[str], None] | None = None,
         announce: Callable[[], None] | None = None,
+        when_ready: Callable[[Any], None] | None = None,
     ) -> None:
-        self._make, self._say, self._announce = make, say, announce
+        self._make, self._say, self._announce, self._when_ready = make, say, announce, when_ready
         self.app: Any = None
         self.error: BaseException | None = None
         self.step = "starting"
@@ -85,6 +86,8 @@ class Preparing:
     def _prepare(self) -> None:
         try:
             self.app = self._make(self.step_done)
+            if self._when_ready is not None:  # after the app is in place: a request now reaches it
+                self._when_ready(self.app)
         except BaseException as exc:  # noqa: BLE001 - kept and reported by the caller, as one line
             self.error = exc
             if self.on_failure is not None:
