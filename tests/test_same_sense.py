@@ -124,3 +124,19 @@ def test_full_train_set_is_disjoint_and_sized():
     assert train.counts["eligible_lemma_pos"] > 1000
     assert suite.wic.counts["dev"]["pairs"] == 606 and suite.wic.counts["test"]["pairs"] == 1394  # as before
     assert not {p.lemma for p in train.pairs} & {p.lemma for p in suite.wic.pairs}
+
+
+def test_this_pairs_line_stops_above_the_counts_at_the_bars_foot(minilm):
+    """Issue 33 item 10: at 390 px the "this pair" line crossed its bin's count; it now starts above
+    the row of counts (their top: their height in data units plus the text's in pixels)."""
+    from contextlens.reports.interactive import same_sense_figures
+
+    answer = same_sense(RIVER, MONEY, minilm, size="quick")
+    (fig,) = same_sense_figures(answer)
+    counts = next(t for t in fig.data if getattr(t, "mode", None) == "text")
+    assert [int(c) for c in counts.text] == [b["pairs"] for b in answer.rule.reliability]
+    (line,) = [s for s in fig.layout.shapes if s.type == "line" and s.x0 == answer.probability]
+    margin = fig.layout.margin
+    plot_px = fig.layout.height - (margin.t or 100) - (margin.b or 80)  # plotly's default margins where unset
+    counts_top = max(counts.y) / fig.layout.yaxis.range[1] + counts.textfont.size / plot_px
+    assert line.yref.endswith("domain") and line.y0 > counts_top, (line.y0, counts_top)

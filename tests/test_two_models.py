@@ -93,3 +93,28 @@ def test_the_api_refuses_one_model_or_another_kind_of_answer(minilm, mpnet):
         side_by_side([minilm], lambda m: compare([MONEY, RIVER], m))
     with pytest.raises(InputError, match="compare, explore or same-sense"):
         side_by_side([minilm, mpnet], lambda m: m.name)
+
+
+def test_the_cka_is_measured_once_then_kept_in_memory_and_on_disk(minilm, mpnet, monkeypatch, tmp_path):
+    """A server's second two-model request, and the next command, read the CKA kept under the two
+    models' identities (issue 33: it was measured again on every request)."""
+    from collections import OrderedDict
+
+    from contextlens.analyses.lesson import two_models
+    from contextlens.analyses.representations import cka
+    from contextlens.core import disk_cache
+
+    monkeypatch.setattr(disk_cache, "cache_dir", lambda: tmp_path)  # an empty disk cache
+    monkeypatch.setattr(two_models, "_KEPT", OrderedDict())  # and nothing kept in this process
+    calls, real = [], cka.compare_layers
+    monkeypatch.setattr(cka, "compare_layers", lambda *a, **k: calls.append(a[:2]) or real(*a, **k))
+    first = two_models.kept_cka(minilm, mpnet, 40)
+    assert len(calls) == 1 and two_models.kept_cka(minilm, mpnet, 40) is first  # in memory: no second measure
+    two_models._KEPT.clear()  # as a new process: the disk answers, the same numbers
+    again = two_models.kept_cka(minilm, mpnet, 40)
+    assert len(calls) == 1 and again is not first and again.to_dict() == first.to_dict()
+    np.testing.assert_array_equal(again.matrix, real(minilm, mpnet, corpus="wordnet", limit=40).matrix)
+    two_models.kept_cka(mpnet, minilm, 40)  # another order, another size: another key, measured
+    two_models.kept_cka(minilm, mpnet, 30)
+    measured = [tuple(m.name for m in pair) for pair in calls]
+    assert measured == [("minilm", "mpnet"), ("mpnet", "minilm"), ("minilm", "mpnet")]

@@ -123,3 +123,41 @@ def test_a_browser_sees_the_status_line_then_the_figure(minilm, browser, monkeyp
             assert page.query_selector("#deferred-result #numbers") is not None
         finally:
             context.close()
+
+
+UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+def _filled(page: str, result: str) -> str:
+    """The deferred lesson as static/page.js leaves it (each data-slot's content in the part of its
+    id), less the status line, and every figure id the same, for comparing with the direct page."""
+    for slot, content in re.findall(r'<div data-slot="([^"]+)">(.*?)</div>(?=<div data-slot=|$)', result, re.S):
+        page = page.replace(f'<div class="lesson-part" id="{slot}"></div>', content)
+    page = re.sub(r'<p id="work-status".*?</p><div id="deferred-result"></div>', "", page, flags=re.S)
+    return UUID.sub("ID", page)
+
+
+def test_the_lesson_comes_first_then_its_figures_the_same_as_the_direct_page(minilm, monkeypatch):
+    """/lesson's first visit on mpnet was 27 s of blank page: now its text and a status line come
+    first, and the figures and quiz fetched after are the page a script-less client gets whole."""
+    from contextlens.web import deferred, lesson
+    from contextlens.web.app import create_app
+
+    lesson._result.cache_clear()
+    lesson._live_figure.cache_clear()
+    monkeypatch.setattr(deferred, "SHOW_PAGE_AFTER_S", 0.0)  # every visit's work counts as long
+    with TestClient(create_app("minilm"), base_url="http://127.0.0.1") as client:
+        first = client.get("/lesson", params={"seed": "7"}, headers=BROWSER)
+        assert first.status_code == 200 and 'id="work-status"' in first.text
+        assert "plotly-graph-div" not in first.text and "<h2>1. One row per word" in first.text  # the text, now
+        assert first.text.count('class="lesson-part"') == len(lesson.SECTIONS) + 1  # each section's, the quiz's
+        result = client.get(re.search(r'data-result="(/result/[^"]+)"', first.text).group(1))
+        assert result.status_code == 200 and "plotly-graph-div" in result.text and 'id="quiz-form"' in result.text
+        computed = lesson._result.cache_info().misses
+        whole = client.get("/lesson", params={"seed": "7"})  # not a browser: the whole page
+        assert 'id="work-status"' not in whole.text
+        assert _filled(first.text, result.text) == UUID.sub("ID", whole.text)
+        assert lesson._result.cache_info().misses == computed  # the second visit computed nothing again
+        monkeypatch.setattr(deferred, "SHOW_PAGE_AFTER_S", 30.0)
+        again = client.get("/lesson", params={"seed": "7"}, headers=BROWSER)  # kept: in the page at once
+        assert 'id="work-status"' not in again.text and "plotly-graph-div" in again.text

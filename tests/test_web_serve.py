@@ -17,8 +17,8 @@ def started(monkeypatch) -> dict:
 
     calls: dict = {}
 
-    def fake(app, host, port, grace):
-        calls.update(app=app, host=host, port=port)
+    def fake(app, host, port, grace):  # a server that listens prepares the app (web/preparing.py): made here
+        calls.update(app=app.wait(), host=host, port=port)
         return SimpleNamespace(interrupted=False, started=True)
 
     monkeypatch.setattr(http_server, "serve_app", fake)
@@ -172,3 +172,117 @@ def test_with_no_index_named_serve_searches_a_built_in_one_and_says_so(minilm, s
 def test_an_index_named_replaces_the_built_in_one(started, index_folder):
     assert _run(["serve", "-m", "minilm", "--index", f"docs={index_folder}"]) == 0
     assert set(started["app"].state.indexes) == {"docs"}
+
+
+BROWSER = {"Accept": "text/html,application/xhtml+xml,*/*;q=0.8"}
+
+
+def test_while_preparing_the_server_answers_and_says_what_it_prepares(minilm):
+    """Issue 33 item 9: the server listens before its first-use work ends; until the app is made,
+    /health is 503 with "ready": false and the step, a page is a status line that asks again, an API
+    call a 503 error document; then every request reaches the app."""
+    import json
+    import threading
+    import urllib.error
+    import urllib.request
+
+    from contextlens.web.app import create_app
+    from contextlens.web.preparing import Preparing
+    from tests.helpers import served_in_thread
+
+    release, steps = threading.Event(), []
+
+    def make(say):
+        say("indexing the test corpus")
+        release.wait(60)
+        return create_app("minilm")
+
+    def get(url, headers=None, data=None):
+        sent = {**(headers or {}), "Content-Type": "application/json"}
+        request = urllib.request.Request(url, data=data, headers=sent)
+        try:
+            with urllib.request.urlopen(request, timeout=60) as r:
+                return r.status, {k.lower(): v for k, v in r.headers.items()}, r.read().decode()
+        except urllib.error.HTTPError as exc:
+            return exc.code, {k.lower(): v for k, v in exc.headers.items()}, exc.read().decode()
+
+    app = Preparing(make, say=steps.append)
+    with served_in_thread(app) as base:
+        for _ in range(100):  # the thread has said its step
+            if steps:
+                break
+            threading.Event().wait(0.05)
+        status, _, body = get(f"{base}/health")
+        assert status == 503 and json.loads(body) == {"status": "preparing", "ready": False,
+                                                      "preparing": "indexing the test corpus"}  # fmt: skip
+        status, headers, page = get(f"{base}/lesson", BROWSER)
+        assert status == 503 and 'id="work-status"' in page and "indexing the test corpus" in page
+        assert 'http-equiv="refresh"' in page and headers["retry-after"] == "2"
+        assert "content-security-policy" in headers  # behind the guard: its headers
+        status, _, body = get(f"{base}/api/compare", data=json.dumps({"sentences": ["a [bank]"]}).encode())
+        assert status == 503 and "preparing (indexing the test corpus)" in json.loads(body)["error"]
+        assert get(f"{base}/health", {"Host": "evil.example"})[0] == 400  # the guard's Host check holds now too
+        release.set()
+        app.wait(120)
+        status, _, body = get(f"{base}/health")
+        assert status == 200 and json.loads(body)["ready"] is True and json.loads(body)["model"] == "minilm"
+    assert steps == ["indexing the test corpus"]
+
+
+def test_a_failed_preparation_is_kept_and_stops_the_server():
+    from types import SimpleNamespace
+
+    from contextlens.errors import InputError
+    from contextlens.web.preparing import Preparing
+
+    def make(say):
+        raise InputError("the model folder is damaged")
+
+    app = Preparing(make)
+    server = SimpleNamespace(should_exit=False)
+    app.listening(server)
+    with pytest.raises(InputError, match="damaged"):
+        app.wait(30)
+    assert server.should_exit is True and app.error is not None and not app.ready
+
+
+def test_serve_prints_its_address_when_it_listens_then_says_ready(minilm, tmp_path):
+    """A real `serve`: its address line comes once the port answers, before the first-use work's
+    "ready:" line, and the pages answer after it."""
+    import json
+    import os
+    import subprocess
+    import sys
+    import time
+    import urllib.error
+    import urllib.request
+
+    from tests.helpers import free_port
+
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "contextlens", "serve", "-m", "minilm", "--port", str(port)],
+        stderr=subprocess.PIPE, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"},
+    )  # fmt: skip
+    lines, answered = [], None
+    try:
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and not any(line.startswith("ready:") for line in lines):
+            line = proc.stderr.readline()
+            assert line, "".join(lines)
+            lines.append(line)
+            if "serving minilm on" in line:  # the port answers the moment the address is said
+                try:
+                    with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=30) as r:
+                        answered = r.status
+                except urllib.error.HTTPError as exc:
+                    answered = exc.code
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=30) as r:
+            assert json.loads(r.read())["ready"] is True
+    finally:
+        proc.terminate()
+        proc.wait(30)
+    said = [i for i, line in enumerate(lines) if "serving minilm on" in line]
+    ready = [i for i, line in enumerate(lines) if line.startswith("ready:")]
+    assert said and ready and said[0] < ready[0] and answered in (200, 503), "".join(lines)
+    assert any(line.startswith("preparing: loading minilm") for line in lines[said[0]:ready[0]]), "".join(lines)

@@ -60,14 +60,18 @@ def test_the_page_shows_both_models_and_the_cka_table(client):
     assert "<option>minilm</option>" not in page.text  # the served model is not offered as the second
 
 
-def test_the_second_model_is_kept_and_a_bad_name_is_one_line(client):
+def test_the_second_model_and_the_cka_are_kept_and_a_bad_name_is_one_line(client, monkeypatch):
+    from contextlens.analyses.representations import cka
     from contextlens.core import contextual_models
 
-    client.post("/api/compare", json={"sentences": [MONEY, RIVER], "model_b": "mpnet"})  # loaded by now
+    first = client.post("/api/compare", json={"sentences": [MONEY, RIVER], "model_b": "mpnet"})  # loaded by now
     before = contextual_models._load_once.cache_info()
+    calls, real = [], cka.compare_layers
+    monkeypatch.setattr(cka, "compare_layers", lambda *a, **k: calls.append(a) or real(*a, **k))
     again = client.post("/api/compare", json={"sentences": [MONEY, RIVER], "model_b": "mpnet"})
     after = contextual_models._load_once.cache_info()
     assert again.status_code == 200 and after.misses == before.misses  # no second load of mpnet
+    assert calls == [] and again.json()["cka"] == first.json()["cka"]  # nor a second CKA: the kept one
     assert after.hits > before.hits  # it was asked for, and answered from what was kept
     for name, why in (("minilm", "other than minilm"), ("bert", "shipped encoders")):
         bad = client.post("/api/compare", json={"sentences": [MONEY, RIVER], "model_b": name})
@@ -85,3 +89,27 @@ def test_same_sense_side_by_side_is_the_clis_and_shows_both(client):
     assert page.status_code == 200, page.text[:500]
     assert re.findall(r'<section class="two-models-answer"><h2>([^<]+)</h2>', page.text) == ["minilm", "mpnet"]
     assert '<table id="cka-matches"' in page.text
+
+
+def test_explore_side_by_side_gives_each_model_its_own_profile(client):
+    """Explore takes model_b as compare and same-sense do: each answer is that model's explore alone."""
+    body = {"words": ["bank"], "permutations": 50, "model_b": "mpnet"}
+    pair = client.post("/api/explore", json=body)
+    assert pair.status_code == 200, pair.text
+    doc = pair.json()
+    assert doc["models"] == ["minilm", "mpnet"] and doc["question"] == "explore"
+    for answer, name in zip(doc["answers"], ["minilm", "mpnet"], strict=True):
+        assert answer["model"] == name
+        assert without_timings(answer) == without_timings(run_explore_alone(name, body))
+    page = client.get("/explore", params={"words": "bank", "permutations": 50, "model_b": "mpnet"})
+    assert page.status_code == 200, page.text[:500]
+    assert re.findall(r'<section class="two-models-answer"><h2>([^<]+)</h2>', page.text) == ["minilm", "mpnet"]
+    assert '<select id="f-model_b" name="model_b"><option></option><option selected>mpnet</option>' in page.text
+
+
+def run_explore_alone(name, body):
+    from contextlens.core.contextual_models import load_contextual
+    from contextlens.web.runs import ExploreRequest, run_explore
+
+    req = ExploreRequest.model_validate({**body, "model_b": ""})
+    return run_explore(req, load_contextual(name)).to_dict()

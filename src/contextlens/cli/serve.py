@@ -7,6 +7,7 @@ import os
 import socket
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Annotated
 
 import typer
@@ -123,46 +124,94 @@ def serve_cmd(
     open_browser: Annotated[bool, typer.Option("--open", help="Open the lesson in the default browser.")] = False,
 ) -> None:
     """A local web page: the lesson and every analysis, offline, with a JSON API under /api."""
-    from contextlens.web.app import create_app
-    from contextlens.web.http_server import serve_app
+    from contextlens.cli.common import check_model
+    from contextlens.web.preparing import Preparing
 
     check_address(host, port)
+    check_model(model, precision, runtime)  # a bad model/precision/runtime fails before the port opens
     served = parse_indexes(list(index or []))
     corpora = parse_corpora(list(corpus or []))
-    loaded = contextual_option(model, precision, threads, runtime)  # a bad model/precision/runtime fails here
-    if not served:  # kind (c) of the lesson needs an index to search: a small built-in one
-        from contextlens.analyses.search import builtin_index
-
-        with err_console.status(f"indexing {builtin_index.WHAT} with {model} (once per model)..."):
-            served = {builtin_index.NAME: str(builtin_index.lee_index(loaded))}
-        err_console.print(
-            f"search: the built-in index '{builtin_index.NAME}', {builtin_index.WHAT} "
-            "(--index NAME=FOLDER serves your own instead)"
-        )
     if host not in (LOCAL, "localhost", "::1"):
         err_console.print(
             f"[yellow]warning: serving on {host}: other machines can reach this page; "
             f"use --host {LOCAL} to keep it local[/yellow]"
         )
     url = f"http://{'localhost' if host in (LOCAL, '0.0.0.0', '::') else host}:{port}/lesson"
-    served_as = model if loaded.backend.is_reference else f"{model} at {loaded.backend.label}"
-    err_console.print(f"contextlens serving {served_as} on {url} (Ctrl-C stops)")
-    if open_browser:
-        import threading
-        import webbrowser
 
-        threading.Timer(1.0, webbrowser.open, args=(url,)).start()
-    web_app = create_app(
-        model, served, workers=workers, precision=precision, runtime=loaded.runtime, host=host, corpora=corpora
-    )
+    def make(say: Callable[[str], None]):
+        return prepared_app(Options(model, precision, runtime, threads, workers, host), served, corpora, say)
+
+    def announce() -> None:
+        line = f"contextlens serving {model} on {url} (Ctrl-C stops; the page says when it is ready)"
+        err_console.print(line, soft_wrap=True)
+        if open_browser:
+            import threading
+            import webbrowser
+
+            threading.Timer(1.0, webbrowser.open, args=(url,)).start()
+
+    def say(step: str) -> None:
+        err_console.print(f"preparing: {step}…", soft_wrap=True)
+
+    web_app = Preparing(make, bound=host, say=say, announce=announce, when_ready=say_ready)
+    _serve(web_app, host, port)
+
+
+@dataclass(frozen=True)
+class Options:
+    """What the served app is made of, besides what it serves."""
+
+    model: str
+    precision: str
+    runtime: str
+    threads: int | None
+    workers: int
+    host: str
+
+
+def prepared_app(options: Options, served: dict[str, str], corpora: dict[str, str], say: Callable[[str], None]):
+    """The first-use work, after the socket listens (web/preparing.py): the model loaded (its ONNX
+    graph exported and checked, the first time), the built-in index made where none is named, the app."""
+    from contextlens.web.app import create_app
+
+    say(f"loading {options.model} ({options.precision})")
+    loaded = contextual_option(options.model, options.precision, options.threads, options.runtime)
+    if not served:  # kind (c) of the lesson needs an index to search: a small built-in one
+        from contextlens.analyses.search import builtin_index
+
+        say(f"indexing {builtin_index.WHAT} with {options.model} (once per model)")
+        served = {builtin_index.NAME: str(builtin_index.lee_index(loaded))}
+        err_console.print(
+            f"search: the built-in index '{builtin_index.NAME}', {builtin_index.WHAT} "
+            "(--index NAME=FOLDER serves your own instead)", soft_wrap=True,
+        )  # fmt: skip
+    say("starting the pages")
+    app = create_app(options.model, served, workers=options.workers, precision=options.precision,
+                     runtime=loaded.runtime, host=options.host, corpora=corpora)  # fmt: skip
+    return app
+
+
+def say_ready(app) -> None:
+    """The line that says the pages answer (once the app is in place: web/preparing.py)."""
+    model, backend = app.state.model, app.state.loaded.backend
+    served_as = model if backend.is_reference else f"{model} at {backend.label}"
+    err_console.print(f"ready: {served_as} (the pages answer now)", soft_wrap=True)
+
+
+def _serve(web_app, host: str, port: int) -> None:
+    """Serve until stopped; a failed preparation is its own one-line error (exit 2 for a bad input)."""
+    from contextlens.web.http_server import serve_app
+
     server = None
     try:
         server = serve_app(web_app, host, port, GRACE)
     finally:
         ctrl_c = sys.exc_info()[0] is KeyboardInterrupt or (server is not None and server.interrupted)
-        if web_app.state.pool.pending:
-            exit_now(ctrl_c)
+        if web_app.preparing or (web_app.ready and web_app.app.state.pool.pending):
+            exit_now(ctrl_c)  # a thread still loading or analysing would hold the exit
     if ctrl_c:
         raise KeyboardInterrupt  # "interrupted", exit 130, as every command stopped by Ctrl-C
+    if web_app.error is not None:
+        raise web_app.error
     if not server.started:
         raise InputError(f"the server could not start on {host}:{port}; see the lines above")

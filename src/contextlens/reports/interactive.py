@@ -94,6 +94,9 @@ def _pair_lines(fig: go.Figure, result: Comparison) -> None:
         )
 
 
+COUNTS_CLEAR = 0.1  # share of the plot's height left to the counts at the bars' foot (y = 0.03 of 1.05)
+
+
 def same_sense_figures(answer: SameSenseAnswer) -> list[go.Figure]:
     """Interactive reliability diagram of the same-sense rule on the test pairs, with this pair's P(same)."""
     rule, bins = answer.rule, answer.rule.reliability
@@ -113,7 +116,9 @@ def same_sense_figures(answer: SameSenseAnswer) -> list[go.Figure]:
         textfont={"size": 10, "color": "#374151"}, showlegend=False, hoverinfo="skip",
     )  # fmt: skip
     fig.add_scatter(x=[0, 1], y=[0, 1], mode="lines", line={"dash": "dot", "color": "#9ca3af"}, name="calibrated")
-    fig.add_vline(x=answer.probability, line_color=COLOURS[0], annotation_text=f"this pair {answer.probability:.2f}")
+    # this pair's line stops above the counts' row (issue 33: at 390 px it crossed the count of its bin)
+    fig.add_vline(x=answer.probability, line_color=COLOURS[0], y0=COUNTS_CLEAR, y1=1,
+                  annotation_text=f"this pair {answer.probability:.2f}")  # fmt: skip
     fig.update_layout(
         **LAYOUT,
         title=plain(

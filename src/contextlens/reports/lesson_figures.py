@@ -345,13 +345,13 @@ def same_sense_figure(answer: SameSenseAnswer) -> plt.Figure:
         width=[0.9 * (b["high"] - b["low"]) for b in bins],
         color="#c7d2fe",
         edgecolor="#4338ca",
-        label="share same sense (test pairs)",
+        label="share same sense (test pairs; count at the foot)",
     )
     ax.plot([b["mean_probability"] for b in bins], [b["share_same"] for b in bins], "o-", color="#4338ca", lw=1.4)
-    for b in bins:
-        ax.annotate(str(b["pairs"]), ((b["low"] + b["high"]) / 2, b["share_same"]), textcoords="offset points",
-                    xytext=(0, 4), ha="center", fontsize=7)  # fmt: skip
-    ax.axvline(answer.probability, color="#c2410c", lw=2, label=f"this pair: P(same) = {answer.probability:.2f}")
+    for b in bins:  # the counts at the bars' foot, where this pair's line (which stops above them) cannot cross
+        ax.text((b["low"] + b["high"]) / 2, 0.015, str(b["pairs"]), ha="center", va="bottom", fontsize=7)
+    ax.axvline(answer.probability, ymin=0.07, color="#c2410c", lw=2,
+               label=f"this pair: P(same) = {answer.probability:.2f}")  # fmt: skip
     ax.set_xlim(0, 1)
     ax.set_ylim(0, 1.05)
     ax.set_xlabel("P(same sense), logistic fit on train lemmas (neither dev nor test)")

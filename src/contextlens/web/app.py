@@ -98,9 +98,11 @@ def create_app(
 
     @app.get("/health")
     async def health() -> dict[str, Any]:
-        """Answers at once, from the event loop, whatever the workers are doing."""
+        """Answers at once, from the event loop, whatever the workers are doing (while ``serve``
+        prepares the app, web/preparing.py answers 503 with ``"ready": false`` instead)."""
         return {
             "status": "ok",
+            "ready": True,
             "model": model,
             "precision": precision,
             "runtime": loaded.runtime,  # as resolved (runtime="auto" is torch or onnx)
@@ -120,7 +122,7 @@ def create_app(
     for page in PAGES.values():
         _routes(app, page, server)
     _deferred_results(app, server)
-    lesson.routes(app, pool, loaded, label)
+    lesson.routes(app, pool, loaded, label, server.waiting)
     app.router.on_shutdown.append(pool.shutdown)
     return app
 

@@ -91,6 +91,14 @@ class SignalledServer(uvicorn.Server):
         super().__init__(config)
         self.signals: list[int] = []
 
+    async def startup(self, sockets: Any = None) -> None:
+        """uvicorn's start; then, once the socket listens, the app's ``listening(server)`` where it has
+        one (web/preparing.py: ``serve`` prints its address then, not after the first-use work)."""
+        await super().startup(sockets=sockets)
+        listening = getattr(self.config.app, "listening", None)
+        if self.started and callable(listening):
+            listening(self)
+
     def handle_exit(self, sig: int, frame: Any) -> None:
         self.signals.append(sig)
         super().handle_exit(sig, frame)

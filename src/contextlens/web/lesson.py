@@ -7,6 +7,7 @@ explained with a live figure computed by the same analyses as every other page.
 
 from __future__ import annotations
 
+import asyncio
 import html
 import random
 import re
@@ -25,8 +26,8 @@ from contextlens.analyses.lesson.quiz import QUIZ
 from contextlens.core.contextual_models import ContextualModel, as_contextual
 from contextlens.core.numerals import integer_text, is_digits
 from contextlens.errors import InputError
+from contextlens.web import deferred, kinds, tables
 from contextlens.web import html as pages
-from contextlens.web import kinds, tables
 from contextlens.web.runs import (
     CompareRequest,
     NeighborsRequest,
@@ -284,8 +285,17 @@ def _answers(query: Any) -> dict[int, int]:
     return answers
 
 
-def routes(app: FastAPI, pool: WorkerPool, model: ContextualModel | str, label: str | None = None) -> None:
-    """The lesson and the quiz on ``model`` (the served one); ``label`` names it on the page."""
+def routes(
+    app: FastAPI,
+    pool: WorkerPool,
+    model: ContextualModel | str,
+    label: str | None = None,
+    waiting: deferred.Waiting | None = None,
+) -> None:
+    """The lesson and the quiz on ``model`` (the served one); ``label`` names it on the page. With
+    ``waiting`` (the app's, web/deferred.py) a browser's visit whose figures take longer than
+    ``SHOW_PAGE_AFTER_S`` (the first on a large model: mpnet's random-word baseline alone took 27 s)
+    gets the text at once, with the status line, and its figures and quiz from ``/result/<token>``."""
     name = model if isinstance(model, str) else model.name
     label = label or name
 
@@ -313,22 +323,53 @@ def routes(app: FastAPI, pool: WorkerPool, model: ContextualModel | str, label: 
                 f"a question (q, or a1..a{len(QUIZ)}) must be 1..{len(QUIZ)} and its answer 1..{checkpoint.OPTIONS}"
             )
             return JSONResponse({"error": message, "status": 422}, status_code=422)
-        try:
-            figures = await pool.run(lambda: [live_figure(k, model) + live_numbers(k, model) for _, _, k in SECTIONS])
-            quiz_html = await pool.run(lambda: _quiz_html(model, answers, int(chosen[:9])))
-        except Exception as exc:  # noqa: BLE001
-            status, message = error_status(exc)
-            return HTMLResponse(pages.frame("Lesson", f'<p class="error">error: {html.escape(message)}</p>', label),
-                                status_code=status)  # fmt: skip
-        commands = {k: html.escape(v) for k, v in index_commands(name).items()}
-        body = (
-            tables.kind_line(name)
-            + '<p><a href="#quiz" id="skip-to-quiz">Skip to the quiz</a></p>'
-            + "".join(
-                f"<h2>{title}</h2><p>{text.format(**commands)}</p>{fig}"
-                for (title, text, _), fig in zip(SECTIONS, figures, strict=True)
-            )
-        )
-        page = HTMLResponse(pages.frame("Static vs contextual: the lesson, live", body + quiz_html, label))
+        task = asyncio.ensure_future(_lesson_parts(pool, model, answers, int(chosen[:9])))
+        browser = waiting is not None and deferred.in_a_browser(request.headers)
+        done, _ = await asyncio.wait({task}, timeout=deferred.SHOW_PAGE_AFTER_S if browser else None)
+        if done:
+            try:
+                parts, status = task.result(), ""
+            except Exception as exc:  # noqa: BLE001
+                code, message = error_status(exc)
+                return HTMLResponse(pages.frame("Lesson", f'<p class="error">error: {html.escape(message)}</p>', label),
+                                    status_code=code)  # fmt: skip
+        else:  # the first visit on a large model (only a browser's, so ``waiting`` is given): text now, figures after
+            status = deferred.status_block(waiting.put(asyncio.ensure_future(_in_slots(task))))
+            parts = [f'<div class="lesson-part" id="{_slot(i)}"></div>' for i in range(len(SECTIONS) + 1)]
+        page = HTMLResponse(pages.frame("Static vs contextual: the lesson, live", _body(name, parts, status), label))
         page.set_cookie(QUIZ_COOKIE, chosen[:9], samesite="strict", httponly=True)  # no max-age: this session only
         return page
+
+
+async def _lesson_parts(
+    pool: WorkerPool, model: ContextualModel | str, answers: dict[int, int], seed: int
+) -> list[str]:
+    """Each section's live figure and numbers, then the quiz: what the lesson computes (kept per
+    model by ``_result`` and ``_live_figure``, so only a model's first visit waits)."""
+    figures = await pool.run(lambda: [live_figure(k, model) + live_numbers(k, model) for _, _, k in SECTIONS])
+    return [*figures, await pool.run(lambda: _quiz_html(model, answers, seed))]
+
+
+def _slot(i: int) -> str:
+    return f"lesson-part-{i + 1}"
+
+
+async def _in_slots(parts: asyncio.Future[list[str]]) -> str:
+    """The parts as the deferred result: each in a ``data-slot`` that static/page.js moves into the
+    page's empty part of that id."""
+    return "".join(f'<div data-slot="{_slot(i)}">{part}</div>' for i, part in enumerate(await parts))
+
+
+def _body(name: str, parts: list[str], status: str) -> str:
+    """The lesson: the served model's line, the sections' text each above its part, the quiz last."""
+    commands = {k: html.escape(v) for k, v in index_commands(name).items()}
+    return (
+        tables.kind_line(name)
+        + '<p><a href="#quiz" id="skip-to-quiz">Skip to the quiz</a></p>'
+        + status
+        + "".join(
+            f"<h2>{title}</h2><p>{text.format(**commands)}</p>{part}"
+            for (title, text, _), part in zip(SECTIONS, parts[:-1], strict=True)
+        )
+        + parts[-1]
+    )

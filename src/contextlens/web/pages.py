@@ -63,6 +63,8 @@ _RECORDS = (
         draws=_LESSON + "polysemy.Exploration",
         numbers=tables.explore_numbers,
         controls=Controls(("layer",), view_settings.explore_settings, view_settings.explore_drawer),
+        choices=two_models.second_models,  # model_b: two models side by side
+        api_doc="the document `contextlens explore --json` prints for the same inputs (`-m` twice with model_b)",
     ),
     Page(
         "attention",

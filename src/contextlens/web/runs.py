@@ -71,6 +71,7 @@ class ExploreRequest(Request):
     layer: StrictInt = Field(-1, ge=-MAX_LAYER, le=MAX_LAYER)
     permutations: StrictInt = Field(1000, ge=1, le=5000)
     seed: StrictInt = 0
+    model_b: str = Field("", max_length=40, description=FIELD_HINT)
 
 
 class AttentionRequest(Request):
@@ -178,7 +179,16 @@ def run_explore(req: ExploreRequest, model: ContextualModel | str, _: Served | N
     words = req.words
     if own and words and not {w.casefold().strip() for w in words} & {s.word for s in own}:
         words = []  # the form's words (its example: bank bat) left beside sentences of other words: theirs win
-    return explore(words, as_contextual(model), own, req.layer, req.permutations, req.seed, source=source)
+    first = as_contextual(model)
+
+    def ask(m: ContextualModel):
+        return explore(words, m, own, req.layer, req.permutations, req.seed, source=source)
+
+    if req.model_b.strip():  # two models side by side, each its own profile (web/two_models.py)
+        from contextlens.analyses.lesson.two_models import side_by_side
+
+        return side_by_side([first, second_model(req.model_b, first)], ask)
+    return ask(first)
 
 
 def run_attention(req: AttentionRequest, model: ContextualModel | str, _: Served | None = None):

@@ -11,9 +11,13 @@ which layers of one hold a geometry like which layers of the other.
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from contextlens.core.jsonable import plain_json
 from contextlens.errors import InputError
@@ -139,7 +143,6 @@ def side_by_side(
     """Ask ``ask`` of each of two models (``ask(model)`` returns a compare, explore or same-sense
     result) and measure the linear CKA of the two models' layers on ``cka_texts`` WordNet usage
     examples. ``side_by_side(["minilm", "mpnet"], lambda m: compare(sentences, m))``."""
-    from contextlens.analyses.representations.cka import compare_layers
     from contextlens.core.contextual_models import as_contextual
 
     if len(models) != 2:
@@ -152,5 +155,59 @@ def side_by_side(
     question = QUESTION_OF.get(kind)
     if question is None:
         raise InputError(f"two models side by side answer compare, explore or same-sense, not {kind}")
-    cka = compare_layers(a, b, corpus=CKA_CORPUS, limit=cka_texts)
+    cka = kept_cka(a, b, cka_texts)
     return TwoModels(question, answers, cka, [a.num_layers, b.num_layers])
+
+
+CKA_VERSION = 1  # bump when compare_layers' alignment or measure changes: the kept results are stale
+_KEPT: OrderedDict[str, CkaResult] = OrderedDict()  # this process's CKAs, newest last
+_KEPT_SIZE = 8
+_KEPT_LOCK = threading.Lock()
+_COUNTS = ("texts", "aligned_texts", "skipped_texts", "tokens", "dropped_tokens")
+
+
+def kept_cka(a: ContextualModel, b: ContextualModel, texts: int = CKA_TEXTS) -> CkaResult:
+    """The CKA of ``a`` and ``b`` on ``texts`` WordNet examples, computed once: kept in this process
+    (a server answers its second two-model request without a forward pass) and on disk (the next
+    command too), under the two models' weights identities (precision and runtime included: an
+    int8 or ONNX model's CKA is its own) and the corpus and its size."""
+    from contextlens.core.disk_cache import cache_key, cached_arrays
+
+    key = cache_key("cka", CKA_VERSION, a.name, a.identity, b.name, b.identity, CKA_CORPUS, texts)
+    with _KEPT_LOCK:
+        if key in _KEPT:
+            _KEPT.move_to_end(key)
+            return _KEPT[key]
+    arrays = cached_arrays("cka", key, lambda: _cka_arrays(a, b, texts))
+    result = _cka_from_arrays(arrays, a, b)
+    with _KEPT_LOCK:
+        _KEPT[key] = result
+        while len(_KEPT) > _KEPT_SIZE:
+            _KEPT.popitem(last=False)
+    return result
+
+
+def _cka_arrays(a: ContextualModel, b: ContextualModel, texts: int) -> dict[str, np.ndarray]:
+    """The CKA measured now, as the arrays the disk cache stores (names and backends come from the models)."""
+    from contextlens.analyses.representations.cka import compare_layers
+
+    cka = compare_layers(a, b, corpus=CKA_CORPUS, limit=texts)
+    return {
+        "matrix": np.asarray(cka.matrix, dtype=np.float64),
+        "layers_a": np.asarray(cka.layers_a, dtype=np.int64),
+        "layers_b": np.asarray(cka.layers_b, dtype=np.int64),
+        "counts": np.asarray([getattr(cka, name) for name in _COUNTS], dtype=np.int64),
+        "seconds": np.asarray([cka.seconds]),
+    }
+
+
+def _cka_from_arrays(arrays: dict[str, np.ndarray], a: ContextualModel, b: ContextualModel) -> CkaResult:
+    from contextlens.analyses.representations.cka import CkaResult
+
+    counts = {name: int(value) for name, value in zip(_COUNTS, arrays["counts"], strict=True)}
+    return CkaResult(
+        model_a=a.name, model_b=b.name, layers_a=[int(x) for x in arrays["layers_a"]],
+        layers_b=[int(x) for x in arrays["layers_b"]], matrix=arrays["matrix"], corpus=CKA_CORPUS,
+        seconds=float(arrays["seconds"][0]), precision_a=a.precision, precision_b=b.precision,
+        runtime_a=a.runtime, runtime_b=b.runtime, **counts,
+    )  # fmt: skip

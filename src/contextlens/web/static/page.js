@@ -181,8 +181,18 @@
       .then(function (text) {
         window.clearInterval(tick);
         box.innerHTML = text;
+        var scripts = Array.prototype.slice.call(box.querySelectorAll("script"));
+        // a result in parts (the lesson): each data-slot's content moves into the page's element of that id
+        var roots = [box];
+        box.querySelectorAll("[data-slot]").forEach(function (part) {
+          var target = document.getElementById(part.getAttribute("data-slot"));
+          if (!target) return;
+          while (part.firstChild) target.appendChild(part.firstChild);
+          part.remove();
+          roots.push(target);
+        });
         // scripts set by innerHTML do not run: each is replaced by a copy, run in order
-        box.querySelectorAll("script").forEach(function (old) {
+        scripts.forEach(function (old) {
           var s = document.createElement("script");
           if (old.type) s.type = old.type;
           if (old.id) s.id = old.id;
@@ -191,8 +201,9 @@
         });
         status.textContent = "done in " + Math.round((Date.now() - began) / 1000) + " s";
         status.removeAttribute("data-result");
-        setupFigures(box);
+        roots.forEach(setupFigures);
         setupViews();
+        if (roots.length > 1) setupQuiz();  // the lesson's quiz came with its parts
       })
       .catch(function (e) { window.clearInterval(tick); status.textContent = "error: " + e; status.className = "error"; });
   }
