@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from contextlens.core.model_facts import ModelFacts, check_request
-from contextlens.core.resources import DEFAULT_CONTEXTUAL, DEFAULT_STATIC
+from contextlens.core.resources import DEFAULT_CONTEXTUAL, DEFAULT_STATIC, REGISTRY
 from contextlens.core.threads import default_threads
 from contextlens.errors import InputError, OutputPathError
 from contextlens.reports.output_paths import check_output_path
@@ -30,16 +30,20 @@ if TYPE_CHECKING:  # both import torch or gensim: a command loads them only once
 console = Console(emoji=False, highlight=False)
 err_console = Console(stderr=True, emoji=False, highlight=False)
 
+MODEL_NAMES = ", ".join(
+    [f"{DEFAULT_CONTEXTUAL} (default)"]
+    + [name for name, spec in REGISTRY.items() if spec.kind == "contextual" and name != DEFAULT_CONTEXTUAL]
+)  # the registered contextual models as --help lists them, the default (one constant) first
 ModelOpt = Annotated[
     str,
-    typer.Option("--model", "-m", help="Contextual model: mpnet (default), minilm, smollm2, a folder or HF id."),
+    typer.Option("--model", "-m", help=f"Contextual model: {MODEL_NAMES}, a folder or HF id."),
 ]
 ModelsOpt = Annotated[
     list[str] | None,
     typer.Option(
         "--model",
         "-m",
-        help="Contextual model: mpnet (default), minilm, smollm2, a folder or HF id. Give it twice"
+        help=f"Contextual model: {MODEL_NAMES}, a folder or HF id. Give it twice"
         " (-m minilm -m mpnet) to see two models side by side, each against its own baseline, with their CKA.",
     ),
 ]
