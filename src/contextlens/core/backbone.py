@@ -18,9 +18,9 @@ once under a lock, and every forward keeps its state in the call.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import nullcontext
-from typing import Any
+from typing import Any, Protocol
 
 from contextlens.core import arguments
 from contextlens.core.backend import Backend
@@ -28,6 +28,30 @@ from contextlens.core.held_interrupts import held_interrupts
 from contextlens.core.model_facts import checked_layers, loaded_is_decoder, loaded_window
 from contextlens.core.onnx_graphs import lean_ready, require_onnxruntime
 from contextlens.core.progress import Progress, progress_bar
+
+
+class ForwardNet(Protocol):
+    """What the backbone asks of its forward strategy (:class:`~contextlens.core.torch_net.TorchNet`,
+    :class:`~contextlens.core.lean_net.LeanNet`): each answers for its runtime, so the backbone
+    never asks which runtime it runs on."""
+
+    arrays: Any  # torch tensors or numpy arrays (core/array_ops.py)
+    config: Any
+    tokenizer: Any
+    identity: str  # what disk caches key the results by
+    lean_attention: bool  # attention weights from a checked ONNX attention graph
+
+    def pad(self, sequences: Sequence[Sequence[int]]) -> tuple[Any, Any]: ...
+    def run(self, ids: Any, mask: Any, hidden_states: bool, attentions: bool = False) -> Any: ...
+    def attention_net(self) -> Any: ...
+    def run_layers(self, ids: Any, mask: Any, layers: Sequence[int], keep: Any = None) -> list[Any]: ...
+    def run_with_attentions(self, ids: Any, mask: Any, top: int) -> tuple[list[Any], list[Any]]: ...
+    def torch_net(self, reference: Callable[[], Any]) -> Any: ...
+    def onnx_graphs(self, export: Callable[[], Any]) -> Any: ...
+    def require_torch(self, what: str) -> None: ...
+    def input_rows(self, ids: Any) -> Any: ...
+    def position_rows(self, n: int) -> Any: ...
+    def weight_bytes(self) -> int: ...
 
 
 class Backbone:
@@ -58,7 +82,7 @@ class Backbone:
         self.exported_now = False
         self._reference: Any = None  # the torch fp32 net an ONNX backbone is checked against
         self._reference_lock = threading.Lock()
-        self._net: Any = _OPENERS[self.backend.runtime](self)  # the forward strategy: TorchNet or LeanNet
+        self._net: ForwardNet = _OPENERS[self.backend.runtime](self)  # TorchNet or LeanNet
         self.arrays = self._net.arrays
         self.config = self._net.config
         self.tokenizer = SerialTokenizer(self._net.tokenizer)
@@ -126,8 +150,7 @@ class Backbone:
     def attention_model(self) -> Any:
         """The module tree attention weights come from: the model itself when it runs eager
         attention, else its eager twin (same weight tensors, its own config)."""
-        self.require_torch("attention weights")
-        return self._net.attention_tap.net
+        return self._net.attention_net()
 
     @property
     def num_layers(self) -> int:
@@ -189,7 +212,6 @@ class Backbone:
     def run(self, ids: Any, mask: Any, hidden_states: bool, attentions: bool = False) -> Any:
         """One forward pass of the torch model without gradients (attention weights, the model's
         own outputs: torch runtime only)."""
-        self.require_torch("the model's full outputs")
         return self._net.run(ids, mask, hidden_states, attentions)
 
     def run_layers(self, ids: Any, mask: Any, layers: Sequence[int], keep: Any = None) -> list[Any]:

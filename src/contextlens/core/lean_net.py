@@ -95,6 +95,12 @@ class LeanNet:
     def require_torch(self, what: str) -> None:
         raise torch_only(what, self.runtime)
 
+    def run(self, ids: Any, mask: Any, hidden_states: bool, attentions: bool = False) -> Any:
+        raise torch_only("the model's full outputs", self.runtime)
+
+    def attention_net(self) -> Any:
+        raise torch_only("attention weights", self.runtime)
+
     def input_rows(self, ids: Sequence[int] | np.ndarray) -> np.ndarray:
         return self.tables.rows(ids)
 

@@ -115,6 +115,11 @@ class TorchNet:
     def require_torch(self, what: str) -> None:
         """Everything torch gives is here: nothing to refuse."""
 
+    def attention_net(self) -> torch.nn.Module:
+        """The module tree attention weights come from: the model itself when it runs eager
+        attention, else its eager twin."""
+        return self.attention_tap.net
+
     # --- the rest of the torch forward -----------------------------------------------------
 
     def run(self, ids: Any, mask: Any, hidden_states: bool, attentions: bool = False) -> Any:
