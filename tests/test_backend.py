@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections import Counter
 
 import pytest
 from fastapi.testclient import TestClient
@@ -93,3 +94,62 @@ def test_the_label_is_spelled_one_way_on_the_cli_in_the_json_and_on_the_web(mini
     assert f"minilm ({label})" in client.get("/compare").text
     for wrong in ("fp32 (onnx)", "int8 (onnx)", "onnx, fp32"):
         assert wrong not in table.stdout + table.stderr + client.get("/compare").text
+
+
+def _calls_during(work) -> Counter:  # noqa: ANN001 - a callable run under a call counter
+    """How often each contextlens function ran while ``work()`` did (by function name)."""
+    counts: Counter = Counter()
+
+    def count(frame, event, _arg):  # noqa: ANN001, ANN202 - sys.setprofile's signature
+        if event == "call" and "contextlens" in frame.f_code.co_filename:
+            counts[frame.f_code.co_name] += 1
+
+    sys.setprofile(count)
+    try:
+        work()
+    finally:
+        sys.setprofile(None)
+    return counts
+
+
+@pytest.mark.parametrize("runtime", ["torch", "onnx"])
+def test_a_faces_request_is_checked_and_resolved_once_then_passed_down(
+    runtime: str, minilm: ContextualModel, minilm_onnx: ContextualModel
+) -> None:
+    """One request, one check of each option and one resolution: the load below the boundary
+    (the backbone, the drift line) checks nothing again (issue 31: it was checked five times)."""
+    from contextlens.cli.common import load_model, model_choice
+
+    loaded = []
+    counts = _calls_during(lambda: loaded.append(load_model(model_choice("minilm", "fp32", runtime))))
+    assert loaded[0] is {"torch": minilm, "onnx": minilm_onnx}[runtime]  # the one instance per name and backend
+    assert counts["check_runtime_choice"] == counts["chosen_runtime"] == counts["model_facts"] == 1, counts
+    # the request's precision, then the resolved Backend's invariant (made once, never again below)
+    assert (counts["check_precision"], counts["check_runtime"], counts["__post_init__"]) == (2, 1, 1), counts
+    assert counts["resolve_runtime"] == counts["check_model"] == 0, counts
+
+
+def test_the_face_and_the_api_resolve_auto_alike_and_refuse_alike() -> None:
+    from contextlens.core.runtime_choice import ModelBackend, resolve_runtime
+
+    for asked in PRECISIONS:
+        for attention in (False, True):
+            face = ModelBackend.checked("minilm", asked, "auto", weights=attention)
+            assert face.backend.runtime == resolve_runtime("minilm", asked, "auto", attention=attention)
+            assert face.backend.precision == asked and face.model == "minilm"
+    assert ModelBackend.resolve("minilm", "int8", "auto") == ModelBackend.checked("minilm", "int8", "auto")
+    with pytest.raises(InputError, match="layer 99 is out of range"):
+        ModelBackend.checked("minilm", layers=[99])
+    with pytest.raises(InputError, match="ONNX int8 has no attention graph"):
+        ModelBackend.checked("minilm", "int8", "onnx", attention=(1, 0))
+
+
+def test_the_backbone_asks_its_net_not_which_runtime_it_runs_on() -> None:
+    """The forward strategy is the net object's (TorchNet, LeanNet), not string tests in the backbone."""
+    import inspect
+
+    from contextlens.core import backbone
+
+    code = inspect.getsource(backbone)
+    for test in ('runtime == "', 'runtime != "', "self.runtime"):
+        assert test not in code.replace("def runtime(self)", ""), test

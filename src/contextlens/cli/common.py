@@ -16,30 +16,34 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from contextlens.core.choices import check_precision, check_runtime_choice
-from contextlens.core.model_facts import ModelFacts, model_facts
-from contextlens.core.resources import DEFAULT_CONTEXTUAL, DEFAULT_STATIC
+from contextlens.core.model_facts import ModelFacts, check_request
+from contextlens.core.resources import DEFAULT_CONTEXTUAL, DEFAULT_STATIC, REGISTRY
 from contextlens.core.threads import default_threads
 from contextlens.errors import InputError, OutputPathError
 from contextlens.reports.output_paths import check_output_path
 
 if TYPE_CHECKING:  # both import torch or gensim: a command loads them only once its input is checked
     from contextlens.core.contextual_models import ContextualModel
+    from contextlens.core.runtime_choice import ModelBackend
     from contextlens.core.static_models import StaticModel
 
 console = Console(emoji=False, highlight=False)
 err_console = Console(stderr=True, emoji=False, highlight=False)
 
+MODEL_NAMES = ", ".join(
+    [f"{DEFAULT_CONTEXTUAL} (default)"]
+    + [name for name, spec in REGISTRY.items() if spec.kind == "contextual" and name != DEFAULT_CONTEXTUAL]
+)  # the registered contextual models as --help lists them, the default (one constant) first
 ModelOpt = Annotated[
     str,
-    typer.Option("--model", "-m", help="Contextual model: mpnet (default), minilm, smollm2, a folder or HF id."),
+    typer.Option("--model", "-m", help=f"Contextual model: {MODEL_NAMES}, a folder or HF id."),
 ]
 ModelsOpt = Annotated[
     list[str] | None,
     typer.Option(
         "--model",
         "-m",
-        help="Contextual model: mpnet (default), minilm, smollm2, a folder or HF id. Give it twice"
+        help=f"Contextual model: {MODEL_NAMES}, a folder or HF id. Give it twice"
         " (-m minilm -m mpnet) to see two models side by side, each against its own baseline, with their CKA.",
     ),
 ]
@@ -127,18 +131,28 @@ def check_model(
     attention: tuple[int, int | None] | None = None,
 ) -> ModelFacts | None:
     """Everything about the --model request that holds without its weights, checked before they
-    load (no torch import): --precision, --runtime, the name or folder, and the hidden-state
-    ``layers`` and the ``attention`` (layer, head) against the model's config.json. A usage error
-    so answers in a fraction of a second. The facts, or None for a hub id not on disk."""
-    check_precision(precision)
-    check_runtime_choice(runtime)
-    facts = model_facts(name)
-    if facts is not None:
-        for layer in layers:
-            facts.check_layer(layer)
-        if attention is not None:
-            facts.check_attention(*attention)
-    return facts
+    load (no torch import; :func:`contextlens.core.model_facts.check_request`): a usage error so
+    answers in a fraction of a second. The facts, or None for a hub id not on disk."""
+    return check_request(name, precision, runtime, layers, attention)
+
+
+def model_choice(
+    name: str,
+    precision: str = "fp32",
+    runtime: str = "torch",
+    *,
+    layers: Iterable[int] = (),
+    attention: tuple[int, int | None] | None = None,
+    attention_weights: bool = False,
+) -> ModelBackend:
+    """The --model, --precision and --runtime resolved once, at the boundary: checked as
+    :func:`check_model` checks them, ``auto`` resolved (:mod:`contextlens.core.runtime_choice`;
+    ONNX for attention weights only from a checked attention graph). Load it with :func:`load_model`."""
+    from contextlens.core.runtime_choice import ModelBackend
+
+    return ModelBackend.checked(
+        name, precision, runtime, layers=layers, attention=attention, weights=attention_weights
+    )  # fmt: skip
 
 
 def static_option(name: str, words: Iterable[str] = (), *, optional: bool = False) -> StaticModel | None:
@@ -164,29 +178,34 @@ def contextual_option(
     attention: tuple[int, int | None] | None = None,
     attention_weights: bool = False,
 ) -> ContextualModel:
-    """The --model at --precision on --runtime (``auto``: :mod:`contextlens.core.runtime_choice`),
-    checked first (:func:`check_model`), with the threads set once, before the model loads
-    (--threads, default the core count; :mod:`contextlens.core.threads`). Any result that is not
-    torch fp32 has its measured drift from it on stderr (an ONNX graph's is the check made when
-    it was exported), so no such result is read without it."""
-    check_model(name, precision, runtime, layers=layers, attention=attention)
-    from contextlens.core.contextual_models import load_contextual
-    from contextlens.core.runtime_choice import export_pending, resolve_runtime
+    """The --model at --precision on --runtime, resolved (:func:`model_choice`) and loaded
+    (:func:`load_model`)."""
+    chosen = model_choice(
+        name, precision, runtime, layers=layers, attention=attention, attention_weights=attention_weights
+    )  # fmt: skip
+    return load_model(chosen, threads)
+
+
+def load_model(chosen: ModelBackend, threads: int | None = None) -> ContextualModel:
+    """A resolved request loaded, with the threads set once, before the model loads (--threads,
+    default the core count; :mod:`contextlens.core.threads`). Any result that is not torch fp32 has
+    its measured drift from it on stderr (an ONNX graph's is the check made when it was exported),
+    so no such result is read without it."""
+    from contextlens.core.contextual_models import load_resolved
     from contextlens.core.threads import set_threads
 
     set_threads(threads or default_threads())  # torch's count too, whenever torch loads
-    weights = attention_weights or attention is not None  # auto: ONNX only from a checked attention graph
-    runtime = resolve_runtime(name, precision, runtime, attention=weights)
-    if runtime == "onnx" and export_pending(name, precision):
+    name, backend = chosen.model, chosen.backend
+    if chosen.export_pending():
         note(
-            f"first ONNX Runtime use of {name} ({precision}) on this machine: exporting its graph and checking it "
-            "against torch, once (about 10 s for minilm, a minute for mpnet); later runs start without torch"
+            f"first ONNX Runtime use of {name} ({backend.precision}) on this machine: exporting its graph and checking "
+            "it against torch, once (about 10 s for minilm, a minute for mpnet); later runs start without torch"
         )
-    model = load_contextual(name, precision, runtime)
-    if not model.backend.is_reference:
-        from contextlens.core.drift import drift
+    model = load_resolved(chosen)
+    if not backend.is_reference:
+        from contextlens.core.drift import drift_on
 
-        AFTER_RESULT.append(drift(name, precision, runtime).line())  # after the result: an error stays one line
+        AFTER_RESULT.append(drift_on(name, backend).line())  # after the result: an error stays one line
     return model
 
 

@@ -20,10 +20,10 @@ from contextlens.cli.common import (
     StaticOpt,
     ThreadsOpt,
     WordOpt,
-    check_model,
     console,
-    contextual_option,
     fmt,
+    load_model,
+    model_choice,
     models_option,
     print_model_kind,
     static_option,
@@ -58,11 +58,9 @@ def compare_cmd(
     occs = locate_all(sentences, word, occurrence)
     arguments.sentences_to_compare(occs)
     # everything checkable without weights is checked first: a word GloVe lacks costs no model load
-    names = models_option(model)
-    for name in names:
-        check_model(name, precision, runtime)
+    chosen = [model_choice(name, precision, runtime) for name in models_option(model)]
     static_model = static_option(static, [o.word for o in occs], optional=True)
-    models = [contextual_option(name, precision, threads, runtime) for name in names]
+    models = [load_model(one, threads) for one in chosen]
     from contextlens.analyses.lesson.divergence import compare
 
     def ask(contextual):  # noqa: ANN001, ANN202 - one model's comparison

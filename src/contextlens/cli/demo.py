@@ -18,10 +18,10 @@ from contextlens.cli.common import (
     RuntimeOpt,
     StaticOpt,
     ThreadsOpt,
-    check_model,
     console,
-    contextual_option,
     fmt,
+    load_model,
+    model_choice,
     static_option,
     status_line,
     written,
@@ -47,12 +47,12 @@ def demo_cmd(
     """The lesson end to end: "bank" in two sentences, several per sense, and report.html with every experiment."""
     from contextlens.analyses.lesson.divergence import compare, same_and_cross_by_layer
 
-    check_model(model, precision)
+    chosen = model_choice(model, precision, runtime, attention_weights=True)
     words = {parse_marked(s).word for s in (*WORKED_EXAMPLE, *(s for _, s in BANK_BY_SENSE))}
     with _working(f"loading {static}") as show:
         static_model = static_option(static, sorted(words))
         show(f"loading {model}")
-        contextual = contextual_option(model, precision, threads, runtime, attention_weights=True)
+        contextual = load_model(chosen, threads)
     console.rule("[bold]1. Same word, two contexts")
     with _working(f"{model}: “bank” in two sentences, every layer"):
         pair = compare([parse_marked(s) for s in WORKED_EXAMPLE], contextual, static_model)

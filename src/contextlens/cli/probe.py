@@ -24,13 +24,13 @@ from contextlens.cli.common import (
     TemplateOpt,
     ThreadsOpt,
     WordOpt,
-    check_model,
     choose_auto_layer,
     console,
-    contextual_option,
     figures_after,
     layer_numbers_to_check,
     layer_text,
+    load_model,
+    model_choice,
     print_json,
     static_option,
 )
@@ -82,10 +82,10 @@ def probe_cmd(  # noqa: PLR0913 - a command: one parameter per option
     given = load_anchor_sentences(anchor_sentences) if anchor_sentences is not None else None
     occs = locate_all(texts, word, occurrence)
     wanted = layer_text(layer)
-    check_model(model, precision, runtime, layers=layer_numbers_to_check(wanted))
+    chosen = model_choice(model, precision, runtime, layers=layer_numbers_to_check(wanted))
     anchors_to_check = [a.strip() for a in anchor_words if is_single_word(a.strip())]
     static_model = static_option(static, [o.word for o in occs] + anchors_to_check, optional=True)
-    contextual = contextual_option(model, precision, threads, runtime)
+    contextual = load_model(chosen, threads)
     choose_auto_layer(contextual, wanted)
     result = probe(occs, anchor_words, contextual, given, template=template, layer=wanted, static=static_model)
     with figures_after(plot, html, result, "contextlens probe"):

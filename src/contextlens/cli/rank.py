@@ -21,11 +21,11 @@ from contextlens.cli.common import (
     RuntimeOpt,
     TemplateOpt,
     ThreadsOpt,
-    check_model,
     console,
-    contextual_option,
     figures_after,
     fmt,
+    load_model,
+    model_choice,
     print_json,
     print_model_kind,
     static_option,
@@ -67,7 +67,7 @@ def rank_cmd(
 
     in_template("word", template)  # a bad template fails before any model loads
     pair_list = load_pairs(pairs)
-    check_model(model, precision, runtime, layers=[layer])
+    chosen = model_choice(model, precision, runtime, layers=[layer])
     source = str(pairs) if pairs else "built-in pairs"
     if static is None:  # the seeds' experiment: word2vec when one was made here
         choice = seeds_static(pair_list, DEFAULT_STATIC_MODEL)
@@ -80,7 +80,7 @@ def rank_cmd(
     static_pair_cosines(pair_list, static_model)  # a word the static model lacks: refused before the weights
     result = rank_pairs(
         pair_list,
-        contextual_option(model, precision, threads, runtime),
+        load_model(chosen, threads),
         static_model,
         template=template,
         layer=layer,

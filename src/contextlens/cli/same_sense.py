@@ -16,12 +16,12 @@ from contextlens.cli.common import (
     RuntimeOpt,
     ThreadsOpt,
     WordOpt,
-    check_model,
     console,
-    contextual_option,
     encoding_progress,
     layer_numbers_to_check,
     layer_text,
+    load_model,
+    model_choice,
     models_option,
 )
 from contextlens.cli.registry import app
@@ -60,9 +60,8 @@ def same_sense_cmd(
     check_same_word(*occs)  # before any weights load
     wanted = layer_text(layer)
     names = models_option(model)
-    for name in names:
-        check_model(name, precision, runtime, layers=layer_numbers_to_check(wanted))
-    models = [contextual_option(name, precision, threads, runtime) for name in names]
+    chosen = [model_choice(name, precision, runtime, layers=layer_numbers_to_check(wanted)) for name in names]
+    models = [load_model(one, threads) for one in chosen]
     size = "quick" if quick else "full"
 
     def ask(contextual):  # noqa: ANN001, ANN202 - one model's answer

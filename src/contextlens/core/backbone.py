@@ -18,23 +18,40 @@ once under a lock, and every forward keeps its state in the call.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import nullcontext
-from typing import Any
+from typing import Any, Protocol
 
 from contextlens.core import arguments
-from contextlens.core.array_ops import NUMPY, TORCH
 from contextlens.core.backend import Backend
+from contextlens.core.held_interrupts import held_interrupts
 from contextlens.core.model_facts import checked_layers, loaded_is_decoder, loaded_window
-from contextlens.core.onnx_graphs import (
-    EXPORT_RULE,
-    ORT_QUANT_RULE,
-    attention_ready,
-    lean_ready,
-    require_onnxruntime,
-)
+from contextlens.core.onnx_graphs import lean_ready, require_onnxruntime
 from contextlens.core.progress import Progress, progress_bar
-from contextlens.errors import InputError
+
+
+class ForwardNet(Protocol):
+    """What the backbone asks of its forward strategy (:class:`~contextlens.core.torch_net.TorchNet`,
+    :class:`~contextlens.core.lean_net.LeanNet`): each answers for its runtime, so the backbone
+    never asks which runtime it runs on."""
+
+    arrays: Any  # torch tensors or numpy arrays (core/array_ops.py)
+    config: Any
+    tokenizer: Any
+    identity: str  # what disk caches key the results by
+    lean_attention: bool  # attention weights from a checked ONNX attention graph
+
+    def pad(self, sequences: Sequence[Sequence[int]]) -> tuple[Any, Any]: ...
+    def run(self, ids: Any, mask: Any, hidden_states: bool, attentions: bool = False) -> Any: ...
+    def attention_net(self) -> Any: ...
+    def run_layers(self, ids: Any, mask: Any, layers: Sequence[int], keep: Any = None) -> list[Any]: ...
+    def run_with_attentions(self, ids: Any, mask: Any, top: int) -> tuple[list[Any], list[Any]]: ...
+    def torch_net(self, reference: Callable[[], Any]) -> Any: ...
+    def onnx_graphs(self, export: Callable[[], Any]) -> Any: ...
+    def require_torch(self, what: str) -> None: ...
+    def input_rows(self, ids: Any) -> Any: ...
+    def position_rows(self, n: int) -> Any: ...
+    def weight_bytes(self) -> int: ...
 
 
 class Backbone:
@@ -49,43 +66,48 @@ class Backbone:
     """
 
     def __init__(
-        self, name: str, source: str, revision: str | None = None, precision: str = "fp32", runtime: str = "torch"
+        self,
+        name: str,
+        source: str,
+        revision: str | None = None,
+        precision: str = "fp32",
+        runtime: str = "torch",
+        *,
+        backend: Backend | None = None,
     ):
-        self.backend = Backend(precision, runtime)  # checked before any weights load
+        self.backend = backend or Backend(precision, runtime)  # a resolved one is passed down as it is
         self.name = name
         self.source = source
         self.revision = revision
         self.exported_now = False
         self._reference: Any = None  # the torch fp32 net an ONNX backbone is checked against
         self._reference_lock = threading.Lock()
-        if runtime == "onnx":
-            require_onnxruntime()
-            if not lean_ready(name, str(source), precision):
-                self._export_once()
-            from contextlens.core.lean_net import LeanNet
-
-            self._net: Any = LeanNet(name, str(source), precision)
-            self.arrays = NUMPY
-        else:
-            from contextlens.core.torch_net import TorchNet
-
-            self._net = TorchNet(name, str(source), revision, precision, quantized=precision == "int8")
-            self.arrays = TORCH
+        self._net: ForwardNet = _OPENERS[self.backend.runtime](self)  # TorchNet or LeanNet
+        self.arrays = self._net.arrays
         self.config = self._net.config
         self.tokenizer = SerialTokenizer(self._net.tokenizer)
 
+    def _open_torch(self) -> Any:
+        """The torch runtime: transformers' model, quantized at int8."""
+        return _torch_net()(self.name, str(self.source), self.revision, self.precision, self.precision == "int8")
+
+    def _open_lean(self) -> Any:
+        """ONNX Runtime: the checked graph, exported first if this machine has none (torch is
+        loaded for that, once, and :attr:`exported_now` says it happened)."""
+        require_onnxruntime()
+        if not lean_ready(self.name, str(self.source), self.precision):
+            self._export_once()
+        from contextlens.core.lean_net import LeanNet
+
+        return LeanNet(self.name, str(self.source), self.precision)
+
     def _export_once(self) -> None:
         """Export and check this model's graph at this precision (torch fp32 is what it is made
-        from), then let the torch model go unless something asks for it again."""
+        from; a decoder is refused there), then let the torch model go unless something asks for
+        it again."""
         from contextlens.core.onnx_runtime import OnnxForward
 
-        reference = self.torch_reference()
-        if reference.is_decoder:
-            raise InputError(
-                f"`runtime` onnx runs encoder models (minilm, mpnet), not the decoder {self.name!r}; "
-                "use `runtime` torch"
-            )
-        OnnxForward(reference)
+        OnnxForward(self._load_reference())
         self.exported_now = True
         with self._reference_lock:
             self._reference = None  # the lean net needs none of it: its memory goes
@@ -94,13 +116,11 @@ class Backbone:
         """The torch fp32 net of this model, loaded on first need (the export, a comparison)."""
         with self._reference_lock:
             if self._reference is None:
-                if self.runtime == "torch" and self.precision == "fp32":
-                    self._reference = self._net
-                else:
-                    from contextlens.core.torch_net import TorchNet
-
-                    self._reference = TorchNet(self.name, str(self.source), self.revision, self.precision, False)
+                self._reference = self._net if self.backend.is_reference else self._load_reference()
             return self._reference
+
+    def _load_reference(self) -> Any:
+        return _torch_net()(self.name, str(self.source), self.revision, self.precision, False)
 
     # --- facts -----------------------------------------------------------------------------
 
@@ -110,14 +130,7 @@ class Backbone:
         quantization rule when not fp32 (an int8 model must never read fp32 results, nor the
         results of another int8 rule), plus the runtime and its export rule when not torch (ONNX
         Runtime's fp32 is within 1e-4 of torch's, not equal to it)."""
-        if self.runtime == "onnx":
-            rule = EXPORT_RULE if self.precision == "fp32" else f"{EXPORT_RULE}+{ORT_QUANT_RULE}"
-            return f"{self.source}#onnx-{self.precision}:{rule}"
-        if self.precision == "fp32":
-            return str(self.source)
-        from contextlens.core.precision import QUANT_RULE
-
-        return f"{self.source}#{self.precision}:{QUANT_RULE}"
+        return self._net.identity
 
     @property
     def precision(self) -> str:
@@ -131,14 +144,13 @@ class Backbone:
     def model(self) -> Any:
         """The torch network: this backbone's on the torch runtime; on ONNX Runtime the fp32
         network its graph was exported from (loaded now if it was not)."""
-        return self._net.model if self.runtime == "torch" else self.torch_reference().model
+        return self._net.torch_net(self.torch_reference).model
 
     @property
     def attention_model(self) -> Any:
         """The module tree attention weights come from: the model itself when it runs eager
         attention, else its eager twin (same weight tensors, its own config)."""
-        self.require_torch("attention weights")
-        return self._net.attention_tap.net
+        return self._net.attention_net()
 
     @property
     def num_layers(self) -> int:
@@ -200,36 +212,29 @@ class Backbone:
     def run(self, ids: Any, mask: Any, hidden_states: bool, attentions: bool = False) -> Any:
         """One forward pass of the torch model without gradients (attention weights, the model's
         own outputs: torch runtime only)."""
-        self.require_torch("the model's full outputs")
         return self._net.run(ids, mask, hidden_states, attentions)
 
     def run_layers(self, ids: Any, mask: Any, layers: Sequence[int], keep: Any = None) -> list[Any]:
         """``keep(state)`` at each requested layer (checked, 0..L) without running the blocks above
         the highest; see :func:`layer_forward.run_layers`."""
-        if self.runtime == "onnx":
-            return self._net.run_layers(ids, mask, layers, keep)
-        return self._net.run_torch_layers(ids, mask, layers, keep)
+        return self._net.run_layers(ids, mask, layers, keep)
 
     def run_torch_layers(self, ids: Any, mask: Any, layers: Sequence[int], keep: Any = None) -> list[Any]:
         """:meth:`run_layers` on the torch fp32 model whatever the runtime (the ONNX export's
         reference; loads torch on an ONNX backbone)."""
-        net = self._net if self.runtime == "torch" else self.torch_reference()
-        return net.run_torch_layers(ids, mask, layers, keep)
+        return self._net.torch_net(self.torch_reference).run_torch_layers(ids, mask, layers, keep)
 
     def run_with_attentions(self, ids: Any, mask: Any, top: int) -> tuple[list[Any], list[Any]]:
         """Hidden states 0..``top`` and the attention weights of blocks 1..``top``: from the eager
         twin on torch (:func:`layer_forward.run_with_attentions`), from the checked attention
         graph on ONNX Runtime fp32 (:attr:`lean_attention`); refused otherwise."""
-        if self.lean_attention:
-            return self._net.graphs.run_with_attentions(ids, mask, top)
-        self.require_torch("attention weights")
         return self._net.run_with_attentions(ids, mask, top)
 
     @property
     def lean_attention(self) -> bool:
         """Whether attention weights come from this model's checked ONNX attention graph (fp32 on
         ONNX Runtime, the graph within 1e-5 of torch's eager attention), not from torch."""
-        return self.runtime == "onnx" and self.precision == "fp32" and attention_ready(self.name, str(self.source))
+        return self._net.lean_attention
 
     def input_rows(self, ids: Sequence[int] | Any) -> Any:
         """The input embedding rows of token ids (float32 numpy)."""
@@ -242,8 +247,10 @@ class Backbone:
     def onnx_forward(self) -> Any:
         """The ONNX Runtime graphs: this backbone's own on ONNX Runtime; on torch, the export
         made from this model (exported and checked on first use, then cached on disk)."""
-        if self.runtime == "onnx":
-            return self._net.graphs
+        return self._net.onnx_graphs(self._exported)
+
+    def _exported(self) -> Any:
+        """The export made from this backbone's torch model, built or read once per backbone."""
         with self._reference_lock:
             if getattr(self, "_onnx", None) is None:
                 from contextlens.core.onnx_runtime import OnnxForward
@@ -253,12 +260,22 @@ class Backbone:
 
     def require_torch(self, what: str) -> None:
         """Refuse, in one line, what only the torch runtime provides."""
-        if self.runtime != "torch":
-            raise InputError(f"{what} come from the torch runtime; run this with `runtime` torch, not {self.runtime}")
+        self._net.require_torch(what)
 
     def weight_bytes(self) -> int:
         """Bytes of the weights as this model runs them (int8 packed where quantized)."""
         return self._net.weight_bytes()
+
+
+def _torch_net() -> Any:
+    """The TorchNet class, imported (torch with it) with Ctrl-C held: an interrupt inside torch's
+    C++ import aborts the process (:mod:`contextlens.core.held_interrupts`)."""
+    with held_interrupts():
+        from contextlens.core.torch_net import TorchNet
+    return TorchNet
+
+
+_OPENERS = {"torch": Backbone._open_torch, "onnx": Backbone._open_lean}  # runtime -> its forward strategy
 
 
 class SerialTokenizer:

@@ -34,6 +34,11 @@ def check_runtime_choice(runtime: str) -> str:
     return runtime
 
 
+def torch_only(what: str, runtime: str) -> InputError:
+    """The one refusal of what only the torch runtime gives (attention weights, full outputs)."""
+    return InputError(f"{what} come from the torch runtime; run this with `runtime` torch, not {runtime}")
+
+
 def check_pooling(pooling: str) -> None:
     if pooling not in POOLINGS:
         raise InputError(f"unknown pooling {pooling!r}; use one of {', '.join(POOLINGS)}")

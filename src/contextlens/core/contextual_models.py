@@ -25,7 +25,7 @@ import numpy as np
 from contextlens.core import alignment, arguments, extraction, text_pooling
 from contextlens.core.alignment import TokenizedOccurrence
 from contextlens.core.backbone import Backbone
-from contextlens.core.choices import check_precision, check_runtime
+from contextlens.core.backend import Backend
 from contextlens.core.extraction import (
     POOLINGS,
     ForwardPass,
@@ -34,10 +34,9 @@ from contextlens.core.extraction import (
     Pooling,
     TokenStates,
 )
-from contextlens.core.held_interrupts import held_interrupts
 from contextlens.core.occurrences import Occurrence
 from contextlens.core.resources import DEFAULT_CONTEXTUAL, resolve_contextual
-from contextlens.core.runtime_choice import resolve_runtime
+from contextlens.core.runtime_choice import ModelBackend
 from contextlens.core.text_pooling import TextPooling, sentence_config
 from contextlens.errors import InputError
 
@@ -58,9 +57,16 @@ class ContextualModel(Backbone):
     """A transformer seen through contextlens. Load with :func:`load_contextual` (cached)."""
 
     def __init__(
-        self, name: str, source: str, revision: str | None = None, precision: str = "fp32", runtime: str = "torch"
+        self,
+        name: str,
+        source: str,
+        revision: str | None = None,
+        precision: str = "fp32",
+        runtime: str = "torch",
+        *,
+        backend: Backend | None = None,
     ):
-        super().__init__(name, source, revision, precision, runtime)
+        super().__init__(name, source, revision, precision, runtime, backend=backend)
         self.occurrence_cache = OccurrenceCache()
 
     @property
@@ -184,26 +190,27 @@ def load_contextual(
     precision (``fp32``, exact, or ``int8``: see :mod:`contextlens.core.precision`) and runtime
     (``torch``, the reference; ``onnx``: see :mod:`contextlens.core.onnx_runtime`; or ``auto``: ONNX
     Runtime for an encoder, torch otherwise, see :mod:`contextlens.core.runtime_choice`)."""
-    precision = check_precision(precision)
-    return _load(name_or_path, precision, check_runtime(resolve_runtime(name_or_path, precision, runtime)))
+    return load_resolved(ModelBackend.resolve(name_or_path, precision, runtime))
+
+
+def load_resolved(chosen: ModelBackend) -> ContextualModel:
+    """:func:`load_contextual` of a request resolved already (a face's, checked at its boundary)."""
+    return _load(chosen.model, chosen.backend)
 
 
 _LOADING = threading.Lock()
 
 
-def _load(name_or_path: str, precision: str, runtime: str) -> ContextualModel:
-    """One load per (name, precision, runtime) however many threads ask for it at once."""
+def _load(name_or_path: str, backend: Backend) -> ContextualModel:
+    """One load per (name, backend) however many threads ask for it at once."""
     with _LOADING:
-        return _load_once(name_or_path, precision, runtime)
+        return _load_once(name_or_path, backend)
 
 
 @lru_cache(maxsize=6)
-def _load_once(name_or_path: str, precision: str, runtime: str) -> ContextualModel:
+def _load_once(name_or_path: str, backend: Backend) -> ContextualModel:
     name, source, revision = resolve_contextual(name_or_path)
-    if runtime == "torch":
-        with held_interrupts():  # a Ctrl-C inside torch's C++ import aborts the process: raised after
-            import torch  # noqa: F401
-    return ContextualModel(name, source, revision, precision, runtime)
+    return ContextualModel(name, source, revision, backend=backend)
 
 
 def as_contextual(model: ContextualModel | str | os.PathLike) -> ContextualModel:

@@ -14,9 +14,10 @@ from functools import lru_cache
 import numpy as np
 
 from contextlens.core.backend import Backend
-from contextlens.core.contextual_models import ContextualModel, load_contextual
+from contextlens.core.contextual_models import ContextualModel, load_contextual, load_resolved
 from contextlens.core.disk_cache import cache_key, cached_arrays
 from contextlens.core.onnx_graphs import attention_check
+from contextlens.core.runtime_choice import ModelBackend
 
 
 @dataclass(frozen=True)
@@ -78,15 +79,20 @@ class Drift:
         }
 
 
-@lru_cache(maxsize=8)
 def drift(name: str, precision: str = "int8", runtime: str = "torch") -> Drift:
-    """``precision`` at ``runtime`` vs torch fp32 for a model name. torch int8: measured once per
-    model, torch version and quantization rule, then read from the disk cache (both precisions
-    are loaded only to measure it). ONNX Runtime: the check made when its graph was built."""
-    if runtime != "torch":
-        model = load_contextual(name, precision, runtime)
+    """``precision`` at ``runtime`` vs torch fp32 for a model name: :func:`drift_on` of the request."""
+    return drift_on(name, ModelBackend.resolve(name, precision, runtime).backend)
+
+
+@lru_cache(maxsize=8)
+def drift_on(name: str, backend: Backend) -> Drift:
+    """A resolved backend vs torch fp32 for a model name. torch int8: measured once per model,
+    torch version and quantization rule, then read from the disk cache (both precisions are
+    loaded only to measure it). ONNX Runtime: the check made when its graph was built."""
+    if backend.runtime != "torch":
+        model = load_resolved(ModelBackend(name, backend))
         check = model.onnx_forward().check
-        attention = attention_check(model.name, str(model.source)) if precision == "fp32" else None
+        attention = attention_check(model.name, str(model.source)) if backend.precision == "fp32" else None
         return Drift(
             model.name,
             int(check["sentences"]),

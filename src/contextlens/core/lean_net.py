@@ -13,15 +13,17 @@ needs no attention weights can start in a fraction of a second. The pieces the t
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 
+from contextlens.core.array_ops import NUMPY
+from contextlens.core.choices import torch_only
 from contextlens.core.lean_tokenizer import FolderTokenizer
-from contextlens.core.onnx_graphs import LeanTables, OnnxGraphs
+from contextlens.core.onnx_graphs import EXPORT_RULE, ORT_QUANT_RULE, LeanTables, OnnxGraphs, attention_ready
 from contextlens.core.padding import pad_arrays
 from contextlens.errors import ModelLoadError
 
@@ -44,9 +46,15 @@ def read_config(folder: str | Path) -> ModelConfig:
 
 
 class LeanNet:
-    """What :class:`~contextlens.core.backbone.Backbone` asks of a forward pass, on ONNX Runtime."""
+    """What :class:`~contextlens.core.backbone.Backbone` asks of a forward pass, on ONNX Runtime:
+    numpy arrays; attention weights only from a checked fp32 attention graph; what only torch
+    gives (full outputs, the torch network) refused or loaded through the backbone."""
+
+    arrays = NUMPY
+    runtime = "onnx"
 
     def __init__(self, name: str, source: str, precision: str):
+        self.name, self.source, self.precision = name, source, precision
         self.config = read_config(source)
         self.tokenizer = FolderTokenizer(source)
         self.graphs = OnnxGraphs(name, source, precision, int(self.config.num_hidden_layers))
@@ -57,6 +65,41 @@ class LeanNet:
 
     def run_layers(self, ids: Any, mask: Any, layers: Sequence[int], keep: Any = None) -> list[Any]:
         return self.graphs.run_layers(ids, mask, layers, keep or (lambda h: h))
+
+    @property
+    def identity(self) -> str:
+        """What disk caches key these results by: the source, the runtime, the precision and its
+        export rule (ONNX Runtime's fp32 is within 1e-4 of torch's, not equal to it)."""
+        rule = EXPORT_RULE if self.precision == "fp32" else f"{EXPORT_RULE}+{ORT_QUANT_RULE}"
+        return f"{self.source}#onnx-{self.precision}:{rule}"
+
+    @property
+    def lean_attention(self) -> bool:
+        """Whether attention weights come from this model's checked attention graph (fp32 only,
+        the graph within 1e-5 of torch's eager attention)."""
+        return self.precision == "fp32" and attention_ready(self.name, str(self.source))
+
+    def run_with_attentions(self, ids: Any, mask: Any, top: int) -> tuple[list[Any], list[Any]]:
+        if not self.lean_attention:
+            raise torch_only("attention weights", self.runtime)
+        return self.graphs.run_with_attentions(ids, mask, top)
+
+    def torch_net(self, reference: Callable[[], Any]) -> Any:
+        """The torch network to compare with or read weights from: ``reference()``, loaded by the
+        backbone (this process may have no torch)."""
+        return reference()
+
+    def onnx_graphs(self, export: Callable[[], Any]) -> OnnxGraphs:
+        return self.graphs
+
+    def require_torch(self, what: str) -> None:
+        raise torch_only(what, self.runtime)
+
+    def run(self, ids: Any, mask: Any, hidden_states: bool, attentions: bool = False) -> Any:
+        raise torch_only("the model's full outputs", self.runtime)
+
+    def attention_net(self) -> Any:
+        raise torch_only("attention weights", self.runtime)
 
     def input_rows(self, ids: Sequence[int] | np.ndarray) -> np.ndarray:
         return self.tables.rows(ids)

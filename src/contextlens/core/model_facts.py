@@ -10,12 +10,13 @@ JSON; it imports neither torch nor transformers. A hub id that is not on disk ha
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from contextlens.core.choices import check_precision, check_runtime_choice
 from contextlens.core.resources import resolve_contextual
 from contextlens.errors import InputError, ModelLoadError
 
@@ -90,6 +91,28 @@ def model_facts(name_or_path: str) -> ModelFacts | None:
     if not (folder / "config.json").is_file():
         return None
     return _read_facts(name, str(folder.resolve()))
+
+
+def check_request(
+    name: str,
+    precision: str = "fp32",
+    runtime: str = "torch",
+    layers: Iterable[int] = (),
+    attention: tuple[int, int | None] | None = None,
+) -> ModelFacts | None:
+    """Everything about a model request that holds without its weights, checked once, before
+    they load (no torch import): the precision, the runtime asked for (``auto`` too), the name or
+    folder, and the hidden-state ``layers`` and the ``attention`` (layer, head) against the
+    model's config.json. The facts, or None for a hub id not on disk."""
+    check_precision(precision)
+    check_runtime_choice(runtime)
+    facts = model_facts(name)
+    if facts is not None:
+        for layer in layers:
+            facts.check_layer(layer)
+        if attention is not None:
+            facts.check_attention(*attention)
+    return facts
 
 
 @lru_cache(maxsize=16)

@@ -8,23 +8,30 @@ ONNX export is made from (:class:`contextlens.core.onnx_runtime.TorchSource`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 import torch
 
 from contextlens.core import layer_forward, threads
+from contextlens.core.array_ops import TORCH
 from contextlens.core.model_facts import loaded_is_decoder, loaded_window, position_offset
 from contextlens.core.padding import pad_arrays
-from contextlens.core.precision import quantize, weight_bytes
+from contextlens.core.precision import QUANT_RULE, quantize, weight_bytes
 from contextlens.errors import UnknownModelError
 
 
 class TorchNet:
     """The tokenizer and network of a model folder, loaded by transformers, with the hooks of
     :mod:`contextlens.core.layer_forward` installed once. ``precision`` is the precision results
-    are made at; the network is quantized to int8 only when ``quantized``."""
+    are made at; the network is quantized to int8 only when ``quantized``.
+
+    As the backbone's forward strategy it gives everything itself: torch tensors, the full
+    outputs, attention weights from its eager twin."""
+
+    arrays = TORCH  # what pad returns and the verbs compute on
+    lean_attention = False  # attention weights come from torch here, not from an ONNX graph
 
     def __init__(self, name: str, source: str, revision: str | None, precision: str, quantized: bool):
         from transformers import AutoModel, AutoTokenizer
@@ -34,6 +41,7 @@ class TorchNet:
         hf_logging.set_verbosity_error()
         hf_logging.disable_progress_bar()
         self.name, self.source, self.precision = name, source, precision
+        self.quantized = quantized
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(source, revision=revision)
             try:
@@ -84,6 +92,33 @@ class TorchNet:
         self, ids: Any, mask: Any, layers: Sequence[int], keep: layer_forward.Keep | None = None
     ) -> list[torch.Tensor]:
         return layer_forward.run_layers(self.tap, torch.as_tensor(ids), torch.as_tensor(mask), layers, keep)
+
+    # --- the backbone's forward strategy ---------------------------------------------------
+
+    @property
+    def identity(self) -> str:
+        """What disk caches key these weights by: the source, plus the quantization rule when
+        quantized (an int8 model must never read fp32 results, nor another int8 rule's)."""
+        return f"{self.source}#{self.precision}:{QUANT_RULE}" if self.quantized else str(self.source)
+
+    def run_layers(self, ids: Any, mask: Any, layers: Sequence[int], keep: layer_forward.Keep | None = None) -> list:
+        return self.run_torch_layers(ids, mask, layers, keep)
+
+    def torch_net(self, reference: Callable[[], TorchNet]) -> TorchNet:
+        """The torch network to compare with or read weights from: this one."""
+        return self
+
+    def onnx_graphs(self, export: Callable[[], Any]) -> Any:
+        """ONNX Runtime graphs of this model: ``export()`` makes (or reads) them from torch."""
+        return export()
+
+    def require_torch(self, what: str) -> None:
+        """Everything torch gives is here: nothing to refuse."""
+
+    def attention_net(self) -> torch.nn.Module:
+        """The module tree attention weights come from: the model itself when it runs eager
+        attention, else its eager twin."""
+        return self.attention_tap.net
 
     # --- the rest of the torch forward -----------------------------------------------------
 
