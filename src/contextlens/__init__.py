@@ -19,6 +19,10 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from contextlens.core.threads import sleep_when_idle
+
+sleep_when_idle()  # before torch loads (the policy is read once): see contextlens.core.threads
+
 if TYPE_CHECKING:
     from contextlens.analyses.benchmarks.layer_probes import run_layer_probes
     from contextlens.analyses.benchmarks.retrieval import evaluate_lee, evaluate_wordnet

@@ -42,6 +42,7 @@ INSTALL_HINT = "pip install 'contextlens[runtimes]' (onnxruntime, onnx), or use 
 LEAN_FILE = "lean.json"  # written last: the input and position tables beside it are complete
 INPUT_ROWS = "input_rows.npy"
 POSITION_ROWS = "position_rows.npy"
+ALLOW_SPINNING = "0"  # ONNX Runtime's idle intra-op threads sleep (benchmarks/ort_spinning.py sets "1")
 
 
 def require_onnxruntime() -> None:
@@ -179,6 +180,9 @@ class OnnxGraphs:
         options.inter_op_num_threads = 1
         options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
         options.log_severity_level = 3
+        # idle threads sleep instead of spinning: on shared cores a spinning thread takes the core
+        # that the work it waits for needs (docs/speed.md, "ONNX Runtime's idle threads")
+        options.add_session_config_entry("session.intra_op.allow_spinning", ALLOW_SPINNING)
         return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
     def session(self, highest: int, attention: bool = False) -> Any:
