@@ -365,6 +365,11 @@ def test_the_lessons_kinds_and_cost_tables_show_and_fit_a_phone(browser, server)
         context = browser.new_context(viewport={"width": width, "height": 900})
         pg = context.new_page()
         pg.goto(f"{server}/lesson")
+        # a slow lesson sends its text first and these tables after (web/deferred.py): wait for them
+        pg.wait_for_function(
+            "document.querySelectorAll('#kinds tr').length > 0 && document.querySelectorAll('#cost tr').length > 0",
+            timeout=BROWSER_WAIT_MS,
+        )
         kinds = pg.query_selector_all("#kinds tr")
         assert len(kinds) == 5  # a header and four kinds
         assert [c.text_content() for c in kinds[1].query_selector_all("td")][:4] == [
