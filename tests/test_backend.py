@@ -159,3 +159,40 @@ def test_the_backbone_asks_its_net_not_which_runtime_it_runs_on() -> None:
     code = inspect.getsource(backbone)
     for test in ('runtime == "', 'runtime != "', "self.runtime"):
         assert test not in code.replace("def runtime(self)", ""), test
+
+
+def test_eval_contextuality_on_a_corpus_hands_the_analysis_the_resolved_runtime(tmp_path, monkeypatch) -> None:
+    """`eval contextuality --corpus C --runtime auto` resolved auto for the load, then handed the
+    analysis "auto", which refused it after the model had loaded ("unknown runtime 'auto'")."""
+    import contextlens.analyses.corpus.contextuality as corpus_contextuality
+    import contextlens.cli.eval.contextuality as face
+    from contextlens.cli.common import model_choice
+
+    seen = []
+
+    class Stop(InputError):
+        pass
+
+    def record(_source, _model, *_args, runtime="torch", **_kwargs):
+        seen.append(runtime)
+        raise Stop("stop before the work")
+
+    monkeypatch.setattr(corpus_contextuality, "contextuality_of_corpus", record)
+    monkeypatch.setattr(face, "load_model", lambda chosen, threads=None: None)  # the load is not what is tested
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("The river bank flooded.\n\nShe went to the bank.\n", encoding="utf-8")
+    done = run_cli("eval", "contextuality", "--corpus", str(corpus), "-m", "minilm", "--runtime", "auto")
+    assert "stop before the work" in done.stderr, done.stderr
+    assert seen == [model_choice("minilm", "fp32", "auto").backend.runtime] and "auto" not in seen
+
+
+def test_whether_a_model_gives_attention_weights_is_the_models_to_say(
+    minilm: ContextualModel, minilm_onnx: ContextualModel, monkeypatch
+) -> None:
+    """The faces ask the model (``gives_attention``), never which runtime it runs on: torch always
+    gives them, ONNX Runtime only from a checked attention graph (int8 has none)."""
+    from contextlens.core.backbone import Backbone
+
+    assert minilm.gives_attention and minilm_onnx.gives_attention == minilm_onnx.lean_attention
+    monkeypatch.setattr(Backbone, "lean_attention", property(lambda self: False))  # as int8 on ONNX Runtime
+    assert minilm.gives_attention and not minilm_onnx.gives_attention

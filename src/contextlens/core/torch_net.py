@@ -32,6 +32,7 @@ class TorchNet:
 
     arrays = TORCH  # what pad returns and the verbs compute on
     lean_attention = False  # attention weights come from torch here, not from an ONNX graph
+    eager_attention = True
 
     def __init__(self, name: str, source: str, revision: str | None, precision: str, quantized: bool):
         from transformers import AutoModel, AutoTokenizer

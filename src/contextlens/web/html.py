@@ -166,38 +166,51 @@ def form(
                 f"<option{' selected' if o == value else ''}>{html.escape(o)}</option>" for o in extra[field_name]
             )
             widget = f'<select id="f-{key}" name="{key}">{opts}</select>'
-        elif field_name == "layer" and layers is not None and "layer" in controls:
-            low = page.controls.first_layer  # attention layers are blocks 1..L, hidden states 0..L
-            try:
-                at = int(value if value is not None else -1)
-            except ValueError:
-                at = layers
-            at = layers + 1 + at if at < 0 else at
-            widget = _slider(key, low, layers, at)
-        elif field_name == "head" and heads is not None and "head" in controls:
-            try:
-                at = int(value if value is not None else 0)
-            except ValueError:
-                at = 0
-            widget = _slider(key, 0, heads - 1, at)
-        elif _is_list(field.annotation) and field_name in WORD_LISTS:  # a few words: one line
-            text = " ".join(value or [])
-            widget = f'<input type="text" id="f-{key}" name="{key}" value="{html.escape(text)}">'
-        elif _is_list(field.annotation):  # sentences: one per line
-            widget = f'<textarea id="f-{key}" name="{key}">{html.escape(chr(10).join(value or []))}</textarea>'
-        elif _is_bool(field.annotation):
-            checked = " checked" if value else ""
-            widget = (
-                f'<input type="hidden" name="{key}" value="off">'
-                f'<input type="checkbox" id="f-{key}" name="{key}"{checked}>'
-            )
         else:
-            text = "" if value is None else str(value)
-            widget = f'<input type="text" id="f-{key}" name="{key}" value="{html.escape(text)}">'
+            slider = _control_slider(page, field_name, key, value, layers, heads) if field_name in controls else None
+            widget = slider or _input(field_name, key, field.annotation, value)
         rows.append(f"<div>{label}{widget}{hint}</div>")
     err = f'<div class="error" id="error" role="alert">error: {html.escape(error)}</div>' if error else ""
     go = '<button id="go" type="submit">Run</button>'
     return f'<form method="get" action="/{page.name}">{"".join(rows)}{err}{go}</form>'
+
+
+def _control_slider(
+    page: Page, field_name: str, key: str, value: Any, layers: int | None, heads: int | None
+) -> str | None:
+    """The slider of one of the page's controls (``layer``: from the controls' first layer to
+    ``layers``; ``head``: 0..heads-1), or None where the page gives no range for it."""
+    if field_name == "layer" and layers is not None:
+        low = page.controls.first_layer  # attention layers are blocks 1..L, hidden states 0..L
+        try:
+            at = int(value if value is not None else -1)
+        except ValueError:
+            at = layers
+        at = layers + 1 + at if at < 0 else at
+        return _slider(key, low, layers, at)
+    if field_name == "head" and heads is not None:
+        try:
+            at = int(value if value is not None else 0)
+        except ValueError:
+            at = 0
+        return _slider(key, 0, heads - 1, at)
+    return None
+
+
+def _input(field_name: str, key: str, annotation: Any, value: Any) -> str:
+    """A field's input by its type: a line of words, a box of sentences (one a line), a checkbox, a text."""
+    if _is_list(annotation) and field_name in WORD_LISTS:  # a few words: one line
+        text = " ".join(value or [])
+        return f'<input type="text" id="f-{key}" name="{key}" value="{html.escape(text)}">'
+    if _is_list(annotation):  # sentences: one per line
+        return f'<textarea id="f-{key}" name="{key}">{html.escape(chr(10).join(value or []))}</textarea>'
+    if _is_bool(annotation):
+        checked = " checked" if value else ""
+        return (
+            f'<input type="hidden" name="{key}" value="off"><input type="checkbox" id="f-{key}" name="{key}"{checked}>'
+        )
+    text = "" if value is None else str(value)
+    return f'<input type="text" id="f-{key}" name="{key}" value="{html.escape(text)}">'
 
 
 def _slider(key: str, low: int, high: int, at: int) -> str:

@@ -66,7 +66,7 @@ def live_figure(kind: str, model: ContextualModel | str) -> str:
 def _trace_refused(model: ContextualModel | str) -> str | None:
     """Why the trace cannot run on the served model (it reads attention weights), or None."""
     loaded = as_contextual(model)
-    if loaded.runtime != "torch" and not loaded.lean_attention:
+    if not loaded.gives_attention:
         return (
             '<p class="error">The trace needs attention weights, which come from the torch runtime or an '
             f"fp32 ONNX attention graph; this server runs ONNX Runtime {loaded.precision} (restart it with "

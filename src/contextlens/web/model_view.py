@@ -39,7 +39,7 @@ class ModelViewRequest(Schema):
 def run_model_view(req: ModelViewRequest, model: ContextualModel | str, _: Served | None = None):
     """The attention result with every layer and head (the close-up layer and head are not used)."""
     loaded = as_contextual(model)
-    if loaded.runtime != "torch" and not loaded.lean_attention:  # an int8 ONNX model has no attention graph
+    if not loaded.gives_attention:  # an int8 ONNX model has no attention graph
         raise InputError(
             "the model view needs attention weights, which come from the torch runtime or an fp32 ONNX attention "
             f"graph; this server runs ONNX Runtime {loaded.precision} (restart it with --runtime torch)"

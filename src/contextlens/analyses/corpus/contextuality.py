@@ -164,81 +164,97 @@ def corpus_contextuality(
     groups = pool_rows.sentences()
     context_id = {k: n for n, k in enumerate(dict.fromkeys(pool_rows.contexts))}
     texts_of = [context_id[k] for k in pool_rows.contexts]
-    counts = sorted(len(r) for r in words.values())
     result = ctx.ContextualityResult(
-        "contextuality",
-        manifest.model,
-        meta={
-            "counts": {
-                "words": len(words),
-                "word_occurrences": int(sum(counts)),
-                "min_contexts": min_contexts,
-                "contexts_per_word": {"min": counts[0], "median": counts[len(counts) // 2], "max": counts[-1]},
-                "sentences": len(groups),
-                "sentence_words": int(sum(len(g) for g in groups)),
-            },
-            "words": {w: len(r) for w, r in sorted(words.items())},
-            "corpus": manifest.corpus,
-            "intra_sentence_words": (
-                "every word of sampled sentences"
-                if sentences is not None
-                else "the folder's targets only, one row per target, in sentences holding 3 or more different targets"
-            ),
-            "baseline_words": "every word of sampled sentences"
-            if sentences is not None
-            else "the folder's targets (pairs of two different ones)",
-            **manifest.backend.to_dict(),
-            "paper": "Ethayarajh 2019, EMNLP, Figures 1-4 (BERT-base, ELMo, GPT-2)",
-            "paper_findings": ctx.PAPER_FINDINGS,
-            "paper_mev_bound": ctx.PAPER_MEV_BOUND,
-            "mev_definitions": ctx.MEV_DEFINITIONS,
-            "published": published(),
-        },
+        "contextuality", manifest.model, meta=_corpus_meta(manifest, words, groups, min_contexts, sentences is not None)
     )
-    result.meta["baseline_pairs"] = "random pairs of different words from different sentences"
-    result.meta["self_similarity_words"] = "each form its own word (a --forms folder)" if manifest.forms else "targets"
     result.meta["warnings"] = support_warnings(pool_rows, groups, sentences is not None)
     for layer in manifest.layers:
         vectors = words_rows.vectors(layer)
         pool_vectors = pool_rows.vectors(layer) if sentences is not None else vectors
         baseline = different_words_baseline(pool_vectors, pool_rows.words, texts_of, 2000, seed)
-        mats = [vectors[r] for r in words.values()]
-        self_sim = float(np.mean([ctx.self_similarity(m) for m in mats]))
-        mev = float(np.mean([ctx.max_explainable_variance(m) for m in mats]))
-        mev_centred = float(np.mean([ctx.max_explainable_variance(m, centred=True) for m in mats]))
-        # random words: matrices of the same sizes drawn from the pool (with the words when it is small)
-        biggest = max(len(m) for m in mats)
-        draw_from = pool_vectors if len(pool_vectors) >= biggest else np.concatenate([pool_vectors, vectors])
-        rng = np.random.default_rng(seed + 1)
-        random_mats = [draw_from[rng.choice(len(draw_from), len(m), False)] for m in mats]
-        random_mev = float(np.mean([ctx.max_explainable_variance(m) for m in random_mats]))
-        random_centred = float(np.mean([ctx.max_explainable_variance(m, centred=True) for m in random_mats]))
-        mev_paper = float(np.mean([ctx.paper_mev(m) for m in mats]))
-        random_paper = float(np.mean([ctx.paper_mev(m) for m in random_mats]))
-        random_1000 = ctx.paper_random_mev(pool_vectors, texts_of, seed + 2)
-        common = {"system": manifest.model, "layer": layer, "split": "corpus"}
-        metrics = [
-            ("anisotropy", baseline),
-            ("self_similarity", self_sim),
-            ("self_similarity_adjusted", self_sim - baseline),
-            ("mev", mev),
-            ("mev_baseline", random_mev),
-            ("mev_adjusted", mev - random_mev),
-            ("mev_centred", mev_centred),
-            ("mev_centred_baseline", random_centred),
-            ("mev_centred_adjusted", mev_centred - random_centred),
-            ("mev_paper", mev_paper),
-            ("mev_paper_baseline", random_paper),
-            ("mev_paper_adjusted", mev_paper - random_paper),
-            ("mev_paper_baseline_1000", random_1000),
-            ("mev_paper_1000_adjusted", mev_paper - random_1000),
-        ]
+        metrics = _layer_metrics([vectors[r] for r in words.values()], vectors, pool_vectors, texts_of, baseline, seed)
         if groups:
             intra = float(np.mean([ctx.intra_sentence_similarity(pool_vectors[g]) for g in groups]))
             metrics += [("intra_sentence", intra), ("intra_sentence_adjusted", intra - baseline)]
         for metric, value in metrics:
-            result.add(**common, metric=metric, value=value)
+            result.add(system=manifest.model, layer=layer, split="corpus", metric=metric, value=value)
     return result
+
+
+def _corpus_meta(
+    manifest: Manifest, words: dict[str, np.ndarray], groups: list[np.ndarray], min_contexts: int, sampled: bool
+) -> dict[str, object]:
+    """What the numbers were measured on (counts, words, pools) and the paper they are set beside."""
+    counts = sorted(len(r) for r in words.values())
+    return {
+        "counts": {
+            "words": len(words),
+            "word_occurrences": int(sum(counts)),
+            "min_contexts": min_contexts,
+            "contexts_per_word": {"min": counts[0], "median": counts[len(counts) // 2], "max": counts[-1]},
+            "sentences": len(groups),
+            "sentence_words": int(sum(len(g) for g in groups)),
+        },
+        "words": {w: len(r) for w, r in sorted(words.items())},
+        "corpus": manifest.corpus,
+        "intra_sentence_words": (
+            "every word of sampled sentences"
+            if sampled
+            else "the folder's targets only, one row per target, in sentences holding 3 or more different targets"
+        ),
+        "baseline_words": "every word of sampled sentences"
+        if sampled
+        else "the folder's targets (pairs of two different ones)",
+        **manifest.backend.to_dict(),
+        "paper": "Ethayarajh 2019, EMNLP, Figures 1-4 (BERT-base, ELMo, GPT-2)",
+        "paper_findings": ctx.PAPER_FINDINGS,
+        "paper_mev_bound": ctx.PAPER_MEV_BOUND,
+        "mev_definitions": ctx.MEV_DEFINITIONS,
+        "published": published(),
+        "baseline_pairs": "random pairs of different words from different sentences",
+        "self_similarity_words": "each form its own word (a --forms folder)" if manifest.forms else "targets",
+    }
+
+
+def _layer_metrics(
+    mats: list[np.ndarray],
+    vectors: np.ndarray,
+    pool_vectors: np.ndarray,
+    texts_of: list[int],
+    baseline: float,
+    seed: int,
+) -> list[tuple[str, float]]:
+    """Self-similarity and the three MEVs of each word's matrix at one layer, each beside the same
+    measure of random words' matrices of the same sizes (drawn from the pool, with the words when
+    the pool is small)."""
+    self_sim = float(np.mean([ctx.self_similarity(m) for m in mats]))
+    mev = float(np.mean([ctx.max_explainable_variance(m) for m in mats]))
+    mev_centred = float(np.mean([ctx.max_explainable_variance(m, centred=True) for m in mats]))
+    biggest = max(len(m) for m in mats)
+    draw_from = pool_vectors if len(pool_vectors) >= biggest else np.concatenate([pool_vectors, vectors])
+    rng = np.random.default_rng(seed + 1)
+    random_mats = [draw_from[rng.choice(len(draw_from), len(m), False)] for m in mats]
+    random_mev = float(np.mean([ctx.max_explainable_variance(m) for m in random_mats]))
+    random_centred = float(np.mean([ctx.max_explainable_variance(m, centred=True) for m in random_mats]))
+    mev_paper = float(np.mean([ctx.paper_mev(m) for m in mats]))
+    random_paper = float(np.mean([ctx.paper_mev(m) for m in random_mats]))
+    random_1000 = ctx.paper_random_mev(pool_vectors, texts_of, seed + 2)
+    return [
+        ("anisotropy", baseline),
+        ("self_similarity", self_sim),
+        ("self_similarity_adjusted", self_sim - baseline),
+        ("mev", mev),
+        ("mev_baseline", random_mev),
+        ("mev_adjusted", mev - random_mev),
+        ("mev_centred", mev_centred),
+        ("mev_centred_baseline", random_centred),
+        ("mev_centred_adjusted", mev_centred - random_centred),
+        ("mev_paper", mev_paper),
+        ("mev_paper_baseline", random_paper),
+        ("mev_paper_adjusted", mev_paper - random_paper),
+        ("mev_paper_baseline_1000", random_1000),
+        ("mev_paper_1000_adjusted", mev_paper - random_1000),
+    ]
 
 
 MIN_SENTENCES = 20  # fewer sentences of 3+ different words: the intra-sentence mean is not reported as such
@@ -397,7 +413,6 @@ def contextuality_of_corpus(
     (``choice.json``) and each extraction (a complete folder is not opened again, so nothing is
     re-encoded). The cache holds one extraction per model, precision and runtime.
     """
-    from contextlens.core.atomic_files import write_text as atomic_write_text
     from contextlens.core.onnx_runtime import check_runtime
     from contextlens.core.precision import check_precision
 
@@ -412,38 +427,15 @@ def contextuality_of_corpus(
         raise InputError("`max_words` and `n_sentences` must be at least 1")
     check_readable(source)  # a missing, unreadable or empty corpus: one line, before counting
     folder = cache_folder(source, min_contexts, max_words, n_sentences, seed)
-    choice_file = folder / "choice.json"
-    if choice_file.is_file():
-        choice = WordChoice(**json.loads(choice_file.read_text()))
-    else:
-        choice = choose_words(source, min_contexts, max_words, n_sentences, seed, progress)
-        atomic_write_text(choice_file, json.dumps(choice.to_dict(), indent=1) + "\n")
-    if not choice.words:
-        raise InputError(too_few_message(f"no content word of {source!r}", choice.best, min_contexts))
-    sentences_file = folder / "sentences.txt"
-    if not sentences_file.is_file():
-        atomic_write_text(sentences_file, "".join(" ".join(s.split()) + "\n" for s in choice.sentences))
-    every_word = sorted({w for s in choice.sentences for w in _words(s)})
-    reused = []
+    choice = _cached_choice(folder, source, min_contexts, max_words, n_sentences, seed, progress)
     # torch fp32 folders keep their old names: minilm, minilm-int8, minilm-onnx, minilm-onnx-int8
     space = "-".join([model] + [runtime] * (runtime != "torch") + [precision] * (precision != "fp32"))
-    for sub, corpus, targets in (
+    jobs = (
         (f"words-{space}", source, sorted(choice.words)),
-        (f"sentences-{space}", str(sentences_file), every_word),
-    ):
-        out = folder / sub
-        existing = read_manifest(out)
-        if existing is not None and existing.complete:
-            reused.append(sub)
-            continue
-
-        def step(stats: ExtractStats, label: str = sub.split("-")[0]) -> None:
-            if progress:
-                progress(f"extracting {label}", stats)
-
-        extract_corpus(
-            corpus, targets, out, model=model, precision=precision, runtime=runtime, threads=threads, progress=step
-        )
+        (f"sentences-{space}", str(folder / "sentences.txt"), sorted({w for s in choice.sentences for w in _words(s)})),
+    )
+    job = {"model": model, "precision": precision, "runtime": runtime, "threads": threads}
+    reused = [sub for sub, corpus, targets in jobs if _extract_once(folder / sub, corpus, targets, job, progress)]
     result = corpus_contextuality(
         folder / f"words-{space}", min_contexts, seed, sentences=folder / f"sentences-{space}"
     )
@@ -458,3 +450,39 @@ def contextuality_of_corpus(
     }
     result.meta["cache"] = {"folder": str(folder), "reused": reused}
     return result
+
+
+def _cached_choice(
+    folder: Path, source: str, min_contexts: int, max_words: int, n_sentences: int, seed: int, progress: Progress | None
+) -> WordChoice:
+    """The counting pass, read from ``folder`` when it ran before; its sentences written beside it."""
+    from contextlens.core.atomic_files import write_text as atomic_write_text
+
+    choice_file = folder / "choice.json"
+    if choice_file.is_file():
+        choice = WordChoice(**json.loads(choice_file.read_text()))
+    else:
+        choice = choose_words(source, min_contexts, max_words, n_sentences, seed, progress)
+        atomic_write_text(choice_file, json.dumps(choice.to_dict(), indent=1) + "\n")
+    if not choice.words:
+        raise InputError(too_few_message(f"no content word of {source!r}", choice.best, min_contexts))
+    sentences_file = folder / "sentences.txt"
+    if not sentences_file.is_file():
+        atomic_write_text(sentences_file, "".join(" ".join(s.split()) + "\n" for s in choice.sentences))
+    return choice
+
+
+def _extract_once(out: Path, corpus: str, targets: list[str], job: dict, progress: Progress | None) -> bool:
+    """Extract ``targets`` of ``corpus`` into ``out`` unless a complete extraction is there; whether it
+    was. ``job``: the model, precision, runtime and threads of :func:`extract_corpus`."""
+    existing = read_manifest(out)
+    if existing is not None and existing.complete:
+        return True
+    label = out.name.split("-")[0]
+
+    def step(stats: ExtractStats) -> None:
+        if progress:
+            progress(f"extracting {label}", stats)
+
+    extract_corpus(corpus, targets, out, **job, progress=step)
+    return False

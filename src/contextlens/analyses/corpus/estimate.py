@@ -246,12 +246,7 @@ def estimate_extraction(
     loaded (nothing is written): counts from a sample, bytes from the row layout, time measured."""
     if rate is not None and rate <= 0:
         raise InputError(f"`rate` must be a positive number of tokens per second, got {rate}")
-    with tempfile.TemporaryDirectory(prefix="contextlens-estimate-") as folder:
-        sample = sample_corpus(source, sample_bytes, Path(folder), line_breaks)
-        start = time.perf_counter()
-        docs = [(d.doc_id, d.pieces) for d in read_corpus(sample.source, on_error=on_error, line_breaks=line_breaks)]
-        counts, found = scan_documents(docs, spec.matcher)
-        scan_seconds = time.perf_counter() - start
+    sample, counts, found, scan_seconds = _scan_sample(source, spec, line_breaks, on_error, sample_bytes)
     per_target: dict[str, int] = dict.fromkeys(parse_targets(targets), 0)
     for f in found:
         per_target[f.target] = per_target.get(f.target, 0) + 1
@@ -282,12 +277,7 @@ def estimate_extraction(
         row_bytes=row_bytes,
         shard_bytes=occurrences * row_bytes,
         forward=forward
-        | {
-            "model": model.name,
-            "precision": spec.precision,
-            "runtime": spec.runtime,
-            "threads": current_threads(),
-        },  # fmt: skip
+        | {"model": model.name, "precision": spec.precision, "runtime": spec.runtime, "threads": current_threads()},
         seconds_here=seconds_scan + seconds_forward,
         seconds_scan=seconds_scan,
         seconds_forward=seconds_forward,
@@ -295,20 +285,38 @@ def estimate_extraction(
         rate=None
         if rate is None
         else {"tokens_per_s": rate, "tokens": tokens_total, "seconds": seconds_scan + tokens_total / rate},  # fmt: skip
-        basis={
-            "occurrences": "the sample's, found by the job's own scan" + ("" if sample.whole else f", x {factor:.3g}"),
-            "row_bytes": f"{len(spec.layers)} layers x {model.hidden_size} x {DTYPE_BYTES[spec.dtype]} bytes "
-            f"({spec.dtype}) = {width:,} + keys {keys:,.0f} (the sample's mean doc id, sentence, target, form, "
-            "offsets); Parquet's own page overhead and compression not counted",
-            "seconds_here": "the sample's read+scan time scaled like the counts + the sentences holding an "
-            "occurrence (each encoded once), scaled likewise, / the forward rate measured here; model load not counted",
-            "actors": f"2 actors = {TWO_ACTORS_SPEEDUP}x 1 actor on the forward (measured, docs/corpus.md); "
-            f"N actors = N x {TWO_ACTORS_SPEEDUP / 2:.3f} (assumed beyond 2); each actor with this "
-            "process's threads; the scan as here",
-            "rate": "tokens of the sentences to encode (the sample's mean per sentence) / the stated rate, "
-            "+ the scan as here",
-        },
+        basis=_basis(sample, spec, model.hidden_size, width, keys),
     )
+
+
+def _scan_sample(
+    source: str, spec: JobSpec, line_breaks: str, on_error: str, sample_bytes: int
+) -> tuple[Sample, ScanCounts, list[Found], float]:
+    """The sample of ``source`` scanned by the job's own matcher: its counts, its finds, the scan's seconds."""
+    with tempfile.TemporaryDirectory(prefix="contextlens-estimate-") as folder:
+        sample = sample_corpus(source, sample_bytes, Path(folder), line_breaks)
+        start = time.perf_counter()
+        docs = [(d.doc_id, d.pieces) for d in read_corpus(sample.source, on_error=on_error, line_breaks=line_breaks)]
+        counts, found = scan_documents(docs, spec.matcher)
+        return sample, counts, found, time.perf_counter() - start
+
+
+def _basis(sample: Sample, spec: JobSpec, hidden_size: int, width: int, keys: float) -> dict[str, str]:
+    """How each number of the estimate was reached, said beside it."""
+    return {
+        "occurrences": "the sample's, found by the job's own scan"
+        + ("" if sample.whole else f", x {sample.factor:.3g}"),
+        "row_bytes": f"{len(spec.layers)} layers x {hidden_size} x {DTYPE_BYTES[spec.dtype]} bytes "
+        f"({spec.dtype}) = {width:,} + keys {keys:,.0f} (the sample's mean doc id, sentence, target, form, "
+        "offsets); Parquet's own page overhead and compression not counted",
+        "seconds_here": "the sample's read+scan time scaled like the counts + the sentences holding an "
+        "occurrence (each encoded once), scaled likewise, / the forward rate measured here; model load not counted",
+        "actors": f"2 actors = {TWO_ACTORS_SPEEDUP}x 1 actor on the forward (measured, docs/corpus.md); "
+        f"N actors = N x {TWO_ACTORS_SPEEDUP / 2:.3f} (assumed beyond 2); each actor with this "
+        "process's threads; the scan as here",
+        "rate": "tokens of the sentences to encode (the sample's mean per sentence) / the stated rate, "
+        "+ the scan as here",
+    }
 
 
 def price_job(

@@ -39,7 +39,7 @@ from contextlens.analyses.corpus.folder import (
     shards_fingerprint,
 )
 from contextlens.analyses.corpus.folder_check import FIX, checked_folder
-from contextlens.analyses.corpus.hit_senses import senses_or_none, word_senses
+from contextlens.analyses.corpus.hit_senses import WordSenses, senses_or_none, word_senses
 from contextlens.analyses.corpus.manifest import Manifest, pick_layer
 from contextlens.analyses.corpus.targets import form_table
 from contextlens.core import atomic_files
@@ -279,23 +279,14 @@ def search_occurrences(
     if sense is not None:
         sense = whole_number(sense, "sense", minimum=0)
     if model is None:
-        if loader is None:
-            from contextlens.core.contextual_models import load_contextual as loader
-        lean = "auto" if manifest.precision == "fp32" else manifest.runtime  # fp32 runtimes agree within 1e-4
-        model = loader(manifest.model, manifest.precision, runtime or lean)
+        model = _load_folder_model(manifest, loader, runtime)
     check_model_is_the_folders(manifest, model, folder)
     found = open_index(folder, layer)
     labelled: dict[str, Any] = {}
     allowed = None
     if word is not None:
         labelled[word] = word_senses(folder, word, layer)
-        k = labelled[word].induction.k
-        if sense >= k:
-            raise InputError(
-                f"`sense` {sense}: {word!r} has {k} induced sense(s) in {folder} at layer {layer} (0..{k - 1}); "
-                "see `contextlens senses induce`"
-            )
-        allowed = labelled[word].rows_of(sense)
+        allowed = _rows_of_sense(labelled[word], word, sense, folder, layer)
     started = time.perf_counter()
     enc = model.encode_occurrences([example], layers=[layer], pooling=manifest.pooling)[0]
     ids, scores = _nearest(found, enc.hidden[:1], top, allowed)
@@ -312,6 +303,26 @@ def search_occurrences(
         None if base is None else {**_rounded(base.layer(layer).to_dict()), "about": base.describe()},
         {w: s.to_dict() for w, s in labelled.items()}, sense,
     )  # fmt: skip
+
+
+def _load_folder_model(manifest: Manifest, loader, runtime: str | None):
+    """The folder's model at its precision; at fp32 on ``runtime`` or the lean path (fp32 runtimes agree
+    within 1e-4), at int8 on the folder's own runtime unless one is asked for."""
+    if loader is None:
+        from contextlens.core.contextual_models import load_contextual as loader
+    lean = "auto" if manifest.precision == "fp32" else manifest.runtime
+    return loader(manifest.model, manifest.precision, runtime or lean)
+
+
+def _rows_of_sense(labelled: WordSenses, word: str, sense: int, folder: Path, layer: int) -> np.ndarray:
+    """The rows of ``word`` induced into ``sense``; a sense it does not have is refused."""
+    k = labelled.induction.k
+    if sense >= k:
+        raise InputError(
+            f"`sense` {sense}: {word!r} has {k} induced sense(s) in {folder} at layer {layer} (0..{k - 1}); "
+            "see `contextlens senses induce`"
+        )
+    return labelled.rows_of(sense)
 
 
 def _rounded(values: dict[str, Any]) -> dict[str, Any]:

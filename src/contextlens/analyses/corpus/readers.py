@@ -91,14 +91,8 @@ def read_corpus(
     stats = stats if stats is not None else ReadStats()
     if not isinstance(source, str) or not source.strip():
         raise InputError("the corpus (`source`) is empty; give a file, a folder or one of " + ", ".join(INSTALLED))
-    if source == "enwiki":
-        yield from _count(_enwiki(), stats)
-        return
-    if source == "lee":
-        yield from _count(_lines(_gensim_data(LEE_FILE), "lee", stats, on_error), stats)
-        return
-    if source == "wordnet":
-        yield from _count(_wordnet(), stats)
+    if source in INSTALLED:
+        yield from _count(_installed(source, stats, on_error), stats)
         return
     path = Path(source).expanduser()
     if not path.exists():
@@ -108,14 +102,7 @@ def read_corpus(
     if not path.is_dir() and not path.is_file():  # a FIFO, socket or device would block or never end
         raise DataFileError(f"corpus {source!r} is not a regular file or folder; give a file, a folder or a name")
     if path.is_dir():
-        files = sorted(p for p in path.rglob("*") if p.is_file() and _base_suffix(p) in TEXT_SUFFIXES)
-        if not files:
-            raise DataFileError(f"folder {path} holds no .txt files (.gz/.bz2 also read)")
-        for f in files:
-            label = str(f.relative_to(path))
-            pieces = [d.pieces[0] for d in _pieces(f, label, stats, on_error, line_breaks)]
-            if pieces:
-                yield from _count(iter([Document(label, tuple(pieces))]), stats)
+        yield from _count(_folder(path, stats, on_error, line_breaks), stats)
         return
     kind = _base_suffix(path)
     if kind == ".jsonl":
@@ -124,6 +111,27 @@ def read_corpus(
         yield from _count(_parquet(path, stats, line_breaks), stats)
     else:
         yield from _count(_pieces(path, path.name, stats, on_error, line_breaks), stats)
+
+
+def _installed(source: str, stats: ReadStats, on_error: str) -> Iterator[Document]:
+    """An installed corpus by name (:data:`INSTALLED`)."""
+    if source == "enwiki":
+        return _enwiki()
+    if source == "lee":
+        return _lines(_gensim_data(LEE_FILE), "lee", stats, on_error)
+    return _wordnet()
+
+
+def _folder(path: Path, stats: ReadStats, on_error: str, line_breaks: str) -> Iterator[Document]:
+    """A folder of text files: one document per file, its pieces in order (an empty file: none)."""
+    files = sorted(p for p in path.rglob("*") if p.is_file() and _base_suffix(p) in TEXT_SUFFIXES)
+    if not files:
+        raise DataFileError(f"folder {path} holds no .txt files (.gz/.bz2 also read)")
+    for f in files:
+        label = str(f.relative_to(path))
+        pieces = [d.pieces[0] for d in _pieces(f, label, stats, on_error, line_breaks)]
+        if pieces:
+            yield Document(label, tuple(pieces))
 
 
 def check_readable(source: str, on_error: str = "skip", line_breaks: str = DEFAULT_LINE_BREAKS) -> None:

@@ -43,7 +43,7 @@ import numpy as np
 from contextlens.analyses.corpus.chunks import layer_column
 from contextlens.analyses.corpus.folder import read_rows
 from contextlens.analyses.corpus.folder_check import checked_folder
-from contextlens.analyses.corpus.manifest import OLD_FORMATS, pick_layer
+from contextlens.analyses.corpus.manifest import OLD_FORMATS, Manifest, pick_layer
 from contextlens.analyses.corpus.sense_labels import (
     DEFAULT_MARGIN,
     LABEL_RULE,
@@ -173,31 +173,17 @@ def induce_senses(
 ) -> SenseInduction:
     from sklearn.decomposition import PCA
 
-    if not 0.0 <= margin <= 1.0:
-        raise InputError(f"`margin` {margin!r}: give a cosine difference between 0 and 1 (default {DEFAULT_MARGIN})")
-    if pos != "auto" and pos not in POS_NAMES:
-        raise InputError(f"`pos` {pos!r}: give n, v, a, r or auto")
-    if sense_vectors not in SENSE_VECTORS:
-        raise InputError(f"`sense_vectors` {sense_vectors!r}: give {', '.join(SENSE_VECTORS)}")
+    _check_options(margin, pos, sense_vectors)
     folder = path_argument(folder, "folder")
     word = one_word(word, "word").strip().lower()
     manifest = checked_folder(folder)
     if word not in manifest.targets:
         raise TargetNotFoundError(f"{word!r} was not extracted in {folder}; its targets: {', '.join(manifest.targets)}")
     layer = pick_layer(manifest, layer, folder)
-    has_form = manifest.format != OLD_FORMATS[0]  # format-1 rows have no `form`
-    columns = ["sentence", "start", "end", "doc_id", *(["form"] if has_form else []), layer_column(layer)]
-    table = read_rows(folder, word, columns)
-    n = table.num_rows
-    if n < MIN_OCCURRENCES:
-        raise InputError(
-            f"{word!r} has {n} occurrence(s) in {folder}; sense induction needs at least {MIN_OCCURRENCES}"
-        )
-    x = normalize_rows(np.array(table.column(layer_column(layer)).to_pylist(), dtype=np.float32))
-    forms = [f.lower() for f in table.column("form").to_pylist()] if has_form else [word] * n
+    rows, x, forms = _occurrences(folder, manifest, word, layer)
+    n = len(rows)
     x, forms_removed = without_form_directions(x, forms)
     labels, chosen, silhouettes = cluster_unit_vectors(x, k, seed)
-    rows = table.select(["doc_id", "sentence", "start", "end"]).to_pylist()
     centroids = normalize_rows(np.stack([x[labels == c].mean(axis=0) for c in range(chosen)]))
     sims = x @ centroids.T
     senses = sense_vectors_of(manifest.model, word, layer, sense_vectors, manifest.precision, manifest.runtime)
@@ -208,14 +194,7 @@ def induce_senses(
     clusters, named = [], []
     for c in range(chosen):
         members = np.flatnonzero(labels == c)
-        own = sims[members, c]
-        other = np.max(np.delete(sims[members], c, axis=1), axis=1) if chosen > 1 else np.full(len(members), -1.0)
-        gap = own - other
-        typical_at = list(np.argsort(-own)[:examples])
-        typical = [_example(rows[members[j]], float(own[j])) for j in typical_at]
-        # an occurrence is typical or ambiguous, never both (a small cluster lists fewer ambiguous ones)
-        ambiguous_at = [j for j in np.argsort(gap) if j not in typical_at][:examples]
-        ambiguous = [_example(rows[members[j]], float(gap[j])) for j in ambiguous_at]
+        typical, ambiguous = _typical_and_ambiguous(sims[members], c, [rows[j] for j in members], examples)
         # --pos auto: each cluster's own part of speech (a verb use of "bank" gets a verb sense)
         cluster_pos = choose_pos(x[members], senses, "auto")[0] if senses and pos == "auto" else chosen_pos
         labels_from = [s for s in senses if s.pos == cluster_pos]
@@ -229,24 +208,49 @@ def induce_senses(
         clusters.append(SenseCluster(c, len(members), words[c], gloss, typical, ambiguous, candidates, in_cluster))
     coords = PCA(n_components=2, random_state=seed).fit_transform(x) if n >= 2 else np.zeros((n, 2))
     return SenseInduction(
-        word,
-        manifest.model,
-        layer,
-        chosen,
-        CRITERION,
-        silhouettes,
-        clusters,
-        chosen_pos,
-        pos_scores,
-        sense_vectors,
-        labels,
-        coords,
-        [r["sentence"] for r in rows],
-        pos_per_cluster=bool(senses) and pos == "auto",
-        margin=margin,
-        forms_removed=forms_removed,
-        warnings=repeated_labels(named),
-    )
+        word, manifest.model, layer, chosen, CRITERION, silhouettes, clusters, chosen_pos, pos_scores, sense_vectors,
+        labels, coords, [r["sentence"] for r in rows], pos_per_cluster=bool(senses) and pos == "auto", margin=margin,
+        forms_removed=forms_removed, warnings=repeated_labels(named),
+    )  # fmt: skip
+
+
+def _check_options(margin: float, pos: str, sense_vectors: str) -> None:
+    if not 0.0 <= margin <= 1.0:
+        raise InputError(f"`margin` {margin!r}: give a cosine difference between 0 and 1 (default {DEFAULT_MARGIN})")
+    if pos != "auto" and pos not in POS_NAMES:
+        raise InputError(f"`pos` {pos!r}: give n, v, a, r or auto")
+    if sense_vectors not in SENSE_VECTORS:
+        raise InputError(f"`sense_vectors` {sense_vectors!r}: give {', '.join(SENSE_VECTORS)}")
+
+
+def _occurrences(folder: Path, manifest: Manifest, word: str, layer: int) -> tuple[list[dict], np.ndarray, list[str]]:
+    """The word's rows (document, sentence, span), their unit vectors at ``layer`` and their forms."""
+    has_form = manifest.format != OLD_FORMATS[0]  # format-1 rows have no `form`
+    columns = ["sentence", "start", "end", "doc_id", *(["form"] if has_form else []), layer_column(layer)]
+    table = read_rows(folder, word, columns)
+    n = table.num_rows
+    if n < MIN_OCCURRENCES:
+        raise InputError(
+            f"{word!r} has {n} occurrence(s) in {folder}; sense induction needs at least {MIN_OCCURRENCES}"
+        )
+    x = normalize_rows(np.array(table.column(layer_column(layer)).to_pylist(), dtype=np.float32))
+    forms = [f.lower() for f in table.column("form").to_pylist()] if has_form else [word] * n
+    return table.select(["doc_id", "sentence", "start", "end"]).to_pylist(), x, forms
+
+
+def _typical_and_ambiguous(
+    sims: np.ndarray, c: int, rows: list[dict], examples: int
+) -> tuple[list[dict[str, object]], list[dict[str, object]]]:
+    """A cluster's most typical occurrences (nearest its centroid) and its most ambiguous ones
+    (smallest margin over the next centroid); ``sims``: its members' cosines to every centroid."""
+    own = sims[:, c]
+    other = np.max(np.delete(sims, c, axis=1), axis=1) if sims.shape[1] > 1 else np.full(len(sims), -1.0)
+    gap = own - other
+    typical_at = list(np.argsort(-own)[:examples])
+    typical = [_example(rows[j], float(own[j])) for j in typical_at]
+    # an occurrence is typical or ambiguous, never both (a small cluster lists fewer ambiguous ones)
+    ambiguous_at = [j for j in np.argsort(gap) if j not in typical_at][:examples]
+    return typical, [_example(rows[j], float(gap[j])) for j in ambiguous_at]
 
 
 def without_form_directions(x: np.ndarray, forms: list[str]) -> tuple[np.ndarray, bool]:

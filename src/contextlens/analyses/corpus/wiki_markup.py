@@ -51,37 +51,49 @@ def remove_markup(text: str) -> str:
     iters = 0
     while True:
         old, iters = text, iters + 1
-        if "<" in text:
-            if "<!--" in text:
-                text = w.RE_P0.sub("", text)
-            if "<ref" in text:
-                text = w.RE_P1.sub("", text)
-            if "<nowiki" in text:
-                text = w.RE_P9.sub("", text)
-            if "<math" in text:
-                text = w.RE_P10.sub("", text)
-            if "<" in text:  # P11 needs a < and a > after it
-                text = w.RE_P11.sub("", text)
-        if "[[Category:" in text:
-            text = w.RE_P14.sub("", text)
-        if "://" in text:
-            text = w.RE_P5.sub("\\3", text)
-        if "[" in text and "|" in text:
-            text = w.RE_P6.sub("\\2", text)
-        text = text.replace("!!", "\n|")
-        text = text.replace("|-||", "\n|")
-        if "{|" in text or "|-" in text or "|}" in text:
-            text = p.p12.sub("\n", text)
-        text = text.replace("|||", "|\n|")
-        text = text.replace("||", "\n|")
-        if "|" in text or "!" in text:
-            text = p.p13.sub("\n", text)
-        if any(word in text for word in _P17_WORDS):
-            text = w.RE_P17.sub("\n", text)
-        text = text.replace("[]", "")
+        text = _one_pass(text, p)
         if old == text or iters > 2:
             break
     return text.replace("[", "").replace("]", "")
+
+
+def _one_pass(text: str, p: SimpleNamespace) -> str:
+    """One pass of gensim's loop in ``remove_markup``, its steps in its order."""
+    w = p.w
+    if "<" in text:
+        text = _remove_tags(text, w)
+    if "[[Category:" in text:
+        text = w.RE_P14.sub("", text)
+    if "://" in text:
+        text = w.RE_P5.sub("\\3", text)
+    if "[" in text and "|" in text:
+        text = w.RE_P6.sub("\\2", text)
+    text = text.replace("!!", "\n|")
+    text = text.replace("|-||", "\n|")
+    if "{|" in text or "|-" in text or "|}" in text:
+        text = p.p12.sub("\n", text)
+    text = text.replace("|||", "|\n|")
+    text = text.replace("||", "\n|")
+    if "|" in text or "!" in text:
+        text = p.p13.sub("\n", text)
+    if any(word in text for word in _P17_WORDS):
+        text = w.RE_P17.sub("\n", text)
+    return text.replace("[]", "")
+
+
+def _remove_tags(text: str, w) -> str:
+    """Comments, references, nowiki and math blocks, then any other tag (gensim's P0, P1, P9, P10, P11)."""
+    if "<!--" in text:
+        text = w.RE_P0.sub("", text)
+    if "<ref" in text:
+        text = w.RE_P1.sub("", text)
+    if "<nowiki" in text:
+        text = w.RE_P9.sub("", text)
+    if "<math" in text:
+        text = w.RE_P10.sub("", text)
+    if "<" in text:  # P11 needs a < and a > after it
+        text = w.RE_P11.sub("", text)
+    return text
 
 
 def remove_template(s: str) -> str:

@@ -11,11 +11,11 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from contextlens.cli.common import (  # noqa: F401 (console, err_console re-exported)
-    check_model,
     console,
-    contextual_option,
     encoding_progress,
     err_console,
+    load_model,
+    model_choice,
     note,
     print_json,
 )
@@ -24,6 +24,7 @@ from contextlens.cli.registry import app
 if TYPE_CHECKING:  # numpy comes with it: `--help` must not pay for it
     from contextlens.analyses.benchmarks.result import BenchmarkResult
     from contextlens.core.contextual_models import ContextualModel
+    from contextlens.core.runtime_choice import ModelBackend
 
 eval_app = typer.Typer(
     help="Benchmarks on real data: wic, wsd, wsi, similarity, contextuality, layers, retrieval, static.",
@@ -59,15 +60,19 @@ def lazy(module: str, name: str) -> Callable[[], Any]:
     return lambda: getattr(importlib.import_module(module), name)
 
 
-def eval_results(
-    models: Sequence[str], precision: str, runtime: str, threads: int | None, run: Run
-) -> list[BenchmarkResult]:
-    """Each model loaded at the options and measured by ``run(model, progress)``, with the
-    encoding's progress bar (on a terminal, only while it encodes)."""
+def chosen_models(models: Sequence[str], precision: str, runtime: str) -> list[ModelBackend]:
+    """Every --model (and --also) with --precision and --runtime resolved once, before any loads
+    (:func:`~contextlens.cli.common.model_choice`): a wrong name or option costs no heavy import."""
+    return [model_choice(name, precision, runtime) for name in models]
+
+
+def eval_results(chosen: Sequence[ModelBackend], threads: int | None, run: Run) -> list[BenchmarkResult]:
+    """Each resolved model loaded and measured by ``run(model, progress)``, with the encoding's
+    progress bar (on a terminal, only while it encodes)."""
     results = []
-    for name in models:
-        with encoding_progress(name) as progress:
-            results.append(run(contextual_option(name, precision, threads, runtime), progress))
+    for one in chosen:
+        with encoding_progress(one.model) as progress:
+            results.append(run(load_model(one, threads), progress))
     return results
 
 
@@ -101,8 +106,7 @@ def eval_command(
 ) -> None:
     """One model's benchmark, the way every eval command runs it: the options checked before any
     heavy import, the encoding with its progress bar, then the JSON or the table, the figure after."""
-    check_model(model, precision, runtime)  # a wrong name or option costs no heavy import
-    (result,) = eval_results([model], precision, runtime, threads, run)
+    (result,) = eval_results(chosen_models([model], precision, runtime), threads, run)
     eval_output(result, plot, figure, json_out, result.to_dict, lambda: table(result))
 
 

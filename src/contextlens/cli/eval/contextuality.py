@@ -11,20 +11,31 @@ from rich.table import Table
 
 from contextlens.cli.common import (
     DEFAULT_MODEL,
+    MODEL_NAMES,
     JsonOpt,
     PlotOpt,
     PrecisionOpt,
     RuntimeOpt,
     ThreadsOpt,
     console,
-    contextual_option,
     fmt,
+    load_model,
+    model_choice,
     note,
     plain_lines_too,
     print_json,
     status_line,
 )
-from contextlens.cli.eval import QuickOpt, eval_app, eval_output, eval_results, lazy, size_name, timing_footer
+from contextlens.cli.eval import (
+    QuickOpt,
+    chosen_models,
+    eval_app,
+    eval_output,
+    eval_results,
+    lazy,
+    size_name,
+    timing_footer,
+)
 from contextlens.cli.params import as_flags
 from contextlens.errors import InputError
 
@@ -50,7 +61,7 @@ def contextuality_cmd(
         typer.Option(
             "--model",
             "-m",
-            help="Contextual model: mpnet (default), minilm, smollm2, a folder or HF id; "
+            help=f"Contextual model: {MODEL_NAMES}, a folder or HF id; "
             "with an extraction folder as --corpus: the folder's own model.",
         ),
     ] = None,
@@ -95,7 +106,7 @@ def contextuality_cmd(
         return
     run = lazy("contextlens.analyses.benchmarks.suite", "run_contextuality")
     results = eval_results(
-        [model or DEFAULT_MODEL, *(also or [])], precision, runtime, threads,
+        chosen_models([model or DEFAULT_MODEL, *(also or [])], precision, runtime), threads,
         lambda loaded, progress: run()(loaded, size_name(quick), progress),
     )  # fmt: skip
     combine = lazy("contextlens.analyses.benchmarks.contextuality", "combine")
@@ -205,10 +216,13 @@ def _corpus_result(corpus: str, model: str | None, ask: CorpusAsk) -> Contextual
     """Contextuality on a corpus (words chosen and extracted, cached) or an extraction folder, with a spinner."""
     from contextlens.analyses.corpus.contextuality import contextuality_of_corpus, extraction_folder
 
+    runtime = ask.runtime
     with as_flags(**CORPUS_FLAGS):
         if extraction_folder(corpus) is None:  # a corpus, not a finished extraction: a model runs
             model = model or DEFAULT_MODEL
-            contextual_option(model, ask.precision, ask.threads, ask.runtime)  # threads set, drift shown
+            chosen = model_choice(model, ask.precision, ask.runtime)  # resolved once (auto too), passed down
+            load_model(chosen, ask.threads)  # threads set, drift shown
+            runtime = chosen.backend.runtime
 
     progress, live = status_line(f"{model or 'its model'}: {corpus}")
     show = plain_lines_too(live)  # a stderr that is no terminal (a log) gets a plain line now and then
@@ -228,7 +242,7 @@ def _corpus_result(corpus: str, model: str | None, ask: CorpusAsk) -> Contextual
             progress=update,
             precision=ask.precision,
             threads=ask.threads,
-            runtime=ask.runtime,
+            runtime=runtime,
         )
 
 

@@ -17,11 +17,19 @@ from contextlens.cli.common import (
     RuntimeOpt,
     StaticOpt,
     ThreadsOpt,
-    check_model,
     console,
     fmt,
 )
-from contextlens.cli.eval import QuickOpt, eval_app, eval_output, eval_results, model_title, size_name, timing_footer
+from contextlens.cli.eval import (
+    QuickOpt,
+    chosen_models,
+    eval_app,
+    eval_output,
+    eval_results,
+    model_title,
+    size_name,
+    timing_footer,
+)
 
 if TYPE_CHECKING:  # numpy comes with it: `--help` must not pay for it
     from contextlens.analyses.benchmarks.layer_probes import LayerProbeResult
@@ -40,15 +48,14 @@ def layers_cmd(
     plot: PlotOpt = None,
 ) -> None:
     """Which layer knows part of speech, which knows sense: linear probes per layer, lemmas kept apart."""
-    for name in [model, *(also or [])]:  # a wrong name or option costs no heavy import
-        check_model(name, precision, runtime)
+    chosen = chosen_models([model, *(also or [])], precision, runtime)
     from contextlens.analyses.benchmarks.layer_probes import run_layer_probes
     from contextlens.core.static_models import optional_static
     from contextlens.reports.claims_figures import layer_probe_figure
 
     static_model = optional_static(static, optional=False)
     results = eval_results(
-        [model, *(also or [])], precision, runtime, threads,
+        chosen, threads,
         lambda loaded, progress: run_layer_probes(loaded, static_model, size_name(quick), progress),
     )  # fmt: skip
     eval_output(

@@ -12,15 +12,16 @@ from rich.table import Table
 
 from contextlens.cli.common import (
     DEFAULT_MODEL,
+    MODEL_NAMES,
     JsonOpt,
     PlotOpt,
     PrecisionOpt,
     RuntimeOpt,
     ThreadsOpt,
-    check_model,
     console,
-    contextual_option,
     fmt,
+    load_model,
+    model_choice,
     note,
     print_json,
 )
@@ -38,9 +39,7 @@ if TYPE_CHECKING:  # faiss and numpy come with it: `--help` must not pay for it
 
 @eval_app.command("retrieval")
 def eval_retrieval(
-    model: Annotated[
-        str, typer.Option("--model", "-m", help="Contextual model: mpnet (default), minilm, ...")
-    ] = DEFAULT_MODEL,
+    model: Annotated[str, typer.Option("--model", "-m", help=f"Contextual model: {MODEL_NAMES}, ...")] = DEFAULT_MODEL,
     task: Annotated[str, typer.Option("--task", help="lee (documents vs human ratings) or wordnet.")] = "lee",
     sample: Annotated[
         int | None, typer.Option(help="WordNet: synsets in the sample (queries = definitions); default 1000.")
@@ -63,7 +62,7 @@ def eval_retrieval(
     plot: PlotOpt = None,
 ) -> None:
     """Retrieval quality of each encoder kind and layer, and quality against bytes per vector."""
-    check_model(model, precision, runtime)  # a wrong name or option costs no heavy import
+    chosen = model_choice(model, precision, runtime)  # resolved once: a wrong name or option costs no heavy import
     if task not in ("lee", "wordnet"):
         raise InputError(f"unknown --task {task!r}; use lee or wordnet")
     if task == "lee" and (sample is not None or seed is not None):
@@ -76,7 +75,7 @@ def eval_retrieval(
         plot = check_output_path(plot, FIGURE_SUFFIXES)  # before the work, not after it
     with as_flags(statics="--static"):
         statics = check_statics(static or [])  # a wrong name fails before any weights load
-    loaded = contextual_option(model, precision, threads, runtime)
+    loaded = load_model(chosen, threads)
     progress = console.is_terminal and not json_out
     with as_flags(statics="--static"):
         result = _measure(loaded, task, (sample, seed), quick, statics, progress)

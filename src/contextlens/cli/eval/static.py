@@ -9,7 +9,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from contextlens.cli.common import JsonOpt, PlotOpt, ThreadsOpt, console, contextual_option, fmt, note, print_json
+from contextlens.cli.common import JsonOpt, PlotOpt, ThreadsOpt, console, fmt, note, print_json
 from contextlens.cli.eval import QuickOpt, eval_app, plot_after, size_name
 
 if TYPE_CHECKING:  # numpy comes with it: `--help` must not pay for it
@@ -63,15 +63,14 @@ def static_cmd(
     plot: PlotOpt = None,
 ) -> None:
     """Static models vs their teachers: what a static model loses (word in context) and keeps."""
-    from contextlens.cli.common import check_model
+    from contextlens.cli.common import load_model, model_choice
     from contextlens.core.arguments import distinct
     from contextlens.core.static_models import load_static
 
     distinct(model or ["minilm"], "--model", "teacher")  # a repeated teacher would repeat its rows
-    for name in model or ["minilm"]:
-        check_model(name)  # a wrong teacher fails without torch
+    chosen = [model_choice(name) for name in model or ["minilm"]]  # a wrong teacher fails without torch
     statics = [load_static(s) for s in (static or ["glove-50d"])]  # a wrong name fails before any weights
-    teachers = [contextual_option(m, threads=threads) for m in (model or ["minilm"])]
+    teachers = [load_model(one, threads) for one in chosen]
     from contextlens.analyses.static.evaluate import evaluate_static, kept_share
     from contextlens.cli.params import as_flags
 
