@@ -198,6 +198,16 @@ def test_ctrl_c_is_one_line_and_exit_130(at: str):
     assert (done.returncode, done.stderr) == (130, "interrupted\n"), done.stderr
 
 
+def _wait_until_torch_is_loading(proc: subprocess.Popen) -> None:
+    """Until torch's library is mapped into ``proc`` (its import has begun): a fixed sleep sent the
+    signal during the interpreter's own start on a loaded machine, before the command line was in place."""
+    maps = Path(f"/proc/{proc.pid}/maps")
+    deadline = time.monotonic() + HANG_SECONDS
+    while "libtorch" not in maps.read_text():
+        assert proc.poll() is None and time.monotonic() < deadline, "the command ended before torch loaded"
+        time.sleep(0.01)
+
+
 def test_ctrl_c_from_outside_while_a_model_loads():
     # the torch runtime: the lean ONNX path answers before a second has passed
     args = ["compare", "The [bank] called.", "The river [bank] flooded.", "-m", "minilm", "--static", "none"]
@@ -209,7 +219,7 @@ def test_ctrl_c_from_outside_while_a_model_loads():
         text=True,
         env=_env(),
     )
-    time.sleep(1.0)  # past the imports of the command line, inside torch's import or the weights' load
+    _wait_until_torch_is_loading(proc)  # inside torch's import or the weights' load, however loaded the machine
     proc.send_signal(signal.SIGINT)
     _out, err = proc.communicate(timeout=HANG_SECONDS)
     assert (proc.returncode, err) == (130, "interrupted\n"), err
