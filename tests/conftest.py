@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import threading
@@ -192,8 +193,12 @@ def browser():
         pytest.fail(f"no Chromium at {CHROMIUM}; run scripts/install-system-deps.sh")
     from playwright.sync_api import sync_playwright
 
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox"])
+    # the network cut: every request but loopback's (which Chromium never proxies) goes to a proxy
+    # port bound here and never listened on, so it is refused at once, as offline
+    with socket.socket() as cut, sync_playwright() as p:
+        cut.bind(("127.0.0.1", 0))
+        proxy = f"--proxy-server=http://127.0.0.1:{cut.getsockname()[1]}"
+        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox", proxy])
         yield b
         b.close()
 

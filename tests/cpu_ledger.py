@@ -28,7 +28,9 @@ def _cpu_seconds() -> float:
             t = child.cpu_times()
         except psutil.Error:
             continue
-        total += t.user + t.system  # a live child's own reaped children are added when it is reaped
+        # and what its own reaped children used: a Chromium renderer that ended (its context closed)
+        # is reaped by Chromium, not by us, and would otherwise drop out of the sum (negative rows)
+        total += t.user + t.system + t.children_user + t.children_system
     return total
 
 

@@ -237,10 +237,14 @@ def test_int8_quantization_reads_a_private_copy_so_two_first_uses_do_not_collide
     from contextlens.core.contextual_models import ContextualModel as Model
     from contextlens.core.resources import cache_dir
 
-    shared = next((cache_dir() / "onnx").glob("minilm-*"))
+    shared_cache = cache_dir()
+    shared = next((shared_cache / "onnx").glob("minilm-*"))
     monkeypatch.setenv("CONTEXTLENS_CACHE", str(tmp_path))
     fresh = tmp_path / "onnx" / shared.name
     shutil.copytree(shared, fresh, ignore=shutil.ignore_patterns("int8*"), copy_function=os.link)
+    # the int8 check's drift sentences are WordNet usage examples: the shared cache's scan, linked,
+    # not made again in the empty cache (a full WordNet scan: most of this test's CPU, issue 30)
+    shutil.copytree(shared_cache / "wordnet", tmp_path / "wordnet", copy_function=os.link)
     inputs = []
     real = onnx_runtime.quantize_onnx
     monkeypatch.setattr(onnx_runtime, "quantize_onnx", lambda path, *a, **k: inputs.append(path) or real(path, *a, **k))

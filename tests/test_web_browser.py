@@ -146,13 +146,8 @@ def test_screenshots_of_every_page_at_phone_and_desktop_width(browser, server, t
     height = extra.pop("height")
     context = browser.new_context(viewport={"width": width, "height": height}, **extra)
     pg = context.new_page()
-    local, leaks = urlsplit(server).netloc, []
-    pg.route(
-        "**/*",
-        lambda r: (
-            r.continue_() if urlsplit(r.request.url).netloc == local else (leaks.append(r.request.url), r.abort())
-        ),
-    )
+    local = urlsplit(server).netloc
+    leaks = abort_requests_leaving(pg, lambda url: urlsplit(url).netloc == local)
     served = os.environ.get("CONTEXTLENS_WEB_INDEX")
     for name, path in SHOT_PAGES.items():
         if name == "search" and not served:
@@ -412,14 +407,9 @@ MODEBAR_PAGES = ["lesson", "compare", "explore", "attention", "probe", "trace", 
 def test_clicking_every_modebar_button_with_the_network_cut_sends_nothing_away(browser, server):
     """Nothing that can leave the machine: every modebar button of every figure on the pages is
     clicked with every non-local request aborted; none is attempted."""
-    local, leaks = urlsplit(server).netloc, []
+    local = urlsplit(server).netloc
     context = browser.new_context(viewport={"width": 1280, "height": 900}, accept_downloads=True)
-    context.route(
-        "**/*",
-        lambda r: (
-            r.continue_() if urlsplit(r.request.url).netloc == local else (leaks.append(r.request.url), r.abort())
-        ),
-    )
+    leaks = abort_requests_leaving(context, lambda url: urlsplit(url).netloc == local)
     pg = context.new_page()
     popups: list[str] = []
     context.on("page", lambda p: popups.append(p.url))
@@ -448,12 +438,8 @@ def test_clicking_every_modebar_button_of_an_html_report_offline(browser, tmp_pa
         "compare", "I sat on the river [bank].", "I opened a [bank] account.", "-m", "minilm", "--html", str(out)
     )
     assert done.returncode == 0, done.stderr
-    leaks: list[str] = []
     context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, accept_downloads=True)
-    context.route(
-        "**/*",
-        lambda r: r.continue_() if r.request.url.startswith("file://") else (leaks.append(r.request.url), r.abort()),
-    )
+    leaks = abort_requests_leaving(context, lambda url: url.startswith("file://"))
     pg = context.new_page()
     pg.goto(out.as_uri())
     pg.wait_for_selector(".js-plotly-plot .main-svg", timeout=BROWSER_WAIT_MS)
@@ -469,12 +455,8 @@ def test_clicking_every_modebar_button_of_the_demo_report_offline(browser, demo_
     every other request aborted: every modebar button of every figure clicked, none attempted."""
     out, folder = demo_run
     assert out.returncode == 0, out.stderr
-    leaks: list[str] = []
     context = browser.new_context(viewport={"width": 1280, "height": 900}, accept_downloads=True)
-    context.route(
-        "**/*",
-        lambda r: r.continue_() if r.request.url.startswith("file://") else (leaks.append(r.request.url), r.abort()),
-    )
+    leaks = abort_requests_leaving(context, lambda url: url.startswith("file://"))
     pg = context.new_page()
     pg.goto((folder / "report.html").as_uri())
     pg.wait_for_selector(".js-plotly-plot .main-svg", timeout=BROWSER_WAIT_MS)

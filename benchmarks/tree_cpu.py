@@ -1,0 +1,68 @@
+"""The CPU seconds a command and every process it starts use, all of them, until the last one ends.
+
+    python benchmarks/tree_cpu.py -- python -m pytest -q -p no:cacheprovider tests/test_corpus.py
+
+tests/cpu_ledger.py sums per test what it can see (the test process, its reaped children, its live
+descendants), which misses what leaves the tree: Chromium's renderers and whole browser when its
+driver ends it, Ray's nodes (`setsid` in scripts/ray-cluster.sh, reparented when the script
+exits), the embedded PostgreSQL (it detaches). Here this process is a child subreaper
+(``PR_SET_CHILD_SUBREAPER``): every orphan of the command is reparented to it and reaped by it, so
+its ``RUSAGE_CHILDREN`` at the end holds the CPU of every process the command started. A process
+still running ``--wait`` seconds after the command ended (a server's idle reaper) is reported by
+pid and not waited for; its CPU is then missing from the total.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import os
+import resource
+import subprocess
+import sys
+import time
+
+PR_SET_CHILD_SUBREAPER = 36
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--wait", type=float, default=120.0, help="seconds to wait for orphans after the command")
+    parser.add_argument("command", nargs=argparse.REMAINDER, help="-- then the command")
+    args = parser.parse_args()
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if not command:
+        parser.error("no command: tree_cpu.py -- COMMAND ...")
+    if ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+        sys.exit("tree_cpu.py: prctl(PR_SET_CHILD_SUBREAPER) failed: Linux only")
+    start = time.monotonic()
+    code = subprocess.Popen(command).wait()
+    wall = time.monotonic() - start
+    deadline = time.monotonic() + args.wait
+    while time.monotonic() < deadline:  # the orphans, reparented here: reap them as they end
+        try:
+            pid, _status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            break
+        if pid == 0:
+            time.sleep(0.2)
+    left = [p for p in os.listdir("/proc") if p.isdigit() and _parent(p) == os.getpid()]
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    print(
+        f"tree_cpu: {used.ru_utime + used.ru_stime:.1f} CPU s ({used.ru_utime:.1f} user, {used.ru_stime:.1f} "
+        f"system), command wall {wall:.1f} s, exit {code}" + (f"; still running, not counted: {left}" if left else ""),
+        file=sys.stderr,
+    )
+    sys.exit(code)
+
+
+def _parent(pid: str) -> int:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return int(fh.read().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return -1
+
+
+if __name__ == "__main__":
+    main()
