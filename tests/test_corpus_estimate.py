@@ -13,7 +13,14 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from contextlens.analyses.corpus.estimate import FORWARD_SAMPLE, SLICES, TWO_ACTORS_SPEEDUP, price_job, sample_corpus
+from contextlens.analyses.corpus.estimate import (
+    FORWARD_SAMPLE,
+    SLICES,
+    TWO_ACTORS_SPEEDUP,
+    padded_tokens,
+    price_job,
+    sample_corpus,
+)
 from contextlens.analyses.corpus.extract import extract_corpus
 from contextlens.errors import InputError
 from tests.helpers import run_cli
@@ -87,15 +94,31 @@ def test_time_is_the_measured_forward_and_the_stated_scalings(tmp_path, minilm):
     f = e.forward
     sentences = len({line for line in BLOCK.split("\n\n") if "bank" in line})  # each encoded once
     assert f["sentences"] == min(FORWARD_SAMPLE, sentences) and f["occurrences"] == 2 * f["sentences"]
-    assert f["sentences_per_s"] > 0 and f["tokens"] > f["sentences"]
-    assert e.seconds_forward == pytest.approx(sentences / f["sentences_per_s"])
+    assert f["seconds_per_padded_token"] > 0 and f["padded_tokens"] >= f["tokens"] > f["sentences"]
+    # the sample is the whole corpus and all of it was timed: the job's batches are the timed ones
+    assert f["job_sentences"] == sentences and f["job_padded_tokens"] == f["padded_tokens"]
+    assert e.seconds_forward == pytest.approx(f["job_padded_tokens"] * f["seconds_per_padded_token"])
     assert e.seconds_here == pytest.approx(e.seconds_scan + e.seconds_forward)
     assert e.actors[1] == pytest.approx(e.seconds_here)
     assert e.actors[2] == pytest.approx(e.seconds_scan + e.seconds_forward / TWO_ACTORS_SPEEDUP)
     assert e.actors[3] == pytest.approx(e.seconds_scan + e.seconds_forward / (3 * TWO_ACTORS_SPEEDUP / 2))
-    assert e.rate["seconds"] == pytest.approx(e.seconds_scan + sentences * f["tokens_per_sentence"] / 1000)
+    assert e.rate["seconds"] == pytest.approx(e.seconds_scan + f["tokens"] / 1000)
     with pytest.raises(InputError, match="rate"):
         price_job(str(corpus), ["bank"], minilm, rate=0)
+
+
+def test_padded_tokens_are_the_batches_the_forward_runs(minilm):
+    """The job's cost is its batches' padded size (a long sentence pads its whole batch): the count
+    is the backbone's own batching (longest first), checked on the arrays it pads."""
+    assert padded_tokens([10, 3, 7, 5], batch_size=2, group=4) == 2 * 10 + 2 * 5  # [10, 7] [5, 3]
+    assert padded_tokens([10, 3, 7, 5], batch_size=2, group=2) == 2 * 10 + 2 * 7  # [10, 3] | [7, 5]
+    assert padded_tokens([4, 4, 4], batch_size=2, group=3) == 12 and padded_tokens([], 2, 2) == 0
+    sentences = [s for s in BLOCK.split("\n\n") if s.strip()] + [MONEY[0], RIVER[0]]
+    sequences = [minilm.tokenizer(s)["input_ids"] for s in sentences]
+    batched = [
+        minilm.pad([seq for _, seq in batch])[0].shape for batch in minilm.batches(list(enumerate(sequences)), 4)
+    ]
+    assert sum(rows * width for rows, width in batched) == padded_tokens([len(q) for q in sequences], 4, len(sequences))
 
 
 def test_plan_and_estimate_print_every_number_and_write_nothing(tmp_path, minilm):

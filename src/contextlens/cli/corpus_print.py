@@ -115,7 +115,7 @@ def print_price(e: ExtractEstimate, json_out: bool) -> None:
         f"shards: {e.rows:,} rows x {e.row_bytes:,} bytes = {e.shard_bytes / 1e6:,.1f} MB "
         f"[dim]({escape(e.basis['row_bytes'])})[/dim]"
     )
-    if f["sentences_per_s"] is None:
+    if f["seconds_per_padded_token"] is None:
         console.print(f"time: nothing to encode in the sample; the read alone {e.seconds_scan:.1f} s")
         return
     _print_price_time(e)
@@ -123,13 +123,12 @@ def print_price(e: ExtractEstimate, json_out: bool) -> None:
 
 def _print_price_time(e: ExtractEstimate) -> None:
     f = e.forward
-    sentences = e.seconds_forward * f["sentences_per_s"]
     console.print(
         f"time here: {e.seconds_here:,.0f} s = read and scan {e.seconds_scan:,.1f} s + forward "
-        f"{e.seconds_forward:,.0f} s ({e.occurrences:,} occurrences in about {sentences:,.0f} "
-        f"sentences, each encoded once, at {f['sentences_per_s']:,.1f} sentences/s, {f['tokens_per_s']:,.0f} tokens/s, "
-        f"measured on {f['sentences']} of the sample's sentences: {f['model']} {f['precision']} {f['runtime']}, "
-        f"{f['threads']} threads); model load not counted"
+        f"{e.seconds_forward:,.0f} s ({e.occurrences:,} occurrences in about {f['job_sentences']:,.0f} "
+        f"sentences, each encoded once: {f['job_padded_tokens']:,.0f} tokens in the job's batches, padding included, "
+        f"at {f['seconds_per_padded_token'] * 1e6:,.0f} us a token, measured on {f['sentences']} of the sample's "
+        f"sentences: {f['model']} {f['precision']} {f['runtime']}, {f['threads']} threads); model load not counted"
     )
     for n, seconds in e.actors.items():
         if n > 1:

@@ -29,6 +29,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from contextlens.analyses.corpus.chunks import DTYPES, JobSpec, ScannedChunk, encode_scanned
+from contextlens.analyses.corpus.engines import GROUP_BATCHES
 from contextlens.analyses.corpus.readers import (
     DEFAULT_LINE_BREAKS,
     INSTALLED,
@@ -196,37 +197,56 @@ def actor_seconds(seconds_forward: float, seconds_scan: float, actors: int) -> f
     return seconds_scan + seconds_forward / speedup
 
 
-def measure_forward(model, spec, found: Sequence[Found]) -> dict:
-    """Sentences and tokens per second of the job's forward (the same call the engines make) on
-    up to FORWARD_SAMPLE of the sample's sentences with an occurrence, all their occurrences
-    included, the second of two passes. The core encodes a sentence once for all of its
-    occurrences, so the cost follows the sentences (Lee: 312 occurrences in fewer sentences; a rate
-    per occurrence on spread-out occurrences priced its run at twice its time)."""
+def padded_tokens(lengths: Sequence[int], batch_size: int, group: int) -> int:
+    """Tokens the forward runs on, padding included, when a job encodes sequences of these lengths
+    (in its reading order): consecutive groups of ``group`` sequences, each sorted longest first and
+    cut into batches of ``batch_size`` padded to their longest (engines.grouped, Backbone.batches).
+    Why: a batch costs its padded size, and a few long sentences pad every batch they fall in."""
+    total = 0
+    for start in range(0, len(lengths), group):
+        part = sorted(lengths[start : start + group], reverse=True)
+        total += sum(len(part[b : b + batch_size]) * part[b] for b in range(0, len(part), batch_size))
+    return total
+
+
+def sentence_lengths(model, found: Sequence[Found]) -> list[int]:
+    """Token count of each distinct sentence holding an occurrence, in reading order (the core
+    encodes a sentence once for all its occurrences)."""
     from contextlens.core.alignment import tokenize_many
 
+    first = {f.occurrence.text: f.occurrence for f in found}
+    return [len(t.input_ids) for t in tokenize_many(model, list(first.values()))]
+
+
+def measure_forward(model, spec, found: Sequence[Found]) -> dict:
+    """Seconds per padded token of the job's forward (the same call the engines make) on up to
+    FORWARD_SAMPLE of the sample's sentences with an occurrence, all their occurrences included,
+    the second of two passes. Per padded token, not per sentence: 64 sentences spread over the
+    sample make two batches, one of them padded to the sample's longest sentence, where the job's
+    batches are sorted among a thousand occurrences (Lee: priced at 2.5x its run per sentence)."""
     texts = list(dict.fromkeys(f.occurrence.text for f in found))
     if not texts:
-        return {"sentences": 0, "seconds": 0.0, "sentences_per_s": None, "tokens_per_s": None, "tokens": 0}
+        return {"sentences": 0, "seconds": 0.0, "seconds_per_padded_token": None, "tokens": 0, "padded_tokens": 0}
     step = max(1, len(texts) // FORWARD_SAMPLE)
     chosen_texts = set(texts[::step][:FORWARD_SAMPLE])  # spread over the sample: sentences of every length
     chosen = [f for f in found if f.occurrence.text in chosen_texts]
     # untimed first pass: a long job has met each batch shape before (the first forward of a new
     # shape builds its kernels), so the rate it keeps is the second pass's
     encode_scanned(model, spec, [ScannedChunk(0, ScanCounts(), chosen)])
-    first = {f.occurrence.text: f.occurrence for f in chosen}
-    tokens = sum(len(t.input_ids) for t in tokenize_many(model, list(first.values())))
+    lengths = sentence_lengths(model, chosen)
+    padded = padded_tokens(lengths, spec.batch_size, len(lengths))  # one call: one group
     start = time.perf_counter()
     encode_scanned(model, spec, [ScannedChunk(0, ScanCounts(), chosen)])
     seconds = time.perf_counter() - start
     return {
-        "sentences": len(first),
+        "sentences": len(lengths),
         "occurrences": len(chosen),
-        "tokens": tokens,
+        "tokens": sum(lengths),
+        "padded_tokens": padded,
         "seconds": seconds,
-        "sentences_per_s": len(first) / seconds,
-        "occurrences_per_s": len(chosen) / seconds,
-        "tokens_per_s": tokens / seconds,
-        "tokens_per_sentence": tokens / len(first),
+        "seconds_per_padded_token": seconds / padded,
+        "tokens_per_s": sum(lengths) / seconds,
+        "tokens_per_sentence": sum(lengths) / len(lengths),
         "sentences_in_sample": len(texts),
     }
 
@@ -256,11 +276,14 @@ def estimate_extraction(
     keys = row_key_bytes(found)
     row_bytes = round(width + keys)
     forward = measure_forward(model, spec, found)
-    per_s = forward["sentences_per_s"]
-    sentences = len({f.occurrence.text for f in found}) * factor  # sentences to encode, scaled like the counts
-    seconds_forward = sentences / per_s if per_s else 0.0
+    lengths = sentence_lengths(model, found)
+    sentences = len(lengths) * factor  # sentences to encode, scaled like the counts
+    # the job's batches (padding included) from the sample's sentences in reading order, scaled likewise
+    job_padded = padded_tokens(lengths, spec.batch_size, GROUP_BATCHES * spec.batch_size) * factor
+    seconds_forward = job_padded * (forward["seconds_per_padded_token"] or 0.0)
+    forward |= {"job_padded_tokens": job_padded, "job_sentences": sentences}
     seconds_scan = scan_seconds * factor
-    tokens_total = sentences * forward.get("tokens_per_sentence", 0.0)
+    tokens_total = sum(lengths) * factor
     return ExtractEstimate(
         corpus=source,
         sample=asdict(sample) | {"factor": factor, "whole": sample.whole},
@@ -309,12 +332,13 @@ def _basis(sample: Sample, spec: JobSpec, hidden_size: int, width: int, keys: fl
         "row_bytes": f"{len(spec.layers)} layers x {hidden_size} x {DTYPE_BYTES[spec.dtype]} bytes "
         f"({spec.dtype}) = {width:,} + keys {keys:,.0f} (the sample's mean doc id, sentence, target, form, "
         "offsets); Parquet's own page overhead and compression not counted",
-        "seconds_here": "the sample's read+scan time scaled like the counts + the sentences holding an "
-        "occurrence (each encoded once), scaled likewise, / the forward rate measured here; model load not counted",
+        "seconds_here": "the sample's read+scan time scaled like the counts + the tokens the job's batches "
+        "hold (the sample's sentences with an occurrence, each once, batched as the job batches them, padding "
+        "included), scaled likewise, x the seconds per padded token measured here; model load not counted",
         "actors": f"2 actors = {TWO_ACTORS_SPEEDUP}x 1 actor on the forward (measured, docs/corpus.md); "
         f"N actors = N x {TWO_ACTORS_SPEEDUP / 2:.3f} (assumed beyond 2); each actor with this "
         "process's threads; the scan as here",
-        "rate": "tokens of the sentences to encode (the sample's mean per sentence) / the stated rate, "
+        "rate": "tokens of the sentences to encode (the sample's, scaled like the counts) / the stated rate, "
         "+ the scan as here",
     }
 
