@@ -145,10 +145,9 @@ class Preparing:
             return
         step = self.step if self.error is None else f"failed: {self.error}"
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
-        file = FILES.get(scope["path"]) if scope["method"] in ("GET", "HEAD") else None
+        file = FILES.get(scope["path"]) if scope["method"] == "GET" else None
         if file is not None:  # the favicon and the scripts: as the app serves them, not a 503
-            await _send(send, 200, file.media_type, await asyncio.to_thread(file.content), file.cache_control,
-                        scope["method"] == "HEAD")  # fmt: skip
+            await _send(send, 200, file.media_type, await asyncio.to_thread(file.content), file.cache_control)
             return
         if scope["path"] == "/health":
             body, kind = json.dumps({"status": "preparing", "ready": False, "preparing": step}), "application/json"
@@ -160,15 +159,14 @@ class Preparing:
         await _send(send, 503, kind, body.encode(), "no-store", retry=True)
 
 
-async def _send(
-    send, status: int, kind: str, data: bytes, cache: str, head_only: bool = False, retry: bool = False
-) -> None:
+async def _send(send, status: int, kind: str, data: bytes, cache: str, retry: bool = False) -> None:
+    """One whole answer, behind the guard (its headers are added there)."""
     headers = [(b"content-type", kind.encode()), (b"content-length", str(len(data)).encode()),
                (b"cache-control", cache.encode())]  # fmt: skip
     if retry:
         headers.append((b"retry-after", str(RELOAD_S).encode()))
     await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": b"" if head_only else data})
+    await send({"type": "http.response.body", "body": data})
 
 
 def waiting_page(step: str) -> str:
@@ -177,6 +175,7 @@ def waiting_page(step: str) -> str:
         '<!doctype html><html lang="en"><head><meta charset="utf-8">'
         f'<meta http-equiv="refresh" content="{RELOAD_S}">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        '<link rel="icon" href="/favicon.ico">'  # served while preparing too
         "<title>contextlens: preparing</title></head>"
         '<body style="font-family:system-ui,sans-serif;max-width:40rem;margin:2rem auto;padding:0 1rem">'
         "<h1>contextlens is preparing</h1>"
