@@ -326,6 +326,7 @@ def test_stopping_serve_while_it_prepares_ends_it_with_its_line_and_code_and_lea
     import signal
     import subprocess
     import sys
+    import threading
     import urllib.error
     import urllib.request
 
@@ -338,6 +339,8 @@ def test_stopping_serve_while_it_prepares_ends_it_with_its_line_and_code_and_lea
         stderr=subprocess.PIPE, text=True, env=env,
     )  # fmt: skip
     lines: list[str] = []
+    guard = threading.Timer(HANG_SECONDS, proc.kill)  # a hang guard on the reads below, no deadline
+    guard.start()
     try:
         while not lines or not lines[-1].startswith("preparing:"):  # the first step has begun
             lines.append(proc.stderr.readline())
@@ -350,9 +353,11 @@ def test_stopping_serve_while_it_prepares_ends_it_with_its_line_and_code_and_lea
         assert health["ready"] is False, (health, lines)  # still preparing when stopped
         assert proc.pid in _processes_using(cache)
         proc.send_signal(getattr(signal, sig))
-        lines += proc.stderr.read().splitlines(keepends=True)
-        code = proc.wait(HANG_SECONDS)
+        _, rest = proc.communicate(timeout=HANG_SECONDS)  # a hang guard, no deadline
+        lines += rest.splitlines(keepends=True)
+        code = proc.returncode
     finally:
+        guard.cancel()
         if proc.poll() is None:
             proc.kill()
             proc.wait()
