@@ -765,3 +765,31 @@ def test_own_sentences_typed_beside_the_example_words_are_what_the_explorer_show
     api = page.request.post(f"{server}/api/explore", data={"sentences": BATS_AND_CRANES, "permutations": 50}).json()
     assert sorted(shown) == sorted(api["ranking"]) == ["bat", "crane"]
     assert f"{api['words'][0]['gap']:+.3f}" in page.text_content("#view-numbers")
+
+
+FIGURE_LAYOUTS = "JSON.stringify([...document.querySelectorAll('.js-plotly-plot')].map(d => [d.layout, d.data.length]))"
+
+
+@pytest.mark.parametrize("path", ["/lesson", SHOT_PAGES["explore"]], ids=["lesson", "explore views"])
+def test_a_page_narrowed_to_a_phone_after_it_was_drawn_refits_its_figures(browser, server, path):
+    """A page drawn at 1280 px and then narrowed to 390 px (a desktop window made narrow, a tablet
+    turned) kept its wide figures: their titles and panel titles reached past the window's edge. Now
+    fit.js (and page.js for the slider pages' views) refits them from the figure as given; widened
+    again, each figure is as it was first drawn."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    pg = context.new_page()
+    pg.goto(server + path)
+    pg.wait_for_selector(".js-plotly-plot .main-svg", timeout=BROWSER_WAIT_MS)
+    pg.wait_for_load_state("networkidle")
+    pg.wait_for_timeout(300)
+    first = pg.evaluate(FIGURE_LAYOUTS)
+    seen = {}
+    for width in (390, 1280):
+        pg.set_viewport_size({"width": width, "height": 900})
+        pg.wait_for_function(f"() => innerWidth === {width}")
+        pg.wait_for_timeout(1000)  # the refit waits for the window to settle (150 ms), then plotly redraws
+        seen[width] = (pg.evaluate(TOO_WIDE), pg.evaluate(FIT_PROBLEMS) if width == 390 else [])
+    again = pg.evaluate(FIGURE_LAYOUTS)
+    context.close()
+    assert seen == {390: ([], []), 1280: ([], [])}, seen
+    assert again == first
