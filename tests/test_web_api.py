@@ -213,18 +213,36 @@ CRANES = [
 ]
 
 
-def test_own_sentences_win_over_the_forms_example_words(client, minilm):
-    """Regression (issue 33): the form's example words (bank bat) left beside one's own sentences
-    of another word answered "...give your own in `sentences`", although they had."""
+BANKS = [
+    "money | I opened a [bank] account.",
+    "money | The [bank] approved the loan.",
+    "river | We walked along the river [bank].",
+    "river | The [bank] of the stream was muddy.",
+]
+
+
+@pytest.mark.parametrize("own", [CRANES, BANKS + CRANES], ids=["another word", "bank and another word"])
+def test_own_sentences_win_over_the_forms_example_words(client, minilm, own):
+    """Regression (issue 33 item 11): the form's example words (bank bat) left in beside one's own
+    sentences answered "...give your own in `sentences`", although they had; and where the own
+    sentences were of "bank" too, "no sentences for 'bat'". They give way to the sentences, which are
+    explored whole, as with `words` empty; words typed in their place are kept."""
     from contextlens.analyses.lesson.polysemy import explore
     from contextlens.data.sense_sentences import sense_sentences_from_lines
 
-    answer = client.post("/api/explore", json={"words": ["bank", "bat"], "sentences": CRANES, "permutations": 20})
+    body = {"sentences": own, "permutations": 20}
+    answer = client.post("/api/explore", json={**body, "words": ["bat", "Bank"]})
     assert answer.status_code == 200, answer.text
-    assert answer.json()["ranking"] == ["crane"] and answer.json()["source"] == "your sentences"
+    own_words = sorted({line.split("[")[1].split("]")[0] for line in own})
+    assert sorted(answer.json()["ranking"]) == own_words and answer.json()["source"] == "your sentences"
+    assert answer.json() == client.post("/api/explore", json=body).json()  # as with `words` left empty
+    typed = client.post("/api/explore", json={**body, "words": ["crane"]})  # a word typed in: kept
+    assert typed.status_code == 200 and typed.json()["ranking"] == ["crane"]
+    edited = client.post("/api/explore", json={**body, "words": ["bat"]})  # not the example: respected, and said
+    assert edited.status_code == 400 and "leave `words` empty" in edited.json()["error"]
     from contextlens.errors import InputError
 
-    with pytest.raises(InputError) as caught:  # the API says what to do instead
+    with pytest.raises(InputError) as caught:  # the analysis says what to do instead
         explore(["bank"], minilm, sense_sentences_from_lines(CRANES), permutations=20)
     assert "words there: crane" in str(caught.value) and "leave `words` empty" in str(caught.value)
 

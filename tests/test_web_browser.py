@@ -669,3 +669,109 @@ def test_every_navigation_link_with_no_parameters_opens_clean_at_both_widths(bro
             problems[link] = found
     context.close()
     assert problems == {}
+
+
+# the lesson's parts once they are in: each part's figures (drawn) and tables, and the quiz's questions
+LESSON_PARTS = """() => ({
+  parts: [...document.querySelectorAll('.lesson-part')].map(p => p.children.length),
+  figures: document.querySelectorAll('.plotly-graph-div').length,
+  drawn: document.querySelectorAll('.plotly-graph-div .main-svg').length,
+  tables: document.querySelectorAll('.lesson-part table').length,
+  questions: document.querySelectorAll('#quiz-form .question').length,
+})"""
+DONE = "() => (document.getElementById('work-status') || {}).textContent.startsWith('done in')"
+
+
+@pytest.mark.parametrize("width", sorted(WIDTHS))
+def test_the_lesson_sent_first_then_its_parts_opens_clean_at_both_widths(browser, server, width, monkeypatch):
+    """The lesson's page first (web/lesson.py: every section's text, the status line, an empty part per
+    section and one for the quiz), its parts fetched from /result/<token> into their places: once the
+    status line says "done", every part holds what the whole page holds there (its figures drawn, its
+    tables, the quiz's questions); no answer of status 400 or more, no console error, nothing wider
+    than the window, and at 390 px every figure fitted to its box (the parts come after fit.js ran)."""
+    from contextlens.web import deferred, lesson
+
+    monkeypatch.setattr(deferred, "SHOW_PAGE_AFTER_S", 0)  # every visit is sent first, as a model's first one
+    extra = dict(WIDTHS[width])
+    height = extra.pop("height")
+    context = browser.new_context(viewport={"width": width, "height": height}, **extra)
+    pg = context.new_page()
+    leaks = abort_requests_leaving(pg, lambda url: urlsplit(url).netloc == urlsplit(server).netloc)
+    failed: list[str] = []
+    errors: list[str] = []
+    pg.on("response", lambda r: failed.append(f"{r.status} {r.url}") if r.status >= 400 else None)
+    pg.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    pg.on("pageerror", lambda e: errors.append(str(e)))
+    answer = pg.goto(f"{server}/lesson")
+    first = answer.text()
+    assert answer.status < 400 and 'data-result="/result/' in first, first[:2000]
+    assert '<div class="lesson-part" id="lesson-part-1"></div>' in first  # sent before its parts
+    pg.wait_for_function(DONE, timeout=BROWSER_WAIT_MS)
+    pg.wait_for_load_state("networkidle")
+    pg.wait_for_timeout(300)  # plotly's resize to the figure's box (page.js) is asynchronous
+    got = pg.evaluate(LESSON_PARTS)
+    fit = pg.evaluate(FIT_PROBLEMS) if width == 390 else []
+    wide = pg.evaluate(TOO_WIDE)
+    scroll = pg.evaluate("document.documentElement.scrollWidth")
+    whole = pg.request.get(f"{server}/lesson").text()  # not a browser's Accept: the whole page at once
+    context.close()
+    assert 0 not in got["parts"] and len(got["parts"]) == len(lesson.SECTIONS) + 1, got  # and the quiz
+    assert got["figures"] == whole.count('class="plotly-graph-div"') > 0 and got["drawn"] >= got["figures"], got
+    assert got["tables"] == whole.count("<table") > 0 and got["questions"] == whole.count('class="question"') > 0
+    assert failed == [] and errors == [] and leaks == []
+    assert wide == [] and scroll <= width + 1 and fit == [], (wide, scroll, fit)
+
+
+BATS_AND_CRANES = [
+    *BAT,
+    "bird | A [crane] waded through the marsh.",
+    "bird | The [crane] flew south for the winter.",
+    "machine | The [crane] lifted the steel beams.",
+    "machine | A tall [crane] stood over the building site.",
+]
+
+
+def test_own_sentences_typed_beside_the_example_words_are_what_the_explorer_shows(page, server):
+    """Issue 33 item 11, as a learner's first try: on /explore the example's words (bank bat) stay in
+    their box while one's own sentences are typed; the page answers about the sentences (every word
+    of them, as with the words box empty), not "no sentences for 'bank'"."""
+    page.goto(f"{server}/explore")
+    assert page.input_value("#f-words") == "bank bat"  # the example, left as it is
+    page.fill("#f-s", "\n".join(BATS_AND_CRANES))
+    page.fill("#f-permutations", "50")
+    page.click("#go")
+    page.wait_for_selector("#view-fig-0 .main-svg", timeout=BROWSER_WAIT_MS)
+    assert page.query_selector("#error") is None
+    rows = "#view-numbers table tr:not(.head)"
+    shown = page.eval_on_selector_all(rows, "rs => rs.map(r => r.children[1].textContent)")
+    api = page.request.post(f"{server}/api/explore", data={"sentences": BATS_AND_CRANES, "permutations": 50}).json()
+    assert sorted(shown) == sorted(api["ranking"]) == ["bat", "crane"]
+    assert f"{api['words'][0]['gap']:+.3f}" in page.text_content("#view-numbers")
+
+
+FIGURE_LAYOUTS = "JSON.stringify([...document.querySelectorAll('.js-plotly-plot')].map(d => [d.layout, d.data.length]))"
+
+
+@pytest.mark.parametrize("path", ["/lesson", SHOT_PAGES["explore"]], ids=["lesson", "explore views"])
+def test_a_page_narrowed_to_a_phone_after_it_was_drawn_refits_its_figures(browser, server, path):
+    """A page drawn at 1280 px and then narrowed to 390 px (a desktop window made narrow, a tablet
+    turned) kept its wide figures: their titles and panel titles reached past the window's edge. Now
+    fit.js (and page.js for the slider pages' views) refits them from the figure as given; widened
+    again, each figure is as it was first drawn."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    pg = context.new_page()
+    pg.goto(server + path)
+    pg.wait_for_selector(".js-plotly-plot .main-svg", timeout=BROWSER_WAIT_MS)
+    pg.wait_for_load_state("networkidle")
+    pg.wait_for_timeout(300)
+    first = pg.evaluate(FIGURE_LAYOUTS)
+    seen = {}
+    for width in (390, 1280):
+        pg.set_viewport_size({"width": width, "height": 900})
+        pg.wait_for_function(f"() => innerWidth === {width}")
+        pg.wait_for_timeout(1000)  # the refit waits for the window to settle (150 ms), then plotly redraws
+        seen[width] = (pg.evaluate(TOO_WIDE), pg.evaluate(FIT_PROBLEMS) if width == 390 else [])
+    again = pg.evaluate(FIGURE_LAYOUTS)
+    context.close()
+    assert seen == {390: ([], []), 1280: ([], [])}, seen
+    assert again == first

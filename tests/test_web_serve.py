@@ -180,13 +180,15 @@ BROWSER = {"Accept": "text/html,application/xhtml+xml,*/*;q=0.8"}
 def test_while_preparing_the_server_answers_and_says_what_it_prepares(minilm):
     """Issue 33 item 9: the server listens before its first-use work ends; until the app is made,
     /health is 503 with "ready": false and the step, a page is a status line that asks again, an API
-    call a 503 error document; then every request reaches the app."""
+    call a 503 error document, the favicon and the scripts the files the app serves (the favicon
+    was a 503); then every request reaches the app."""
     import json
     import threading
     import urllib.error
     import urllib.request
 
     from contextlens.web.app import create_app
+    from contextlens.web.files import FILES
     from contextlens.web.preparing import Preparing
     from tests.helpers import served_in_thread
 
@@ -197,14 +199,15 @@ def test_while_preparing_the_server_answers_and_says_what_it_prepares(minilm):
         release.wait(60)
         return create_app("minilm")
 
-    def get(url, headers=None, data=None):
+    def get(url, headers=None, data=None, raw=False):
         sent = {**(headers or {}), "Content-Type": "application/json"}
         request = urllib.request.Request(url, data=data, headers=sent)
         try:
             with urllib.request.urlopen(request, timeout=60) as r:
-                return r.status, {k.lower(): v for k, v in r.headers.items()}, r.read().decode()
+                status, got, body = r.status, r.headers, r.read()
         except urllib.error.HTTPError as exc:
-            return exc.code, {k.lower(): v for k, v in exc.headers.items()}, exc.read().decode()
+            status, got, body = exc.code, exc.headers, exc.read()
+        return status, {k.lower(): v for k, v in got.items()}, body if raw else body.decode()
 
     app = Preparing(make, say=steps.append)
     with served_in_thread(app) as base:
@@ -222,10 +225,19 @@ def test_while_preparing_the_server_answers_and_says_what_it_prepares(minilm):
         status, _, body = get(f"{base}/api/compare", data=json.dumps({"sentences": ["a [bank]"]}).encode())
         assert status == 503 and "preparing (indexing the test corpus)" in json.loads(body)["error"]
         assert get(f"{base}/health", {"Host": "evil.example"})[0] == 400  # the guard's Host check holds now too
+        # the favicon (a browser asks for it with the waiting page) and the scripts: served, not a 503
+        early = {path: get(base + path, raw=True) for path in FILES}
+        assert {path: status for path, (status, _, _) in early.items()} == dict.fromkeys(FILES, 200)
+        assert "content-security-policy" in early["/favicon.ico"][1]
         release.set()
         app.wait(120)
         status, _, body = get(f"{base}/health")
         assert status == 200 and json.loads(body)["ready"] is True and json.loads(body)["model"] == "minilm"
+        for path, (_, headers, body) in early.items():  # the same file, type and caching as the made app's
+            status, later, again = get(base + path, raw=True)
+            assert status == 200 and again == body and len(body) > 0, path
+            assert [later[h] for h in ("content-type", "cache-control")] == [
+                headers[h] for h in ("content-type", "cache-control")], path  # fmt: skip
     assert steps == ["indexing the test corpus"]
 
 
@@ -286,3 +298,73 @@ def test_serve_prints_its_address_when_it_listens_then_says_ready(minilm, tmp_pa
     ready = [i for i, line in enumerate(lines) if line.startswith("ready:")]
     assert said and ready and said[0] < ready[0] and answered in (200, 503), "".join(lines)
     assert any(line.startswith("preparing: loading minilm") for line in lines[said[0]:ready[0]]), "".join(lines)
+
+
+def _processes_using(cache: str) -> list[int]:
+    """The processes whose environment names ``cache`` as CONTEXTLENS_CACHE: the server and anything it
+    started (an orphan too: its parent gone, it keeps the environment it was given)."""
+    import psutil
+
+    found = []
+    for proc in psutil.process_iter():
+        try:
+            if proc.environ().get("CONTEXTLENS_CACHE") == cache and proc.status() != psutil.STATUS_ZOMBIE:
+                found.append(proc.pid)
+        except (psutil.AccessDenied, psutil.NoSuchProcess, psutil.ZombieProcess):
+            continue
+    return found
+
+
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGINT"], ids=["SIGTERM", "Ctrl-C"])
+def test_stopping_serve_while_it_prepares_ends_it_with_its_line_and_code_and_leaves_no_process(tmp_path, sig):
+    """A cold `serve` (a fresh empty cache: minilm's ONNX export and check and the built-in index are
+    still to do) stopped while /health says "ready": false ends as a ready one does: SIGTERM as
+    terminated by it, Ctrl-C with "interrupted" and 130; no traceback, no "ready:" line, and nothing it
+    started is left running (a thread inside the model load held the exit once)."""
+    import json
+    import os
+    import signal
+    import subprocess
+    import sys
+    import threading
+    import urllib.error
+    import urllib.request
+
+    from tests.helpers import HANG_SECONDS, free_port
+
+    port, cache = free_port(), str(tmp_path / "empty-cache")
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "CONTEXTLENS_CACHE": cache}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "contextlens", "serve", "-m", "minilm", "--port", str(port)],
+        stderr=subprocess.PIPE, text=True, env=env,
+    )  # fmt: skip
+    lines: list[str] = []
+    guard = threading.Timer(HANG_SECONDS, proc.kill)  # a hang guard on the reads below, no deadline
+    guard.start()
+    try:
+        while not lines or not lines[-1].startswith("preparing:"):  # the first step has begun
+            lines.append(proc.stderr.readline())
+            assert lines[-1], "".join(lines)
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=HANG_SECONDS)
+            health = {"ready": True}
+        except urllib.error.HTTPError as exc:
+            health = json.loads(exc.read())
+        assert health["ready"] is False, (health, lines)  # still preparing when stopped
+        assert proc.pid in _processes_using(cache)
+        proc.send_signal(getattr(signal, sig))
+        _, rest = proc.communicate(timeout=HANG_SECONDS)  # a hang guard, no deadline
+        lines += rest.splitlines(keepends=True)
+        code = proc.returncode
+    finally:
+        guard.cancel()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    text = "".join(lines)
+    assert "Traceback" not in text and not any(line.startswith("ready:") for line in lines), text
+    if sig == "SIGINT":
+        assert code == 130 and lines[-1].rstrip() == "interrupted", text
+    else:
+        assert code == -signal.SIGTERM and "interrupted" not in text, text
+    assert _processes_using(cache) == []

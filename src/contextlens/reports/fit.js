@@ -194,16 +194,39 @@
     return { data: data, layout: layout };
   }
 
-  // Redraw a drawn figure div fitted to its width (nothing when it is wide enough already).
+  // Redraw a drawn figure div fitted to its width, or as it was given once the window is wide again.
+  // The figure as given is kept on the div the first time it is seen, so a window narrowed (or a
+  // phone turned) after the page was drawn refits it from that, not from a figure fitted before:
+  // a page opened at 1280 px and narrowed to 390 kept its wide titles past the window's edge.
+  var seen = [];
   function fitDiv(div) {
-    if (!root.Plotly || !div.layout || !(root.innerWidth < NARROW) || div.getAttribute("data-fitted")) return;
-    var fig = fitted(div.data, div.layout, div.clientWidth || root.innerWidth);
-    div.setAttribute("data-fitted", "1");
-    [div, div.parentNode].forEach(function (e) {  // plotly.py sizes the div and its wrapper itself
-      if (e && e.style && e.style.height) e.style.height = fig.layout.height + "px";
+    if (!root.Plotly || !div.layout) return;
+    if (!div._contextlensGiven) {
+      div._contextlensGiven = { data: copy(div.data), layout: copy(div.layout), heights: [div, div.parentNode].map(
+        function (e) { return e && e.style ? e.style.height : ""; }) };
+      div._contextlensWidth = null;  // drawn as given
+      seen.push(div);
+    }
+    var width = root.innerWidth < NARROW ? (div.clientWidth || root.innerWidth) : null;
+    if (div._contextlensWidth === width) return;
+    var given = div._contextlensGiven, fig = width === null
+      ? { data: copy(given.data), layout: copy(given.layout) } : fitted(given.data, given.layout, width);
+    div._contextlensWidth = width;
+    if (width === null) div.removeAttribute("data-fitted"); else div.setAttribute("data-fitted", "1");
+    [div, div.parentNode].forEach(function (e, i) {  // plotly.py sizes the div and its wrapper itself
+      if (e && e.style && given.heights[i]) e.style.height = width === null ? given.heights[i] : fig.layout.height + "px";
     });
     root.Plotly.react(div, fig.data, fig.layout);  // the config it was drawn with is kept
   }
+
+  var pending = null;
+  root.addEventListener("resize", function () {  // once the window has settled at its new width
+    if (pending) root.clearTimeout(pending);
+    pending = root.setTimeout(function () {
+      pending = null;
+      seen.forEach(function (div) { if (div.isConnected) fitDiv(div); });
+    }, 150);
+  });
 
   root.contextlensFit = { fitted: fitted, fitDiv: fitDiv, narrow: function () { return root.innerWidth < NARROW; } };
 })(window);

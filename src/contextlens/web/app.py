@@ -13,9 +13,7 @@ fp32 ONNX model's checked attention graph, give them).
 import asyncio
 import io
 from dataclasses import dataclass, field
-from functools import lru_cache
 from html import escape as html_escape
-from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -27,36 +25,12 @@ from starlette.exceptions import HTTPException
 from contextlens.core.contextual_models import load_contextual
 from contextlens.core.resources import DEFAULT_CONTEXTUAL
 from contextlens.reports.figure_registry import interactive_figures, static_figure
-from contextlens.web import deferred, lesson, tables, two_models, views
+from contextlens.web import deferred, files, lesson, tables, two_models, views
 from contextlens.web import html as pages
 from contextlens.web.guard import HEADERS, Guard
 from contextlens.web.page import Page, Served
 from contextlens.web.pages import LESSON, PAGES
 from contextlens.web.serving import Busy, WorkerPool, error_status, validation_message, without_paths
-
-
-@lru_cache(maxsize=1)
-def plotly_js() -> str:
-    from plotly.offline import get_plotlyjs
-
-    return get_plotlyjs()
-
-
-STATIC = Path(__file__).with_name("static")
-
-
-@lru_cache(maxsize=1)
-def page_js() -> str:
-    return (STATIC / "page.js").read_text(encoding="utf-8")
-
-
-@lru_cache(maxsize=1)
-def fit_js() -> str:
-    """The narrow-screen fitting of a figure, shared with the reports (reports/fit.js)."""
-    from contextlens.reports.plot_style import FIT_JS
-
-    return FIT_JS.read_text(encoding="utf-8")
-
 
 SECURITY_HEADERS = {name.decode(): value.decode() for name, value in HEADERS}
 
@@ -145,23 +119,16 @@ def _errors(app: FastAPI) -> None:
 
 
 def _files(app: FastAPI) -> None:
-    """The cheap files every page loads (guard.FREE lets any origin GET them)."""
+    """The cheap files every page loads (web/files.py; guard.FREE lets any origin GET them)."""
+    for path, file in files.FILES.items():
+        app.get(path, include_in_schema=False)(_file_route(file))
 
-    @app.get("/static/plotly.js", include_in_schema=False)
-    async def plotly() -> Response:
-        return Response(plotly_js(), media_type="text/javascript", headers={"Cache-Control": "max-age=86400"})
 
-    @app.get("/static/page.js", include_in_schema=False)
-    async def script() -> Response:
-        return Response(page_js(), media_type="text/javascript", headers={"Cache-Control": "no-cache"})
+def _file_route(file: files.File):
+    async def serve_file() -> Response:
+        return Response(file.content(), media_type=file.media_type, headers={"Cache-Control": file.cache_control})
 
-    @app.get("/static/fit.js", include_in_schema=False)
-    async def fit() -> Response:
-        return Response(fit_js(), media_type="text/javascript", headers={"Cache-Control": "no-cache"})
-
-    @app.get("/favicon.ico", include_in_schema=False)
-    async def favicon() -> Response:
-        return Response(favicon_ico(), media_type="image/x-icon", headers={"Cache-Control": "max-age=86400"})
+    return serve_file
 
 
 @dataclass(frozen=True)
@@ -312,33 +279,6 @@ def result_html(
     figures = "".join(f'<div class="figure">{f}</div>' for f in figure_divs(page, result))
     content = figures + tables.numbers(page, result)
     return pages.result_block(page, link, content, None if figures else result.to_dict())
-
-
-@lru_cache(maxsize=1)
-def favicon_ico() -> bytes:
-    """A 32x32 lens drawn here (no file, no network): a PNG inside an ICO container."""
-    import struct
-    import zlib
-
-    size = 32
-    rows = []
-    for y in range(size):
-        row = bytearray([0])
-        for x in range(size):
-            d = ((x - 13.5) ** 2 + (y - 13.5) ** 2) ** 0.5
-            handle = x > 20 and y > 20 and abs(x - y) < 3
-            ring = 7.5 <= d <= 11.5
-            r, g, b, a = (29, 78, 216, 255) if ring or handle else ((219, 234, 254, 255) if d < 7.5 else (0, 0, 0, 0))
-            row += bytes([r, g, b, a])
-        rows.append(bytes(row))
-
-    def chunk(kind: bytes, data: bytes) -> bytes:
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
-
-    png = b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", size, size, 8, 6, 0, 0, 0))
-    png += chunk(b"IDAT", zlib.compress(b"".join(rows))) + chunk(b"IEND", b"")
-    header = struct.pack("<HHH", 0, 1, 1) + struct.pack("<BBBBHHII", size, size, 0, 0, 1, 32, len(png), 22)
-    return header + png
 
 
 def figure_divs(page: Page, result) -> list[str]:

@@ -135,7 +135,9 @@ def _live_figure(kind: str, model: ContextualModel | str) -> str:
 
 
 def cost_figure(model: ContextualModel | str) -> str:
-    """Index bytes for a million vectors at the served model's width beside other common widths."""
+    """Index bytes for a million vectors at the served model's width beside other common widths.
+    The bars lie across, a width's label beside them: standing bars' labels ("384 (minilm)") were
+    turned on end at 390 px, and the legend fit.js puts below the axis cut them."""
     import plotly.graph_objects as go
 
     from contextlens.analyses.search.dimension_cost import index_memory
@@ -147,11 +149,11 @@ def cost_figure(model: ContextualModel | str) -> str:
     sq8 = [r["sq8"] / 2**30 for r in rows]
     labels = [kinds.width_label(r["dimensions"], loaded) for r in rows]
     fig = go.Figure()
-    fig.add_bar(x=labels, y=flat, name="flat float32 (exact)", marker_color="#1d4ed8")
-    fig.add_bar(x=labels, y=sq8, name="sq8 (1 byte per dimension)", marker_color="#15803d")
+    fig.add_bar(y=labels, x=flat, name="flat float32 (exact)", marker_color="#1d4ed8", orientation="h")
+    fig.add_bar(y=labels, x=sq8, name="sq8 (1 byte per dimension)", marker_color="#15803d", orientation="h")
     fig.update_layout(
-        **LAYOUT, height=380, barmode="group", title="Index memory for 1,000,000 vectors (GiB), by dimension",
-        xaxis_title="dimensions per vector", yaxis_title="GiB",
+        **LAYOUT, height=420, barmode="group", title="Index memory for 1,000,000 vectors (GiB), by dimension",
+        xaxis_title="GiB", yaxis_title="dimensions per vector", yaxis_autorange="reversed", yaxis_ticksuffix=" ",
     )  # fmt: skip
     return figure_div(fig)
 

@@ -59,7 +59,7 @@ _RECORDS = (
         "states coloured by sense, and how far same-sense pairs beat cross-sense pairs (gap, with its p).",
         runs.ExploreRequest,
         runs.run_explore,
-        example={"words": ["bank", "bat"], "permutations": 200},
+        example={"words": list(runs.EXPLORE_EXAMPLE_WORDS), "permutations": 200},
         draws=_LESSON + "polysemy.Exploration",
         numbers=tables.explore_numbers,
         controls=Controls(("layer",), view_settings.explore_settings, view_settings.explore_drawer),

@@ -7,7 +7,9 @@ start: it makes the real app in a thread (``make(say)``; ``say`` names each step
 is done, answers every request itself, behind the same guard: ``/health`` is 503 with
 ``"ready": false`` and the step (a script that waits for 200 waits for the real app, as before); a
 browser's page is a ``#work-status`` line naming the step that reloads itself every
-``RELOAD_S`` seconds; any other request is the 503 error document with ``Retry-After``. Once the
+``RELOAD_S`` seconds; the favicon and the pages' scripts (web/files.py) are served as the app serves
+them (a browser asks for the favicon at once: it was a 503); any other request is the 503 error
+document with ``Retry-After``. Once the
 app is made, every request goes to it unchanged.
 
 The work starts when the server starts (ASGI lifespan, as uvicorn and ``with TestClient`` send
@@ -25,6 +27,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from contextlens.web.files import FILES
 from contextlens.web.guard import Guard
 
 RELOAD_S = 2  # how often a waiting page asks again
@@ -142,18 +145,28 @@ class Preparing:
             return
         step = self.step if self.error is None else f"failed: {self.error}"
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+        file = FILES.get(scope["path"]) if scope["method"] == "GET" else None
+        if file is not None:  # the favicon and the scripts: as the app serves them, not a 503
+            await _send(send, 200, file.media_type, await asyncio.to_thread(file.content), file.cache_control)
+            return
         if scope["path"] == "/health":
-            body, kind = json.dumps({"status": "preparing", "ready": False, "preparing": step}), b"application/json"
+            body, kind = json.dumps({"status": "preparing", "ready": False, "preparing": step}), "application/json"
         elif scope["method"] == "GET" and "text/html" in headers.get("accept", ""):
-            body, kind = waiting_page(step), b"text/html; charset=utf-8"
+            body, kind = waiting_page(step), "text/html; charset=utf-8"
         else:
             message = f"the server is preparing ({step}); try again in a few seconds"
-            body, kind = json.dumps({"error": message, "status": 503}), b"application/json"
-        data = body.encode()
-        await send({"type": "http.response.start", "status": 503, "headers": [
-            (b"content-type", kind), (b"content-length", str(len(data)).encode()),
-            (b"retry-after", str(RELOAD_S).encode()), (b"cache-control", b"no-store")]})  # fmt: skip
-        await send({"type": "http.response.body", "body": data})
+            body, kind = json.dumps({"error": message, "status": 503}), "application/json"
+        await _send(send, 503, kind, body.encode(), "no-store", retry=True)
+
+
+async def _send(send, status: int, kind: str, data: bytes, cache: str, retry: bool = False) -> None:
+    """One whole answer, behind the guard (its headers are added there)."""
+    headers = [(b"content-type", kind.encode()), (b"content-length", str(len(data)).encode()),
+               (b"cache-control", cache.encode())]  # fmt: skip
+    if retry:
+        headers.append((b"retry-after", str(RELOAD_S).encode()))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": data})
 
 
 def waiting_page(step: str) -> str:
@@ -162,6 +175,7 @@ def waiting_page(step: str) -> str:
         '<!doctype html><html lang="en"><head><meta charset="utf-8">'
         f'<meta http-equiv="refresh" content="{RELOAD_S}">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        '<link rel="icon" href="/favicon.ico">'  # served while preparing too
         "<title>contextlens: preparing</title></head>"
         '<body style="font-family:system-ui,sans-serif;max-width:40rem;margin:2rem auto;padding:0 1rem">'
         "<h1>contextlens is preparing</h1>"

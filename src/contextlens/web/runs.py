@@ -27,6 +27,9 @@ MAX_TOP = 50  # neighbours, hits, listed tokens
 MAX_LAYER = 64  # |layer| accepted before the model checks its own range
 MAX_SENSE_SENTENCES = 60  # your own sentences on /explore (the built-in set has 60)
 MAX_PAIRS = 100  # your own word pairs on /rank
+# the explore form's example words (web/pages.py): left in beside one's own sentences they give way to
+# them (a learner's first try types sentences and leaves the words; other words typed are kept)
+EXPLORE_EXAMPLE_WORDS = ("bank", "bat")
 
 Text = Annotated[str, Field(max_length=MAX_TEXT)]  # one sentence or query
 Word = Annotated[str, Field(max_length=100)]
@@ -177,8 +180,8 @@ def run_explore(req: ExploreRequest, model: ContextualModel | str, _: Served | N
     own = sense_sentences_from_lines(req.sentences) if req.sentences else None
     source = "your sentences" if own else None
     words = req.words
-    if own and words and not {w.casefold().strip() for w in words} & {s.word for s in own}:
-        words = []  # the form's words (its example: bank bat) left beside sentences of other words: theirs win
+    if own and sorted(w.casefold().strip() for w in words) == sorted(EXPLORE_EXAMPLE_WORDS):
+        words = []  # the form's example words left in beside one's own sentences: the sentences win, all their words
     first = as_contextual(model)
 
     def ask(m: ContextualModel):

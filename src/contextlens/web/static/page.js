@@ -74,6 +74,19 @@
       });
     });
     draw();
+    var settle = null;  // a window narrowed or widened: the shown figures drawn again for its width (fit.js)
+    var wide = !(window.contextlensFit && window.contextlensFit.narrow()), shownAt = window.innerWidth;
+    window.addEventListener("resize", function () {
+      if (settle) window.clearTimeout(settle);
+      settle = window.setTimeout(function () {
+        var nowWide = !(window.contextlensFit && window.contextlensFit.narrow());
+        if (nowWide && wide || window.innerWidth === shownAt) return;  // wide before and now: drawn as given
+        wide = nowWide;
+        shownAt = window.innerWidth;
+        drawn = {};
+        draw();
+      }, 150);
+    });
   }
 
   // --- the quiz (options shuffled per session by the server): answers kept, scored by the server --------------
