@@ -70,6 +70,13 @@ def main() -> None:
             rows.append(
                 (case, WORDS[case], estimate.sample["factor"], pricing, guess, actual, load, os.getloadavg()[0])
             )
+            f = estimate.forward
+            print(
+                f"{case}: estimate = scan {estimate.seconds_scan:.1f} s + forward {estimate.seconds_forward:.1f} s "
+                f"({f['job_padded_tokens']:,.0f} tokens in the job's batches, padding included, at "
+                f"{f['seconds_per_padded_token'] * 1e6:.0f} us each); the job {seconds:.1f} s",
+                flush=True,
+            )
     print(f"{args.model} (contextual encoder) fp32, all layers, float16, local engine, {os.cpu_count()} cores")
     print(
         f"{'case':<12}{'words':<24}{'x':>6}{'plan s':>8}  {'occurrences':>16}  {'shard bytes':>26}  "

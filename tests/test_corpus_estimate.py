@@ -57,7 +57,7 @@ def test_a_sample_of_part_of_a_file_is_scaled_by_its_bytes(tmp_path, minilm):
     """Paragraphs of one byte length, each with 'bank', every other one with 'river': a sample of
     whole paragraphs scaled by bytes gives 'bank' exactly; 'river' is off by at most one per slice
     (a slice may start or end on either kind), so by at most SLICES of the sample's river count."""
-    n = 2000
+    n = 20_000  # enough river paragraphs in a quarter that SLICES of them are an eighth
     lines = [
         (f"The river bank {i:05d} rose." if i % 2 else f"The bank {i:05d} opened today.").ljust(40) for i in range(n)
     ]
@@ -110,15 +110,15 @@ def test_time_is_the_measured_forward_and_the_stated_scalings(tmp_path, minilm):
 def test_padded_tokens_are_the_batches_the_forward_runs(minilm):
     """The job's cost is its batches' padded size (a long sentence pads its whole batch): the count
     is the backbone's own batching (longest first), checked on the arrays it pads."""
-    assert padded_tokens([10, 3, 7, 5], batch_size=2, group=4) == 2 * 10 + 2 * 5  # [10, 7] [5, 3]
-    assert padded_tokens([10, 3, 7, 5], batch_size=2, group=2) == 2 * 10 + 2 * 7  # [10, 3] | [7, 5]
-    assert padded_tokens([4, 4, 4], batch_size=2, group=3) == 12 and padded_tokens([], 2, 2) == 0
+    assert padded_tokens([[10, 3, 7, 5]], batch_size=2) == 2 * 10 + 2 * 5  # [10, 7] [5, 3]
+    assert padded_tokens([[10, 3], [7, 5]], batch_size=2) == 2 * 10 + 2 * 7  # two calls: [10, 3] | [7, 5]
+    assert padded_tokens([[4, 4, 4]], batch_size=2) == 12 and padded_tokens([], 2) == 0
     sentences = [s for s in BLOCK.split("\n\n") if s.strip()] + [MONEY[0], RIVER[0]]
     sequences = [minilm.tokenizer(s)["input_ids"] for s in sentences]
     batched = [
         minilm.pad([seq for _, seq in batch])[0].shape for batch in minilm.batches(list(enumerate(sequences)), 4)
     ]
-    assert sum(rows * width for rows, width in batched) == padded_tokens([len(q) for q in sequences], 4, len(sequences))
+    assert sum(rows * width for rows, width in batched) == padded_tokens([[len(q) for q in sequences]], 4)
 
 
 def test_plan_and_estimate_print_every_number_and_write_nothing(tmp_path, minilm):

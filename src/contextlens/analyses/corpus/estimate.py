@@ -44,7 +44,7 @@ from contextlens.errors import InputError
 
 DEFAULT_SAMPLE_BYTES = 4_000_000  # ~700k words of English: the enwiki sample and Lee are read whole
 FORWARD_SAMPLE = 64  # occurrences encoded to measure the forward rate (twice: the second is timed)
-SLICES = 32  # slices of a single file's sample, spread evenly over it
+SLICES = 128  # slices of a single file's sample, spread evenly over it (32 missed enwiki 10x by 11%)
 TWO_ACTORS_SPEEDUP = 1.89  # measured, docs/corpus.md "On Ray": 2 actors over 1 on a forward-bound job
 DTYPE_BYTES = {"float16": 2, "float32": 4}
 INT32 = 4
@@ -197,25 +197,30 @@ def actor_seconds(seconds_forward: float, seconds_scan: float, actors: int) -> f
     return seconds_scan + seconds_forward / speedup
 
 
-def padded_tokens(lengths: Sequence[int], batch_size: int, group: int) -> int:
-    """Tokens the forward runs on, padding included, when a job encodes sequences of these lengths
-    (in its reading order): consecutive groups of ``group`` sequences, each sorted longest first and
-    cut into batches of ``batch_size`` padded to their longest (engines.grouped, Backbone.batches).
-    Why: a batch costs its padded size, and a few long sentences pad every batch they fall in."""
+def padded_tokens(groups: Sequence[Sequence[int]], batch_size: int) -> int:
+    """Tokens the forward runs on, padding included, for groups of sequence lengths encoded one
+    group a call: each sorted longest first and cut into batches of ``batch_size`` padded to their
+    longest (Backbone.batches). Why: a batch costs its padded size, and a few long sentences pad
+    every batch they fall in."""
     total = 0
-    for start in range(0, len(lengths), group):
-        part = sorted(lengths[start : start + group], reverse=True)
+    for group in groups:
+        part = sorted(group, reverse=True)
         total += sum(len(part[b : b + batch_size]) * part[b] for b in range(0, len(part), batch_size))
     return total
 
 
-def sentence_lengths(model, found: Sequence[Found]) -> list[int]:
-    """Token count of each distinct sentence holding an occurrence, in reading order (the core
-    encodes a sentence once for all its occurrences)."""
+def job_groups(model, found: Sequence[Found], group: int) -> list[list[int]]:
+    """Token counts of the sentences the job encodes, one list per extraction call: consecutive
+    groups of ``group`` occurrences in reading order (engines.grouped), each sentence once within
+    its call (the core encodes a sentence once for all its occurrences there, not across calls)."""
     from contextlens.core.alignment import tokenize_many
 
     first = {f.occurrence.text: f.occurrence for f in found}
-    return [len(t.input_ids) for t in tokenize_many(model, list(first.values()))]
+    length = dict(zip(first, (len(t.input_ids) for t in tokenize_many(model, list(first.values()))), strict=True))
+    return [
+        [length[text] for text in dict.fromkeys(f.occurrence.text for f in found[start : start + group])]
+        for start in range(0, len(found), group)
+    ]
 
 
 def measure_forward(model, spec, found: Sequence[Found]) -> dict:
@@ -233,8 +238,8 @@ def measure_forward(model, spec, found: Sequence[Found]) -> dict:
     # untimed first pass: a long job has met each batch shape before (the first forward of a new
     # shape builds its kernels), so the rate it keeps is the second pass's
     encode_scanned(model, spec, [ScannedChunk(0, ScanCounts(), chosen)])
-    lengths = sentence_lengths(model, chosen)
-    padded = padded_tokens(lengths, spec.batch_size, len(lengths))  # one call: one group
+    (lengths,) = job_groups(model, chosen, len(chosen))  # one call: one group
+    padded = padded_tokens([lengths], spec.batch_size)
     start = time.perf_counter()
     encode_scanned(model, spec, [ScannedChunk(0, ScanCounts(), chosen)])
     seconds = time.perf_counter() - start
@@ -276,14 +281,14 @@ def estimate_extraction(
     keys = row_key_bytes(found)
     row_bytes = round(width + keys)
     forward = measure_forward(model, spec, found)
-    lengths = sentence_lengths(model, found)
-    sentences = len(lengths) * factor  # sentences to encode, scaled like the counts
+    groups = job_groups(model, found, GROUP_BATCHES * spec.batch_size)
+    sentences = sum(len(g) for g in groups) * factor  # sentences to encode, scaled like the counts
     # the job's batches (padding included) from the sample's sentences in reading order, scaled likewise
-    job_padded = padded_tokens(lengths, spec.batch_size, GROUP_BATCHES * spec.batch_size) * factor
+    job_padded = padded_tokens(groups, spec.batch_size) * factor
     seconds_forward = job_padded * (forward["seconds_per_padded_token"] or 0.0)
     forward |= {"job_padded_tokens": job_padded, "job_sentences": sentences}
     seconds_scan = scan_seconds * factor
-    tokens_total = sum(lengths) * factor
+    tokens_total = sum(sum(g) for g in groups) * factor
     return ExtractEstimate(
         corpus=source,
         sample=asdict(sample) | {"factor": factor, "whole": sample.whole},
