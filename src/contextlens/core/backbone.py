@@ -88,8 +88,9 @@ class Backbone:
         self.tokenizer = SerialTokenizer(self._net.tokenizer)
 
     def _open_torch(self) -> Any:
-        """The torch runtime: transformers' model, quantized at int8."""
-        return _torch_net()(self.name, str(self.source), self.revision, self.precision, self.precision == "int8")
+        """The torch runtime: transformers' model, quantized at int8, cast at fp16/bf16, on its device."""
+        quantized = self.precision == "int8"
+        return _torch_net()(self.name, str(self.source), self.revision, self.precision, quantized, self.backend.device)
 
     def _open_lean(self) -> Any:
         """ONNX Runtime: the checked graph, exported first if this machine has none (torch is
@@ -99,7 +100,7 @@ class Backbone:
             self._export_once()
         from contextlens.core.lean_net import LeanNet
 
-        return LeanNet(self.name, str(self.source), self.precision)
+        return LeanNet(self.name, str(self.source), self.precision, self.backend.device)
 
     def _export_once(self) -> None:
         """Export and check this model's graph at this precision (torch fp32 is what it is made
