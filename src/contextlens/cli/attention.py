@@ -10,6 +10,7 @@ from rich.table import Table
 
 from contextlens.cli.common import (
     DEFAULT_MODEL,
+    DeviceOpt,
     ExcludeSpecialOpt,
     HtmlOpt,
     JsonOpt,
@@ -43,6 +44,7 @@ def attention_cmd(  # noqa: PLR0913 - a command: one parameter per option
     model: ModelOpt = DEFAULT_MODEL,
     precision: PrecisionOpt = "fp32",
     runtime: RuntimeOpt = "auto",
+    device: DeviceOpt = "auto",
     threads: ThreadsOpt = None,
     word: WordOpt = None,
     occurrence: OccurrenceOpt = 0,
@@ -54,7 +56,7 @@ def attention_cmd(  # noqa: PLR0913 - a command: one parameter per option
     occs = locate_all(sentences, word, occurrence)
     if len(occs) > 2:
         raise InputError(f"attention shows one or two sentences side by side, got {len(occs)}")
-    contextual = contextual_option(model, precision, threads, runtime, attention=(layer, head))
+    contextual = contextual_option(model, precision, threads, runtime, attention=(layer, head), device=device)
     from contextlens.analyses.lesson.attention import attend
 
     with as_flags(top_k="--top"):

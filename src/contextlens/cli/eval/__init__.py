@@ -60,14 +60,14 @@ def lazy(module: str, name: str) -> Callable[[], Any]:
 
 
 def eval_results(
-    models: Sequence[str], precision: str, runtime: str, threads: int | None, run: Run
+    models: Sequence[str], precision: str, runtime: str, threads: int | None, run: Run, device: str = "auto"
 ) -> list[BenchmarkResult]:
     """Each model loaded at the options and measured by ``run(model, progress)``, with the
     encoding's progress bar (on a terminal, only while it encodes)."""
     results = []
     for name in models:
         with encoding_progress(name) as progress:
-            results.append(run(contextual_option(name, precision, threads, runtime), progress))
+            results.append(run(contextual_option(name, precision, threads, runtime, device=device), progress))
     return results
 
 
@@ -98,11 +98,12 @@ def eval_command(
     run: Run,
     figure: Callable[[], Callable],
     table: Callable[[BenchmarkResult], None],
+    device: str = "auto",
 ) -> None:
     """One model's benchmark, the way every eval command runs it: the options checked before any
     heavy import, the encoding with its progress bar, then the JSON or the table, the figure after."""
-    check_model(model, precision, runtime)  # a wrong name or option costs no heavy import
-    (result,) = eval_results([model], precision, runtime, threads, run)
+    check_model(model, precision, runtime, device=device)  # a wrong name or option costs no heavy import
+    (result,) = eval_results([model], precision, runtime, threads, run, device)
     eval_output(result, plot, figure, json_out, result.to_dict, lambda: table(result))
 
 

@@ -11,6 +11,7 @@ from rich.table import Table
 
 from contextlens.cli.common import (
     DEFAULT_MODEL,
+    DeviceOpt,
     JsonOpt,
     PlotOpt,
     PrecisionOpt,
@@ -44,7 +45,7 @@ CORPUS_FLAGS = {
 
 
 @eval_app.command("contextuality")
-def contextuality_cmd(
+def contextuality_cmd(  # noqa: PLR0913 - a command: one parameter per option
     model: Annotated[
         str | None,
         typer.Option(
@@ -80,6 +81,7 @@ def contextuality_cmd(
     ] = None,
     precision: PrecisionOpt = "fp32",
     runtime: RuntimeOpt = "torch",
+    device: DeviceOpt = "auto",
     threads: ThreadsOpt = None,
     json_out: JsonOpt = False,
     plot: PlotOpt = None,
@@ -87,6 +89,7 @@ def contextuality_cmd(
     """Ethayarajh (2019) per layer: anisotropy, self-similarity, intra-sentence similarity, MEV."""
     _check_corpus_flags(corpus, plot, min_contexts, max_words, sentences)
     if corpus is not None:
+        _corpus_on_the_cpu(device)
         ask = CorpusAsk(
             50 if min_contexts is None else min_contexts, 100 if max_words is None else max_words,
             200 if sentences is None else sentences, precision, threads, runtime,
@@ -96,7 +99,7 @@ def contextuality_cmd(
     run = lazy("contextlens.analyses.benchmarks.suite", "run_contextuality")
     results = eval_results(
         [model or DEFAULT_MODEL, *(also or [])], precision, runtime, threads,
-        lambda loaded, progress: run()(loaded, size_name(quick), progress),
+        lambda loaded, progress: run()(loaded, size_name(quick), progress), device,
     )  # fmt: skip
     combine = lazy("contextlens.analyses.benchmarks.contextuality", "combine")
     eval_output(
@@ -116,6 +119,15 @@ class CorpusAsk:
     precision: str
     threads: int | None
     runtime: str
+
+
+def _corpus_on_the_cpu(device: str) -> None:
+    """--corpus extracts through the corpus engine, which runs on the CPU for now: a GPU asked for
+    by name is refused rather than quietly not used."""
+    from contextlens.core.devices import check_device_choice
+
+    if check_device_choice(device) not in ("auto", "cpu"):
+        raise InputError(f"--device {device} with --corpus: corpus extraction runs on the CPU for now; drop --device")
 
 
 def _check_corpus_flags(

@@ -10,6 +10,7 @@ from rich.table import Table
 from contextlens.cli.common import (
     DEFAULT_MODEL,
     DEFAULT_STATIC_MODEL,
+    DeviceOpt,
     JsonOpt,
     ModelOpt,
     PlotOpt,
@@ -35,13 +36,14 @@ def layers_cmd(
     quick: QuickOpt = False,
     precision: PrecisionOpt = "fp32",
     runtime: RuntimeOpt = "torch",
+    device: DeviceOpt = "auto",
     threads: ThreadsOpt = None,
     json_out: JsonOpt = False,
     plot: PlotOpt = None,
 ) -> None:
     """Which layer knows part of speech, which knows sense: linear probes per layer, lemmas kept apart."""
     for name in [model, *(also or [])]:  # a wrong name or option costs no heavy import
-        check_model(name, precision, runtime)
+        check_model(name, precision, runtime, device=device)
     from contextlens.analyses.benchmarks.layer_probes import run_layer_probes
     from contextlens.core.static_models import optional_static
     from contextlens.reports.claims_figures import layer_probe_figure
@@ -49,7 +51,7 @@ def layers_cmd(
     static_model = optional_static(static, optional=False)
     results = eval_results(
         [model, *(also or [])], precision, runtime, threads,
-        lambda loaded, progress: run_layer_probes(loaded, static_model, size_name(quick), progress),
+        lambda loaded, progress: run_layer_probes(loaded, static_model, size_name(quick), progress), device,
     )  # fmt: skip
     eval_output(
         results, plot, lambda: layer_probe_figure, json_out,

@@ -12,6 +12,7 @@ from rich.table import Table
 
 from contextlens.cli.common import (
     DEFAULT_MODEL,
+    DeviceOpt,
     JsonOpt,
     PlotOpt,
     PrecisionOpt,
@@ -58,12 +59,13 @@ def eval_retrieval(
     ] = None,
     precision: PrecisionOpt = "fp32",
     runtime: RuntimeOpt = "torch",
+    device: DeviceOpt = "auto",
     threads: ThreadsOpt = None,
     json_out: JsonOpt = False,
     plot: PlotOpt = None,
 ) -> None:
     """Retrieval quality of each encoder kind and layer, and quality against bytes per vector."""
-    check_model(model, precision, runtime)  # a wrong name or option costs no heavy import
+    check_model(model, precision, runtime, device=device)  # a wrong name or option costs no heavy import
     if task not in ("lee", "wordnet"):
         raise InputError(f"unknown --task {task!r}; use lee or wordnet")
     if task == "lee" and (sample is not None or seed is not None):
@@ -76,7 +78,7 @@ def eval_retrieval(
         plot = check_output_path(plot, FIGURE_SUFFIXES)  # before the work, not after it
     with as_flags(statics="--static"):
         statics = check_statics(static or [])  # a wrong name fails before any weights load
-    loaded = contextual_option(model, precision, threads, runtime)
+    loaded = contextual_option(model, precision, threads, runtime, device=device)
     progress = console.is_terminal and not json_out
     with as_flags(statics="--static"):
         result = _measure(loaded, task, (sample, seed), quick, statics, progress)
