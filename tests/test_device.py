@@ -283,3 +283,43 @@ def test_every_command_with_a_precision_takes_a_device_too() -> None:
     with_precision = [path for path, opts in found.items() if "--precision" in opts and path[0] != "corpus"]
     assert len(with_precision) >= 15, with_precision
     assert [path for path in with_precision if "--device" not in found[path]] == []
+
+
+def test_token_batches_fill_the_budget_with_every_sequence_once() -> None:
+    from contextlens.core.backbone import token_batches
+
+    rng = np.random.default_rng(0)
+    lengths = sorted(rng.integers(1, 200, size=500).tolist(), reverse=True)
+    budget = 2048
+    slices = token_batches(lengths, budget)
+    assert [i for s in slices for i in range(s.start, s.stop)] == list(range(len(lengths)))
+    for s in slices:
+        rows, width = s.stop - s.start, lengths[s.start]  # the first is the longest: the padded width
+        assert rows * width <= budget or rows == 1
+        if s.stop < len(lengths):  # full: one more row would not have fit
+            assert (rows + 1) * width > budget
+    assert len(slices) < len(lengths) / 8  # short sequences many to a batch, not 32
+    assert [(s.start, s.stop) for s in token_batches([5000, 10, 10], 1000)] == [(0, 1), (1, 3)]
+    with pytest.raises(InputError, match="token_budget"):
+        token_batches([3], 0)
+
+
+def test_the_cpu_batches_by_sentence_count_and_a_token_budget_is_opt_in(minilm) -> None:
+    """The CPU keeps batch_size rows a batch (its vectors bit for bit what they were); a budget set
+    on a model batches by tokens, with the same vectors to float precision."""
+    from contextlens.core.contextual_models import load_contextual
+
+    assert minilm.token_budget is None
+    items = [(i, list(range(n))) for i, n in enumerate([12, 3, 40, 7, 7, 25, 9])]
+    assert [[k for k, _ in b] for b in minilm.batches(items, 3)] == [[2, 5, 0], [6, 3, 4], [1]]
+    texts = [f"sentence number {n} about the river bank" + " and more" * n for n in range(12)]
+    before = minilm.embed_texts(texts, batch_size=4)
+    budgeted = load_contextual("minilm", "fp32", "torch", "cpu")
+    assert budgeted is minilm  # one instance: set the budget for this test only
+    try:
+        minilm.token_budget = 200
+        assert len(list(minilm.batches([(i, [0] * 20) for i in range(30)], 4))) == 3  # 10 rows of 20 a batch
+        after = minilm.embed_texts(texts, batch_size=4)
+    finally:
+        minilm.token_budget = None
+    np.testing.assert_allclose(after, before, atol=1e-5)
