@@ -193,9 +193,10 @@ class Backbone:
         progress: Progress | None = None,
     ) -> Iterator[list]:
         """``(key, sequence)`` items longest first, so padding is small and memory peaks early;
-        the caller restores input order. ``batch_size`` rows a batch, or with a :attr:`token_budget`
-        (a GPU's default) as many rows as fit in it, however short the sequences. ``progress(done, total)`` is told after each batch, and
-        with ``show_progress_bar`` a bar is drawn (:mod:`contextlens.core.progress`)."""
+        the caller restores input order. ``batch_size`` rows a batch, or with a
+        :attr:`token_budget` (a GPU's default) as many rows as fit in it, however short the
+        sequences. ``progress(done, total)`` is told after each batch, and with
+        ``show_progress_bar`` a bar is drawn (:mod:`contextlens.core.progress`)."""
         ordered = sorted(items, key=lambda item: -len(item[1]))
         if self.token_budget is None:  # the CPU: batch_size rows a batch, as ever (the numbers stay bit for bit)
             chunks = [ordered[i : i + batch_size] for i in range(0, len(ordered), batch_size)]
