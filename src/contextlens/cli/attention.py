@@ -78,13 +78,8 @@ def attention_cmd(  # noqa: PLR0913 - a command: one parameter per option
                 if exclude_special and m.special[t]:
                     continue
                 style = "bold" if t in m.target_positions else ("dim" if m.special[t] else None)
-                table.add_row(
-                    escape(tok),
-                    fmt(m.row(result.layer, result.head)[t], 3),
-                    fmt(m.row(result.layer)[t], 3),
-                    fmt(m.rollout[-1][t], 3),
-                    style=style,
-                )
+                cells = (m.row(result.layer, result.head)[t], m.row(result.layer)[t], m.rollout[-1][t])
+                table.add_row(escape(tok), *(fmt(c, 3) for c in cells), style=style)
             console.print(table)
             tops = Table(title="most attended tokens per layer (head mean)")
             tops.add_column("layer", justify="right")

@@ -148,16 +148,14 @@ def index_build(  # noqa: PLR0913 - a command: one parameter per option
 ) -> None:
     """Encode documents and save them in a FAISS index (or a pgvector table) with a manifest (atomically)."""
     from contextlens.analyses.corpus.index_documents import index_documents
-    from contextlens.analyses.search.encoders import check_batch_size
+    from contextlens.analyses.search.encoders import StaticTextEncoder, check_batch_size
     from contextlens.analyses.search.index import read_manifest
     from contextlens.analyses.search.index_files import check_index_folder
     from contextlens.reports.output_paths import check_output_folder
 
     check_batch_size(batch_size)  # before the model loads
     if static is not None:
-        _refuse_contextual_options(
-            model=model, kind=kind, layer=layer, precision=precision, runtime=runtime, device=device
-        )
+        _refuse_with_static(model=model, kind=kind, layer=layer, precision=precision, runtime=runtime, device=device)
     given = dict(m=m, ef_construction=ef_construction, ef_search=ef_search, nlist=nlist, pq_m=pq_m, nbits=nbits)
     given |= dict(nprobe=nprobe, lists=lists, probes=probes)
     config = _index_config(engine, index, {k: v for k, v in given.items() if v is not None}, dtype, dsn)
@@ -165,8 +163,6 @@ def index_build(  # noqa: PLR0913 - a command: one parameter per option
     documents = index_documents(docs)
     documents, dedupe_record = _deduped(documents) if dedupe else (documents, None)
     if static is not None:
-        from contextlens.analyses.search.encoders import StaticTextEncoder
-
         encoder, choice = StaticTextEncoder(static), None
         source = encoder.model_source
     else:
@@ -182,7 +178,7 @@ def index_build(  # noqa: PLR0913 - a command: one parameter per option
         _print_built(built, folder, docs, choice, engine=engine, dsn=dsn, dedupe_record=dedupe_record)
 
 
-def _refuse_contextual_options(*, model, kind, layer, precision: str, runtime: str, device: str) -> None:
+def _refuse_with_static(*, model, kind, layer, precision: str, runtime: str, device: str) -> None:
     """--static encodes with a static model: a contextual encoder's options given with it are refused."""
     contextual = {"--model": model, "--kind": kind, "--layer": layer}
     contextual |= {"--precision": None if precision == "fp32" else precision}

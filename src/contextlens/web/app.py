@@ -102,15 +102,11 @@ def create_app(
         """Answers at once, from the event loop, whatever the workers are doing (while ``serve``
         prepares the app, web/preparing.py answers 503 with ``"ready": false`` instead)."""
         return {
-            "status": "ok",
-            "ready": True,
-            "model": model,
-            "precision": precision,
+            "status": "ok", "ready": True, "model": model, "precision": precision,
             "runtime": loaded.runtime,  # as resolved (runtime="auto" is torch or onnx)
             "device": loaded.backend.device,  # likewise (device="auto" is cpu or cuda:N)
-            "busy": pool.pending,
-            "workers": pool.workers,
-        }
+            "busy": pool.pending, "workers": pool.workers,
+        }  # fmt: skip
 
     _files(app)
 

@@ -87,9 +87,8 @@ def contextuality_cmd(  # noqa: PLR0913 - a command: one parameter per option
     plot: PlotOpt = None,
 ) -> None:
     """Ethayarajh (2019) per layer: anisotropy, self-similarity, intra-sentence similarity, MEV."""
-    _check_corpus_flags(corpus, plot, min_contexts, max_words, sentences)
+    _check_corpus_flags(corpus, plot, min_contexts, max_words, sentences, device)
     if corpus is not None:
-        _corpus_on_the_cpu(device)
         ask = CorpusAsk(
             50 if min_contexts is None else min_contexts, 100 if max_words is None else max_words,
             200 if sentences is None else sentences, precision, threads, runtime,
@@ -131,9 +130,17 @@ def _corpus_on_the_cpu(device: str) -> None:
 
 
 def _check_corpus_flags(
-    corpus: str | None, plot: Path | None, min_contexts: int | None, max_words: int | None, sentences: int | None
+    corpus: str | None,
+    plot: Path | None,
+    min_contexts: int | None,
+    max_words: int | None,
+    sentences: int | None,
+    device: str = "auto",
 ) -> None:
-    """The corpus options only with --corpus; no --plot with it (the figure assumes WordNet examples)."""
+    """The corpus options only with --corpus; no --plot with it (the figure assumes WordNet
+    examples), nor a GPU named (corpus extraction runs on the CPU for now)."""
+    if corpus is not None:
+        _corpus_on_the_cpu(device)
     for flag, value in (("--min-contexts", min_contexts), ("--max-words", max_words), ("--sentences", sentences)):
         if corpus is None and value is not None:
             raise InputError(f"{flag} is for --corpus (the WordNet benchmark has its own contexts); drop it")
