@@ -58,7 +58,7 @@ def test_a_gpu_that_is_not_there_is_refused_in_one_line_without_importing_torch(
     *refusals, torch_loaded = shown.stdout.strip().splitlines()
     assert len(refusals) == 2 and torch_loaded == "False", shown.stdout
     assert "device cuda:0 asked for" in refusals[0] and "CPU-only build" in refusals[0]
-    assert "use device cpu" in refusals[0]
+    assert "use `device` cpu" in refusals[0] and refusals[1] == refusals[0]  # auto: torch is the GPU's runtime
 
 
 @needs_cpu_torch
@@ -89,8 +89,9 @@ def test_the_selection_with_two_gpus_visible(two_gpus: None) -> None:
         resolve("minilm", "fp32", "torch", "cuda:2")
     # int8 is a CPU quantizer: auto keeps it there, and asking for it on a GPU is refused
     assert resolve("minilm", "int8", "torch", "auto").backend.device == "cpu"
-    with pytest.raises(DeviceError, match="CPU only"):
-        resolve("minilm", "int8", "torch", "cuda")
+    for runtime in ("torch", "auto"):
+        with pytest.raises(DeviceError, match="CPU only"):
+            resolve("minilm", "int8", runtime, "cuda")
     # runtime auto, ONNX Runtime without its CUDA provider: torch on the GPU, not ONNX on the CPU
     assert resolve("minilm", "fp32", "auto", "auto").backend == Backend("fp32", "torch", "cuda:0")
     assert resolve("minilm", "bf16", "auto", "auto").backend == Backend("bf16", "torch", "cuda:0")

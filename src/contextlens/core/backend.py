@@ -85,12 +85,12 @@ def check_combination(precision: str, runtime: str, device: str) -> None:
     if precision in HALF_PRECISIONS and runtime != "torch":
         raise InputError(
             f"precision {precision} runs on the torch runtime (there is no ONNX export at {precision}); "
-            "use runtime torch, or precision fp32 or int8 on onnx"
+            "use `runtime` torch, or `precision` fp32 or int8 on onnx"
         )
     if precision in CPU_ONLY_PRECISIONS and device != CPU:
         raise DeviceError(
             f"precision {precision} is dynamic quantization, whose kernels run on the CPU only; "
-            f"on {device} use fp16 or bf16 (or fp32), or device cpu for int8"
+            f"on {device} use `precision` fp16 or bf16 (or fp32), or `device` cpu for int8"
         )
 
 

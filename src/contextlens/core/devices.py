@@ -13,6 +13,7 @@ GPU when the runtime can use one, else ``cpu``.
 
 from __future__ import annotations
 
+import importlib.metadata
 import importlib.util
 import os
 import re
@@ -81,12 +82,21 @@ def torch_cuda_count() -> int:
 
 
 def onnx_cuda_provider() -> bool:
-    """Whether the installed ONNX Runtime has its CUDA execution provider (``onnxruntime-gpu``)."""
-    if importlib.util.find_spec("onnxruntime") is None:
+    """Whether the installed ONNX Runtime has its CUDA execution provider: only the
+    ``onnxruntime-gpu`` distribution ships it, so without that one nothing is imported."""
+    if importlib.util.find_spec("onnxruntime") is None or not _installed("onnxruntime-gpu"):
         return False
     import onnxruntime
 
     return CUDA_PROVIDER in onnxruntime.get_available_providers()
+
+
+def _installed(distribution: str) -> bool:
+    try:
+        importlib.metadata.distribution(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    return True
 
 
 def onnx_cuda_count() -> int:
@@ -118,7 +128,7 @@ def resolve_device(device: str, runtime: str) -> str:
         return "cuda:0" if count else CPU
     index = cuda_index(choice)
     if count == 0:
-        raise DeviceError(f"device {choice} asked for, but {no_gpu_reason(runtime)}; use device cpu (or auto)")
+        raise DeviceError(f"device {choice} asked for, but {no_gpu_reason(runtime)}; use `device` cpu (or auto)")
     if index >= count:
         raise DeviceError(
             f"device {choice} asked for, but {count} CUDA device{'s' if count > 1 else ''} visible "
@@ -131,7 +141,7 @@ def no_gpu_reason(runtime: str) -> str:
     """Why ``runtime`` sees no GPU here, as the refusal says it."""
     if runtime == "onnx":
         if not onnx_cuda_provider():
-            return "ONNX Runtime here has no CUDA execution provider (install onnxruntime-gpu, or use runtime torch)"
+            return "ONNX Runtime here has no CUDA execution provider (install onnxruntime-gpu, or use `runtime` torch)"
         return "ONNX Runtime's CUDA provider finds no GPU"
     if torch_cuda_build() is None:
         installed = importlib.util.find_spec("torch") is not None

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from contextlens.core.backend import Backend
+from contextlens.core.backend import Backend, check_combination
 from contextlens.core.choices import CPU_ONLY_PRECISIONS, HALF_PRECISIONS, check_precision, check_runtime_choice
 from contextlens.core.devices import CPU, check_device_choice, onnx_cuda_count, resolve_device, torch_cuda_count
 from contextlens.core.model_facts import ModelFacts, check_request, model_facts
@@ -87,8 +87,10 @@ def resolve_runtime(
 def chosen_device(device: str, runtime: str, precision: str) -> str:
     """``cpu`` or ``cuda:N`` for a checked device choice on the resolved runtime: ``auto`` is the
     first GPU the runtime can use, except for int8, whose kernels are the CPU's."""
-    if device == AUTO and precision in CPU_ONLY_PRECISIONS:
-        return CPU
+    if precision in CPU_ONLY_PRECISIONS:
+        if device == AUTO:
+            return CPU
+        check_combination(precision, runtime, device)  # a GPU named for int8: that refusal, not a missing GPU's
     return resolve_device(device, runtime)
 
 
@@ -111,8 +113,9 @@ def chosen_runtime(
         return runtime
     if not onnxruntime_installed() or precision in HALF_PRECISIONS:
         return "torch"
-    if device != CPU and precision not in CPU_ONLY_PRECISIONS and not onnx_cuda_count() and torch_cuda_count():
-        return "torch"
+    gpu_wanted = device != CPU and precision not in CPU_ONLY_PRECISIONS
+    if gpu_wanted and (device != AUTO or torch_cuda_count()) and not onnx_cuda_count():
+        return "torch"  # a GPU that ONNX Runtime cannot use: torch's (or, for a named one, its refusal)
     facts = facts or model_facts(name_or_path)
     if facts is None or facts.is_decoder:  # a hub id not on disk, or a decoder: no export
         return "torch"
