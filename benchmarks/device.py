@@ -10,11 +10,13 @@ On the same sentences (WordNet usage examples, evenly spaced), each row runs two
                vectors (mean of the top layer), with contextlens's batching (batch_size rows on
                the CPU, a token budget on a GPU) and its layer hooks
 
-Both clocks include tokenizing; best of ``--repeats`` after one untimed pass. Reported per row:
-real (unpadded) tokens per second, contextlens's ratio to the bare forward, peak memory (on a GPU
-``torch.cuda.max_memory_allocated``; on the CPU the process's peak RSS, ``ru_maxrss``: each path
-runs in its own process so its peak is its own), and the largest |difference| between the two
-paths' vectors (they compute the same thing). fp32 on the CPU is the reference row. The machine's
+Both clocks include tokenizing. The two paths are timed in one process, interleaved (a pass of
+each in turn, the order swapped every round, best of ``--repeats`` after an untimed round), so a
+change of the machine's load hits both alike. Reported per row: real (unpadded) tokens per
+second, contextlens's ratio to the bare forward, peak memory (on a GPU
+``torch.cuda.max_memory_allocated``; on the CPU the process's peak RSS, ``ru_maxrss``: for the
+memory each path runs once more alone in its own process), and the largest |difference| between
+the two paths' vectors (they compute the same thing). fp32 on the CPU is the reference row. The machine's
 load average is printed with the table: on a busy machine read the ratios, not the tokens/s.
 
     python benchmarks/device.py [--model minilm] [--sentences 512] [--batch-size 32] [--threads 2]
@@ -83,58 +85,87 @@ def ours(model_name: str, precision: str, device: str, texts: list[str], batch_s
     return lambda: model.embed_texts(texts, layer=-1, mode="mean", batch_size=batch_size)
 
 
+def _setup(args: argparse.Namespace) -> list[str]:
+    import torch
+
+    from contextlens.core.threads import set_threads
+
+    torch.set_num_threads(args.threads)
+    set_threads(args.threads)
+    return sentences(args.sentences)
+
+
 def one_path(args: argparse.Namespace) -> dict:
-    """One path of one row, in this process: its best time, tokens, peak memory and vectors."""
+    """One path of one row alone in this process, for its peak memory: one pass; its vectors."""
     import numpy as np
     import torch
 
-    torch.set_num_threads(args.threads)
-    from contextlens.core.threads import set_threads
-
-    set_threads(args.threads)
-    texts = sentences(args.sentences)
-    make = bare if args.path == "bare" else ours
-    run = make(args.model, args.precision, args.device, texts, args.batch_size)
+    texts = _setup(args)
     cuda = args.device.startswith("cuda")
-    vectors = run()  # the untimed pass
     if cuda:
-        torch.cuda.synchronize()
         torch.cuda.reset_peak_memory_stats()
-    best = float("inf")
-    for _ in range(args.repeats):
-        started = time.perf_counter()
-        vectors = run()
-        if cuda:
-            torch.cuda.synchronize()
-        best = min(best, time.perf_counter() - started)
+    make = bare if args.path == "bare" else ours
+    vectors = make(args.model, args.precision, args.device, texts, args.batch_size)()
+    peak = torch.cuda.max_memory_allocated() if cuda else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    np.save(args.vectors, vectors)
+    return {"peak_bytes": int(peak), "memory": "device" if cuda else "rss"}
+
+
+def both_timed(args: argparse.Namespace) -> dict:
+    """Both paths of one row in this process, timed interleaved (one pass of each in turn, the
+    order swapped every round) so a change of the machine's load hits both alike; best of each."""
+    import torch
+
+    texts = _setup(args)
+    runs = {p: make(args.model, args.precision, args.device, texts, args.batch_size) for p, make in PATHS.items()}
+    cuda = args.device.startswith("cuda")
+    best = dict.fromkeys(runs, float("inf"))
+    for n in range(args.repeats + 1):  # round 0 is the untimed pass
+        for path in list(runs)[:: 1 if n % 2 else -1]:
+            started = time.perf_counter()
+            runs[path]()
+            if cuda:
+                torch.cuda.synchronize()
+            if n:
+                best[path] = min(best[path], time.perf_counter() - started)
     from transformers import AutoTokenizer
 
     from contextlens.core.resources import resolve_contextual
 
     tokenizer = AutoTokenizer.from_pretrained(str(resolve_contextual(args.model)[1]))
     tokens = sum(len(ids) for ids in tokenizer(texts, truncation=True)["input_ids"])
-    peak = torch.cuda.max_memory_allocated() if cuda else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    np.save(args.vectors, vectors)
-    return {"seconds": best, "tokens": tokens, "peak_bytes": int(peak), "memory": "device" if cuda else "rss"}
+    return {"seconds": best, "tokens": tokens}
+
+
+PATHS = {"bare": bare, "contextlens": ours}
+
+
+def _child(args: argparse.Namespace, what: str, device: str, precision: str, vectors: str) -> dict | str:
+    cmd = [sys.executable, __file__, "--one", what, "--model", args.model, "--sentences", str(args.sentences),
+           "--batch-size", str(args.batch_size), "--threads", str(args.threads), "--repeats", str(args.repeats),
+           "--device", device, "--precision", precision, "--vectors", vectors]  # fmt: skip
+    done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        return done.stderr.strip().splitlines()[-1] if done.stderr.strip() else "failed"
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def row(args: argparse.Namespace, device: str, precision: str) -> dict:
-    """Both paths of one row, each in its own process (its own peak memory)."""
+    """One row: both paths timed in one process, then each alone in its own (its own peak memory)."""
     import tempfile
 
     import numpy as np
 
     out: dict = {"device": device, "precision": precision}
     with tempfile.TemporaryDirectory() as tmp:
-        for path in ("bare", "contextlens"):
-            vectors = os.path.join(tmp, f"{path}.npy")
-            cmd = [sys.executable, __file__, "--one", path, "--model", args.model, "--sentences", str(args.sentences),
-                   "--batch-size", str(args.batch_size), "--threads", str(args.threads), "--repeats", str(args.repeats),
-                   "--device", device, "--precision", precision, "--vectors", vectors]  # fmt: skip
-            done = subprocess.run(cmd, capture_output=True, text=True, check=False)
-            if done.returncode != 0:
-                return out | {"error": done.stderr.strip().splitlines()[-1] if done.stderr.strip() else "failed"}
-            out[path] = json.loads(done.stdout.strip().splitlines()[-1])
+        timed = _child(args, "both", device, precision, os.path.join(tmp, "unused.npy"))
+        if isinstance(timed, str):
+            return out | {"error": timed}
+        for path in PATHS:
+            alone = _child(args, path, device, precision, os.path.join(tmp, f"{path}.npy"))
+            if isinstance(alone, str):
+                return out | {"error": alone}
+            out[path] = alone | {"seconds": timed["seconds"][path], "tokens": timed["tokens"]}
         diff = np.abs(np.load(os.path.join(tmp, "bare.npy")) - np.load(os.path.join(tmp, "contextlens.npy"))).max()
     out["max_abs_diff"] = float(diff)
     out["ratio"] = out["bare"]["seconds"] / out["contextlens"]["seconds"]  # > 1: contextlens is faster
@@ -167,14 +198,14 @@ def main() -> None:
     parser.add_argument("--devices", nargs="+", default=None, help="default: cpu, and cuda where torch sees one")
     parser.add_argument("--precisions", nargs="+", default=list(PRECISIONS), choices=PRECISIONS)
     parser.add_argument("--json", action="store_true")
-    parser.add_argument("--one", choices=("bare", "contextlens"), help=argparse.SUPPRESS)  # a child's path
+    parser.add_argument("--one", choices=("bare", "contextlens", "both"), help=argparse.SUPPRESS)  # a child's work
     parser.add_argument("--device", help=argparse.SUPPRESS)
     parser.add_argument("--precision", help=argparse.SUPPRESS)
     parser.add_argument("--vectors", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
         args.path = args.one
-        print(json.dumps(one_path(args)))
+        print(json.dumps(both_timed(args) if args.one == "both" else one_path(args)))
         return
     from contextlens.core.devices import torch_cuda_count
 
