@@ -87,7 +87,10 @@ def catalogue(tmp: Path) -> list[tuple[str, list[str]]]:
         ("rank with a missing pairs file", ["rank", str(tmp / "missing.tsv"), *M]),
         ("neighbors without a word", ["neighbors"]),
         ("neighbors malformed --analogy", ["neighbors", "--analogy", "king-man-queen"]),
-        ("--precision that does not exist", ["compare", *TWO, *M, "--precision", "fp16"]),
+        ("--precision that does not exist", ["compare", *TWO, *M, "--precision", "fp99"]),
+        ("--device that does not exist", ["compare", *TWO, *M, "--device", "tpu"]),
+        ("--device cuda on a machine without a GPU", ["compare", *TWO, *M, "--device", "cuda"]),
+        ("--precision int8 on a GPU", ["compare", *TWO, *M, "--precision", "int8", "--device", "cuda:0"]),
         ("--threads 0", ["compare", *TWO, *M, "--threads", "0"]),
         ("--runtime that does not exist", ["compare", *TWO, *M, "--runtime", "tensorrt"]),
         (

@@ -78,7 +78,7 @@ def test_token_states_and_text_pooling_use_requested_layers_only(minilm: Context
 
 def test_unknown_precision_is_an_input_error() -> None:
     with pytest.raises(InputError, match="unknown precision"):
-        check_precision("fp16")
+        check_precision("fp99")
 
 
 def test_int8_is_a_separate_model_with_measured_drift(minilm: ContextualModel) -> None:
@@ -113,9 +113,9 @@ def test_cli_precision_and_threads_options() -> None:
         assert torch.get_num_threads() == threads
         assert "int8 drift vs fp32 (minilm" in r.stderr and "6:" in r.stderr
         assert json.loads(r.stdout)["model"] == "minilm"  # stdout stays one JSON document
-        bad = run_cli(*args, "--precision", "fp16")
+        bad = run_cli(*args, "--precision", "fp99")
         assert bad.returncode == 2 and bad.stderr.strip().splitlines() == [
-            "error: unknown precision 'fp16'; use one of fp32, int8"
+            "error: unknown precision 'fp99'; use one of fp32, int8, fp16, bf16"
         ]
         assert run_cli(*args, "--threads", "0").returncode == 2
     finally:

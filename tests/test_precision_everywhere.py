@@ -62,7 +62,7 @@ def test_eval_int8_json_says_int8_and_stays_close_to_fp32() -> None:
 def test_bad_precision_and_threads_are_one_line(command: tuple[str, ...]) -> None:
     before = torch.get_num_threads()
     try:
-        one_line_error(run_cli(*command, "-m", "minilm", "--precision", "fp16"), "unknown precision 'fp16'")
+        one_line_error(run_cli(*command, "-m", "minilm", "--precision", "fp99"), "unknown precision 'fp99'")
         zero = run_cli(*command, "-m", "minilm", "--threads", "0")
         one_line_error(zero, "--threads")
     finally:
@@ -134,7 +134,7 @@ def test_int8_index_records_and_enforces_its_precision(tmp_path: Path) -> None:
     assert result["encoder"]["precision"] == "int8" and result["hits"][0]["text"] == DOCS[0]
     assert "int8 drift" in found.stderr
     one_line_error(run_cli("index", "search", str(out), "river", "--precision", "fp32"), "precision 'fp32'")
-    one_line_error(run_cli("index", "search", str(out), "river", "--precision", "fp16"), "unknown precision")
+    one_line_error(run_cli("index", "search", str(out), "river", "--precision", "fp99"), "unknown precision")
 
 
 def test_cost_counts_int8_weights_and_cka_records_both_precisions(

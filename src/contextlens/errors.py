@@ -86,3 +86,9 @@ class ParameterError(InputError):
     def named(self, name: str) -> str:
         """The message with the parameter called ``name`` (a flag, a form field)."""
         return f"{name} {self.problem}"
+
+
+class DeviceError(InputError):
+    """A device this machine does not have (``--device cuda`` without a visible CUDA GPU, ``cuda:3``
+    with two), or a precision the device cannot run: checked when the request is resolved, before
+    any weights load."""

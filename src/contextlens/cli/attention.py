@@ -10,6 +10,7 @@ from rich.table import Table
 
 from contextlens.cli.common import (
     DEFAULT_MODEL,
+    DeviceOpt,
     ExcludeSpecialOpt,
     HtmlOpt,
     JsonOpt,
@@ -43,6 +44,7 @@ def attention_cmd(  # noqa: PLR0913 - a command: one parameter per option
     model: ModelOpt = DEFAULT_MODEL,
     precision: PrecisionOpt = "fp32",
     runtime: RuntimeOpt = "auto",
+    device: DeviceOpt = "auto",
     threads: ThreadsOpt = None,
     word: WordOpt = None,
     occurrence: OccurrenceOpt = 0,
@@ -54,7 +56,7 @@ def attention_cmd(  # noqa: PLR0913 - a command: one parameter per option
     occs = locate_all(sentences, word, occurrence)
     if len(occs) > 2:
         raise InputError(f"attention shows one or two sentences side by side, got {len(occs)}")
-    contextual = contextual_option(model, precision, threads, runtime, attention=(layer, head))
+    contextual = contextual_option(model, precision, threads, runtime, attention=(layer, head), device=device)
     from contextlens.analyses.lesson.attention import attend
 
     with as_flags(top_k="--top"):
@@ -76,13 +78,8 @@ def attention_cmd(  # noqa: PLR0913 - a command: one parameter per option
                 if exclude_special and m.special[t]:
                     continue
                 style = "bold" if t in m.target_positions else ("dim" if m.special[t] else None)
-                table.add_row(
-                    escape(tok),
-                    fmt(m.row(result.layer, result.head)[t], 3),
-                    fmt(m.row(result.layer)[t], 3),
-                    fmt(m.rollout[-1][t], 3),
-                    style=style,
-                )
+                cells = (m.row(result.layer, result.head)[t], m.row(result.layer)[t], m.rollout[-1][t])
+                table.add_row(escape(tok), *(fmt(c, 3) for c in cells), style=style)
             console.print(table)
             tops = Table(title="most attended tokens per layer (head mean)")
             tops.add_column("layer", justify="right")

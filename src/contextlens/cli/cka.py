@@ -11,6 +11,7 @@ from rich.table import Table
 
 from contextlens.cli.common import (
     DEFAULT_MODEL,
+    DeviceOpt,
     JsonOpt,
     ModelOpt,
     PlotOpt,
@@ -40,6 +41,7 @@ def cka_cmd(
     limit: Annotated[int, typer.Option("--limit", help="Use at most this many texts.")] = 400,
     precision: PrecisionOpt = "fp32",
     runtime: RuntimeOpt = "torch",
+    device: DeviceOpt = "auto",
     threads: ThreadsOpt = None,
     json_out: JsonOpt = False,
     plot: PlotOpt = None,
@@ -52,8 +54,8 @@ def cka_cmd(
     from contextlens.data.text_sets import read_texts
 
     texts = read_texts(sentences) if sentences is not None else None
-    a = contextual_option(model, precision, threads, runtime)
-    b = None if other is None or other == model else contextual_option(other, precision, threads, runtime)
+    a = contextual_option(model, precision, threads, runtime, device=device)
+    b = None if other in (None, model) else contextual_option(other, precision, threads, runtime, device=device)
     with contextlib.nullcontext() if json_out else console.status("encoding every token with both models..."):
         result = compare_layers(a, b, texts=texts, corpus=corpus, limit=limit)
     with figures_after(plot, None, result, "CKA"):

@@ -51,8 +51,17 @@ PrecisionOpt = Annotated[
     str,
     typer.Option(
         "--precision",
-        help="fp32 (default, exact) or int8: linear layers dynamically quantized, faster, not exact;"
-        " its drift from fp32 (cosine per layer) is printed with the result.",
+        help="fp32 (default, exact); int8: linear layers dynamically quantized, faster on a CPU, not exact;"
+        " fp16 or bf16: the torch network cast, for a GPU (slower than fp32 on a CPU). The drift from fp32"
+        " (cosine per layer) is printed with the result.",
+    ),
+]
+DeviceOpt = Annotated[
+    str,
+    typer.Option(
+        "--device",
+        help="auto (default: the first CUDA GPU the runtime can use, else the CPU; int8 stays on the CPU), cpu,"
+        " cuda or cuda:N. A GPU that is not there is refused; a GPU result prints its check against the CPU's.",
     ),
 ]
 RuntimeOpt = Annotated[
@@ -129,10 +138,15 @@ def check_model(
     *,
     layers: Iterable[int] = (),
     attention: tuple[int, int | None] | None = None,
+    device: str = "auto",
 ) -> ModelFacts | None:
     """Everything about the --model request that holds without its weights, checked before they
     load (no torch import; :func:`contextlens.core.model_facts.check_request`): a usage error so
-    answers in a fraction of a second. The facts, or None for a hub id not on disk."""
+    answers in a fraction of a second; the --device's spelling too (whether the GPU is there is
+    asked when the request is resolved). The facts, or None for a hub id not on disk."""
+    from contextlens.core.devices import check_device_choice
+
+    check_device_choice(device)
     return check_request(name, precision, runtime, layers, attention)
 
 
@@ -144,14 +158,16 @@ def model_choice(
     layers: Iterable[int] = (),
     attention: tuple[int, int | None] | None = None,
     attention_weights: bool = False,
+    device: str = "cpu",
 ) -> ModelBackend:
-    """The --model, --precision and --runtime resolved once, at the boundary: checked as
+    """The --model, --precision, --runtime and --device resolved once, at the boundary: checked as
     :func:`check_model` checks them, ``auto`` resolved (:mod:`contextlens.core.runtime_choice`;
-    ONNX for attention weights only from a checked attention graph). Load it with :func:`load_model`."""
+    ONNX for attention weights only from a checked attention graph; a GPU that is not there
+    refused). Load it with :func:`load_model`."""
     from contextlens.core.runtime_choice import ModelBackend
 
     return ModelBackend.checked(
-        name, precision, runtime, layers=layers, attention=attention, weights=attention_weights
+        name, precision, runtime, layers=layers, attention=attention, weights=attention_weights, device=device
     )  # fmt: skip
 
 
@@ -177,11 +193,13 @@ def contextual_option(
     layers: Iterable[int] = (),
     attention: tuple[int, int | None] | None = None,
     attention_weights: bool = False,
+    device: str = "cpu",
 ) -> ContextualModel:
-    """The --model at --precision on --runtime, resolved (:func:`model_choice`) and loaded
-    (:func:`load_model`)."""
+    """The --model at --precision on --runtime on --device, resolved (:func:`model_choice`) and
+    loaded (:func:`load_model`)."""
     chosen = model_choice(
-        name, precision, runtime, layers=layers, attention=attention, attention_weights=attention_weights
+        name, precision, runtime, layers=layers, attention=attention, attention_weights=attention_weights,
+        device=device,
     )  # fmt: skip
     return load_model(chosen, threads)
 

@@ -10,6 +10,7 @@ from rich.table import Table
 
 from contextlens.cli.common import (
     DEFAULT_STATIC_MODEL,
+    DeviceOpt,
     HtmlOpt,
     JsonOpt,
     ModelsOpt,
@@ -39,11 +40,12 @@ if TYPE_CHECKING:
 
 
 @app.command("compare")
-def compare_cmd(
+def compare_cmd(  # noqa: PLR0913 - a command: one parameter per option
     sentences: Annotated[list[str], typer.Argument(help="Two or more sentences, target in \\[brackets].")],
     model: ModelsOpt = None,
     precision: PrecisionOpt = "fp32",
     runtime: RuntimeOpt = "auto",
+    device: DeviceOpt = "auto",
     threads: ThreadsOpt = None,
     static: StaticOpt = DEFAULT_STATIC_MODEL,
     word: WordOpt = None,
@@ -58,7 +60,7 @@ def compare_cmd(
     occs = locate_all(sentences, word, occurrence)
     arguments.sentences_to_compare(occs)
     # everything checkable without weights is checked first: a word GloVe lacks costs no model load
-    chosen = [model_choice(name, precision, runtime) for name in models_option(model)]
+    chosen = [model_choice(name, precision, runtime, device=device) for name in models_option(model)]
     static_model = static_option(static, [o.word for o in occs], optional=True)
     models = [load_model(one, threads) for one in chosen]
     from contextlens.analyses.lesson.divergence import compare

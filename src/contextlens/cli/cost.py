@@ -12,6 +12,7 @@ from contextlens.cli.capacity import human_bytes
 from contextlens.cli.common import (
     DEFAULT_MODEL,
     DEFAULT_STATIC_MODEL,
+    DeviceOpt,
     JsonOpt,
     ModelOpt,
     PlotOpt,
@@ -37,6 +38,7 @@ def cost_cmd(
     repeats: Annotated[int, typer.Option("--repeats", help="Timed runs; the median is reported.")] = 5,
     precision: PrecisionOpt = "fp32",
     runtime: RuntimeOpt = "torch",
+    device: DeviceOpt = "auto",
     threads: ThreadsOpt = None,
     json_out: JsonOpt = False,
     plot: PlotOpt = None,
@@ -54,7 +56,7 @@ def cost_cmd(
 
     static_model = optional_static(static, optional=False)
     texts = corpus_texts(corpus, limit)
-    loaded = contextual_option(model, precision, threads, runtime)
+    loaded = contextual_option(model, precision, threads, runtime, device=device)
     with contextlib.nullcontext() if json_out else console.status("timing lookups and forward passes..."):
         report = measure_cost(loaded, static_model, texts, count=count, repeats=repeats)
     with figures_after(plot, None, report, "cost"):

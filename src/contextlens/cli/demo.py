@@ -13,6 +13,7 @@ from rich.table import Table
 from contextlens.cli.common import (
     DEFAULT_MODEL,
     DEFAULT_STATIC_MODEL,
+    DeviceOpt,
     ModelOpt,
     PrecisionOpt,
     RuntimeOpt,
@@ -40,6 +41,7 @@ def demo_cmd(
     model: ModelOpt = DEFAULT_MODEL,
     precision: PrecisionOpt = "fp32",
     runtime: RuntimeOpt = "auto",
+    device: DeviceOpt = "auto",
     threads: ThreadsOpt = None,
     static: StaticOpt = DEFAULT_STATIC_MODEL,
     out: OutOpt = Path("contextlens-demo"),
@@ -47,7 +49,7 @@ def demo_cmd(
     """The lesson end to end: "bank" in two sentences, several per sense, and report.html with every experiment."""
     from contextlens.analyses.lesson.divergence import compare, same_and_cross_by_layer
 
-    chosen = model_choice(model, precision, runtime, attention_weights=True)
+    chosen = model_choice(model, precision, runtime, attention_weights=True, device=device)
     words = {parse_marked(s).word for s in (*WORKED_EXAMPLE, *(s for _, s in BANK_BY_SENSE))}
     with _working(f"loading {static}") as show:
         static_model = static_option(static, sorted(words))

@@ -11,6 +11,7 @@ from rich.table import Table
 
 from contextlens.cli.common import (
     AutoLayerOpt,
+    DeviceOpt,
     HtmlOpt,
     JsonOpt,
     ModelsOpt,
@@ -46,6 +47,7 @@ def explore_cmd(  # noqa: PLR0913 - a command: one parameter per option
     model: ModelsOpt = None,
     precision: PrecisionOpt = "fp32",
     runtime: RuntimeOpt = "auto",
+    device: DeviceOpt = "auto",
     threads: ThreadsOpt = None,
     permutations: Annotated[int, typer.Option(help="Label shuffles for the permutation test.")] = 1000,
     seed: Annotated[int, typer.Option(help="Seed of the label shuffles.")] = 0,
@@ -61,9 +63,8 @@ def explore_cmd(  # noqa: PLR0913 - a command: one parameter per option
     source = str(sentences) if sentences is not None else None
     wanted = layer_text(layer)
     names = models_option(model)
-    models = [
-        contextual_option(name, precision, threads, runtime, layers=layer_numbers_to_check(wanted)) for name in names
-    ]
+    layers = layer_numbers_to_check(wanted)
+    models = [contextual_option(name, precision, threads, runtime, layers=layers, device=device) for name in names]
 
     def ask(contextual):  # noqa: ANN001, ANN202 - one model's exploration
         choose_auto_layer(contextual, wanted)

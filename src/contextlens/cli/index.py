@@ -13,6 +13,7 @@ from rich.table import Table
 from contextlens.cli.common import (
     DEFAULT_MODEL,
     MODEL_NAMES,
+    DeviceOpt,
     JsonOpt,
     PrecisionOpt,
     RuntimeOpt,
@@ -140,6 +141,7 @@ def index_build(  # noqa: PLR0913 - a command: one parameter per option
     batch_size: Annotated[int, typer.Option(help="Texts per forward pass.")] = 32,
     precision: PrecisionOpt = "fp32",
     runtime: RuntimeOpt = "torch",
+    device: DeviceOpt = "auto",
     threads: ThreadsOpt = None,
     force: ForceOpt = False,
     dedupe: DedupeOpt = False,
@@ -147,14 +149,14 @@ def index_build(  # noqa: PLR0913 - a command: one parameter per option
 ) -> None:
     """Encode documents and save them in a FAISS index (or a pgvector table) with a manifest (atomically)."""
     from contextlens.analyses.corpus.index_documents import index_documents
-    from contextlens.analyses.search.encoders import check_batch_size
+    from contextlens.analyses.search.encoders import StaticTextEncoder, check_batch_size
     from contextlens.analyses.search.index import read_manifest
     from contextlens.analyses.search.index_files import check_index_folder
     from contextlens.reports.output_paths import check_output_folder
 
     check_batch_size(batch_size)  # before the model loads
     if static is not None:
-        _refuse_contextual_options(model=model, kind=kind, layer=layer, precision=precision, runtime=runtime)
+        _refuse_with_static(model=model, kind=kind, layer=layer, precision=precision, runtime=runtime, device=device)
     given = dict(m=m, ef_construction=ef_construction, ef_search=ef_search, nlist=nlist, pq_m=pq_m, nbits=nbits)
     given |= dict(nprobe=nprobe, lists=lists, probes=probes)
     config = _index_config(engine, index, {k: v for k, v in given.items() if v is not None}, dtype, dsn)
@@ -162,12 +164,10 @@ def index_build(  # noqa: PLR0913 - a command: one parameter per option
     documents = index_documents(docs)
     documents, dedupe_record = _deduped(documents) if dedupe else (documents, None)
     if static is not None:
-        from contextlens.analyses.search.encoders import StaticTextEncoder
-
         encoder, choice = StaticTextEncoder(static), None
         source = encoder.model_source
     else:
-        encoder, choice = _contextual_encoder(model, kind, layer, precision, threads, runtime)
+        encoder, choice = _contextual_encoder(model, kind, layer, precision, threads, runtime, device)
         source = encoder.model.source
     built, folder = _built(
         engine, documents, encoder, out, config, dsn=dsn, batch_size=batch_size, source=source, force=force,
@@ -179,11 +179,12 @@ def index_build(  # noqa: PLR0913 - a command: one parameter per option
         _print_built(built, folder, docs, choice, engine=engine, dsn=dsn, dedupe_record=dedupe_record)
 
 
-def _refuse_contextual_options(*, model, kind, layer, precision: str, runtime: str) -> None:
+def _refuse_with_static(*, model, kind, layer, precision: str, runtime: str, device: str) -> None:
     """--static encodes with a static model: a contextual encoder's options given with it are refused."""
     contextual = {"--model": model, "--kind": kind, "--layer": layer}
     contextual |= {"--precision": None if precision == "fp32" else precision}
     contextual |= {"--runtime": None if runtime == "torch" else runtime}
+    contextual |= {"--device": None if device == "auto" else device}
     given_too = [flag for flag, value in contextual.items() if value is not None]
     if given_too:
         raise InputError(
@@ -217,7 +218,7 @@ def _deduped(documents):
     return documents, {"documents_read": read, "folded": folded, "indexed": len(documents)}
 
 
-def _contextual_encoder(model, kind, layer, precision: str, threads, runtime: str):
+def _contextual_encoder(model, kind, layer, precision: str, threads, runtime: str, device: str):
     """The contextual encoder and, for --layer auto, the layer choice that picked its layer."""
     from contextlens.analyses.search.encoders import check_kind, make_encoder
 
@@ -226,7 +227,7 @@ def _contextual_encoder(model, kind, layer, precision: str, threads, runtime: st
     if wanted == "auto" and kind != "hidden-mean":
         raise InputError(f"--layer auto is for --kind hidden-mean; a {kind} encoder has no layer to choose")
     layers = [wanted] if kind == "hidden-mean" and wanted not in (None, "auto") else []
-    loaded = contextual_option(model or DEFAULT_MODEL, precision, threads, runtime, layers=layers)  # type: ignore[arg-type]
+    loaded = contextual_option(model or DEFAULT_MODEL, precision, threads, runtime, layers=layers, device=device)  # type: ignore[arg-type]
     choice = None
     if wanted == "auto":
         from contextlens.analyses.measures.layer_choice import choose_layer
@@ -314,9 +315,19 @@ QueryRuntimeOpt = Annotated[
     ),
 ]
 
+QueryDeviceOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--device",
+        help="Where the query runs: auto, cpu, cuda or cuda:N (default: the CPU for an fp32 or int8 index, whose "
+        "vectors agree across devices within the printed check; else the index's device: fp16/bf16 vectors of a "
+        "GPU and of the CPU are not mixed).",
+    ),
+]
+
 
 @index_app.command("search")
-def index_search(
+def index_search(  # noqa: PLR0913 - a command: one parameter per option
     folder: Annotated[Path, typer.Argument(help="An index folder written by `contextlens index build`.")],
     query: Annotated[str, typer.Argument(help="The text to search for.")],
     k: Annotated[int, typer.Option("-k", help="How many documents to return.")] = 10,
@@ -328,6 +339,7 @@ def index_search(
     static: QueryStaticOpt = None,
     precision: QueryPrecisionOpt = None,
     runtime: QueryRuntimeOpt = None,
+    device: QueryDeviceOpt = None,
     dsn: DsnOpt = None,
     threads: ThreadsOpt = None,
     json_out: JsonOpt = False,
@@ -336,16 +348,19 @@ def index_search(
     from contextlens.analyses.search.index_files import require_index_folder
 
     require_index_folder(folder)  # before the index libraries (numpy) are imported
+    from contextlens.analyses.search.encoders import query_device
     from contextlens.analyses.search.folders import lean_runtime
     from contextlens.analyses.search.index import index_encoder, search_index
     from contextlens.analyses.search.pg_dsn import checked_dsn
     from contextlens.analyses.search.pg_index import engine_of, search_pg_index
     from contextlens.core.choices import check_precision
+    from contextlens.core.devices import check_device_choice
 
     if precision is not None:
         check_precision(precision)
-    # a mismatch is refused before any model loads
-    stored = index_encoder(folder, model, kind, layer, precision, runtime, static)
+    asked = None if device is None else check_device_choice(device)
+    # a mismatch is refused before any model loads (an auto device once it is resolved, below)
+    stored = index_encoder(folder, model, kind, layer, precision, runtime, static, None if asked == "auto" else asked)
     engine = engine_of(folder)
     if dsn is not None and engine != "pgvector":
         raise InputError(f"--dsn is for an index in pgvector; {folder} is a FAISS index")
@@ -354,7 +369,8 @@ def index_search(
         loaded = None
     else:
         lean = lean_runtime(stored.precision, stored.runtime)
-        loaded = contextual_option(stored.model, stored.precision, threads, runtime or lean)
+        where = query_device(stored, asked)
+        loaded = contextual_option(stored.model, stored.precision, threads, runtime or lean, device=where)
     if engine == "pgvector":
         result = search_pg_index(folder, query, k, model=loaded, kind=kind, layer=layer, dsn=dsn, static=static)
     else:

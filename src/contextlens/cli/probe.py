@@ -13,6 +13,7 @@ from contextlens.cli.common import (
     DEFAULT_MODEL,
     DEFAULT_STATIC_MODEL,
     AutoLayerOpt,
+    DeviceOpt,
     HtmlOpt,
     JsonOpt,
     ModelOpt,
@@ -66,6 +67,7 @@ def probe_cmd(  # noqa: PLR0913 - a command: one parameter per option
     model: ModelOpt = DEFAULT_MODEL,
     precision: PrecisionOpt = "fp32",
     runtime: RuntimeOpt = "auto",
+    device: DeviceOpt = "auto",
     threads: ThreadsOpt = None,
     static: StaticOpt = DEFAULT_STATIC_MODEL,
     word: WordOpt = None,
@@ -82,7 +84,7 @@ def probe_cmd(  # noqa: PLR0913 - a command: one parameter per option
     given = load_anchor_sentences(anchor_sentences) if anchor_sentences is not None else None
     occs = locate_all(texts, word, occurrence)
     wanted = layer_text(layer)
-    chosen = model_choice(model, precision, runtime, layers=layer_numbers_to_check(wanted))
+    chosen = model_choice(model, precision, runtime, layers=layer_numbers_to_check(wanted), device=device)
     anchors_to_check = [a.strip() for a in anchor_words if is_single_word(a.strip())]
     static_model = static_option(static, [o.word for o in occs] + anchors_to_check, optional=True)
     contextual = load_model(chosen, threads)

@@ -12,6 +12,7 @@ from rich.table import Table
 from contextlens.cli.common import (
     DEFAULT_MODEL,
     DEFAULT_STATIC_MODEL,
+    DeviceOpt,
     HtmlOpt,
     JsonOpt,
     LayerOpt,
@@ -47,11 +48,12 @@ StaticOpt = Annotated[
 
 
 @app.command("rank")
-def rank_cmd(
+def rank_cmd(  # noqa: PLR0913 - a command: one parameter per option
     pairs: PairsArg = None,
     model: ModelOpt = DEFAULT_MODEL,
     precision: PrecisionOpt = "fp32",
     runtime: RuntimeOpt = "auto",
+    device: DeviceOpt = "auto",
     threads: ThreadsOpt = None,
     static: StaticOpt = None,
     template: TemplateOpt = "The word is [{word}].",
@@ -67,7 +69,7 @@ def rank_cmd(
 
     in_template("word", template)  # a bad template fails before any model loads
     pair_list = load_pairs(pairs)
-    chosen = model_choice(model, precision, runtime, layers=[layer])
+    chosen = model_choice(model, precision, runtime, layers=[layer], device=device)
     source = str(pairs) if pairs else "built-in pairs"
     if static is None:  # the seeds' experiment: word2vec when one was made here
         choice = seeds_static(pair_list, DEFAULT_STATIC_MODEL)

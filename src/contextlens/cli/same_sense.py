@@ -8,6 +8,7 @@ import typer
 from rich.markup import escape
 
 from contextlens.cli.common import (
+    DeviceOpt,
     JsonOpt,
     ModelsOpt,
     OccurrenceOpt,
@@ -45,6 +46,7 @@ def same_sense_cmd(
     ] = False,
     precision: PrecisionOpt = "fp32",
     runtime: RuntimeOpt = "auto",
+    device: DeviceOpt = "auto",
     threads: ThreadsOpt = None,
     word: WordOpt = None,
     occurrence: OccurrenceOpt = 0,
@@ -60,7 +62,8 @@ def same_sense_cmd(
     check_same_word(*occs)  # before any weights load
     wanted = layer_text(layer)
     names = models_option(model)
-    chosen = [model_choice(name, precision, runtime, layers=layer_numbers_to_check(wanted)) for name in names]
+    layers = layer_numbers_to_check(wanted)
+    chosen = [model_choice(name, precision, runtime, layers=layers, device=device) for name in names]
     models = [load_model(one, threads) for one in chosen]
     size = "quick" if quick else "full"
 

@@ -14,6 +14,7 @@ import typer
 
 from contextlens.cli.common import (
     DEFAULT_MODEL,
+    DeviceOpt,
     ModelOpt,
     PrecisionOpt,
     RuntimeOpt,
@@ -120,15 +121,17 @@ def serve_cmd(
     workers: Annotated[int, typer.Option("--workers", help="Analyses run at once.", min=1, max=16)] = 2,
     precision: PrecisionOpt = "fp32",
     runtime: RuntimeOpt = "auto",
+    device: DeviceOpt = "auto",
     threads: ThreadsOpt = None,
     open_browser: Annotated[bool, typer.Option("--open", help="Open the lesson in the default browser.")] = False,
 ) -> None:
     """A local web page: the lesson and every analysis, offline, with a JSON API under /api."""
-    from contextlens.cli.common import check_model
+    from contextlens.cli.common import check_model, model_choice
     from contextlens.web.preparing import Preparing
 
     check_address(host, port)
-    check_model(model, precision, runtime)  # a bad model/precision/runtime fails before the port opens
+    check_model(model, precision, runtime, device=device)  # a bad model/precision/runtime fails before the port opens
+    device = model_choice(model, precision, runtime, device=device).backend.device  # a GPU that is not there too
     served = parse_indexes(list(index or []))
     corpora = parse_corpora(list(corpus or []))
     if host not in (LOCAL, "localhost", "::1"):
@@ -139,7 +142,7 @@ def serve_cmd(
     url = f"http://{'localhost' if host in (LOCAL, '0.0.0.0', '::') else host}:{port}/lesson"
 
     def make(say: Callable[[str], None]):
-        return prepared_app(Options(model, precision, runtime, threads, workers, host), served, corpora, say)
+        return prepared_app(Options(model, precision, runtime, threads, workers, host, device), served, corpora, say)
 
     def announce() -> None:
         line = f"contextlens serving {model} on {url} (Ctrl-C stops; the page says when it is ready)"
@@ -167,6 +170,7 @@ class Options:
     threads: int | None
     workers: int
     host: str
+    device: str = "cpu"  # resolved before the port opened: cpu or cuda:N
 
 
 def prepared_app(options: Options, served: dict[str, str], corpora: dict[str, str], say: Callable[[str], None]):
@@ -175,7 +179,9 @@ def prepared_app(options: Options, served: dict[str, str], corpora: dict[str, st
     from contextlens.web.app import create_app
 
     say(f"loading {options.model} ({options.precision})")
-    loaded = contextual_option(options.model, options.precision, options.threads, options.runtime)
+    loaded = contextual_option(
+        options.model, options.precision, options.threads, options.runtime, device=options.device
+    )
     if not served:  # kind (c) of the lesson needs an index to search: a small built-in one
         from contextlens.analyses.search import builtin_index
 
@@ -187,7 +193,8 @@ def prepared_app(options: Options, served: dict[str, str], corpora: dict[str, st
         )  # fmt: skip
     say("starting the pages")
     app = create_app(options.model, served, workers=options.workers, precision=options.precision,
-                     runtime=loaded.runtime, host=options.host, corpora=corpora)  # fmt: skip
+                     runtime=loaded.runtime, host=options.host, corpora=corpora,
+                     device=loaded.backend.device)  # fmt: skip
     return app
 
 

@@ -10,6 +10,7 @@ from rich.table import Table
 
 from contextlens.cli.common import (
     DEFAULT_MODEL,
+    DeviceOpt,
     ExcludeSpecialOpt,
     HtmlOpt,
     JsonOpt,
@@ -51,6 +52,7 @@ def trace_cmd(  # noqa: PLR0913 - a command: one parameter per option
     model: ModelOpt = DEFAULT_MODEL,
     precision: PrecisionOpt = "fp32",
     runtime: RuntimeOpt = "auto",
+    device: DeviceOpt = "auto",
     threads: ThreadsOpt = None,
     word: WordOpt = None,
     occurrence: OccurrenceOpt = 0,
@@ -67,7 +69,7 @@ def trace_cmd(  # noqa: PLR0913 - a command: one parameter per option
         from contextlens.data.text_sets import corpus_texts
 
         texts = corpus_texts(corpus, limit)
-    contextual = contextual_option(model, precision, threads, runtime, attention_weights=True)
+    contextual = contextual_option(model, precision, threads, runtime, attention_weights=True, device=device)
     from contextlens.analyses.lesson.trace import trace
 
     with as_flags(top_k="--top"):

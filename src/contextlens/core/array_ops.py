@@ -69,17 +69,30 @@ class NumpyOps:
 
 
 class TorchOps:
-    """The same on torch tensors (the torch runtime): torch's own kernels, as before this split."""
+    """The same on torch tensors (the torch runtime): torch's own kernels, as before this split.
+
+    On a GPU, or at fp16/bf16, the states live on ``device`` in ``dtype``: indices and buffers are
+    made there, masks moved there, and only numpy copies come back to the host (as float32). The
+    CPU fp32 instance, :data:`TORCH`, runs exactly the calls it ran before devices existed."""
+
+    def __init__(self, device: str = "cpu", dtype: str = "float32"):
+        self.device, self.dtype = device, dtype
+
+    def _dtype(self) -> Any:
+        import torch
+
+        return getattr(torch, self.dtype)
 
     def index(self, positions: Sequence[int]) -> Any:
         import torch
 
-        return torch.tensor(list(positions), dtype=torch.long)
+        return torch.tensor(list(positions), dtype=torch.long, device=self.device)
 
     def empty(self, shape: tuple[int, ...]) -> Any:
+        """A buffer the hooks write the states' rows into: in the states' own dtype and device."""
         import torch
 
-        return torch.empty(shape, dtype=torch.float32)
+        return torch.empty(shape, dtype=self._dtype(), device=self.device)
 
     def rows_into(self, slots: list[Any], flat: Any) -> Callable[[Any], Any]:
         """``index_select`` on the flat view, not ``h[rows, positions]``: the same rows at a third
@@ -90,12 +103,12 @@ class TorchOps:
         return lambda h: torch.index_select(h.reshape(-1, h.shape[-1]), 0, flat, out=next(it))
 
     def to_numpy(self, x: Any) -> np.ndarray:
-        return x.float().numpy()
+        return x.float().cpu().numpy()
 
     def stack_first(self, states: Sequence[Any]) -> np.ndarray:
         import torch
 
-        return torch.stack(list(states))[:, 0].float().numpy().copy()
+        return torch.stack(list(states))[:, 0].float().cpu().numpy().copy()
 
     def stack(self, states: Sequence[Any]) -> Any:
         import torch
@@ -103,10 +116,10 @@ class TorchOps:
         return torch.stack(list(states))
 
     def select(self, stacked: Any, row: int, keep: list[int]) -> np.ndarray:
-        return stacked[:, row, keep, :].float().numpy().copy()
+        return stacked[:, row, keep, :].float().cpu().numpy().copy()
 
     def pooler(self, mask: Any, mode: str) -> Callable[[Any], Any]:
-        m = mask.unsqueeze(-1).float()
+        m = mask.to(self.device).unsqueeze(-1).float()
 
         def pool(states: Any) -> Any:
             states = states.float()

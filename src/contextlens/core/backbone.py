@@ -28,6 +28,7 @@ from contextlens.core.held_interrupts import held_interrupts
 from contextlens.core.model_facts import checked_layers, loaded_is_decoder, loaded_window
 from contextlens.core.onnx_graphs import lean_ready, require_onnxruntime
 from contextlens.core.progress import Progress, progress_bar
+from contextlens.errors import InputError
 
 
 class ForwardNet(Protocol):
@@ -81,6 +82,9 @@ class Backbone:
         self.source = source
         self.revision = revision
         self.exported_now = False
+        # padded tokens a batch may hold instead of batch_size rows: a GPU is fed full batches (short
+        # sentences many at a time); None on the CPU, whose batches, and numbers, stay as they were
+        self.token_budget: int | None = GPU_TOKEN_BUDGET if self.backend.on_gpu else None
         self._reference: Any = None  # the torch fp32 net an ONNX backbone is checked against
         self._reference_lock = threading.Lock()
         self._net: ForwardNet = _OPENERS[self.backend.runtime](self)  # TorchNet or LeanNet
@@ -89,8 +93,9 @@ class Backbone:
         self.tokenizer = SerialTokenizer(self._net.tokenizer)
 
     def _open_torch(self) -> Any:
-        """The torch runtime: transformers' model, quantized at int8."""
-        return _torch_net()(self.name, str(self.source), self.revision, self.precision, self.precision == "int8")
+        """The torch runtime: transformers' model, quantized at int8, cast at fp16/bf16, on its device."""
+        quantized = self.precision == "int8"
+        return _torch_net()(self.name, str(self.source), self.revision, self.precision, quantized, self.backend.device)
 
     def _open_lean(self) -> Any:
         """ONNX Runtime: the checked graph, exported first if this machine has none (torch is
@@ -100,7 +105,7 @@ class Backbone:
             self._export_once()
         from contextlens.core.lean_net import LeanNet
 
-        return LeanNet(self.name, str(self.source), self.precision)
+        return LeanNet(self.name, str(self.source), self.precision, self.backend.device)
 
     def _export_once(self) -> None:
         """Export and check this model's graph at this precision (torch fp32 is what it is made
@@ -189,10 +194,16 @@ class Backbone:
         progress: Progress | None = None,
     ) -> Iterator[list]:
         """``(key, sequence)`` items longest first, so padding is small and memory peaks early;
-        the caller restores input order. ``progress(done, total)`` is told after each batch, and
-        with ``show_progress_bar`` a bar is drawn (:mod:`contextlens.core.progress`)."""
+        the caller restores input order. ``batch_size`` rows a batch, or with a
+        :attr:`token_budget` (a GPU's default) as many rows as fit in it, however short the
+        sequences. ``progress(done, total)`` is told after each batch, and with
+        ``show_progress_bar`` a bar is drawn (:mod:`contextlens.core.progress`)."""
         ordered = sorted(items, key=lambda item: -len(item[1]))
-        chunks = [ordered[i : i + batch_size] for i in range(0, len(ordered), batch_size)]
+        if self.token_budget is None:  # the CPU: batch_size rows a batch, as ever (the numbers stay bit for bit)
+            chunks = [ordered[i : i + batch_size] for i in range(0, len(ordered), batch_size)]
+        else:
+            lengths = [len(seq) for _, seq in ordered]
+            chunks = [ordered[s] for s in token_batches(lengths, self.token_budget)]
         shown = show_progress_bar and len(chunks) > 1
         with progress_bar(f"{self.name}: {what}", len(items)) if shown else nullcontext() as bar:
             done = 0
@@ -273,6 +284,23 @@ class Backbone:
     def weight_bytes(self) -> int:
         """Bytes of the weights as this model runs them (int8 packed where quantized)."""
         return self._net.weight_bytes()
+
+
+GPU_TOKEN_BUDGET = 32_768  # padded tokens per batch on a GPU: ~50 MB of fp16 states a layer at 768 wide
+
+
+def token_batches(lengths: Sequence[int], budget: int) -> list[slice]:
+    """Consecutive slices of sequences sorted longest first, each as many rows as fit in
+    ``budget`` padded tokens (rows x the slice's first, longest, length); a sequence longer than
+    the budget is a batch of its own."""
+    if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
+        raise InputError(f"token_budget must be a whole number of tokens, at least 1 (or None), got {budget!r}")
+    out, start = [], 0
+    while start < len(lengths):
+        rows = max(1, budget // max(1, lengths[start]))
+        out.append(slice(start, min(start + rows, len(lengths))))
+        start = out[-1].stop
+    return out
 
 
 def _torch_net() -> Any:

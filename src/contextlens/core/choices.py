@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from contextlens.errors import InputError
 
-PRECISIONS: tuple[str, ...] = ("fp32", "int8")
+PRECISIONS: tuple[str, ...] = ("fp32", "int8", "fp16", "bf16")
+HALF_PRECISIONS: tuple[str, ...] = ("fp16", "bf16")  # the whole torch network cast (core/torch_net.py)
+CPU_ONLY_PRECISIONS: tuple[str, ...] = ("int8",)  # torch's dynamic quantization and ONNX Runtime's: CPU kernels
 RUNTIMES: tuple[str, ...] = ("torch", "onnx")  # what a result can have run on
 RUNTIME_CHOICES: tuple[str, ...] = ("auto", *RUNTIMES)  # what a caller may ask for (core/runtime_choice.py)
 POOLINGS: tuple[str, ...] = ("mean", "first", "last")

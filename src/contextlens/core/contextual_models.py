@@ -184,13 +184,16 @@ class ContextualModel(Backbone):
 
 
 def load_contextual(
-    name_or_path: str = DEFAULT_CONTEXTUAL, precision: str = "fp32", runtime: str = "torch"
+    name_or_path: str = DEFAULT_CONTEXTUAL, precision: str = "fp32", runtime: str = "torch", device: str = "cpu"
 ) -> ContextualModel:
     """Load a contextual model by registry name, local folder or hub id; one instance per name,
-    precision (``fp32``, exact, or ``int8``: see :mod:`contextlens.core.precision`) and runtime
-    (``torch``, the reference; ``onnx``: see :mod:`contextlens.core.onnx_runtime`; or ``auto``: ONNX
-    Runtime for an encoder, torch otherwise, see :mod:`contextlens.core.runtime_choice`)."""
-    return load_resolved(ModelBackend.resolve(name_or_path, precision, runtime))
+    precision (``fp32``, exact; ``int8``: see :mod:`contextlens.core.precision`; ``fp16``/``bf16``:
+    the torch network cast, for a GPU), runtime (``torch``, the reference; ``onnx``: see
+    :mod:`contextlens.core.onnx_runtime`; or ``auto``: ONNX Runtime for an encoder, torch otherwise,
+    see :mod:`contextlens.core.runtime_choice`) and device (``cpu``, the reference; ``cuda``,
+    ``cuda:N``; or ``auto``: the GPU when one is visible, see :mod:`contextlens.core.devices`; a GPU
+    that is not there raises :class:`~contextlens.errors.DeviceError`)."""
+    return load_resolved(ModelBackend.resolve(name_or_path, precision, runtime, device))
 
 
 def load_resolved(chosen: ModelBackend) -> ContextualModel:

@@ -47,6 +47,8 @@ class Drift:
             f"{k}:{m:.4f}/{lo:.4f}" for k, (m, lo) in enumerate(zip(self.mean_cosine, self.min_cosine, strict=True))
         )
         what = self.backend.label
+        cpu = " on the cpu" if self.backend.on_gpu else ""  # the reference's device, said where it differs
+        head = f"{what} vs torch fp32{cpu} ({self.model}, {self.tokens} tokens)"
         if self.backend.precision == "fp32":
             largest = max(self.max_abs_diff) if self.max_abs_diff else float("nan")
             lowest = min(self.min_cosine) if self.min_cosine else float("nan")
@@ -57,14 +59,14 @@ class Drift:
             )
             if lowest >= 0.99999:  # every layer's pairs would print as 1.0000/1.0000: say it once
                 return (
-                    f"{what} vs torch fp32 ({self.model}, {self.tokens} tokens): largest |difference| {largest:.1e}; "
+                    f"{head}: largest |difference| {largest:.1e}; "
                     f"cosine at least {lowest:.5f} at every layer{attention}"
                 )
             return (
-                f"{what} vs torch fp32 ({self.model}, {self.tokens} tokens): largest |difference| {largest:.1e}; "
+                f"{head}: largest |difference| {largest:.1e}; "
                 f"cosine per layer mean/min: {pairs}{attention}"
             )
-        return f"{what} drift vs fp32 ({self.model}, cosine per layer mean/min over {self.tokens} tokens): {pairs}"
+        return f"{what} drift vs fp32{cpu} ({self.model}, cosine per layer mean/min over {self.tokens} tokens): {pairs}"
 
     def to_dict(self) -> dict:
         return {
@@ -79,39 +81,35 @@ class Drift:
         }
 
 
-def drift(name: str, precision: str = "int8", runtime: str = "torch") -> Drift:
-    """``precision`` at ``runtime`` vs torch fp32 for a model name: :func:`drift_on` of the request."""
-    return drift_on(name, ModelBackend.resolve(name, precision, runtime).backend)
+def drift(name: str, precision: str = "int8", runtime: str = "torch", device: str = "cpu") -> Drift:
+    """``precision`` at ``runtime`` on ``device`` vs torch fp32 on the CPU for a model name:
+    :func:`drift_on` of the request."""
+    return drift_on(name, ModelBackend.resolve(name, precision, runtime, device).backend)
 
 
 @lru_cache(maxsize=8)
 def drift_on(name: str, backend: Backend) -> Drift:
-    """A resolved backend vs torch fp32 for a model name. torch int8: measured once per model,
-    torch version and quantization rule, then read from the disk cache (both precisions are
-    loaded only to measure it). ONNX Runtime: the check made when its graph was built."""
-    if backend.runtime != "torch":
-        model = load_resolved(ModelBackend(name, backend))
-        check = model.onnx_forward().check
-        attention = attention_check(model.name, str(model.source)) if backend.precision == "fp32" else None
-        return Drift(
-            model.name,
-            int(check["sentences"]),
-            int(check["tokens"]),
-            tuple(check["mean_cosine"]),
-            tuple(check["min_cosine"]),
-            tuple(check["max_abs_diff"]),
-            model.backend,
-            tuple(attention["attention_max_abs_diff"]) if attention is not None else (),
-        )
+    """A resolved backend vs torch fp32 on the CPU for a model name. ONNX Runtime on the CPU: the
+    check made when its graph was built. Anything else (torch int8, fp16 or bf16; any backend on a
+    GPU): measured once per model, backend, torch version and (int8) quantization rule or (GPU)
+    device name, then read from the disk cache (both models are loaded only to measure it)."""
+    if backend.runtime != "torch" and not backend.on_gpu:
+        return _export_check(name, backend)
     import torch
 
     from contextlens.core.precision import DRIFT_SENTENCES, QUANT_RULE, drift_sentences
 
     fp32 = load_contextual(name, "fp32")
-    key = cache_key("int8-drift", QUANT_RULE, fp32.name, fp32.source, torch.__version__, DRIFT_SENTENCES)
+    if backend == Backend("int8"):  # the key int8's cache has always had: measured once stays measured
+        namespace = "int8-drift-v2"
+        key = cache_key("int8-drift", QUANT_RULE, fp32.name, fp32.source, torch.__version__, DRIFT_SENTENCES)
+    else:
+        namespace = "backend-drift-v1"
+        where = device_name(backend)
+        key = cache_key(backend.to_dict(), fp32.name, fp32.source, torch.__version__, DRIFT_SENTENCES, where)
 
     def compute() -> dict[str, np.ndarray]:
-        d = measure_drift(fp32, load_contextual(name, "int8"), drift_sentences())
+        d = measure_drift(fp32, load_resolved(ModelBackend(name, backend)), drift_sentences())
         counts = np.array([d.sentences, d.tokens])
         return {
             "mean": np.array(d.mean_cosine),
@@ -120,7 +118,7 @@ def drift_on(name: str, backend: Backend) -> Drift:
             "diff": np.array(d.max_abs_diff),
         }
 
-    arrays = cached_arrays("int8-drift-v2", key, compute)
+    arrays = cached_arrays(namespace, key, compute)
     sentences, tokens = (int(v) for v in arrays["counts"])
     return Drift(
         fp32.name,
@@ -129,16 +127,47 @@ def drift_on(name: str, backend: Backend) -> Drift:
         tuple(map(float, arrays["mean"])),
         tuple(map(float, arrays["min"])),
         tuple(map(float, arrays["diff"])),
+        backend,
     )
 
 
-def measure_drift(fp32: ContextualModel, int8: ContextualModel, texts: list[str]) -> Drift:
-    """Cosines between the two models' states of every real token of ``texts``, per layer."""
+def _export_check(name: str, backend: Backend) -> Drift:
+    """ONNX Runtime on the CPU: the comparison with torch made when its graph was exported."""
+    model = load_resolved(ModelBackend(name, backend))
+    check = model.onnx_forward().check
+    attention = attention_check(model.name, str(model.source)) if backend.precision == "fp32" else None
+    return Drift(
+        model.name,
+        int(check["sentences"]),
+        int(check["tokens"]),
+        tuple(check["mean_cosine"]),
+        tuple(check["min_cosine"]),
+        tuple(check["max_abs_diff"]),
+        model.backend,
+        tuple(attention["attention_max_abs_diff"]) if attention is not None else (),
+    )
+
+
+def device_name(backend: Backend) -> str:
+    """What the drift of a GPU backend is keyed by besides its label: the GPU's model (two GPUs'
+    kernels may differ); the CPU's results are keyed by the torch version alone, as before."""
+    if not backend.on_gpu:
+        return "cpu"
+    import torch
+
+    from contextlens.core.devices import cuda_index
+
+    return str(torch.cuda.get_device_name(cuda_index(backend.device)))
+
+
+def measure_drift(fp32: ContextualModel, other: ContextualModel, texts: list[str]) -> Drift:
+    """Cosines between the two models' states of every real token of ``texts``, per layer (the
+    same padded batch for both; the other model moves it to its device)."""
     from contextlens.core.precision import compare_states, drift_batch
 
     layers = tuple(range(fp32.num_layers + 1))
     ids, mask = drift_batch(fp32, texts)
-    c = compare_states(fp32.run_layers(ids, mask, layers), int8.run_layers(ids, mask, layers), mask)
+    c = compare_states(fp32.run_layers(ids, mask, layers), other.run_layers(ids, mask, layers), mask)
     return Drift(
         fp32.name,
         len(texts),
@@ -146,5 +175,5 @@ def measure_drift(fp32: ContextualModel, int8: ContextualModel, texts: list[str]
         tuple(c["mean_cosine"]),
         tuple(c["min_cosine"]),
         tuple(c["max_abs_diff"]),
-        int8.backend,
+        other.backend,
     )

@@ -54,11 +54,11 @@ class LeanNet:
     runtime = "onnx"
     eager_attention = False  # no torch here: attention weights only from the checked attention graph
 
-    def __init__(self, name: str, source: str, precision: str):
-        self.name, self.source, self.precision = name, source, precision
+    def __init__(self, name: str, source: str, precision: str, device: str = "cpu"):
+        self.name, self.source, self.precision, self.device = name, source, precision, device
         self.config = read_config(source)
         self.tokenizer = FolderTokenizer(source)
-        self.graphs = OnnxGraphs(name, source, precision, int(self.config.num_hidden_layers))
+        self.graphs = OnnxGraphs(name, source, precision, int(self.config.num_hidden_layers), device)
         self.tables = LeanTables(self.graphs.folder)
 
     def pad(self, sequences: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
@@ -70,9 +70,11 @@ class LeanNet:
     @property
     def identity(self) -> str:
         """What disk caches key these results by: the source, the runtime, the precision and its
-        export rule (ONNX Runtime's fp32 is within 1e-4 of torch's, not equal to it)."""
+        export rule (ONNX Runtime's fp32 is within 1e-4 of torch's, not equal to it), and the
+        device when not the CPU (the CUDA provider's kernels are not the CPU's)."""
         rule = EXPORT_RULE if self.precision == "fp32" else f"{EXPORT_RULE}+{ORT_QUANT_RULE}"
-        return f"{self.source}#onnx-{self.precision}:{rule}"
+        where = "" if self.device == "cpu" else f"@{self.device}"
+        return f"{self.source}#onnx-{self.precision}:{rule}{where}"
 
     @property
     def lean_attention(self) -> bool:

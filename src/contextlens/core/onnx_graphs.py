@@ -27,10 +27,11 @@ import numpy as np
 
 from contextlens.core import atomic_files
 from contextlens.core.atomic_files import atomic_path
+from contextlens.core.devices import CUDA_PROVIDER, cuda_index
 from contextlens.core.disk_cache import cache_key
 from contextlens.core.resources import cache_dir, clean_leftovers
 from contextlens.core.threads import current_threads
-from contextlens.errors import ModelNotInstalledError
+from contextlens.errors import DeviceError, ModelNotInstalledError
 
 EXACT = 1e-4  # the largest difference from torch an fp32 graph may show on the drift set
 ATTENTION_EXACT = 1e-5  # ... and the attention graph's probabilities, from torch's eager attention
@@ -149,15 +150,35 @@ def attention_ready(name: str, source: str) -> bool:
     return attention_check(name, source) is not None
 
 
+def cuda_session(ort: Any, path: Path, options: Any, device: str) -> Any:
+    """A session on the CUDA execution provider at ``device`` (``cuda:N``). ONNX Runtime falls back
+    to the CPU, with a log line, when the provider cannot start (no driver, a CUDA library
+    missing): that would be a CPU result labelled cuda, so it is refused instead."""
+    index = cuda_index(device)
+    try:
+        session = ort.InferenceSession(
+            str(path), options, providers=[(CUDA_PROVIDER, {"device_id": index}), "CPUExecutionProvider"]
+        )
+    except Exception as exc:  # onnxruntime raises its own Fail/RuntimeException types
+        raise DeviceError(f"ONNX Runtime could not open {device}: {str(exc).splitlines()[0]}") from None
+    if session.get_providers()[0] != CUDA_PROVIDER:
+        raise DeviceError(
+            f"ONNX Runtime's CUDA provider did not start on {device} (it fell back to the CPU); "
+            "check the CUDA and cuDNN libraries onnxruntime-gpu needs, or use device cpu"
+        )
+    return session
+
+
 class OnnxGraphs:
     """A model's exported graphs at one precision and their sessions: ``run_layers`` on numpy."""
 
-    def __init__(self, name: str, source: str, precision: str, num_layers: int):
+    def __init__(self, name: str, source: str, precision: str, num_layers: int, device: str = "cpu"):
         require_onnxruntime()
         self.name = name
         self.source = source
         self.precision = precision
         self.num_layers = num_layers
+        self.device = device  # cpu, or cuda:N through the CUDA execution provider
         self.folder = export_folder(name, source)
         self.threads = current_threads()
         self._sessions: OrderedDict[tuple[str, int], Any] = OrderedDict()
@@ -181,9 +202,11 @@ class OnnxGraphs:
         options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
         options.log_severity_level = 3
         # idle threads sleep instead of spinning: on shared cores a spinning thread takes the core
-        # that the work it waits for needs (docs/speed.md, "ONNX Runtime's idle threads")
+        # that the work it waits for needs (docs/speed.md, "Idle threads")
         options.add_session_config_entry("session.intra_op.allow_spinning", ALLOW_SPINNING)
-        return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+        if self.device == "cpu":
+            return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+        return cuda_session(ort, path, options, self.device)
 
     def session(self, highest: int, attention: bool = False) -> Any:
         """The session of the graph pruned to layers 0..``highest`` (the full graph at the top);

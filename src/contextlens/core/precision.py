@@ -101,13 +101,15 @@ def drift_sentences(n: int = DRIFT_SENTENCES) -> list[str]:
     return [examples[int(k * step)].text for k in range(n)]
 
 
-def compare_states(reference: list[torch.Tensor], other: list[torch.Tensor], mask: torch.Tensor) -> dict:
+def compare_states(reference: list[Any], other: list[Any], mask: torch.Tensor) -> dict:
     """Per layer, over the real (unpadded) tokens: mean and minimum cosine and the largest
-    absolute difference between two runs' hidden states; and the token count."""
-    real = mask.bool()
+    absolute difference between two runs' hidden states (torch tensors on any device, at any
+    precision, or ONNX Runtime's numpy arrays), compared on the host in float64; and the token
+    count."""
+    real = torch.as_tensor(mask).cpu().bool()
     means, mins, diffs = [], [], []
     for x, y in zip(reference, other, strict=True):
-        a, b = x[real].double(), y[real].double()
+        a, b = torch.as_tensor(x).cpu()[real].double(), torch.as_tensor(y).cpu()[real].double()
         cos = torch.nn.functional.cosine_similarity(a, b, dim=-1)
         means.append(float(cos.mean()))
         mins.append(float(cos.min()))

@@ -8,6 +8,11 @@ exported and passed its check (fp32, within 1e-5 of torch's eager attention), el
 torch runs everything else: decoders (no export) and any machine without the ``runtimes`` extra. Whatever
 is chosen, the result records the runtime it came from, and an ONNX result its export check.
 torch stays the reference: ``runtime="torch"`` gives plain transformers' numbers exactly.
+
+``device="auto"`` (the CLI's default; the API's is ``cpu``, the reference): the first CUDA GPU the
+chosen runtime can use (:mod:`contextlens.core.devices`), else the CPU; int8 stays on the CPU (its
+kernels are the CPU's), and a runtime left ``auto`` runs torch on a GPU that ONNX Runtime cannot
+use. A GPU asked for by name that is not there is refused before any weights load.
 """
 
 from __future__ import annotations
@@ -15,8 +20,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from contextlens.core.backend import Backend
-from contextlens.core.choices import check_precision, check_runtime_choice
+from contextlens.core.backend import Backend, check_combination
+from contextlens.core.choices import CPU_ONLY_PRECISIONS, HALF_PRECISIONS, check_precision, check_runtime_choice
+from contextlens.core.devices import CPU, check_device_choice, onnx_cuda_count, resolve_device, torch_cuda_count
 from contextlens.core.model_facts import ModelFacts, check_request, model_facts
 from contextlens.core.onnx_graphs import attention_ready, lean_ready, onnxruntime_installed
 from contextlens.core.resources import resolve_contextual
@@ -35,11 +41,13 @@ class ModelBackend:
     backend: Backend
 
     @classmethod
-    def resolve(cls, model: str, precision: str = "fp32", runtime: str = "torch") -> ModelBackend:
-        """The API's request: precision and runtime checked, ``auto`` resolved (the name is
+    def resolve(cls, model: str, precision: str = "fp32", runtime: str = "torch", device: str = CPU) -> ModelBackend:
+        """The API's request: precision, runtime and device checked, ``auto`` resolved (the name is
         resolved when the model loads)."""
         check_precision(precision)
-        return cls(model, Backend(precision, chosen_runtime(model, precision, check_runtime_choice(runtime))))
+        device = check_device_choice(device)
+        chosen = chosen_runtime(model, precision, check_runtime_choice(runtime), device=device)
+        return cls(model, Backend(precision, chosen, chosen_device(device, chosen, precision)))
 
     @classmethod
     def checked(
@@ -51,34 +59,63 @@ class ModelBackend:
         layers: Iterable[int] = (),
         attention: tuple[int, int | None] | None = None,
         weights: bool = False,
+        device: str = CPU,
     ) -> ModelBackend:
         """A face's request: everything :func:`check_request` checks without the weights, then
-        ``auto`` resolved; ``weights`` (or an ``attention`` request): attention weights are wanted."""
+        ``auto`` resolved (the runtime, then the device on it: a GPU asked for that is not there
+        is refused here, before any weights load); ``weights`` (or an ``attention`` request):
+        attention weights are wanted."""
         facts = check_request(model, precision, runtime, layers, attention)
+        device = check_device_choice(device)
         weights = weights or attention is not None
-        return cls(model, Backend(precision, chosen_runtime(model, precision, runtime, attention=weights, facts=facts)))
+        chosen = chosen_runtime(model, precision, runtime, attention=weights, facts=facts, device=device)
+        return cls(model, Backend(precision, chosen, chosen_device(device, chosen, precision)))
 
     def export_pending(self) -> bool:
         """Whether loading this must first export the model's ONNX graph (once per machine)."""
         return self.backend.runtime == "onnx" and export_pending(self.model, self.backend.precision)
 
 
-def resolve_runtime(name_or_path: str, precision: str, runtime: str, *, attention: bool = False) -> str:
+def resolve_runtime(
+    name_or_path: str, precision: str, runtime: str, *, attention: bool = False, device: str = CPU
+) -> str:
     """``torch`` or ``onnx`` for ``runtime`` (``auto``, ``torch`` or ``onnx``) on this model."""
-    return chosen_runtime(name_or_path, precision, check_runtime_choice(runtime), attention=attention)
+    device = check_device_choice(device)
+    return chosen_runtime(name_or_path, precision, check_runtime_choice(runtime), attention=attention, device=device)
+
+
+def chosen_device(device: str, runtime: str, precision: str) -> str:
+    """``cpu`` or ``cuda:N`` for a checked device choice on the resolved runtime: ``auto`` is the
+    first GPU the runtime can use, except for int8, whose kernels are the CPU's."""
+    if precision in CPU_ONLY_PRECISIONS:
+        if device == AUTO:
+            return CPU
+        check_combination(precision, runtime, device)  # a GPU named for int8: that refusal, not a missing GPU's
+    return resolve_device(device, runtime)
 
 
 def chosen_runtime(
-    name_or_path: str, precision: str, runtime: str, *, attention: bool = False, facts: ModelFacts | None = None
+    name_or_path: str,
+    precision: str,
+    runtime: str,
+    *,
+    attention: bool = False,
+    facts: ModelFacts | None = None,
+    device: str = CPU,
 ) -> str:
-    """The rule above, on a runtime choice already checked; ``facts`` when the caller read them."""
+    """The rule above, on a runtime choice already checked; ``facts`` when the caller read them.
+    fp16 and bf16 are torch's; asked for a GPU (``device`` not cpu) that torch can use and ONNX
+    Runtime cannot (no ``onnxruntime-gpu``), ``auto`` runs torch on it rather than ONNX on the CPU."""
     if runtime == "onnx" and attention and precision != "fp32":  # said before an int8 export is made for nothing
         raise InputError("attention weights come from the torch runtime; run this with `runtime` torch, not onnx "
                          f"(ONNX {precision} has no attention graph)")  # fmt: skip
     if runtime != AUTO:
         return runtime
-    if not onnxruntime_installed():
+    if not onnxruntime_installed() or precision in HALF_PRECISIONS:
         return "torch"
+    gpu_wanted = device != CPU and precision not in CPU_ONLY_PRECISIONS
+    if gpu_wanted and (device != AUTO or torch_cuda_count()) and not onnx_cuda_count():
+        return "torch"  # a GPU that ONNX Runtime cannot use: torch's (or, for a named one, its refusal)
     facts = facts or model_facts(name_or_path)
     if facts is None or facts.is_decoder:  # a hub id not on disk, or a decoder: no export
         return "torch"

@@ -15,11 +15,13 @@ import numpy as np
 import torch
 
 from contextlens.core import layer_forward, threads
-from contextlens.core.array_ops import TORCH
+from contextlens.core.array_ops import TORCH, TorchOps
 from contextlens.core.model_facts import loaded_is_decoder, loaded_window, position_offset
 from contextlens.core.padding import pad_arrays
 from contextlens.core.precision import QUANT_RULE, quantize, weight_bytes
 from contextlens.errors import UnknownModelError
+
+HALF_DTYPES = {"fp16": "float16", "bf16": "bfloat16"}  # the precisions that cast the whole network
 
 
 class TorchNet:
@@ -27,14 +29,20 @@ class TorchNet:
     :mod:`contextlens.core.layer_forward` installed once. ``precision`` is the precision results
     are made at; the network is quantized to int8 only when ``quantized``.
 
+    At fp16 or bf16 the whole network is cast (embeddings and layer norms too: what a GPU runs
+    fast), and on a GPU (``device`` ``cuda:N``) it is moved there. Token ids are padded on the
+    host and moved to the device per forward; states come back to the host only as numpy copies.
+
     As the backbone's forward strategy it gives everything itself: torch tensors, the full
     outputs, attention weights from its eager twin."""
 
-    arrays = TORCH  # what pad returns and the verbs compute on
+    arrays = TORCH  # what pad returns and the verbs compute on (on a GPU or at fp16/bf16: the instance's own)
     lean_attention = False  # attention weights come from torch here, not from an ONNX graph
     eager_attention = True
 
-    def __init__(self, name: str, source: str, revision: str | None, precision: str, quantized: bool):
+    def __init__(
+        self, name: str, source: str, revision: str | None, precision: str, quantized: bool, device: str = "cpu"
+    ):
         from transformers import AutoModel, AutoTokenizer
         from transformers.utils import logging as hf_logging
 
@@ -42,7 +50,7 @@ class TorchNet:
         hf_logging.set_verbosity_error()
         hf_logging.disable_progress_bar()
         self.name, self.source, self.precision = name, source, precision
-        self.quantized = quantized
+        self.quantized, self.device = quantized, device
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(source, revision=revision)
             try:
@@ -59,6 +67,10 @@ class TorchNet:
         self.model.eval()
         if quantized:
             self.model = quantize(self.model)
+        dtype = HALF_DTYPES.get(precision)
+        if dtype is not None or device != "cpu":
+            self.model.to(device=device, dtype=getattr(torch, dtype) if dtype else None)
+            self.arrays = TorchOps(device, dtype or "float32")
         self.config = self.model.config
         if self.tokenizer.pad_token_id is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token or self.tokenizer.unk_token
@@ -89,18 +101,28 @@ class TorchNet:
         ids, mask = pad_arrays(sequences, int(self.tokenizer.pad_token_id))
         return torch.from_numpy(ids), torch.from_numpy(mask)
 
+    def on_device(self, x: Any) -> torch.Tensor:
+        """Token ids or a mask as a tensor on this net's device (the same tensor on the CPU)."""
+        return torch.as_tensor(x).to(self.device)
+
     def run_torch_layers(
         self, ids: Any, mask: Any, layers: Sequence[int], keep: layer_forward.Keep | None = None
     ) -> list[torch.Tensor]:
-        return layer_forward.run_layers(self.tap, torch.as_tensor(ids), torch.as_tensor(mask), layers, keep)
+        return layer_forward.run_layers(self.tap, self.on_device(ids), self.on_device(mask), layers, keep)
 
     # --- the backbone's forward strategy ---------------------------------------------------
 
     @property
     def identity(self) -> str:
         """What disk caches key these weights by: the source, plus the quantization rule when
-        quantized (an int8 model must never read fp32 results, nor another int8 rule's)."""
-        return f"{self.source}#{self.precision}:{QUANT_RULE}" if self.quantized else str(self.source)
+        quantized (an int8 model must never read fp32 results, nor another int8 rule's), the
+        precision when cast (fp16, bf16), and the device when not the CPU (a GPU's kernels are
+        not the CPU's: its fp32 results are close to the CPU's, not equal)."""
+        if self.quantized:
+            base = f"{self.source}#{self.precision}:{QUANT_RULE}"
+        else:
+            base = f"{self.source}#{self.precision}" if self.precision in HALF_DTYPES else str(self.source)
+        return base if self.device == "cpu" else f"{base}@{self.device}"
 
     def run_layers(self, ids: Any, mask: Any, layers: Sequence[int], keep: layer_forward.Keep | None = None) -> list:
         return self.run_torch_layers(ids, mask, layers, keep)
@@ -127,23 +149,22 @@ class TorchNet:
         net = self.attention_tap.net if attentions else self.model
         with torch.inference_mode():
             return net(
-                input_ids=torch.as_tensor(ids),
-                attention_mask=torch.as_tensor(mask),
+                input_ids=self.on_device(ids),
+                attention_mask=self.on_device(mask),
                 output_hidden_states=hidden_states,
                 output_attentions=attentions,
             )
 
     def run_with_attentions(self, ids: Any, mask: Any, top: int) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
         heads = int(self.config.num_attention_heads)
-        return layer_forward.run_with_attentions(
-            self.attention_tap, torch.as_tensor(ids), torch.as_tensor(mask), top, heads
-        )
+        ids, mask = self.on_device(ids), self.on_device(mask)
+        return layer_forward.run_with_attentions(self.attention_tap, ids, mask, top, heads)
 
     def input_rows(self, ids: Sequence[int] | np.ndarray) -> np.ndarray:
         """The input embedding rows of token ids, as float32."""
         weight = self.model.get_input_embeddings().weight
-        index = torch.as_tensor(np.asarray(ids, dtype=np.int64))
-        return weight.index_select(0, index).detach().float().numpy()
+        index = torch.as_tensor(np.asarray(ids, dtype=np.int64)).to(weight.device)
+        return weight.index_select(0, index).detach().float().cpu().numpy()
 
     def position_rows(self, n: int) -> np.ndarray | None:
         """``(n, d)``: the learned absolute position embeddings of positions 0..n-1 of a text,
@@ -153,8 +174,8 @@ class TorchNet:
         if table is None or not hasattr(table, "weight"):
             return None
         start = position_offset(self.config.model_type, self.tokenizer.pad_token_id)
-        positions = torch.arange(start, start + n)
-        return table.weight[positions].detach().float().numpy().copy()
+        positions = torch.arange(start, start + n, device=table.weight.device)
+        return table.weight[positions].detach().float().cpu().numpy().copy()
 
     def weight_bytes(self) -> int:
         return weight_bytes(self.model)

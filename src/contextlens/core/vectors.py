@@ -17,6 +17,7 @@ import numpy as np
 
 from contextlens.core.backend import Backend
 from contextlens.core.choices import PRECISIONS, RUNTIMES
+from contextlens.core.devices import check_device
 from contextlens.errors import InputError
 
 Kind = Literal["static", "input-row", "hidden-state", "sentence"]
@@ -39,6 +40,7 @@ class Provenance:
     dim: int | None = None
     precision: str = "fp32"
     runtime: str = "torch"
+    device: str = "cpu"  # or cuda:N; a vector written before devices were recorded was made on the CPU
 
     def __post_init__(self) -> None:
         """Refuse a provenance that would mislabel its vector (a float layer, an unknown precision)."""
@@ -51,6 +53,8 @@ class Provenance:
         ):
             if not isinstance(value, str) or value not in allowed:
                 raise InputError(f"unknown Provenance {name} {value!r}; expected one of {', '.join(allowed)}")
+        if self.device != "cpu":
+            object.__setattr__(self, "device", check_device(self.device))
         for name, minimum in (("layer", 0), ("dim", 1)):
             value = getattr(self, name)
             if value is not None:
@@ -73,8 +77,8 @@ class Provenance:
 
     @property
     def backend(self) -> Backend:
-        """The precision and runtime the vector was made at, as one value."""
-        return Backend(self.precision, self.runtime)
+        """The precision, runtime and device the vector was made at, as one value."""
+        return Backend(self.precision, self.runtime, self.device)
 
     def backend_note(self) -> str:
         """`` (int8)``, `` (onnx fp32)``, `` (onnx int8)``; empty for torch fp32."""
@@ -87,6 +91,8 @@ class Provenance:
         out["precision"] = self.precision
         if self.runtime != "torch":  # recorded when not the reference; other JSON shapes stay as they were
             out["runtime"] = self.runtime
+        if self.device != "cpu":  # likewise: a CPU vector's JSON is what it was before devices
+            out["device"] = self.device
         return out
 
 

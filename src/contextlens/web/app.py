@@ -48,11 +48,12 @@ def create_app(
     runtime: str = "torch",
     host: str = "127.0.0.1",
     corpora: dict[str, str] | None = None,
+    device: str = "cpu",
 ):
-    """The web face for ``model`` at ``precision`` on ``runtime``; ``indexes`` maps a served name to
+    """The web face for ``model`` at ``precision`` on ``runtime`` on ``device``; ``indexes`` maps a served name to
     an index folder, ``corpora`` a served name to a corpus extraction folder;
     ``host`` is the bound address (a request's ``Host`` must name it or loopback)."""
-    loaded = load_contextual(model, precision, runtime)
+    loaded = load_contextual(model, precision, runtime, device)
     layers = loaded.num_layers  # the weights loaded just above, once, before the server starts
     heads = getattr(loaded, "num_heads", None)
     label = loaded.backend.name_with(model)
@@ -75,14 +76,11 @@ def create_app(
         """Answers at once, from the event loop, whatever the workers are doing (while ``serve``
         prepares the app, web/preparing.py answers 503 with ``"ready": false`` instead)."""
         return {
-            "status": "ok",
-            "ready": True,
-            "model": model,
-            "precision": precision,
+            "status": "ok", "ready": True, "model": model, "precision": precision,
             "runtime": loaded.runtime,  # as resolved (runtime="auto" is torch or onnx)
-            "busy": pool.pending,
-            "workers": pool.workers,
-        }
+            "device": loaded.backend.device,  # likewise (device="auto" is cpu or cuda:N)
+            "busy": pool.pending, "workers": pool.workers,
+        }  # fmt: skip
 
     _files(app)
 

@@ -38,7 +38,7 @@ def second_model(name: str, first: ContextualModel) -> ContextualModel:
     others = [m for m in SHIPPED_ENCODERS if m != first.name]
     if name not in others:
         raise InputError(f"model_b must be one of the shipped encoders other than {first.name}: {', '.join(others)}")
-    return load_contextual(name, first.precision, first.runtime)
+    return load_contextual(name, first.precision, first.runtime, first.backend.device)
 
 
 def pair_view(result: Any, answer_view: Callable[[Any], str], png: bytes | None) -> str:

@@ -85,8 +85,9 @@ class BenchmarkResult:
 
     @property
     def backend(self) -> Backend:
-        """The contextual model's precision and runtime from ``meta`` (torch fp32 when unrecorded)."""
-        return Backend(self.meta.get("precision", "fp32"), self.meta.get("runtime", "torch"))
+        """The contextual model's precision, runtime and device from ``meta`` (torch fp32 on the CPU
+        when unrecorded)."""
+        return Backend.from_dict(self.meta)
 
     @plain_json
     def to_dict(self) -> dict[str, Any]:

@@ -43,6 +43,7 @@ JOB_KEYS = (
     "weights_sha256",
     "precision",
     "runtime",
+    "device",
     "layers",
     "pooling",
     "dtype",
@@ -65,6 +66,10 @@ class Manifest:
     forms: bool = False  # targets also matched their inflected forms (WordNet)
     precision: str = "fp32"
     runtime: str = "torch"  # torch, or onnx (ONNX Runtime; see core/onnx_runtime.py)
+    # cpu or cuda:N; written only when not cpu (a folder made before devices were recorded ran on
+    # the CPU, and its manifest stays byte for byte what it was). Part of the job: a folder made on
+    # one kind of device is not continued on another (its vectors would mix two devices' kernels)
+    device: str = "cpu"
     # how a file's line breaks were read (readers.LINE_BREAKS); absent in folders made before the
     # choice existed, which read every line as its own paragraph
     line_breaks: str = "lines"
@@ -78,11 +83,14 @@ class Manifest:
 
     @property
     def backend(self) -> Backend:
-        """How the vectors were made (the two JSON keys as one value)."""
-        return Backend(self.precision, self.runtime)
+        """How the vectors were made (the JSON keys as one value)."""
+        return Backend(self.precision, self.runtime, self.device)
 
     def to_dict(self) -> dict[str, object]:
-        return asdict(self)
+        out = asdict(self)
+        if self.device == "cpu":
+            del out["device"]
+        return out
 
     def write(self, folder: Path) -> None:
         atomic_write_text(folder / MANIFEST, json.dumps(self.to_dict(), indent=2) + "\n")
@@ -149,7 +157,7 @@ def check_fields(manifest: Manifest) -> None:
             raise ValueError(f'"{key}" is {shown if len(shown) <= 40 else shown[:37] + "..."}, not {what}')
 
 
-_STRINGS = ("corpus", "model", "pooling", "dtype", "precision", "runtime", "format", "line_breaks")
+_STRINGS = ("corpus", "model", "pooling", "dtype", "precision", "runtime", "device", "format", "line_breaks")
 _NAMES = ("revision", "weights_sha256")  # a string, or null for a model the registry does not pin
 
 

@@ -60,7 +60,13 @@ KINDS: tuple[str, ...] = ("input-row", "hidden-mean", "sentence")  # a contextua
 
 
 def text_provenance(
-    model: str, kind: str, layer: int | None, dim: int, precision: str = "fp32", runtime: str = "torch"
+    model: str,
+    kind: str,
+    layer: int | None,
+    dim: int,
+    precision: str = "fp32",
+    runtime: str = "torch",
+    device: str = "cpu",
 ) -> Provenance:
     """The provenance of a text vector made by the encoder ``kind`` (an :data:`ENCODER_KINDS` name)."""
     if kind not in ENCODER_KINDS:
@@ -74,6 +80,7 @@ def text_provenance(
         dim,
         check_precision(precision),
         check_runtime(runtime),
+        device,
     )
 
 
@@ -99,6 +106,8 @@ def encoder_dict(provenance: Provenance) -> dict[str, Any]:
     }
     if provenance.runtime != "torch":
         out["runtime"] = provenance.runtime
+    if provenance.device != "cpu":  # likewise: a CPU index's manifest is what it was before devices
+        out["device"] = provenance.device
     return out
 
 
@@ -112,6 +121,7 @@ def provenance_from_dict(data: dict[str, Any]) -> Provenance:
         int(data["dim"]),
         data.get("precision", "fp32"),
         data.get("runtime", "torch"),
+        data.get("device", "cpu"),
     )
 
 
@@ -120,6 +130,31 @@ def runtimes_agree(precision: str, runtime: str, other_precision: str, other_run
     both sides (ONNX Runtime's fp32 graph is checked within 1e-4 of torch); never int8 across
     runtimes (torch's dynamic quantization and ONNX Runtime's are different quantizers)."""
     return runtime == other_runtime or precision == other_precision == "fp32"
+
+
+def devices_agree(precision: str, device: str, other_device: str) -> bool:
+    """Whether vectors made on two devices may meet in one index: the same kind of device (the
+    CPU, or CUDA GPUs), or fp32 (a GPU's fp32 is checked against the CPU's within the printed
+    drift line, as ONNX Runtime's is); never fp16 or bf16 across devices, whose kernels round and
+    accumulate differently by more than that."""
+    return device.split(":")[0] == other_device.split(":")[0] or precision == "fp32"
+
+
+def query_device(index: Provenance, device: str | None) -> str:
+    """The device a query runs on: the one asked for, else the CPU for an fp32 or int8 index
+    (its vectors agree across devices, or were made on the CPU), else the index's own device."""
+    if device is not None:
+        return device
+    return "cpu" if index.precision in ("fp32", "int8") else index.device
+
+
+def device_refusal(index: Provenance, device: str) -> str:
+    """The one line refusing a query on ``device`` against an index made on another kind of device."""
+    return (
+        f"this index holds {describe_encoder(index)} vectors made on {index.device} but the query runs on {device}: "
+        f"{index.precision} results of a GPU and of the CPU differ by more than fp32's check; query on "
+        f"{index.device.split(':')[0]} or rebuild the index (at fp32 an index may be queried on either)"
+    )
 
 
 def runtime_refusal(index: Provenance, runtime: str) -> str:
@@ -168,7 +203,9 @@ class TextEncoder:
         self.model = model
         self.kind = kind
         self.layer = layer
-        self.provenance = text_provenance(model.name, kind, layer, model.hidden_size, model.precision, model.runtime)
+        self.provenance = text_provenance(
+            model.name, kind, layer, model.hidden_size, model.precision, model.runtime, model.backend.device
+        )
 
     def encode(self, texts: Sequence[str], batch_size: int = 32, show_progress_bar: bool = False) -> np.ndarray:
         """Encode texts into an ``(n, dim)`` float32 array, in input order (not normalized)."""

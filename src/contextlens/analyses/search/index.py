@@ -46,10 +46,13 @@ from contextlens.analyses.search.encoders import (
     StaticTextEncoder,
     TextEncoder,
     describe_encoder,
+    device_refusal,
+    devices_agree,
     encoder_dict,
     encoder_kind,
     make_encoder,
     provenance_from_dict,
+    query_device,
     runtime_refusal,
     runtimes_agree,
     static_fingerprint,
@@ -336,9 +339,11 @@ def index_encoder(
     precision: str | None = None,
     runtime: str | None = None,
     static: str | None = None,
+    device: str | None = None,
 ) -> Provenance:
     """The provenance of the vectors in ``folder``, after checking that the query encoder asked for
-    (each of ``model``, ``kind``, ``layer``, ``precision``, ``runtime``, ``static`` optional) agrees with it;
+    (each of ``model``, ``kind``, ``layer``, ``precision``, ``runtime``, ``static``, ``device``
+    optional) agrees with it;
     read from the manifest alone, before any model is loaded. A query's precision must be the
     index's: an int8 query against fp32 documents (or the reverse) is refused, not approximated.
     Its runtime may differ at fp32 only (:func:`runtimes_agree`). An index of a static model
@@ -374,6 +379,8 @@ def index_encoder(
         check_runtime(runtime)
         if not runtimes_agree(provenance.precision, provenance.runtime, provenance.precision, runtime):
             raise IndexMismatchError(runtime_refusal(provenance, runtime))
+    if device is not None and not devices_agree(provenance.precision, provenance.device, device):
+        raise IndexMismatchError(device_refusal(provenance, device))
     return provenance
 
 
@@ -387,6 +394,7 @@ def search_index(
     precision: str | None = None,
     runtime: str | None = None,
     static: StaticModel | str | None = None,
+    device: str | None = None,
 ) -> SearchResult:
     """Load the index in ``folder``, encode ``query`` with the index's own encoder and rank documents.
 
@@ -396,9 +404,10 @@ def search_index(
     model is loaded at the index's precision, on ``runtime`` or else the index's runtime. An index
     of a static model loads it by the name it recorded (``static``, a name or a loaded model, must
     be that one). A FAISS index: ``contextlens.search_index`` (analyses/search/folders.py) takes
-    either engine, as the folder's manifest says.
+    either engine, as the folder's manifest says. ``device``: where the query runs (default the
+    CPU for an fp32 or int8 index, else the index's device; fp16/bf16 across devices is refused).
     """
-    index, encoder = open_for_query(folder, model, kind, layer, precision, runtime, VectorIndex.load, static)
+    index, encoder = open_for_query(folder, model, kind, layer, precision, runtime, VectorIndex.load, static, device)
     (result,) = index.search(encoder, [query], k)
     return result
 
@@ -412,6 +421,7 @@ def open_for_query(
     runtime: str | None,
     load_index: Callable[[Path | str], Any],
     static: StaticModel | str | None = None,
+    device: str | None = None,
 ) -> tuple[Any, TextEncoder | StaticTextEncoder]:
     """``(index, the index's own encoder for a query)``, shared by the FAISS and pgvector engines:
     the request is checked against the manifest before any model loads, then ``load_index(folder)``
@@ -424,14 +434,19 @@ def open_for_query(
     loaded_model = model if isinstance(model, ContextualModel) else None
     if loaded_model is not None:
         model, precision = loaded_model.name, precision or loaded_model.precision
-        runtime = runtime or loaded_model.runtime
+        runtime, device = runtime or loaded_model.runtime, device or loaded_model.backend.device
     from contextlens.core.static_models import StaticModel
 
     loaded_static = static if isinstance(static, StaticModel) else None
     static_name = loaded_static.name if loaded_static is not None else static
     stored = index_encoder(folder, model, kind, layer, precision, runtime, static_name)  # type: ignore[arg-type]
+    index_device = query_device(stored, device)
+    if not devices_agree(stored.precision, stored.device, index_device):
+        raise IndexMismatchError(device_refusal(stored, index_device))
     index = load_index(folder)
     if encoder_kind(stored) == STATIC:
         return index, StaticTextEncoder(loaded_static or stored.model, stored.model)
-    encoder_model = loaded_model or load_contextual(stored.model, stored.precision, runtime or stored.runtime)
+    encoder_model = loaded_model or load_contextual(
+        stored.model, stored.precision, runtime or stored.runtime, index_device
+    )
     return index, make_encoder(encoder_model, encoder_kind(stored), stored.layer)

@@ -60,10 +60,10 @@ def lazy(module: str, name: str) -> Callable[[], Any]:
     return lambda: getattr(importlib.import_module(module), name)
 
 
-def chosen_models(models: Sequence[str], precision: str, runtime: str) -> list[ModelBackend]:
-    """Every --model (and --also) with --precision and --runtime resolved once, before any loads
-    (:func:`~contextlens.cli.common.model_choice`): a wrong name or option costs no heavy import."""
-    return [model_choice(name, precision, runtime) for name in models]
+def chosen_models(models: Sequence[str], precision: str, runtime: str, device: str = "auto") -> list[ModelBackend]:
+    """Every --model (and --also) with --precision, --runtime and --device resolved once, before any
+    loads (:func:`~contextlens.cli.common.model_choice`): a wrong name or option costs no heavy import."""
+    return [model_choice(name, precision, runtime, device=device) for name in models]
 
 
 def eval_results(chosen: Sequence[ModelBackend], threads: int | None, run: Run) -> list[BenchmarkResult]:
@@ -103,10 +103,11 @@ def eval_command(
     run: Run,
     figure: Callable[[], Callable],
     table: Callable[[BenchmarkResult], None],
+    device: str = "auto",
 ) -> None:
     """One model's benchmark, the way every eval command runs it: the options checked before any
     heavy import, the encoding with its progress bar, then the JSON or the table, the figure after."""
-    (result,) = eval_results(chosen_models([model], precision, runtime), threads, run)
+    (result,) = eval_results(chosen_models([model], precision, runtime, device), threads, run)
     eval_output(result, plot, figure, json_out, result.to_dict, lambda: table(result))
 
 

@@ -12,6 +12,7 @@ from rich.table import Table
 from contextlens.cli.common import (
     DEFAULT_MODEL,
     MODEL_NAMES,
+    DeviceOpt,
     JsonOpt,
     PlotOpt,
     PrecisionOpt,
@@ -55,7 +56,7 @@ CORPUS_FLAGS = {
 
 
 @eval_app.command("contextuality")
-def contextuality_cmd(
+def contextuality_cmd(  # noqa: PLR0913 - a command: one parameter per option
     model: Annotated[
         str | None,
         typer.Option(
@@ -91,12 +92,13 @@ def contextuality_cmd(
     ] = None,
     precision: PrecisionOpt = "fp32",
     runtime: RuntimeOpt = "torch",
+    device: DeviceOpt = "auto",
     threads: ThreadsOpt = None,
     json_out: JsonOpt = False,
     plot: PlotOpt = None,
 ) -> None:
     """Ethayarajh (2019) per layer: anisotropy, self-similarity, intra-sentence similarity, MEV."""
-    _check_corpus_flags(corpus, plot, min_contexts, max_words, sentences)
+    _check_corpus_flags(corpus, plot, min_contexts, max_words, sentences, device)
     if corpus is not None:
         ask = CorpusAsk(
             50 if min_contexts is None else min_contexts, 100 if max_words is None else max_words,
@@ -106,7 +108,7 @@ def contextuality_cmd(
         return
     run = lazy("contextlens.analyses.benchmarks.suite", "run_contextuality")
     results = eval_results(
-        chosen_models([model or DEFAULT_MODEL, *(also or [])], precision, runtime), threads,
+        chosen_models([model or DEFAULT_MODEL, *(also or [])], precision, runtime, device), threads,
         lambda loaded, progress: run()(loaded, size_name(quick), progress),
     )  # fmt: skip
     combine = lazy("contextlens.analyses.benchmarks.contextuality", "combine")
@@ -129,10 +131,27 @@ class CorpusAsk:
     runtime: str
 
 
+def _corpus_on_the_cpu(device: str) -> None:
+    """--corpus extracts through the corpus engine, which runs on the CPU for now: a GPU asked for
+    by name is refused rather than quietly not used."""
+    from contextlens.core.devices import check_device_choice
+
+    if check_device_choice(device) not in ("auto", "cpu"):
+        raise InputError(f"--device {device} with --corpus: corpus extraction runs on the CPU for now; drop --device")
+
+
 def _check_corpus_flags(
-    corpus: str | None, plot: Path | None, min_contexts: int | None, max_words: int | None, sentences: int | None
+    corpus: str | None,
+    plot: Path | None,
+    min_contexts: int | None,
+    max_words: int | None,
+    sentences: int | None,
+    device: str = "auto",
 ) -> None:
-    """The corpus options only with --corpus; no --plot with it (the figure assumes WordNet examples)."""
+    """The corpus options only with --corpus; no --plot with it (the figure assumes WordNet
+    examples), nor a GPU named (corpus extraction runs on the CPU for now)."""
+    if corpus is not None:
+        _corpus_on_the_cpu(device)
     for flag, value in (("--min-contexts", min_contexts), ("--max-words", max_words), ("--sentences", sentences)):
         if corpus is None and value is not None:
             raise InputError(f"{flag} is for --corpus (the WordNet benchmark has its own contexts); drop it")

@@ -10,6 +10,7 @@ from rich.table import Table
 from contextlens.cli.common import (
     DEFAULT_MODEL,
     DEFAULT_STATIC_MODEL,
+    DeviceOpt,
     JsonOpt,
     ModelOpt,
     PlotOpt,
@@ -43,12 +44,13 @@ def layers_cmd(
     quick: QuickOpt = False,
     precision: PrecisionOpt = "fp32",
     runtime: RuntimeOpt = "torch",
+    device: DeviceOpt = "auto",
     threads: ThreadsOpt = None,
     json_out: JsonOpt = False,
     plot: PlotOpt = None,
 ) -> None:
     """Which layer knows part of speech, which knows sense: linear probes per layer, lemmas kept apart."""
-    chosen = chosen_models([model, *(also or [])], precision, runtime)
+    chosen = chosen_models([model, *(also or [])], precision, runtime, device)
     from contextlens.analyses.benchmarks.layer_probes import run_layer_probes
     from contextlens.core.static_models import optional_static
     from contextlens.reports.claims_figures import layer_probe_figure

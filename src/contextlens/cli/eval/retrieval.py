@@ -13,6 +13,7 @@ from rich.table import Table
 from contextlens.cli.common import (
     DEFAULT_MODEL,
     MODEL_NAMES,
+    DeviceOpt,
     JsonOpt,
     PlotOpt,
     PrecisionOpt,
@@ -57,12 +58,13 @@ def eval_retrieval(
     ] = None,
     precision: PrecisionOpt = "fp32",
     runtime: RuntimeOpt = "torch",
+    device: DeviceOpt = "auto",
     threads: ThreadsOpt = None,
     json_out: JsonOpt = False,
     plot: PlotOpt = None,
 ) -> None:
     """Retrieval quality of each encoder kind and layer, and quality against bytes per vector."""
-    chosen = model_choice(model, precision, runtime)  # resolved once: a wrong name or option costs no heavy import
+    chosen = model_choice(model, precision, runtime, device=device)  # once: a wrong option costs no heavy import
     if task not in ("lee", "wordnet"):
         raise InputError(f"unknown --task {task!r}; use lee or wordnet")
     if task == "lee" and (sample is not None or seed is not None):

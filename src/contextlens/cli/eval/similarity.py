@@ -9,6 +9,7 @@ from rich.table import Table
 from contextlens.cli.common import (
     DEFAULT_MODEL,
     DEFAULT_STATIC_MODEL,
+    DeviceOpt,
     JsonOpt,
     ModelOpt,
     PlotOpt,
@@ -41,6 +42,7 @@ def similarity_cmd(
     quick: QuickOpt = False,
     precision: PrecisionOpt = "fp32",
     runtime: RuntimeOpt = "torch",
+    device: DeviceOpt = "auto",
     threads: ThreadsOpt = None,
     json_out: JsonOpt = False,
     plot: PlotOpt = None,
@@ -48,7 +50,7 @@ def similarity_cmd(
     """SimLex-999 and WordSim-353 Spearman: static model, and per layer template and pooled contexts."""
     run_similarity = lazy("contextlens.analyses.benchmarks.suite", "run_similarity")
     eval_command(
-        model, precision, runtime, threads, json_out, plot,
+        model, precision, runtime, threads, json_out, plot, device=device,
         run=lambda loaded, progress: run_similarity()(loaded, static, size_name(quick), progress),
         figure=lazy("contextlens.reports.benchmark_figures", "similarity_figure"),
         table=_similarity_table,

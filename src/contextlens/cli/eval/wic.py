@@ -9,6 +9,7 @@ from rich.table import Table
 from contextlens.cli.common import (
     DEFAULT_MODEL,
     DEFAULT_STATIC_MODEL,
+    DeviceOpt,
     JsonOpt,
     ModelOpt,
     PlotOpt,
@@ -41,6 +42,7 @@ def wic_cmd(
     quick: QuickOpt = False,
     precision: PrecisionOpt = "fp32",
     runtime: RuntimeOpt = "torch",
+    device: DeviceOpt = "auto",
     threads: ThreadsOpt = None,
     json_out: JsonOpt = False,
     plot: PlotOpt = None,
@@ -48,7 +50,7 @@ def wic_cmd(
     """Word in context on WordNet pairs: per-layer accuracy with a dev-tuned cosine threshold."""
     run_wic = lazy("contextlens.analyses.benchmarks.suite", "run_wic")
     eval_command(
-        model, precision, runtime, threads, json_out, plot,
+        model, precision, runtime, threads, json_out, plot, device=device,
         run=lambda loaded, progress: run_wic()(loaded, static, size_name(quick), progress),
         figure=lazy("contextlens.reports.benchmark_figures", "wic_figure"),
         table=_wic_table,

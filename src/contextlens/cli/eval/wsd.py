@@ -9,6 +9,7 @@ from rich.table import Table
 
 from contextlens.cli.common import (
     DEFAULT_MODEL,
+    DeviceOpt,
     JsonOpt,
     ModelOpt,
     PlotOpt,
@@ -42,6 +43,7 @@ def wsd_cmd(
     quick: QuickOpt = False,
     precision: PrecisionOpt = "fp32",
     runtime: RuntimeOpt = "torch",
+    device: DeviceOpt = "auto",
     threads: ThreadsOpt = None,
     json_out: JsonOpt = False,
     plot: PlotOpt = None,
@@ -49,7 +51,7 @@ def wsd_cmd(
     """Sense disambiguation by the nearest sense centroid per layer, beside MFS (SemCor) and random."""
     run_wsd = lazy("contextlens.analyses.benchmarks.suite", "run_wsd")
     eval_command(
-        model, precision, runtime, threads, json_out, plot,
+        model, precision, runtime, threads, json_out, plot, device=device,
         run=lambda loaded, progress: run_wsd()(loaded, size_name(quick), progress, glosses=glosses),
         figure=lazy("contextlens.reports.benchmark_figures", "wsd_figure"),
         table=_wsd_table,

@@ -9,6 +9,7 @@ from rich.table import Table
 from contextlens.cli.common import (
     DEFAULT_MODEL,
     DEFAULT_STATIC_MODEL,
+    DeviceOpt,
     JsonOpt,
     ModelOpt,
     PlotOpt,
@@ -41,6 +42,7 @@ def wsi_cmd(
     quick: QuickOpt = False,
     precision: PrecisionOpt = "fp32",
     runtime: RuntimeOpt = "torch",
+    device: DeviceOpt = "auto",
     threads: ThreadsOpt = None,
     json_out: JsonOpt = False,
     plot: PlotOpt = None,
@@ -49,7 +51,7 @@ def wsi_cmd(
     (ARI, V-measure, B-cubed F1), beside one-cluster, one-per-instance and static baselines."""
     run_wsi = lazy("contextlens.analyses.benchmarks.wsi", "run_wsi")
     eval_command(
-        model, precision, runtime, threads, json_out, plot,
+        model, precision, runtime, threads, json_out, plot, device=device,
         run=lambda loaded, progress: run_wsi()(loaded, static, size_name(quick), progress),
         figure=lazy("contextlens.reports.benchmark_figures", "wsi_figure"),
         table=_wsi_table,
