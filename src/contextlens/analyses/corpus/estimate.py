@@ -209,18 +209,23 @@ def padded_tokens(groups: Sequence[Sequence[int]], batch_size: int) -> int:
     return total
 
 
-def job_groups(model, found: Sequence[Found], group: int) -> list[list[int]]:
-    """Token counts of the sentences the job encodes, one list per extraction call: consecutive
-    groups of ``group`` occurrences in reading order (engines.grouped), each sentence once within
-    its call (the core encodes a sentence once for all its occurrences there, not across calls)."""
+def job_groups(model, found: Sequence[Found], group: int, factor: float = 1.0) -> list[list[int]]:
+    """Token counts of the sentences the job encodes, one list per extraction call of ``group``
+    occurrences (engines.grouped). The core encodes a sentence once within a call, not across
+    calls: in a sample standing for ``factor`` times its text, a call's occurrences are ``group /
+    factor`` consecutive ones of the sample (a corpus that repeats itself repeats in other calls),
+    and the sentences kept are batched in calls of ``group``."""
     from contextlens.core.alignment import tokenize_many
 
     first = {f.occurrence.text: f.occurrence for f in found}
     length = dict(zip(first, (len(t.input_ids) for t in tokenize_many(model, list(first.values()))), strict=True))
-    return [
-        [length[text] for text in dict.fromkeys(f.occurrence.text for f in found[start : start + group])]
-        for start in range(0, len(found), group)
+    window = max(1, round(group / factor))
+    kept = [
+        length[text]
+        for start in range(0, len(found), window)
+        for text in dict.fromkeys(f.occurrence.text for f in found[start : start + window])
     ]
+    return [kept[start : start + group] for start in range(0, len(kept), group)]
 
 
 def measure_forward(model, spec, found: Sequence[Found]) -> dict:
@@ -281,7 +286,7 @@ def estimate_extraction(
     keys = row_key_bytes(found)
     row_bytes = round(width + keys)
     forward = measure_forward(model, spec, found)
-    groups = job_groups(model, found, GROUP_BATCHES * spec.batch_size)
+    groups = job_groups(model, found, GROUP_BATCHES * spec.batch_size, factor)
     sentences = sum(len(g) for g in groups) * factor  # sentences to encode, scaled like the counts
     # the job's batches (padding included) from the sample's sentences in reading order, scaled likewise
     job_padded = padded_tokens(groups, spec.batch_size) * factor
