@@ -159,6 +159,7 @@ NOT_RUN = {
 
 # The static models a doc's reader makes first, as the shared fixture makes them (smaller, same kind).
 MADE = {"w2v-sg": "word2vec", "ft-sg": "fasttext", "m2v-minilm": "distilled"}
+TRAINED = "doc-test-w2v"  # `static train`'s name here, removed after (other tests list the made models)
 QUICK = frozenset({"eval", "same-sense"})  # run with --quick, their documented smaller variant
 # The reader's own files a line reads, made small in the doc's folder (senses.tsv as the doc shows it).
 SMALL_INPUTS = frozenset({"lee_background.txt", "big.txt"})
@@ -245,7 +246,7 @@ def no_port(monkeypatch):
 def _words(line: str, made: dict[str, str]) -> list[str]:
     words = [made.get(w, w) for w in shlex.split(line)[1:]]
     if words[:2] == ["static", "train"]:  # made under a name of its own, not the shared fixture's
-        words[words.index("--name") + 1] = "doc-test-w2v"
+        words[words.index("--name") + 1] = TRAINED
         words.append("--force")
     if words[0] in QUICK and "--quick" not in words:
         words.append("--quick")
@@ -269,6 +270,14 @@ def _run_planned(where: str, line: str, folder: Path, made: dict[str, str]):
     return run_cli(*words)
 
 
+def _forget(name: str) -> None:
+    import shutil
+
+    from contextlens.core.static_store import made_root
+
+    shutil.rmtree(made_root() / name, ignore_errors=True)
+
+
 def _masked(text: str) -> str:
     return re.sub(r"\d[\d,.]*", "N", " ".join(text.split()))
 
@@ -282,7 +291,10 @@ def test_the_documented_command_lines_run(where, line, shown, doc_folders, made_
     folder = doc_folders(where.split(":")[0])
     monkeypatch.chdir(folder)  # a --plot two.png, an --out runs/bank is written here
     made = {name: made_statics[kind] for name, kind in MADE.items()}
-    done = _run_planned(where, line, folder, made)
+    try:
+        done = _run_planned(where, line, folder, made)
+    finally:
+        _forget(TRAINED)
     documented = next(d for w, d, _ in SHOWN if w == where)
     as_written = line == documented and not any(name in f"{line} {shown}" for name in (*SMALL_INPUTS, *MADE))
     if shown is not None and shown.startswith("error:"):
