@@ -11,11 +11,17 @@ continuations handled), and hands it to the command tree the entry point uses:
 * a synopsis line (``[--model mpnet]``, ``A|B``, ``...``) is checked option by option: each
   ``--flag`` it names exists on that command.
 
-The quick recipes are also run (:func:`test_the_quick_documented_command_lines_run`): a line of
-a command in :data:`RUN`, with the models it names shipped, runs in a fresh folder as written
-(same-sense with ``--quick``, its documented smaller variant) and exits 0, or, where the docs
-show the error it prints, exits 2 with that very line. What a recipe computes is tested where that
-analysis is.
+Every concrete line is also run (:func:`test_the_documented_command_lines_run`), in-process, in
+a folder per doc shared by its lines in order (a search reads the index built a few lines up; a
+line reading a folder an earlier line writes runs that line first when needed), on the shipped
+models: ``eval`` and ``same-sense`` with ``--quick``, the static models a reader makes first
+(``w2v-sg``, ``ft-sg``, ``m2v-minilm``) as conftest's ``made_statics`` makes them, the reader's
+files made small (Lee's first 40 documents as ``lee_background.txt``), ``serve`` with its server
+replaced by one that prepares the app and returns. A line long by nature runs as the smaller
+variant its doc shows beside it (:data:`VARIANTS`); a line no test here can run names the test
+that does (:data:`NOT_RUN`); :func:`test_every_documented_line_is_run_or_says_where_it_is` fails
+on a new line that is neither. Each exits 0 or, where its doc shows the error it prints, exits 2
+with that very line (numbers and made names aside where the inputs were made smaller).
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 SYNOPSIS = re.compile(r"\[|\||\.\.\.|…")
+SHELL = ("python ", "source ", "export ", "cd ", "pip ")  # another command of a block, not output
 QUOTED = re.compile(r"\"[^\"]*\"|'[^']*'")  # a sentence's [target] marker is not a synopsis bracket
 
 
@@ -53,11 +60,11 @@ def _command_lines() -> list[tuple[str, str, str | None]]:
                 pending = line[:-1] + " "
                 continue
             pending = ""
-            line = line.removeprefix("$ ").strip()
+            prompted, line = line.startswith("$ "), line.removeprefix("$ ").strip()
             if line.startswith("contextlens "):
                 found.append((f"{path.relative_to(ROOT)}:{number}", re.sub(r"\s+#.*$", "", line), None))
                 last = len(found) - 1
-            elif last is not None and line:
+            elif last is not None and line and not prompted and not line.startswith(SHELL):
                 where, command, _ = found[last]
                 found[last], last = (where, command, line), None
     return found
@@ -110,56 +117,198 @@ def test_every_documented_command_line_parses(where, line):
         # a value that needs the user's own file or folder (`lee-index`, `senses.tsv`) is theirs to give
 
 
-# Commands quick enough to run in the suite: their recipes run as written (the shipped models).
-RUN = frozenset({"compare", "same-sense", "explore", "rank", "attention", "probe", "trace", "models", "capacity"})
-MODEL_OPTIONS = frozenset({"-m", "--model", "-s", "--static"})
-# lines whose shown output needs what the reader makes first, though the line names no such model
-NOT_RUN = {("docs/static.md", "contextlens rank -m minilm"): "its output is rank's with w2v-sg, a model made first"}
+# A documented line that is long by nature (a download, a million vectors, every line of a corpus) ->
+# the smaller variant the doc gives beside it, which runs instead: the same command and options,
+# only what makes it long changed, so a drifted option still fails here.
+VARIANTS: dict[tuple[str, str], str] = {
+    ("docs/corpus.md", "corpus extract enwiki --words bank,spring --out runs/bank --model minilm --layers 0,3,6"):
+        "corpus extract lee --words bank,fire --out runs/bank --model minilm --layers 0,3,6",
+    ("docs/corpus.md", "corpus extract enwiki --words bank,spring --forms --out runs/bank-forms --model minilm"):
+        "corpus extract lee --words bank,spring --forms --out runs/bank-forms --model minilm",
+    ("docs/corpus.md", "corpus extract lee --words fire --out runs/fire --precision int8 --threads 2"):
+        "corpus extract lee --words fire --out runs/fire --precision int8 --threads 2 --model minilm",
+    ("docs/corpus.md", "corpus plan enwiki --words bank,spring,state --model minilm --rate 20000"):
+        "corpus plan lee --words bank,spring,state --model minilm --rate 20000",
+    ("docs/corpus.md", "corpus extract big.txt --words bank --estimate --actors 4"):
+        "corpus extract big.txt --words bank --estimate --actors 4 --model minilm",
+    ("docs/search.md", "capacity --count 1000000 --dim 768 --index hnsw --m 16 --measure"):
+        "capacity --count 1000000 --dim 768 --index hnsw --m 16 --measure --max-measure 2000",
+    ("docs/static.md", "static train --name w2v-sg"):
+        "static train lee --name w2v-sg --epochs 1 --dim 16",
+    ("docs/web.md", "corpus extract CORPUS --words bank --out ./bank-x --model minilm --layers 0,2,4,6"):
+        "corpus extract lee --words bank --out ./bank-x --model minilm --layers 0,2,4,6",
+}  # fmt: skip
+
+# Documented lines no test of this file runs, and where they are run instead.
+NOT_RUN = {
+    ("docs/static.md", "rank -m minilm"): "its output is rank's with w2v-sg made on enwiki: test_ranking",
+    ("docs/corpus.md", "corpus extract news/ --words-file words.txt --out runs/news --engine ray --actors 2"):
+        "a Ray cluster: tests/test_corpus_ray_placement.py starts one",
+    ("docs/search.md", "index build docs.txt --out idx --model minilm --engine pgvector --index hnsw --dtype float16"):
+        "the embedded PostgreSQL: tests/test_pgvector.py",
+    ("docs/search.md", 'index search idx "fire threatens houses" -k 3'): "pgvector: tests/test_pgvector.py",
+    ("docs/search.md", "capacity --engine pgvector -n 20000 -d 384 --index hnsw --dtype binary --measure"):
+        "the embedded PostgreSQL: tests/test_pg_hnsw_pages.py, tests/test_pg_measured.py",
+    ("docs/static.md", "static distill minilm --name m2v-minilm"):
+        "a forward per vocabulary token (minutes): conftest's made_statics distills minilm's first 4,000",
+    ("docs/tuning.md", "tune minilm --name minilm-senses"): "9-10 minutes: tests/test_tune.py tunes a few steps",
+    ("docs/tuning.md", "eval wic -m minilm-senses"): "a tuned model: tests/test_tune.py",
+    ("docs/tuning.md", 'same-sense "The [bank] approved it." "We fished from the [bank]." -m minilm-senses'):
+        "a tuned model: tests/test_tune.py",
+}  # fmt: skip
+
+# The static models a doc's reader makes first, as the shared fixture makes them (smaller, same kind).
+MADE = {"w2v-sg": "word2vec", "ft-sg": "fasttext", "m2v-minilm": "distilled"}
+TRAINED = "doc-test-w2v"  # `static train`'s name here, removed after (other tests list the made models)
+QUICK = frozenset({"eval", "same-sense"})  # run with --quick, their documented smaller variant
+# The reader's own files a line reads, made small in the doc's folder (senses.tsv as the doc shows it).
+SMALL_INPUTS = frozenset({"lee_background.txt", "big.txt"})
 
 
-def _runnable() -> list[tuple[str, str, str | None]]:
-    """The documented lines :func:`test_the_quick_documented_command_lines_run` runs: a command in
-    :data:`RUN`, not a synopsis, naming only shipped models (a model the reader makes first, as
-    ``w2v-sg`` or ``minilm-senses``, is not here), reading no file of the reader's own
-    (``--sentences``) and measuring no build (``capacity --measure``: tests/test_capacity.py)."""
-    from contextlens.core.resources import REGISTRY
-
-    out = []
-    for where, line, shown in SHOWN:
-        words = shlex.split(line)[1:]
-        named = [words[i + 1] for i, w in enumerate(words[:-1]) if w in MODEL_OPTIONS]
-        if words[0] not in RUN or is_synopsis(line) or {"--measure", "--sentences"} & set(words):
-            continue
-        if (where.split(":")[0], line) in NOT_RUN:
-            continue
-        if all(name in REGISTRY for name in named):
-            out.append((where, line, shown))
-    return out
+def _key(where: str, line: str) -> tuple[str, str]:
+    """How :data:`VARIANTS` and :data:`NOT_RUN` name a line: its doc and the words after `contextlens`."""
+    return where.split(":")[0], line.removeprefix("contextlens ")
 
 
-RUNNABLE = _runnable()
+def _planned() -> list[tuple[str, str, str | None]]:
+    """(where, the line to run, the output shown after the documented line) for every documented
+    line that is no synopsis and not in :data:`NOT_RUN`."""
+    return [
+        (where, "contextlens " + VARIANTS.get(_key(where, line), _key(where, line)[1]), shown)
+        for where, line, shown in SHOWN
+        if not is_synopsis(line) and _key(where, line) not in NOT_RUN
+    ]
 
 
-def test_the_quick_recipes_are_found():
-    assert len(RUNNABLE) >= 10, RUNNABLE  # README's compare, the lesson's verbs, capacity's formulas
-    assert any(line.startswith("contextlens compare") for _, line, _ in RUNNABLE)
+PLANNED = _planned()
 
 
-@pytest.mark.parametrize(("where", "line", "shown"), RUNNABLE, ids=[w for w, _, _ in RUNNABLE])
-def test_the_quick_documented_command_lines_run(where, line, shown, tmp_path, monkeypatch):
+def test_every_documented_line_is_run_or_says_where_it_is():
+    """A new documented line is run here unless it is listed in NOT_RUN with the test that runs it;
+    a variant is shown in its doc, and no entry outlives its line."""
+    concrete = {_key(where, line) for where, line in LINES if not is_synopsis(line)}
+    stale = [key for key in (*VARIANTS, *NOT_RUN) if key not in concrete]
+    assert not stale, f"no longer in the docs: {stale}"
+    for (doc, _), variant in VARIANTS.items():
+        text = " ".join((ROOT / doc).read_text(encoding="utf-8").split())
+        assert variant in text, f"{doc}: show {variant!r} beside its line"
+    assert len(PLANNED) + len(NOT_RUN) == len(concrete), "a line is neither run nor listed"
+    assert len(PLANNED) >= 40, PLANNED
+
+
+def _inputs(folder: Path) -> None:
+    """The reader's files the docs' lines read, small: Lee's first 40 documents as
+    lee_background.txt (the doc converts gensim's copy of all 300), a few lines of text, and
+    senses.tsv with the malformed third line lesson.md shows."""
+    import gensim.test.utils as gensim_data
+
+    lee = Path(gensim_data.datapath("lee_background.cor")).read_text(encoding="latin-1").splitlines()
+    (folder / "lee_background.txt").write_text("\n".join(lee[:40]) + "\n", encoding="utf-8")
+    (folder / "big.txt").write_text("The bank lent money.\n\nWe sat on the river bank.\n", encoding="utf-8")
+    (folder / "senses.tsv").write_text(
+        "bank\tfinance\tThe [bank] lent money.\nbank\triver\tThe river [bank] flooded.\nbank\triver\tno marker here\n",
+        encoding="utf-8",
+    )
+
+
+@pytest.fixture(scope="module")
+def doc_folders(tmp_path_factory):
+    """One working folder per doc, shared by its lines in order (a search reads the index its doc
+    built a few lines up), with the reader's files made small."""
+    folders: dict[str, Path] = {}
+
+    def folder(doc: str) -> Path:
+        if doc not in folders:
+            folders[doc] = tmp_path_factory.mktemp(doc.replace("/", "-"))
+            _inputs(folders[doc])
+        return folders[doc]
+
+    return folder
+
+
+@pytest.fixture()
+def no_port(monkeypatch):
+    """`serve`'s server replaced by one that prepares the app (its checks of --index and --corpus
+    folders) and returns: the command runs in-process, no port opens (as tests/test_web_serve.py)."""
+    from types import SimpleNamespace
+
+    from contextlens.cli import serve
+    from contextlens.web import http_server
+
+    def prepared(app, *args, **kwargs):
+        app.wait()
+        return SimpleNamespace(interrupted=False, started=True)
+
+    monkeypatch.setattr(http_server, "serve_app", prepared)
+    monkeypatch.setattr(serve, "check_address", lambda host, port: None)
+
+
+def _words(line: str, made: dict[str, str]) -> list[str]:
+    words = [made.get(w, w) for w in shlex.split(line)[1:]]
+    if words[:2] == ["static", "train"]:  # made under a name of its own, not the shared fixture's
+        words[words.index("--name") + 1] = TRAINED
+        words.append("--force")
+    if words[0] in QUICK and "--quick" not in words:
+        words.append("--quick")
+    return words
+
+
+def _run_planned(where: str, line: str, folder: Path, made: dict[str, str]):
+    """Run a planned line in its doc's folder, first the doc's earlier line that writes a folder it
+    reads (``--out lee-index``) when that folder is not there yet."""
     from helpers import run_cli
 
-    monkeypatch.chdir(tmp_path)  # a --plot two.png is written here
-    words = shlex.split(line)[1:]
-    if words[0] == "same-sense":
-        words.append("--quick")  # the smaller variant: the rule tuned on the quick pairs (seconds)
-    done = run_cli(*words)
+    words = _words(line, made)
+    doc = where.split(":")[0]
+    for earlier, other, _ in PLANNED:
+        if earlier.split(":")[0] != doc or other == line:
+            continue
+        out = shlex.split(other)
+        out = out[out.index("--out") + 1] if "--out" in out else None
+        if out and (out in words or any(w.endswith(f"={out}") for w in words)) and not (folder / out).exists():
+            assert _run_planned(earlier, other, folder, made).returncode == 0, f"{earlier}: {other!r}"
+    return run_cli(*words)
+
+
+def _forget(name: str) -> None:
+    import shutil
+
+    from contextlens.core.static_store import made_root
+
+    shutil.rmtree(made_root() / name, ignore_errors=True)
+
+
+def _masked(text: str) -> str:
+    return re.sub(r"\d[\d,.]*", "N", " ".join(text.split()))
+
+
+@pytest.mark.parametrize(("where", "line", "shown"), PLANNED, ids=[w for w, _, _ in PLANNED])
+def test_the_documented_command_lines_run(where, line, shown, doc_folders, made_statics, no_port, monkeypatch):
+    """Each runs on the shipped models (the made ones as conftest makes them), in its doc's folder,
+    and exits 0 or, where the doc shows the error it prints, exits 2 with that line. A line run as
+    written on the reader's inputs prints the block's first output line; one run on smaller inputs
+    or made models prints its error with only the numbers and names changed."""
+    folder = doc_folders(where.split(":")[0])
+    monkeypatch.chdir(folder)  # a --plot two.png, an --out runs/bank is written here
+    made = {name: made_statics[kind] for name, kind in MADE.items()}
+    try:
+        done = _run_planned(where, line, folder, made)
+    finally:
+        _forget(TRAINED)
+    documented = next(d for w, d, _ in SHOWN if w == where)
+    as_written = line == documented and not any(name in f"{line} {shown}" for name in (*SMALL_INPUTS, *MADE))
     if shown is not None and shown.startswith("error:"):
-        assert done.returncode == 2 and done.stderr.strip() == shown, f"{where}: {done.stderr}"
+        assert done.returncode == 2, f"{where}: {line!r}: {done.stderr}"
+        if as_written:
+            assert done.stderr.strip() == shown, f"{where}: {done.stderr}"
+        else:
+            for name, fixture in made.items():
+                shown = shown.replace(name, fixture)
+            assert _masked(done.stderr) == _masked(shown), f"{where}: {done.stderr}"
     else:
         assert done.returncode == 0, f"{where}: {line!r}: {done.stderr}"
-        if shown is None or "..." in shown or "…" in shown:  # no output shown, or an excerpt of it
-            assert done.stdout.strip(), f"{where}: {line!r} printed nothing"
+        if not as_written or shown is None or "..." in shown or "…" in shown:  # no output shown, an excerpt
+            assert (done.stdout + done.stderr).strip(), f"{where}: {line!r} printed nothing"
         else:  # the block's first line of output is what the command prints (wrapping aside)
             printed = " ".join((done.stdout + done.stderr).split())
             assert " ".join(shown.split()) in printed, f"{where}: {shown!r} is not in what it printed: {printed[:600]}"

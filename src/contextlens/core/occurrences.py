@@ -91,8 +91,10 @@ class Occurrence:
         return {"text": self.text, "start": self.start, "end": self.end, "word": self.word}
 
 
-def parse_marked(text: str) -> Occurrence:
-    """Read ``"The river [bank] flooded."``: the brackets are removed and mark the target."""
+def parse_marked(text: str, named_by: str | None = None) -> Occurrence:
+    """Read ``"The river [bank] flooded."``: the brackets are removed and mark the target. An
+    unmarked text's error offers the parameter ``named_by`` only where the caller has one: a file's
+    line or a ``like`` example has no other way to name its word, so its error offers none."""
     _require_text(text)
     opens, closes = text.count(OPEN_MARKER), text.count(CLOSE_MARKER)
     if opens != closes:
@@ -104,8 +106,8 @@ def parse_marked(text: str) -> Occurrence:
         raise MarkerError(f"{opens} marked targets in {text!r}; mark exactly one word per sentence")
     if opens == 0:
         raise MarkerError(
-            f"no [marked] target in {text!r}; put the target in brackets, like "
-            "'The river [bank] flooded.', or name it with `word`"
+            f"no [marked] target in {text!r}; put the target in brackets, like 'The river [bank] flooded.'"
+            + (f", or name it with `{named_by}`" if named_by else "")
         )
     start = text.index(OPEN_MARKER)
     close = text.index(CLOSE_MARKER)
@@ -169,7 +171,7 @@ def locate(text: str, word: str | None = None, index: int = 0) -> Occurrence:
         if OPEN_MARKER in text or CLOSE_MARKER in text:
             raise MarkerError(f"{text!r} has [markers] and a word was named too; use one of the two")
         return find_word(text, word, index)
-    return parse_marked(text)
+    return parse_marked(text, named_by="word")
 
 
 # One neutral sentence for a word standing alone (rank, probe anchors, the similarity benchmark).
