@@ -81,3 +81,13 @@ def test_int8_keeps_its_own_calibration(minilm, empty_result_cache):
     assert int8.shared_identity == int8.identity != minilm.shared_identity
     assert int8.export_check_diff is None
     assert wic_is_encoded(minilm, "quick") and not wic_is_encoded(int8, "quick")
+
+
+def test_only_the_calibrations_encodings_are_shared(minilm, minilm_onnx):
+    """The benchmarks' own span encodings (WSD, similarity, probes) stay per runtime: their results
+    name the runtime they ran on; only the calibrations' (``shared=True``) are read across."""
+    from contextlens.analyses.measures.span_encoding import _key
+
+    texts, spans = ["The river bank flooded."], [(0, 10, 14)]
+    assert _key(minilm, texts, spans, True) == _key(minilm_onnx, texts, spans, True)
+    assert _key(minilm, texts, spans, False) != _key(minilm_onnx, texts, spans, False)

@@ -6,9 +6,10 @@ occurrence path (:func:`~contextlens.core.alignment.tokenize_many` then
 :func:`~contextlens.core.extraction.extract_targets`, mean pooling), so a span gets exactly
 the vectors :meth:`ContextualModel.encode_occurrences` gives it, windowing included; each
 distinct text still runs once. What this module adds is the disk cache (float16) per model
-and span set, keyed by the model's shared identity: fp32 on torch and fp32 on ONNX Runtime whose
-export check passed read one entry (:attr:`~contextlens.core.backbone.Backbone.shared_identity`),
-and the entry says which of them computed it (:class:`MadeOn`).
+and span set; the calibrations' encodings (``shared``) are keyed by the model's shared identity:
+fp32 on torch and fp32 on ONNX Runtime whose export check passed read one entry
+(:attr:`~contextlens.core.backbone.Backbone.shared_identity`), and the entry says which of them
+computed it (:class:`MadeOn`); the benchmarks' own encodings stay per runtime.
 """
 
 from __future__ import annotations
@@ -105,7 +106,7 @@ class SpanEncoding:
     model: str
     hidden: np.ndarray  # (n_spans, num_layers + 1, d), float32
     input_rows: np.ndarray  # (n_spans, d): mean input-embedding row of the span's tokens
-    made_on: MadeOn | None = None  # which backend computed it (fp32 on torch and ONNX Runtime share it)
+    made_on: MadeOn | None = None  # which backend computed it (a shared entry: fp32 on torch or ONNX Runtime)
 
     @property
     def num_layers(self) -> int:
@@ -123,9 +124,14 @@ def encode_spans(
     chunk_size: int = 64,
     progress: Progress | None = None,
     use_cache: bool = True,
+    shared: bool = False,
 ) -> SpanEncoding:
-    """Hidden states (all layers) and input rows of every span, one forward pass per text."""
-    key = _key(model, texts, spans)
+    """Hidden states (all layers) and input rows of every span, one forward pass per text.
+
+    ``shared``: keyed by the model's shared identity (the calibrations same-sense and the sense
+    layer choice read: fp32 on torch and on ONNX Runtime read one entry); else by its identity
+    (the benchmarks' own encodings stay per runtime)."""
+    key = _key(model, texts, spans, shared)
 
     def compute() -> dict[str, np.ndarray]:
         hidden, rows = _encode(model, texts, spans, chunk_size, progress)
@@ -136,13 +142,14 @@ def encode_spans(
     return SpanEncoding(model.name, arrays["hidden"].astype(np.float32), arrays["input_rows"], made)
 
 
-def _key(model: ContextualModel, texts: Sequence[str], spans: Sequence[Span]) -> str:
-    return cache_key("spans", SPAN_ENCODING_VERSION, model.name, model.shared_identity, list(texts), list(spans))
+def _key(model: ContextualModel, texts: Sequence[str], spans: Sequence[Span], shared: bool) -> str:
+    identity = model.shared_identity if shared else model.identity
+    return cache_key("spans", SPAN_ENCODING_VERSION, model.name, identity, list(texts), list(spans))
 
 
-def is_encoded(model: ContextualModel, texts: Sequence[str], spans: Sequence[Span]) -> bool:
+def is_encoded(model: ContextualModel, texts: Sequence[str], spans: Sequence[Span], shared: bool = False) -> bool:
     """Whether :func:`encode_spans` would read these spans from the disk cache (no forward pass)."""
-    return cache_path(f"spans-{_safe(model.name)}", _key(model, texts, spans)).exists()
+    return cache_path(f"spans-{_safe(model.name)}", _key(model, texts, spans, shared)).exists()
 
 
 def _encode(
