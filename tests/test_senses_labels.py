@@ -105,3 +105,58 @@ def test_labels_of_held_out_wordnet_senses_beat_chance(minilm):
     n = r["clusters"]
     assert n >= 25 and r["right"][0.0] > r["chance"]
     assert r["labelled"][0.04] < r["labelled"][0.0] == n
+
+
+BOTANY = [
+    "The plant needs water and sunlight.",
+    "She watered the plant on the windowsill every morning.",
+    "The plant grew new leaves in spring.",
+    "Each plant in the garden had green leaves and roots.",
+    "A tomato plant needs plenty of sun.",
+    "The plant's roots spread through the soil.",
+    "He repotted the plant into a bigger pot.",
+    "The flowering plant attracted bees to the garden.",
+]
+FACTORY = [
+    "The car plant closed after forty years.",
+    "Workers at the steel plant went on strike.",
+    "The power plant supplies electricity to the city.",
+    "The company built a new manufacturing plant in Ohio.",
+    "The chemical plant released smoke into the air.",
+    "The plant employs two thousand factory workers.",
+    "Production at the assembly plant stopped for a week.",
+    "The nuclear plant was shut down for repairs.",
+]
+
+
+def test_plant_clusters_are_named_by_their_own_sentences(tmp_path, minilm):
+    """Issue 33 item 11: the sense map named the botany cluster plant.n.04 ("something planted
+    secretly", layer 6: more usage examples to be near) and plant.v.01 (layer 2: a verb whose
+    examples are about gardens). A label now agrees with the cluster's sentences or is left out."""
+    from contextlens.analyses.corpus.sense_map import sense_map
+
+    (tmp_path / "c.txt").write_text("\n\n".join(BOTANY + FACTORY) + "\n")
+    extract_corpus(str(tmp_path / "c.txt"), ["plant"], tmp_path / "x", model="minilm", layers=[2, 4, 6])
+    allowed = {"botany": {"plant.n.02", None}, "factory": {"plant.n.01", None}}
+    named = []
+    for layer in sense_map(tmp_path / "x", "plant", k=2).layers:
+        for cluster in layer.clusters:
+            members = {i for i, c in enumerate(layer.labels) if c == cluster.cluster}
+            kind = "botany" if members <= set(range(8)) else "factory" if not members & set(range(8)) else None
+            synset = cluster.gloss["synset"] if cluster.gloss else None
+            assert synset != "plant.n.04", (layer.layer, cluster)
+            if kind is not None:
+                assert synset in allowed[kind], (layer.layer, kind, cluster)
+                named.append((kind, synset))
+    assert {kind for kind, _ in named} == {"botany", "factory"}  # the senses came apart at some layer
+    assert ("factory", "plant.n.01") in named  # the checks leave a right label standing
+
+
+def test_noun_uses_are_read_from_the_words_before_and_after():
+    from contextlens.analyses.corpus.label_checks import noun_uses
+
+    def rows(*sentences):
+        return [{"sentence": s, "start": s.index("plant"), "end": s.index("plant") + 5} for s in sentences]
+
+    assert noun_uses(rows("The plant grew.", "Her plant died.", "The plant's roots."))
+    assert not noun_uses(rows("We plant trees.", "They will plant corn.", "The plant grew."))

@@ -26,7 +26,7 @@ from contextlens.core import arguments
 from contextlens.core.backend import Backend
 from contextlens.core.held_interrupts import held_interrupts
 from contextlens.core.model_facts import checked_layers, loaded_is_decoder, loaded_window
-from contextlens.core.onnx_graphs import lean_ready, require_onnxruntime
+from contextlens.core.onnx_graphs import fp32_check_diff, lean_ready, require_onnxruntime
 from contextlens.core.progress import Progress, progress_bar
 from contextlens.errors import InputError
 
@@ -137,6 +137,24 @@ class Backbone:
         results of another int8 rule), plus the runtime and its export rule when not torch (ONNX
         Runtime's fp32 is within 1e-4 of torch's, not equal to it)."""
         return self._net.identity
+
+    @property
+    def shared_identity(self) -> str:
+        """What the benchmark calibrations (the WiC pair encodings, the sense layer choice,
+        same-sense's rule, the random-word baseline) key by: the fp32 weights' own identity (torch
+        fp32's) on both runtimes where this is fp32 on ONNX Runtime and its export check is
+        recorded as passing (within 1e-4 of torch on the drift set; the encodings are stored as
+        float16, whose rounding, 1e-3 relative, is coarser), so torch and ONNX Runtime compute
+        them once between them; else :attr:`identity` (int8's numbers differ: kept apart)."""
+        if self.backend.runtime == "onnx" and self.precision == "fp32" and self.export_check_diff is not None:
+            return str(self.source)
+        return self.identity
+
+    @property
+    def export_check_diff(self) -> float | None:
+        """The recorded passing export check of this model's fp32 ONNX graph (its largest
+        difference from torch), if this machine has one; None at int8 or without one."""
+        return fp32_check_diff(self.name, str(self.source)) if self.precision == "fp32" else None
 
     @property
     def precision(self) -> str:

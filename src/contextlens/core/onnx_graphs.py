@@ -145,6 +145,17 @@ def _read_check(path: Path) -> dict | None:
     return check if isinstance(check, dict) and check.get("max_abs_diff") and check.get("min_cosine") else None
 
 
+def fp32_check_diff(name: str, source: str) -> float | None:
+    """The largest difference from torch of this model's fp32 graph on the drift set, where the
+    graph was exported on this machine and its check is recorded as passing (within
+    :data:`EXACT`); else None. What lets fp32 on ONNX Runtime share torch fp32's calibrations."""
+    if not lean_ready(name, source, "fp32"):
+        return None
+    check = _read_check(check_file(export_folder(name, source), "fp32"))
+    diff = None if check is None else float(max(check["max_abs_diff"]))
+    return diff if diff is not None and diff <= EXACT else None
+
+
 def attention_ready(name: str, source: str) -> bool:
     """Whether this model's attention graph was exported and passed its check on this machine."""
     return attention_check(name, source) is not None

@@ -43,10 +43,12 @@ import numpy as np
 from contextlens.analyses.corpus.chunks import layer_column
 from contextlens.analyses.corpus.folder import read_rows
 from contextlens.analyses.corpus.folder_check import checked_folder
+from contextlens.analyses.corpus.label_checks import GLOSS_SENTENCES, LABEL_CHECKS, gloss_checked, noun_uses
 from contextlens.analyses.corpus.manifest import OLD_FORMATS, Manifest, pick_layer
 from contextlens.analyses.corpus.sense_labels import (
     DEFAULT_MARGIN,
     LABEL_RULE,
+    ClusterLabel,
     SenseEvidence,
     label_cluster,
     repeated_labels,
@@ -152,7 +154,7 @@ class SenseInduction:
             "pos_per_cluster": self.pos_per_cluster,
             "pos_scores": self.pos_scores,
             "sense_vectors": self.sense_vectors,
-            "label_rule": LABEL_RULE,
+            "label_rule": f"{LABEL_RULE}; {LABEL_CHECKS}",
             "margin": self.margin,
             "forms_removed": self.forms_removed,
             "warnings": self.warnings,
@@ -195,14 +197,11 @@ def induce_senses(
     for c in range(chosen):
         members = np.flatnonzero(labels == c)
         typical, ambiguous = _typical_and_ambiguous(sims[members], c, [rows[j] for j in members], examples)
-        # --pos auto: each cluster's own part of speech (a verb use of "bank" gets a verb sense)
-        cluster_pos = choose_pos(x[members], senses, "auto")[0] if senses and pos == "auto" else chosen_pos
-        labels_from = [s for s in senses if s.pos == cluster_pos]
         gloss, candidates = None, []
-        if labels_from:
-            label = label_cluster(x[members], [s.as_evidence() for s in labels_from], margin)
+        label = _cluster_label(manifest, word, x, sims[:, c], members, rows, senses, pos, chosen_pos, margin)
+        if label is not None:
             named.append(label)
-            shown = {s.synset: s.examples for s in labels_from}
+            shown = {s.synset: s.examples for s in senses}
             gloss, candidates = label.gloss(shown.get(label.synset or "", 0)), label.candidates
         in_cluster = dict(Counter(forms[j] for j in members).most_common())
         clusters.append(SenseCluster(c, len(members), words[c], gloss, typical, ambiguous, candidates, in_cluster))
@@ -212,6 +211,34 @@ def induce_senses(
         labels, coords, [r["sentence"] for r in rows], pos_per_cluster=bool(senses) and pos == "auto", margin=margin,
         forms_removed=forms_removed, warnings=repeated_labels(named),
     )  # fmt: skip
+
+
+def _cluster_label(
+    manifest: Manifest, word: str, x: np.ndarray, centrality: np.ndarray, members: np.ndarray, rows: list[dict],
+    senses: list[Sense], pos: str, chosen_pos: str | None, margin: float,
+) -> ClusterLabel | None:
+    """The cluster's label by its occurrences' vote (:func:`label_cluster`), among the senses of its
+    part of speech (``--pos auto``: its own nearest one, or noun where its sentences' grammar says
+    so), kept only if its definition is nearest the cluster's central sentences
+    (:mod:`.label_checks`); None where the word has no sense of that part of speech."""
+    if senses and pos == "auto":  # each cluster's own part of speech (a verb use of "bank" gets a verb sense)
+        cluster_pos = choose_pos(x[members], senses, "auto")[0]
+        if noun_uses([rows[j] for j in members]) and any(s.pos == "n" for s in senses):
+            cluster_pos = "n"
+    else:
+        cluster_pos = chosen_pos
+    labels_from = [s for s in senses if s.pos == cluster_pos]
+    if not labels_from:
+        return None
+    label = label_cluster(x[members], [s.as_evidence() for s in labels_from], margin)
+    if label.synset is None:
+        return label
+    from contextlens.core.contextual_models import load_contextual
+
+    central = members[np.argsort(-centrality[members], kind="stable")][:GLOSS_SENTENCES]
+    model = load_contextual(manifest.model, manifest.precision, manifest.runtime)
+    definitions = {s.synset: s.definition for s in labels_from}
+    return gloss_checked(label, model, [rows[j] for j in central], word, definitions)
 
 
 def _check_options(margin: float, pos: str, sense_vectors: str) -> None:

@@ -25,7 +25,7 @@ import numpy as np
 from contextlens.analyses.lesson.left_context import left_context_note
 from contextlens.analyses.measures.layer_choice import TASKS, resolve_layer
 from contextlens.analyses.measures.sense_threshold import accuracy, best_dev_layer, layer_scores
-from contextlens.analyses.measures.span_encoding import Progress
+from contextlens.analyses.measures.span_encoding import MadeOn, Progress
 from contextlens.analyses.measures.wic_pairs import encode_wic, encode_wic_train
 from contextlens.analyses.measures.word_baseline import random_word_baseline
 from contextlens.core import arguments
@@ -64,6 +64,7 @@ class SameSenseRule:
     train_pairs: int = 0  # the logistic's pairs: lemmas in neither dev nor test
     train_lemmas: int = 0
     logistic_test_accuracy: float = float("nan")  # P(same) >= 0.5 as the decision, on the test pairs
+    made_on: MadeOn | None = None  # which backend encoded the pairs (fp32 on torch and ONNX Runtime share them)
 
     def probability(self, cos: float) -> float:
         return float(1.0 / (1.0 + np.exp(-(self.coef * cos + self.intercept))))
@@ -92,6 +93,7 @@ class SameSenseRule:
             },
             "test_ece": self.test_ece,
             "reliability": self.reliability,
+            **({} if self.made_on is None else {"made_on": self.made_on.to_dict()}),
         }
 
 
@@ -104,6 +106,7 @@ class SameSenseAnswer:
     rule: SameSenseRule
     baseline_mean: float | None = None  # random-word baseline at the rule's layer
     baseline_percentile: float | None = None
+    baseline_made_on: MadeOn | None = None
     left_context_only: bool = False  # a decoder: each target sees only the words to its left
 
     @property
@@ -122,6 +125,9 @@ class SameSenseAnswer:
                 "the decision (threshold, tuned for accuracy) and the probability (logistic fit) disagree: "
                 "this pair sits between them, near the rule's boundary"
             )
+        made = self.rule.made_on
+        if made is not None and made.backend != f"{self.rule.backend.runtime} {self.rule.backend.precision}":
+            out.append(f"the rule's pairs were {made.note} (fp32 on torch and on ONNX Runtime share them)")
         if self.left_context_only and (note := left_context_note(self.rule.model, self.occurrences)):
             out.append(note)
         kind = model_kind(self.rule.model)
@@ -137,7 +143,10 @@ class SameSenseAnswer:
             "probability": self.probability,
             "cosine": self.cosine,
             "layer": self.rule.layer,
-            "random_word_baseline": {"mean": self.baseline_mean, "percentile": self.baseline_percentile},
+            "random_word_baseline": {
+                "mean": self.baseline_mean, "percentile": self.baseline_percentile,
+                "made_on": None if self.baseline_made_on is None else self.baseline_made_on.to_dict(),
+            },
             "rule": self.rule.to_dict(),
             "notes": self.notes,
         }
@@ -221,7 +230,14 @@ def _make_rule(model: ContextualModel, chosen: int, auto: bool, size: str, progr
         train_pairs=len(train.wic.pairs),
         train_lemmas=train.wic.counts["train"]["lemmas"],
         logistic_test_accuracy=float(np.mean((prob >= 0.5) == same[test])),
+        made_on=_joined(enc.made_on, train_enc.made_on),
     )
+
+
+def _joined(first: MadeOn | None, second: MadeOn | None) -> MadeOn | None:
+    if first is None or second is None:
+        return first or second
+    return first.joined(second)
 
 
 def _pair_cosines(hidden: np.ndarray, rows: list[tuple[int, int]], layer: int) -> np.ndarray:
@@ -292,6 +308,6 @@ def same_sense(
     cos = float(cosine_values(enc[0].hidden[0], enc[1].hidden[0]))
     base = random_word_baseline(model)
     return SameSenseAnswer(
-        occs, cos, rule, base.layer(rule.layer).mean, base.percentile(rule.layer, cos),
+        occs, cos, rule, base.layer(rule.layer).mean, base.percentile(rule.layer, cos), base.made_on,
         left_context_only=bool(getattr(model, "is_decoder", False)),
     )  # fmt: skip

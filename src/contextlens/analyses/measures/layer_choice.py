@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from contextlens.analyses.measures.span_encoding import Progress
+from contextlens.analyses.measures.span_encoding import MadeOn, Progress, read_made_on
 from contextlens.core import arguments
 from contextlens.core.backend import Backend
 from contextlens.core.contextual_models import ContextualModel, as_contextual
@@ -56,6 +56,7 @@ class LayerChoice:
     metric: str
     score: float  # the dev score at that layer
     data: str
+    made_on: MadeOn | None = None  # which backend computed the choice's encoding (sense only)
 
     @property
     def reason(self) -> str:
@@ -76,6 +77,7 @@ class LayerChoice:
             "data": self.data,
             "model": self.model,
             **self.backend.to_dict(),
+            **({} if self.made_on is None else {"made_on": self.made_on.to_dict()}),
         }
 
 
@@ -152,7 +154,7 @@ _lock = threading.Lock()
 
 
 def _remember(model: ContextualModel, task: str, size: str, make: Callable[[], LayerChoice]) -> LayerChoice:
-    key = (model.name, str(model.identity), task, size)
+    key = (model.name, str(model.identity), task, size)  # in memory: per backend, the choice says who made it
     with _lock:
         if key in _memory:
             return _memory[key]
@@ -166,7 +168,7 @@ def _sense_key(model: ContextualModel, size: str) -> str:
 
     wic = build_wic_set(size).wic
     pairs = [(p.first.text, p.first.start, p.second.text, p.second.start, p.same, p.split) for p in wic.pairs]
-    return cache_key("layer-choice", CHOICE_VERSION, "sense", model.name, model.identity, size, pairs)
+    return cache_key("layer-choice", CHOICE_VERSION, "sense", model.name, model.shared_identity, size, pairs)
 
 
 def choice_cached(model: ContextualModel, task: str = "sense", size: str = DEFAULT_SIZE) -> bool:
@@ -196,13 +198,15 @@ def _sense(model: ContextualModel, size: str, progress: Progress | None, announc
             data, enc, _ = encode_wic(model, size, progress)
             scores = layer_scores(data.wic, data.rows, enc.hidden)  # eval wic's per-layer numbers
             best = best_dev_layer(scores)
-            return {"layer": np.array(best), "score": np.array(scores[best].dev_accuracy)}
+            made = {} if enc.made_on is None else {"made_on": np.array(enc.made_on.backend)}
+            return {"layer": np.array(best), "score": np.array(scores[best].dev_accuracy), **made}
 
         arrays = cached_arrays("layer-choice", key, compute)
         counts = wic.counts["dev"]
         return LayerChoice(
             model.name, model.backend, "sense", int(arrays["layer"]), "dev accuracy", float(arrays["score"]),
             f"WordNet 3.0 word-in-context pairs ({size}): {counts['pairs']} dev pairs, {counts['lemmas']} lemmas",
+            read_made_on(arrays, model),
         )  # fmt: skip
 
     return _remember(model, "sense", size, make)

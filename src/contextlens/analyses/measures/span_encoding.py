@@ -6,7 +6,10 @@ occurrence path (:func:`~contextlens.core.alignment.tokenize_many` then
 :func:`~contextlens.core.extraction.extract_targets`, mean pooling), so a span gets exactly
 the vectors :meth:`ContextualModel.encode_occurrences` gives it, windowing included; each
 distinct text still runs once. What this module adds is the disk cache (float16) per model
-and span set.
+and span set; the calibrations' encodings (``shared``) are keyed by the model's shared identity:
+fp32 on torch and fp32 on ONNX Runtime whose export check passed read one entry
+(:attr:`~contextlens.core.backbone.Backbone.shared_identity`), and the entry says which of them
+computed it (:class:`MadeOn`); the benchmarks' own encodings stay per runtime.
 """
 
 from __future__ import annotations
@@ -54,6 +57,48 @@ class SpanRows:
         return self.span_index[key]
 
 
+@dataclass(frozen=True)
+class MadeOn:
+    """Which backend computed a calibration that fp32 on torch and on ONNX Runtime share, and the
+    export check that makes sharing it honest (the ONNX graph's largest difference from torch on
+    the drift set; None where this machine has no passing one)."""
+
+    backend: str  # "torch fp32", "onnx fp32", "torch int8", "onnx int8"
+    export_check: float | None = None
+
+    def joined(self, other: MadeOn) -> MadeOn:
+        """Two parts of one calibration (e.g. the dev/test and the train encodings)."""
+        names = dict.fromkeys(self.backend.split(" + ") + other.backend.split(" + "))
+        return MadeOn(" + ".join(names), self.export_check if self.export_check is not None else other.export_check)
+
+    @property
+    def note(self) -> str:
+        check = "" if self.export_check is None else f", export check max diff {self.export_check:.2g}"
+        return f"computed on {self.backend}{check}"
+
+    def to_dict(self) -> dict[str, object]:
+        return {"computed_on": self.backend, "export_check_max_abs_diff": self.export_check, "note": self.note}
+
+
+def backend_label(model: ContextualModel) -> str:
+    return f"{model.backend.runtime} {model.backend.precision}"
+
+
+def made_on_arrays(model: ContextualModel) -> dict[str, np.ndarray]:
+    """What a shared cache entry stores of who computed it."""
+    return {"made_on": np.array(backend_label(model))}
+
+
+def read_made_on(arrays: dict[str, np.ndarray], model: ContextualModel) -> MadeOn:
+    """Who computed a shared entry; an entry from before the record was kept was computed by the
+    backend whose identity its key holds (torch fp32 for the shared fp32 key)."""
+    if "made_on" in arrays:
+        made = str(arrays["made_on"])
+    else:
+        made = "torch fp32" if model.shared_identity == str(model.source) else backend_label(model)
+    return MadeOn(made, model.export_check_diff)
+
+
 @dataclass
 class SpanEncoding:
     """``hidden[i, layer]`` is span i's hidden state after ``layer`` (0 = embedding output)."""
@@ -61,6 +106,7 @@ class SpanEncoding:
     model: str
     hidden: np.ndarray  # (n_spans, num_layers + 1, d), float32
     input_rows: np.ndarray  # (n_spans, d): mean input-embedding row of the span's tokens
+    made_on: MadeOn | None = None  # which backend computed it (a shared entry: fp32 on torch or ONNX Runtime)
 
     @property
     def num_layers(self) -> int:
@@ -78,25 +124,32 @@ def encode_spans(
     chunk_size: int = 64,
     progress: Progress | None = None,
     use_cache: bool = True,
+    shared: bool = False,
 ) -> SpanEncoding:
-    """Hidden states (all layers) and input rows of every span, one forward pass per text."""
-    key = _key(model, texts, spans)
+    """Hidden states (all layers) and input rows of every span, one forward pass per text.
+
+    ``shared``: keyed by the model's shared identity (the calibrations same-sense and the sense
+    layer choice read: fp32 on torch and on ONNX Runtime read one entry); else by its identity
+    (the benchmarks' own encodings stay per runtime)."""
+    key = _key(model, texts, spans, shared)
 
     def compute() -> dict[str, np.ndarray]:
         hidden, rows = _encode(model, texts, spans, chunk_size, progress)
-        return {"hidden": hidden.astype(np.float16), "input_rows": rows.astype(np.float32)}
+        return {"hidden": hidden.astype(np.float16), "input_rows": rows.astype(np.float32), **made_on_arrays(model)}
 
     arrays = cached_arrays(f"spans-{_safe(model.name)}", key, compute, enabled=use_cache)
-    return SpanEncoding(model.name, arrays["hidden"].astype(np.float32), arrays["input_rows"])
+    made = read_made_on(arrays, model)
+    return SpanEncoding(model.name, arrays["hidden"].astype(np.float32), arrays["input_rows"], made)
 
 
-def _key(model: ContextualModel, texts: Sequence[str], spans: Sequence[Span]) -> str:
-    return cache_key("spans", SPAN_ENCODING_VERSION, model.name, model.identity, list(texts), list(spans))
+def _key(model: ContextualModel, texts: Sequence[str], spans: Sequence[Span], shared: bool) -> str:
+    identity = model.shared_identity if shared else model.identity
+    return cache_key("spans", SPAN_ENCODING_VERSION, model.name, identity, list(texts), list(spans))
 
 
-def is_encoded(model: ContextualModel, texts: Sequence[str], spans: Sequence[Span]) -> bool:
+def is_encoded(model: ContextualModel, texts: Sequence[str], spans: Sequence[Span], shared: bool = False) -> bool:
     """Whether :func:`encode_spans` would read these spans from the disk cache (no forward pass)."""
-    return cache_path(f"spans-{_safe(model.name)}", _key(model, texts, spans)).exists()
+    return cache_path(f"spans-{_safe(model.name)}", _key(model, texts, spans, shared)).exists()
 
 
 def _encode(

@@ -3,7 +3,9 @@ apart (disk-cached).
 
 Why a measure: the sense choice of ``--layer auto``, same-sense's rule and `eval wic` need only these
 pairs' spans; encoding them alone costs a fraction of the whole suite (docs/speed.md, issue 30), and
-all three read this one encoding, so their numbers agree. The suite (analyses/benchmarks/suite.py)
+all three read this one encoding, so their numbers agree. It is shared by fp32 on torch and on
+ONNX Runtime whose export check passed (the model's shared identity), so `eval wic` on either
+reads what the other computed; the encoding records which (``made_on``). The suite (analyses/benchmarks/suite.py)
 builds its WiC rows from the same pairs.
 """
 
@@ -74,14 +76,14 @@ def encode_wic(
     wic = build_wic_set(size)
     model = as_contextual(model)
     started = time.perf_counter()
-    encoding = encode_spans(model, wic.texts, wic.spans, progress=progress)
+    encoding = encode_spans(model, wic.texts, wic.spans, progress=progress, shared=True)
     return wic, encoding, time.perf_counter() - started
 
 
 def wic_is_encoded(model: ContextualModel, size: str) -> bool:
     """Whether :func:`encode_wic` would read its cache (no encoding) for ``model``."""
     wic = build_wic_set(size)
-    return is_encoded(model, wic.texts, wic.spans)
+    return is_encoded(model, wic.texts, wic.spans, shared=True)
 
 
 @functools.cache
@@ -99,10 +101,10 @@ def encode_wic_train(
 ) -> tuple[WicTrain, SpanEncoding]:
     """The train pairs' spans through ``model`` (disk-cached like the suite)."""
     train = build_wic_train_set(size)
-    return train, encode_spans(model, train.texts, train.spans, progress=progress)
+    return train, encode_spans(model, train.texts, train.spans, progress=progress, shared=True)
 
 
 def wic_train_is_encoded(model: ContextualModel, size: str) -> bool:
     """Whether :func:`encode_wic_train` would read its cache (no encoding) for ``model``."""
     train = build_wic_train_set(size)
-    return is_encoded(model, train.texts, train.spans)
+    return is_encoded(model, train.texts, train.spans, shared=True)

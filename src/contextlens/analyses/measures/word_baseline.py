@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from contextlens.analyses.measures.span_encoding import MadeOn, made_on_arrays, read_made_on
 from contextlens.core import wordnet as wn
 from contextlens.core.backend import Backend
 from contextlens.core.contextual_models import ContextualModel, as_contextual
@@ -66,6 +67,7 @@ class CosineBaseline:
     input_row: np.ndarray = field(repr=False)  # (len(QUANTILES) + 2,): quantiles, mean, std
     source: str = SOURCE
     seed: int = SEED
+    made_on: MadeOn | None = None  # which backend computed it (fp32 on torch and ONNX Runtime share it)
 
     def layer(self, layer: int) -> LayerBaseline:
         q = self.quantiles[layer]
@@ -161,7 +163,7 @@ def pair_cosines(vectors: np.ndarray, words: list[str]) -> np.ndarray:
 
 def _key(model: ContextualModel, pooling: str, occurrences: list[Occurrence], seed: int) -> str:
     return cache_key(
-        "word-baseline", BASELINE_VERSION, model.name, model.identity, pooling, seed,
+        "word-baseline", BASELINE_VERSION, model.name, model.shared_identity, pooling, seed,
         [(o.text, o.start, o.end) for o in occurrences], QUANTILES.tolist(),
     )  # fmt: skip
 
@@ -192,6 +194,7 @@ def _cached(model: ContextualModel, pooling: str, n_sentences: int, seed: int) -
             "stds": np.array([c.std() for c in per_layer]),
             "input_row": np.concatenate([np.quantile(rows, QUANTILES), [rows.mean(), rows.std()]]),
             "n_pairs": np.array(len(rows)),
+            **made_on_arrays(model),
         }
 
     arrays = cached_arrays("word-baseline", key, compute)
@@ -206,6 +209,7 @@ def _cached(model: ContextualModel, pooling: str, n_sentences: int, seed: int) -
         stds=arrays["stds"],
         input_row=arrays["input_row"],
         seed=seed,
+        made_on=read_made_on(arrays, model),
     )
 
 
