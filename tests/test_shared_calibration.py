@@ -11,7 +11,9 @@ from contextlens.core import disk_cache
 from contextlens.core.contextual_models import load_contextual
 from contextlens.core.onnx_graphs import EXACT
 
-RIVER, MONEY = "The river [bank] flooded.", "I deposited cash at the [bank]."
+# sentences of this file alone: another file's same-sense on the same worker may hold its own pair's
+# states in memory, and the forward count below must be this pair's
+RIVER, MONEY = "The canal's grassy [bank] flooded in April.", "She paid the rent at the [bank] on Friday."
 
 
 @pytest.fixture
