@@ -43,6 +43,7 @@ class ForwardNet(Protocol):
     lean_attention: bool  # attention weights from a checked ONNX attention graph
     eager_attention: bool  # attention weights from torch's eager twin (any model on torch)
 
+    def shared_identity(self, export_checked: bool) -> str: ...
     def pad(self, sequences: Sequence[Sequence[int]]) -> tuple[Any, Any]: ...
     def run(self, ids: Any, mask: Any, hidden_states: bool, attentions: bool = False) -> Any: ...
     def attention_net(self) -> Any: ...
@@ -146,9 +147,7 @@ class Backbone:
         recorded as passing (within 1e-4 of torch on the drift set; the encodings are stored as
         float16, whose rounding, 1e-3 relative, is coarser), so torch and ONNX Runtime compute
         them once between them; else :attr:`identity` (int8's numbers differ: kept apart)."""
-        if self.backend.runtime == "onnx" and self.precision == "fp32" and self.export_check_diff is not None:
-            return str(self.source)
-        return self.identity
+        return self._net.shared_identity(self.export_check_diff is not None)
 
     @property
     def export_check_diff(self) -> float | None:

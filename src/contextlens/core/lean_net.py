@@ -76,6 +76,13 @@ class LeanNet:
         where = "" if self.device == "cpu" else f"@{self.device}"
         return f"{self.source}#onnx-{self.precision}:{rule}{where}"
 
+    def shared_identity(self, export_checked: bool) -> str:
+        """fp32 on the CPU whose export check passed reads (and writes) torch fp32's calibrations,
+        keyed by the weights alone; int8 and a GPU keep their own (their numbers differ more)."""
+        if export_checked and self.precision == "fp32" and self.device == "cpu":
+            return str(self.source)
+        return self.identity
+
     @property
     def lean_attention(self) -> bool:
         """Whether attention weights come from this model's checked attention graph (fp32 only,

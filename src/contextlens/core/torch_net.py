@@ -124,6 +124,10 @@ class TorchNet:
             base = f"{self.source}#{self.precision}" if self.precision in HALF_DTYPES else str(self.source)
         return base if self.device == "cpu" else f"{base}@{self.device}"
 
+    def shared_identity(self, export_checked: bool) -> str:  # noqa: ARG002 - the strategy's signature
+        """torch's own results are the reference the shared calibrations are keyed by."""
+        return self.identity
+
     def run_layers(self, ids: Any, mask: Any, layers: Sequence[int], keep: layer_forward.Keep | None = None) -> list:
         return self.run_torch_layers(ids, mask, layers, keep)
 
