@@ -24,7 +24,7 @@ import subprocess
 import sys
 
 ONE_RUN = r"""
-import json, resource, sys, time
+import json, os, resource, sys, time
 from contextlens.core import onnx_graphs, wordnet
 from contextlens.core.alignment import tokenize_many
 from contextlens.core.contextual_models import load_contextual
@@ -32,7 +32,12 @@ from contextlens.core.extraction import extract_targets
 from contextlens.core.occurrences import Occurrence
 from contextlens.core.threads import set_threads
 
-model_name, runtime, spin, sentences = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+model_name, runtime, spin, sentences, policy = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5]
+# import contextlens set OMP_WAIT_POLICY (unless given); torch is not loaded yet, so this still decides
+if policy == "default":
+    os.environ.pop("OMP_WAIT_POLICY", None)  # libgomp's own: spin a while, then sleep
+else:
+    os.environ["OMP_WAIT_POLICY"] = policy
 onnx_graphs.ALLOW_SPINNING = spin
 set_threads(2)
 model = load_contextual(model_name, "fp32", runtime)
@@ -47,20 +52,20 @@ usage = resource.getrusage(resource.RUSAGE_SELF)
 print(json.dumps({"wall": time.perf_counter() - wall, "cpu": usage.ru_utime + usage.ru_stime - cpu}))
 """
 
-SETTINGS = {  # (runtime, label): (environment, ORT spinning)
-    ("torch", "spin"): ({"OMP_WAIT_POLICY": "ACTIVE"}, "1"),
-    ("torch", "sleep"): ({"OMP_WAIT_POLICY": "PASSIVE"}, "1"),
-    ("onnx", "spin"): ({"OMP_WAIT_POLICY": "PASSIVE"}, "1"),
-    ("onnx", "sleep"): ({"OMP_WAIT_POLICY": "PASSIVE"}, "0"),
+SETTINGS = {  # (runtime, label): (OpenMP's policy, ORT spinning)
+    ("torch", "spin"): ("default", "1"),
+    ("torch", "sleep"): ("PASSIVE", "1"),
+    ("onnx", "spin"): ("PASSIVE", "1"),
+    ("onnx", "sleep"): ("PASSIVE", "0"),
 }
 
 
 def run_once(model: str, runtime: str, label: str, sentences: int) -> dict[str, float]:
-    extra, spin = SETTINGS[(runtime, label)]
-    env = os.environ | extra | {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    policy, spin = SETTINGS[(runtime, label)]
+    env = os.environ | {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     env.pop("OMP_NUM_THREADS", None)
     shown = subprocess.run(
-        [sys.executable, "-c", ONE_RUN, model, runtime, spin, str(sentences)],
+        [sys.executable, "-c", ONE_RUN, model, runtime, spin, str(sentences), policy],
         env=env, capture_output=True, text=True, check=True,
     )  # fmt: skip
     return json.loads(shown.stdout.strip().splitlines()[-1])

@@ -16,8 +16,8 @@ WAIT_POLICY = "PASSIVE"  # OpenMP's idle threads sleep (benchmarks/idle_threads.
 
 def sleep_when_idle() -> None:
     """Make OpenMP's idle threads (torch's) sleep, unless the user chose a policy: a spinning
-    thread holds a core that straggling work needs, and on shared cores that costs a forward several
-    times its time (docs/speed.md, "Idle threads"). Read once, when torch loads its OpenMP: so this
+    thread holds a core that straggling work needs, and on shared cores that costs a forward up to
+    2.5 times its time (docs/speed.md, "Idle threads"). Read once, when torch loads its OpenMP: so this
     runs on ``import contextlens``, before any torch import of ours."""
     os.environ.setdefault("OMP_WAIT_POLICY", WAIT_POLICY)
 
