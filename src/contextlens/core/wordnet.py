@@ -17,7 +17,7 @@ import json
 import os
 import shutil
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -25,10 +25,11 @@ from typing import TYPE_CHECKING
 from contextlens.core.atomic_files import atomic_path, write_text
 from contextlens.core.occurrences import ALPHA_WORD_RE, Occurrence
 from contextlens.core.resources import cache_dir, note_rebuild
+from contextlens.core.wordnet_files import SynsetEntry, read_synsets
 from contextlens.errors import ContextlensError
 
 if TYPE_CHECKING:
-    from nltk.corpus.reader.wordnet import Synset, WordNetCorpusReader
+    from nltk.corpus.reader.wordnet import WordNetCorpusReader
 
 DEBIAN_WORDNET_DIR = Path("/usr/share/wordnet")
 INSTALL_HINT = "run scripts/install-system-deps.sh (Debian packages wordnet-base and wordnet-sense-index)"
@@ -211,21 +212,28 @@ def find_lemma(text: str, lemma: str, pos: str) -> tuple[int, int] | None:
     """
     if "_" in lemma or " " in lemma:
         return None
-    reader = wordnet()
     wn_pos = "a" if pos == "s" else pos
     target = lemma.lower()
     for m in ALPHA_WORD_RE.finditer(text):
         form = m.group().lower()
-        if form == target or target in reader._morphy(form, wn_pos):
+        if form == target or target in _morphy(form, wn_pos):
             return m.start(), m.end()
     return None
+
+
+@functools.lru_cache(maxsize=1 << 17)
+def _morphy(form: str, pos: str) -> tuple[str, ...]:
+    """WordNet's base forms of ``form``, memoised: the usage-example scan asks 223,000 times about
+    31,000 (form, pos) pairs ("the", "was" again and again). Bounded: a server asks about any word."""
+    return tuple(wordnet()._morphy(form, pos))
 
 
 def usage_examples() -> list[UsageExample]:
     """Every WordNet usage example whose synset has a single-word lemma found in the text.
 
     When several lemmas of the synset occur, the first in WordNet's order is taken. The list
-    is deterministic (synsets in file order) and cached on disk after the first build (~30 s),
+    is deterministic (synsets in file order) and cached on disk after the first build (~2 CPU s
+    of scan after ~3.5 s building NLTK's reader, whose morphy locates the lemmas),
     with the counts :func:`usage_example_stats` reports (made in the same scan).
     """
     cached = _read_cached_json(_examples_path())
@@ -271,20 +279,21 @@ def _read_cached_json(path: Path) -> object | None:
         return None
 
 
-def _all_synsets() -> Iterator[Synset]:
-    reader = wordnet()
-    for pos in ("n", "v", "a", "r"):  # "a" also yields the satellites
-        yield from reader.all_synsets(pos)
+def synset_entries() -> Iterator[SynsetEntry]:
+    """Every synset in NLTK's ``all_synsets`` order, with NLTK's names, lemma names, definitions
+    and examples, read straight from the data files (:mod:`.wordnet_files`: ~1 CPU s, not ~15)."""
+    return read_synsets(check_installed(), wordnet()._lemma_pos_offset_map)
 
 
-def _scan_usage_examples() -> tuple[list[UsageExample], dict[str, int]]:
-    """One pass over every synset: the located usage examples, and the counts of all examples."""
+def _scan_usage_examples(synsets: Iterable[SynsetEntry] | None = None) -> tuple[list[UsageExample], dict[str, int]]:
+    """One pass over every synset (``synsets``: another reader's, for benchmarks/wordnet_scan.py):
+    the located usage examples, and the counts of all examples."""
     examples: list[UsageExample] = []
     total = synsets_with_examples = 0
-    for synset in _all_synsets():
-        pos = "a" if synset.pos() == "s" else synset.pos()
-        lemmas = [lemma.name() for lemma in synset.lemmas()]
-        texts = synset.examples()
+    for synset in synset_entries() if synsets is None else synsets:
+        pos = "a" if synset.pos == "s" else synset.pos
+        lemmas = synset.lemma_names
+        texts = synset.examples
         total += len(texts)
         synsets_with_examples += bool(texts)
         for text in texts:
@@ -294,7 +303,7 @@ def _scan_usage_examples() -> tuple[list[UsageExample], dict[str, int]]:
             for lemma in lemmas:
                 span = find_lemma(text, lemma, pos)
                 if span is not None:
-                    examples.append(UsageExample(synset.name(), lemma.lower(), pos, text, span[0], span[1]))
+                    examples.append(UsageExample(synset.name, lemma.lower(), pos, text, span[0], span[1]))
                     break
     located = len(examples)
     stats = {"examples": total, "located": located, "not_located": total - located, "synsets": synsets_with_examples}
@@ -306,8 +315,8 @@ def _scan_usage_examples() -> tuple[list[UsageExample], dict[str, int]]:
 
 def glosses() -> Iterator[tuple[str, str]]:
     """``(synset name, definition)`` for every synset, in file order."""
-    for synset in _all_synsets():
-        yield synset.name(), synset.definition()
+    for synset in synset_entries():
+        yield synset.name, synset.definition
 
 
 def sense_count(synset: str, lemma: str) -> int:

@@ -325,10 +325,8 @@ def _enwiki(filter_wiki=None) -> Iterator[Document]:
 
 def _wordnet() -> Iterator[Document]:
     """One document per WordNet 3.0 synset: its gloss, then its usage examples."""
-    from contextlens.core.wordnet import wordnet
+    from contextlens.core.wordnet import synset_entries
 
-    reader = wordnet()
-    for pos in ("n", "v", "a", "r"):
-        for synset in reader.all_synsets(pos):
-            pieces = [synset.definition(), *(e.strip() for e in synset.examples())]
-            yield Document(synset.name(), tuple(p for p in pieces if p))
+    for synset in synset_entries():
+        pieces = [synset.definition, *(e.strip() for e in synset.examples)]
+        yield Document(synset.name, tuple(p for p in pieces if p))
