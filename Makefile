@@ -30,13 +30,14 @@ demo: setup
 
 # the suite on TEST_WORKERS processes (pytest-xdist; tests/conftest.py keeps each file on one worker
 # and the embedded-PostgreSQL files together): most of a test's time is a subprocess, a server or a
-# browser waiting, so three workers on two cores finish sooner than one
+# browser waiting, so three workers on two cores finish sooner than one; the 25 slowest are printed
+# after every run (CI's log too), so a test that grew is seen where it grew
 TEST_WORKERS ?= 3
 
 test: setup
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/lint-imports
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --durations=25
 
 lint: setup
 	$(BIN)/ruff check src tests benchmarks

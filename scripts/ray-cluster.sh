@@ -30,6 +30,8 @@ export RAY_enable_metrics_collection=0 RAY_USAGE_STATS_ENABLED=0
 export RAY_AUTH_MODE=${RAY_AUTH_MODE:-disabled}
 export RAY_health_check_timeout_ms=${RAY_health_check_timeout_ms:-60000}
 export RAY_health_check_failure_threshold=${RAY_health_check_failure_threshold:-20}
+# the head waits for its GCS to write its port (30 s by default, Ray's other start-up deadline): 300 s
+export RAY_gcs_server_port_wait_time_s=${RAY_gcs_server_port_wait_time_s:-300}
 
 die() { echo "ray-cluster.sh: $*" >&2; exit 2; }
 

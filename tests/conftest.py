@@ -125,6 +125,13 @@ def _group_alive(pgid: int) -> bool:
 
 
 @pytest.fixture(scope="session")
+def shared_test_cache() -> Path:
+    """The suite's test cache folder, for a test that runs in a cache of its own but links parts of
+    this one into it (tests/helpers.link_test_cache)."""
+    return TEST_CACHE
+
+
+@pytest.fixture(scope="session")
 def minilm() -> ContextualModel:
     return load_contextual("minilm")
 

@@ -15,6 +15,7 @@ import time
 import traceback
 from collections.abc import Callable, Iterator
 from contextlib import redirect_stderr, redirect_stdout
+from pathlib import Path
 from typing import Any
 
 # Debian's headless Chromium (scripts/install-system-deps.sh), driven by Playwright.
@@ -80,6 +81,19 @@ def warm_test_cache() -> None:
     usage_example_stats()  # builds the examples first
     evaluate_lee("minilm", quick=True)
     load_contextual("minilm", "fp32", "onnx").onnx_forward()
+
+
+def link_test_cache(shared: Path, dest: Path, *parts: str) -> None:
+    """Hard-link the shared test cache's ``parts`` (folders under ``shared``, conftest's
+    ``shared_test_cache``; e.g. ``wordnet``, ``onnx/minilm-*``) into the empty cache ``dest``: a test
+    that needs its own cache then reads what the suite already made (a WordNet scan, an ONNX export)
+    instead of making it again. The cache's writes are atomic (a new file renamed into place), so a
+    write in ``dest`` never reaches the shared file."""
+    for part in parts:
+        for source in sorted(shared.glob(part)):
+            target = dest / source.relative_to(shared)
+            if source.is_dir() and not target.exists():
+                shutil.copytree(source, target, copy_function=os.link)
 
 
 def assert_plain_json(obj: object, where: str = "result") -> None:
