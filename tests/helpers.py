@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 # Debian's headless Chromium (scripts/install-system-deps.sh), driven by Playwright.
 CHROMIUM = os.environ.get("CONTEXTLENS_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
@@ -218,3 +219,57 @@ def abort_requests_leaving(target: Any, allowed: Callable[[str], bool]) -> list[
 
     target.on("request", seen)
     return leaks
+
+
+class KeptTab:
+    """One browser tab kept open for a whole test module, at one viewport, which every test of that
+    width navigates instead of opening its own: a new tab (or context) costs Chromium a renderer
+    process and plotly.js parsed and compiled again, about 3.7 CPU s per first page load against
+    1.3 for the next page in a kept tab (issue 30). What a test could see of an earlier one is
+    cleared before it starts (``fresh``): the cookies (the quiz's session) and the page's
+    sessionStorage (the quiz's answers), and a resized window is put back, so a test starts as in
+    a new tab (only the browser's cache is kept: plotly.js is not fetched again).
+
+    Every request, answer, console error, uncaught exception and popup of the tab is recorded as it
+    happens; ``since(mark)`` gives those of one test or one page visit, ``mark()`` taken at its start.
+    A request is a leak when ``allowed`` (the local server's address, or file:// for a written
+    report's tab) refuses its URL; the ``browser`` fixture's Chromium aborts every non-loopback
+    request anyway."""
+
+    def __init__(self, browser: Any, allowed: Callable[[str], bool], home: str = "", **context: Any) -> None:
+        self.context = browser.new_context(**context)
+        self.page = self.context.new_page()
+        self.home = home  # a page of the server's origin, whose sessionStorage ``fresh`` clears
+        self.viewport = context.get("viewport")
+        self.leaks = abort_requests_leaving(self.context, allowed)
+        self.failed: list[str] = []  # answers of status 400 or more: "STATUS URL"
+        self.errors: list[str] = []  # console errors and uncaught exceptions
+        self.popups: list[str] = []
+        self.page.on("response", self._answered)
+        self.page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
+        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
+        self.context.on("page", lambda p: self.popups.append(p.url))
+
+    def _answered(self, response: Any) -> None:
+        if response.status >= 400:
+            self.failed.append(f"{response.status} {response.url}")
+
+    def fresh(self) -> tuple[int, ...]:
+        """Forget the last test's session (cookies, the server origin's sessionStorage) and put back
+        the tab's viewport if a test resized it; returns ``mark()``."""
+        if self.viewport and self.page.viewport_size != self.viewport:
+            self.page.set_viewport_size(self.viewport)
+        if self.home:
+            if urlsplit(self.page.url).netloc != urlsplit(self.home).netloc:
+                self.page.goto(self.home)
+            self.page.evaluate("sessionStorage.clear()")
+        self.context.clear_cookies()
+        return self.mark()
+
+    def mark(self) -> tuple[int, ...]:
+        return len(self.leaks), len(self.failed), len(self.errors), len(self.popups)
+
+    def since(self, mark: tuple[int, ...]) -> dict[str, list[Any]]:
+        lists = (self.leaks, self.failed, self.errors, self.popups)
+        names = ("leaks", "failed", "errors", "popups")
+        return {name: list(seen[start:]) for name, seen, start in zip(names, lists, mark, strict=True)}

@@ -19,6 +19,7 @@ from tests.helpers import (
     CHROMIUM,
     FIT_PROBLEMS,
     TABLE_PROBLEMS,
+    KeptTab,
     abort_requests_leaving,
     served_in_thread,
 )
@@ -39,17 +40,38 @@ def server(minilm):
         yield url
 
 
-@pytest.fixture()
-def page(browser, server):
-    """A fresh page whose every non-local request is aborted and remembered in ``page.leaks``."""
+WIDTHS = {390: {"is_mobile": True, "has_touch": True, "height": 844}, 1280: {"height": 900}}
+
+
+@pytest.fixture(scope="module")
+def tabs(browser, server):
+    """``tabs(width)``: the module's one kept tab for the server's pages at 390 px (a phone) or 1280
+    px (helpers.KeptTab: a new tab per test cost Chromium a renderer and plotly.js compiled again)."""
     local = urlsplit(server).netloc
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    pg = context.new_page()
-    leaks = abort_requests_leaving(pg, lambda url: urlsplit(url).netloc == local)
-    pg.leaks = leaks  # type: ignore[attr-defined]
-    yield pg
+    made: dict[int, KeptTab] = {}
+
+    def tab(width: int) -> KeptTab:
+        if width not in made:
+            extra = dict(WIDTHS[width])
+            viewport = {"width": width, "height": extra.pop("height")}
+            on_server = lambda url: urlsplit(url).netloc == local  # noqa: E731
+            made[width] = KeptTab(browser, on_server, f"{server}/favicon.ico", viewport=viewport, **extra)
+        return made[width]
+
+    yield tab
+    for kept in made.values():
+        kept.context.close()
+
+
+@pytest.fixture()
+def page(tabs):
+    """The kept 1280 px tab, its session forgotten (helpers.KeptTab.fresh): no request of the test
+    may leave localhost."""
+    tab = tabs(1280)
+    mark = tab.fresh()
+    yield tab.page
+    leaks = tab.since(mark)["leaks"]
     assert leaks == [], f"requests left localhost: {leaks}"
-    context.close()
 
 
 def test_type_sentences_submit_and_a_plot_appears_then_the_url_reproduces_it(page, server):
@@ -132,36 +154,108 @@ SHOT_PAGES = {
     "search": "/search?index=docs&query=money+and+loans&k=5",
     "error": "/compare?s=The+[bank+called.&s=The+river+[bank]+flooded.",
 }
-WIDTHS = {390: {"is_mobile": True, "has_touch": True, "height": 844}, 1280: {"height": 900}}
+SERVED_INDEX = os.environ.get("CONTEXTLENS_WEB_INDEX")
+SHOT_PATHS = {name: "/search" if name == "search" and not SERVED_INDEX else path for name, path in SHOT_PAGES.items()}
+SHOT_NAMES = {path: name for name, path in SHOT_PATHS.items()}
+
+
+@pytest.fixture(scope="module")
+def visit(tabs, server):
+    """``visit(path, width)``: what one visit of the server's page at that width recorded
+    (``_visit``), made once per module: the tests that read the same page at the same width
+    (screenshots, fit, navigation links, modebar clicks, ...) assert on the one visit's record."""
+    seen: dict[tuple[str, int], dict] = {}
+
+    def record(path: str, width: int) -> dict:
+        if (path, width) not in seen:
+            seen[path, width] = _visit(tabs(width), server, path, width)
+        return seen[path, width]
+
+    return record
+
+
+def _visit(tab: KeptTab, server: str, path: str, width: int) -> dict:
+    """Open ``path`` in the kept tab at ``width`` (a fresh session), let it settle, and record every
+    read-only check any test makes of that page there; then, on the pages and at the width where a
+    test does so, narrow and widen it again, and click every button of every figure's modebar."""
+    pg = tab.page
+    mark = tab.fresh()
+    answer = pg.goto(server + path)
+    pg.wait_for_load_state("networkidle")
+    if pg.query_selector(".js-plotly-plot"):
+        pg.wait_for_selector(".js-plotly-plot .main-svg", timeout=BROWSER_WAIT_MS)
+    if path == SHOT_PAGES["probe"]:
+        pg.wait_for_selector(".js-plotly-plot .barlayer .point path", timeout=BROWSER_WAIT_MS)
+    if path == SHOT_PAGES["explore"]:
+        pg.wait_for_selector("#numbers table", timeout=BROWSER_WAIT_MS)
+    pg.wait_for_timeout(400)  # plotly's resize to the figure's box (page.js) is asynchronous
+    got: dict = {"status": answer.status, "loaded": tab.since(mark)}  # what the loading did
+    got["viewport_meta"] = pg.evaluate("document.querySelector('meta[name=viewport]') !== null")
+    got["inner_width"] = pg.evaluate("window.innerWidth")
+    got["scroll_width"] = pg.evaluate("document.documentElement.scrollWidth")
+    got["too_wide"] = pg.evaluate(TOO_WIDE)
+    got["fit"] = pg.evaluate(FIT_PROBLEMS)
+    got["tables"] = pg.evaluate(TABLE_PROBLEMS, "table") if pg.query_selector("table") else []
+    got["drawn"] = pg.evaluate("document.querySelectorAll('.js-plotly-plot .main-svg').length")
+    got["titles"] = pg.eval_on_selector_all(".modebar-btn", "bs => bs.map(b => b.getAttribute('data-title'))")
+    got["labels"] = pg.eval_on_selector_all(".modebar-btn", "bs => bs.map(b => b.getAttribute('aria-label'))")
+    # the page drawn into an image: the window's part always (a full page only for the docs: its
+    # resize to the page's height redraws every figure, and nobody looked at it in a tmp folder)
+    got["shot"] = pg.screenshot()
+    if SHOTS and path in SHOT_NAMES:
+        Path(SHOTS).mkdir(parents=True, exist_ok=True)
+        pg.screenshot(path=str(Path(SHOTS) / f"web-{SHOT_NAMES[path]}-{width}.png"), full_page=True)
+    if path == "/":
+        got["links"] = pg.eval_on_selector_all("nav a", "as => as.map(a => a.getAttribute('href'))")
+    if path == SHOT_PAGES["compare"]:
+        got["texts"] = {k: pg.text_content(k) for k in ("#what", "#tokenization", "#most-divergent", "#numbers")}
+        pg.hover(".plotly-graph-div .main-svg")  # hovering shows the buttons that remain
+        got["hovered_titles"] = pg.eval_on_selector_all(
+            ".modebar-btn", "bs => bs.map(b => b.getAttribute('data-title'))"
+        )
+    if path == SHOT_PAGES["explore"]:
+        got["cells"] = pg.evaluate(CELL_TEXTS, "#numbers table")
+        if width == 390:
+            got["cell_table"] = pg.evaluate(TABLE_PROBLEMS, "#numbers table")
+            got["head_display"] = pg.eval_on_selector("#numbers tr.head", "r => getComputedStyle(r).display")
+            got["cell_widths"] = pg.eval_on_selector_all(
+                "#numbers tr:not(.head) td", "tds => tds.map(t => t.offsetWidth)"
+            )
+    if path == SHOT_PAGES["probe"]:
+        got["note_overlaps"] = pg.evaluate(PROBE_NOTE_OVERLAPS)
+    if path == SHOT_PAGES["trace"] and width == 390:
+        got["domains"] = pg.evaluate(
+            "(() => { const l = document.querySelector('.js-plotly-plot').layout;"
+            " return [l.xaxis.domain, l.xaxis2.domain, l.yaxis.domain, l.yaxis3.domain]; })()"
+        )
+    if width == 1280 and path in NARROWED:  # a desktop window made narrow, then wide again
+        first = pg.evaluate(FIGURE_LAYOUTS)
+        narrowed = {}
+        for size in (390, 1280):
+            pg.set_viewport_size({"width": size, "height": 900})
+            pg.wait_for_function(f"() => innerWidth === {size}")
+            pg.wait_for_timeout(1000)  # the refit waits for the window to settle (150 ms), then plotly redraws
+            narrowed[size] = (pg.evaluate(TOO_WIDE), pg.evaluate(FIT_PROBLEMS) if size == 390 else [])
+        got["narrowed"] = narrowed
+        got["layouts_again_as_first"] = pg.evaluate(FIGURE_LAYOUTS) == first
+    if width == 1280 and path in (SHOT_PAGES[name] for name in MODEBAR_PAGES):
+        got["clicks"] = _click_every_modebar_button(pg)
+    got["all"] = tab.since(mark)  # loading, and narrowing and clicks where made
+    return got
 
 
 @pytest.mark.parametrize("width", sorted(WIDTHS))
-def test_screenshots_of_every_page_at_phone_and_desktop_width(browser, server, tmp_path, width):
+def test_screenshots_of_every_page_at_phone_and_desktop_width(visit, width):
     """Every page at 390 px (a phone, mobile emulation: the viewport meta is what makes it lay out
-    at 390 rather than 980) and at 1280 px; nothing wider than the window, no request leaves.
-    With CONTEXTLENS_WEB_SCREENSHOTS=folder the shots are written there (docs/figures)."""
-    out = Path(SHOTS) if SHOTS else tmp_path
-    out.mkdir(parents=True, exist_ok=True)
-    extra = dict(WIDTHS[width])
-    height = extra.pop("height")
-    context = browser.new_context(viewport={"width": width, "height": height}, **extra)
-    pg = context.new_page()
-    local = urlsplit(server).netloc
-    leaks = abort_requests_leaving(pg, lambda url: urlsplit(url).netloc == local)
-    served = os.environ.get("CONTEXTLENS_WEB_INDEX")
-    for name, path in SHOT_PAGES.items():
-        if name == "search" and not served:
-            path = "/search"
-        pg.goto(server + path)
-        pg.wait_for_load_state("networkidle")
-        pg.wait_for_timeout(400)  # plotly's resize to the figure's box (page.js) is asynchronous
-        assert pg.evaluate("document.querySelector('meta[name=viewport]') !== null")
-        assert pg.evaluate("window.innerWidth") == width
-        wide = pg.evaluate("document.documentElement.scrollWidth")
-        assert wide <= width + 1, f"{name} at {width} px lays out {wide} px wide"
-        pg.screenshot(path=str(out / f"web-{name}-{width}.png"), full_page=True)
-    context.close()
-    assert leaks == []
+    at 390 rather than 980) and at 1280 px, drawn into an image; nothing wider than the window, no
+    request leaves. With CONTEXTLENS_WEB_SCREENSHOTS=folder full-page shots are written there (docs/figures)."""
+    for name, path in SHOT_PATHS.items():
+        seen = visit(path, width)
+        assert seen["viewport_meta"], name
+        assert seen["inner_width"] == width, name
+        assert seen["scroll_width"] <= width + 1, f"{name} at {width} px lays out {seen['scroll_width']} px wide"
+        assert seen["shot"][:8] == b"\x89PNG\r\n\x1a\n" and len(seen["shot"]) > 1000, name
+        assert seen["all"]["leaks"] == [], (name, seen["all"]["leaks"])
 
 
 def test_the_layer_slider_redraws_the_explorer_at_that_layer(page, server):
@@ -188,16 +282,14 @@ def test_the_pages_draw_under_their_content_security_policy(page, server):
     assert [m for m in messages if "Content Security Policy" in m] == []
 
 
-def test_no_modebar_button_can_send_a_figure_off_the_machine(page, server):
+def test_no_modebar_button_can_send_a_figure_off_the_machine(visit):
     """Offline means one click cannot leak either: plotly.js's "Share chart..." button (an upload to
     Plotly's cloud) is not on any figure, and hovering shows the buttons that remain."""
-    page.goto(f"{server}/compare?s=" + "&s=".join(BANK))
-    page.wait_for_selector(".plotly-graph-div .main-svg", timeout=BROWSER_WAIT_MS)
-    page.hover(".plotly-graph-div .main-svg")
-    titles = page.eval_on_selector_all(".modebar-btn", "bs => bs.map(b => b.getAttribute('data-title'))")
+    seen = visit(SHOT_PAGES["compare"], 1280)
+    titles = seen["hovered_titles"]
     assert titles, "the modebar is drawn"
     assert not [t for t in titles if t and ("Share" in t or "Chart Studio" in t or "Cloud" in t)], titles
-    assert page.leaks == []
+    assert seen["all"]["leaks"] == []
 
 
 def _no_reload_marker(page) -> None:
@@ -311,12 +403,12 @@ def test_mini_project_2_twenty_word_pairs_on_the_rank_page(page, server):
     assert page.text_content("#error").startswith("error: `pairs` line 1: 'cup mug tea' is not two words")
 
 
-def test_every_page_says_what_it_shows_and_its_numbers_beside_the_figures(page, server):
-    page.goto(server + SHOT_PAGES["compare"])
-    assert page.text_content("#what").startswith("The cosine between")
-    assert "tokens:" in page.text_content("#tokenization")
-    assert page.text_content("#most-divergent").startswith("most divergent layer:")
-    assert "random words (mean)" in page.text_content("#numbers")
+def test_every_page_says_what_it_shows_and_its_numbers_beside_the_figures(page, server, visit):
+    texts = visit(SHOT_PAGES["compare"], 1280)["texts"]
+    assert texts["#what"].startswith("The cosine between")
+    assert "tokens:" in texts["#tokenization"]
+    assert texts["#most-divergent"].startswith("most divergent layer:")
+    assert "random words (mean)" in texts["#numbers"]
     page.goto(f"{server}/trace?sentence=The+river+[bank]+flooded.&top=4")
     numbers = page.text_content("#numbers")
     assert "1-3. tokens, ids and input rows" in numbers and "2924" in numbers  # bank's id in minilm's vocabulary
@@ -359,14 +451,11 @@ def test_neighbors_runs_the_typed_word_and_refuses_a_word_with_an_analogy(page, 
     assert "not both" in page.text_content("#error")
 
 
-def test_the_favicon_is_served_from_here(page, server):
-    statuses: dict[str, int] = {}
-    page.on("response", lambda r: statuses.__setitem__(urlsplit(r.url).path, r.status))
+def test_the_favicon_is_served_from_here(page, server, visit):
     response = page.request.get(f"{server}/favicon.ico")
     assert response.status == 200 and response.headers["content-type"] == "image/x-icon"
     assert response.body()[:4] == b"\x00\x00\x01\x00"  # an ICO
-    page.goto(f"{server}/compare")
-    assert [p for p, s in statuses.items() if s >= 400] == []
+    assert visit("/compare", 1280)["loaded"]["failed"] == []  # no answer of 400 or more to the page's requests
 
 
 # each modebar button's centre in the window, or null where another element lies on top of it there
@@ -404,27 +493,20 @@ def _click_every_modebar_button(pg) -> int:
 MODEBAR_PAGES = ["lesson", "compare", "explore", "attention", "probe", "trace", "rank"]
 
 
-def test_clicking_every_modebar_button_with_the_network_cut_sends_nothing_away(browser, server):
+def test_clicking_every_modebar_button_with_the_network_cut_sends_nothing_away(visit, server):
     """Nothing that can leave the machine: every modebar button of every figure on the pages is
     clicked with every non-local request aborted; none is attempted."""
-    local = urlsplit(server).netloc
-    context = browser.new_context(viewport={"width": 1280, "height": 900}, accept_downloads=True)
-    leaks = abort_requests_leaving(context, lambda url: urlsplit(url).netloc == local)
-    pg = context.new_page()
-    popups: list[str] = []
-    context.on("page", lambda p: popups.append(p.url))
     total = 0
     for name in MODEBAR_PAGES:
-        pg.goto(server + SHOT_PAGES[name])
-        pg.wait_for_selector(".js-plotly-plot .main-svg", timeout=BROWSER_WAIT_MS)
-        titles = pg.eval_on_selector_all(".modebar-btn", "bs => bs.map(b => b.getAttribute('data-title'))")
-        labels = pg.eval_on_selector_all(".modebar-btn", "bs => bs.map(b => b.getAttribute('aria-label'))")
+        seen = visit(SHOT_PAGES[name], 1280)
+        titles, labels = seen["titles"], seen["labels"]
+        assert seen["drawn"] > 0, name
         assert None not in labels, (name, labels)  # a keyboard user hears what each button does
         assert not [t for t in titles if t and ("Share" in t or "Studio" in t or "Cloud" in t)], (name, titles)
-        total += _click_every_modebar_button(pg)
-    context.close()
+        popups = seen["all"]["popups"]
+        assert seen["all"]["leaks"] == [] and [u for u in popups if not u.startswith(("about:", server))] == []
+        total += seen["clicks"]
     assert total > 50, total
-    assert leaks == [] and [u for u in popups if not u.startswith(("about:", server))] == []
 
 
 def test_clicking_every_modebar_button_of_an_html_report_offline(browser, tmp_path):
@@ -450,21 +532,64 @@ def test_clicking_every_modebar_button_of_an_html_report_offline(browser, tmp_pa
     assert leaks == []
 
 
-def test_clicking_every_modebar_button_of_the_demo_report_offline(browser, demo_run):
-    """The whole HTML report (`contextlens demo`, every section's figures) opened from file:// with
-    every other request aborted: every modebar button of every figure clicked, none attempted."""
+@pytest.fixture(scope="module")
+def file_tabs(browser):
+    """``file_tabs(width)``: the module's kept tab for written reports (file://, every other request a
+    leak) at 390 or 1280 px: a file:// page and the server's are different sites, and each switch
+    between them in one tab starts a renderer, as a new tab does."""
+    made: dict[int, KeptTab] = {}
+
+    def tab(width: int) -> KeptTab:
+        if width not in made:
+            extra = dict(WIDTHS[width])
+            viewport = {"width": width, "height": extra.pop("height")}
+            made[width] = KeptTab(browser, lambda url: url.startswith("file://"), viewport=viewport, **extra)
+        return made[width]
+
+    yield tab
+    for kept in made.values():
+        kept.context.close()
+
+
+@pytest.fixture(scope="module")
+def demo_report(file_tabs, demo_run):
+    """``demo_report(width)``: what one visit of the demo's HTML report (``contextlens demo``, every
+    section's figures; file://, every other request a leak) recorded at 390 or 1280 px in the kept
+    report tab: every check of the report at one width reads this one visit (it was opened four times)."""
     out, folder = demo_run
     assert out.returncode == 0, out.stderr
-    context = browser.new_context(viewport={"width": 1280, "height": 900}, accept_downloads=True)
-    leaks = abort_requests_leaving(context, lambda url: url.startswith("file://"))
-    pg = context.new_page()
-    pg.goto((folder / "report.html").as_uri())
-    pg.wait_for_selector(".js-plotly-plot .main-svg", timeout=BROWSER_WAIT_MS)
-    figures = len(pg.query_selector_all(".js-plotly-plot"))
-    assert figures >= 14
-    assert _click_every_modebar_button(pg) >= 5 * figures
-    context.close()
-    assert leaks == []
+    seen: dict[int, dict] = {}
+
+    def record(width: int) -> dict:
+        if width not in seen:
+            tab = file_tabs(width)
+            mark = tab.fresh()
+            pg = tab.page
+            pg.goto((folder / "report.html").as_uri())
+            pg.wait_for_selector(".js-plotly-plot .main-svg", timeout=BROWSER_WAIT_MS)
+            pg.wait_for_selector("section table")
+            got = {"tables": pg.evaluate(REPORT_TABLES), "figures": len(pg.query_selector_all(".js-plotly-plot"))}
+            got["scroll_width"] = pg.evaluate("document.documentElement.scrollWidth")
+            if width == 390:
+                got["fitted"] = pg.evaluate("document.querySelectorAll('.js-plotly-plot[data-fitted]').length")
+                got["fit"] = pg.evaluate(FIT_PROBLEMS)
+                got["table_problems"] = pg.evaluate(TABLE_PROBLEMS, "section table")
+            else:
+                got["clicks"] = _click_every_modebar_button(pg)
+            got["all"] = tab.since(mark)
+            seen[width] = got
+        return seen[width]
+
+    return record
+
+
+def test_clicking_every_modebar_button_of_the_demo_report_offline(demo_report):
+    """The whole HTML report (`contextlens demo`, every section's figures) opened from file:// with
+    every other request aborted: every modebar button of every figure clicked, none attempted."""
+    seen = demo_report(1280)
+    assert seen["figures"] >= 14
+    assert seen["clicks"] >= 5 * seen["figures"]
+    assert seen["all"]["leaks"] == []
 
 
 FIT_PAGES = ["lesson", "compare", "explore", "attention", "probe", "trace", "rank", "same-sense", "attention-long"]
@@ -472,34 +597,24 @@ LONG = "The+crane+was+looking+for+fish+by+the+river+[bank]+today."  # a panel ti
 FIT_ONLY = {"attention-long": f"/attention?s={LONG}&s=The+[crane]+lifted+the+steel+beams+onto+the+roof.&layer=6"}
 
 
-def test_on_a_phone_every_figure_fits_its_box_and_its_title_clears_the_toolbar(browser, server):
+def test_on_a_phone_every_figure_fits_its_box_and_its_title_clears_the_toolbar(visit):
     """At 390 px the two-panel figures stack their panels and the wide ones shrink their labels
     (reports/fit.js), so no figure scrolls sideways, in the page or in its own box, and no table is
     wider than its box (the wide ones are cards); every title sits below the toolbar and inside the figure."""
-    context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
-    pg = context.new_page()
     problems = {}
     for name in FIT_PAGES:
-        pg.goto(server + (FIT_ONLY.get(name) or SHOT_PAGES[name]))
-        pg.wait_for_selector(".js-plotly-plot .main-svg", timeout=BROWSER_WAIT_MS)
-        pg.wait_for_load_state("networkidle")
-        assert pg.evaluate("document.documentElement.scrollWidth") <= 391, name
-        tables = pg.evaluate(TABLE_PROBLEMS, "table") if pg.query_selector("table") else []
-        if found := pg.evaluate(FIT_PROBLEMS) + tables:
+        seen = visit(FIT_ONLY.get(name) or SHOT_PAGES[name], 390)
+        assert seen["drawn"] > 0, name
+        assert seen["scroll_width"] <= 391, name
+        if found := seen["fit"] + seen["tables"]:
             problems[name] = found
     # two panels stacked: the trace's second panel lies below the first, both at the full width
-    pg.goto(server + SHOT_PAGES["trace"])
-    pg.wait_for_selector(".js-plotly-plot .main-svg", timeout=BROWSER_WAIT_MS)
-    domains = pg.evaluate(
-        "(() => { const l = document.querySelector('.js-plotly-plot').layout;"
-        " return [l.xaxis.domain, l.xaxis2.domain, l.yaxis.domain, l.yaxis3.domain]; })()"
-    )
-    context.close()
+    domains = visit(SHOT_PAGES["trace"], 390)["domains"]
     assert problems == {}
     assert domains[0] == domains[1] == [0, 1] and domains[3][1] < domains[2][0]
 
 
-def test_a_report_on_a_phone_stacks_its_panels_and_keeps_its_numbers(browser, tmp_path):
+def test_a_report_on_a_phone_stacks_its_panels_and_keeps_its_numbers(file_tabs, tmp_path):
     """The same fitting in a written report (reports/interactive.page inlines fit.js): the trace's
     two panels at 390 px fit the window and show the same data as at 1280 px."""
     from tests.helpers import run_cli
@@ -509,57 +624,44 @@ def test_a_report_on_a_phone_stacks_its_panels_and_keeps_its_numbers(browser, tm
     assert done.returncode == 0, done.stderr
     data = "JSON.stringify(document.querySelector('.js-plotly-plot').data.map(t => [t.x, t.y, t.z]))"
     seen = {}
-    for width, extra in ((390, {"is_mobile": True, "has_touch": True}), (1280, {})):
-        context = browser.new_context(viewport={"width": width, "height": 844}, **extra)
-        pg = context.new_page()
+    for width in (390, 1280):  # a phone (mobile, touch) and a desktop window, both 844 px high
+        tab = file_tabs(width)
+        pg = tab.page
+        tab.fresh()
+        pg.set_viewport_size({"width": width, "height": 844})
         pg.goto(out.as_uri())
         pg.wait_for_selector(".js-plotly-plot .main-svg", timeout=BROWSER_WAIT_MS)
         seen[width] = pg.evaluate(data)
         if width == 390:
             assert pg.evaluate("document.documentElement.scrollWidth") <= 391
             assert pg.evaluate(FIT_PROBLEMS) == []
-        context.close()
+        pg.set_viewport_size({"width": width, "height": WIDTHS[width]["height"]})
     assert seen[390] == seen[1280]  # only the layout changed
 
 
-def test_the_demo_report_on_a_phone_fits_every_figure(browser, demo_run):
+def test_the_demo_report_on_a_phone_fits_every_figure(demo_report):
     """The whole HTML report at 390 px: every figure fitted by the inlined fit.js (no 720 px panels
     scrolling in their boxes, no title under the toolbar)."""
-    out, folder = demo_run
-    assert out.returncode == 0, out.stderr
-    context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
-    pg = context.new_page()
-    pg.goto((folder / "report.html").as_uri())
-    pg.wait_for_selector(".js-plotly-plot .main-svg", timeout=BROWSER_WAIT_MS)
-    assert pg.evaluate("document.querySelectorAll('.js-plotly-plot[data-fitted]').length") >= 14
-    assert pg.evaluate("document.documentElement.scrollWidth") <= 391
-    problems = pg.evaluate(FIT_PROBLEMS)
-    context.close()
-    assert problems == []
+    seen = demo_report(390)
+    assert seen["fitted"] >= 14
+    assert seen["scroll_width"] <= 391
+    assert seen["fit"] == []
 
 
 PHONE = {"viewport": {"width": 390, "height": 844}, "is_mobile": True, "has_touch": True}
 CELL_TEXTS = "sel => [...document.querySelectorAll(sel + ' td')].map(td => td.textContent)"
 
 
-def test_on_a_phone_the_explorer_summary_is_cards_that_fit_and_say_the_same(browser, server):
+def test_on_a_phone_the_explorer_summary_is_cards_that_fit_and_say_the_same(visit):
     """The explorer's summary has ten columns (526 px in a 374 px box at 390 px, it scrolled): below
     640 px each word is a card of "label: value" lines that fits the window; its cells say what the
     1280 px table's cells say, each named by its column's header."""
-    texts = {}
-    for width, extra in ((1280, {"viewport": {"width": 1280, "height": 900}}), (390, PHONE)):
-        context = browser.new_context(**extra)
-        pg = context.new_page()
-        pg.goto(server + SHOT_PAGES["explore"])
-        pg.wait_for_selector("#numbers table", timeout=BROWSER_WAIT_MS)
-        texts[width] = pg.evaluate(CELL_TEXTS, "#numbers table")
-        if width == 390:
-            assert pg.evaluate(TABLE_PROBLEMS, "#numbers table") == []
-            assert pg.eval_on_selector("#numbers tr.head", "r => getComputedStyle(r).display") == "none"
-            cells = pg.eval_on_selector_all("#numbers tr:not(.head) td", "tds => tds.map(t => t.offsetWidth)")
-            assert cells and min(cells) == max(cells) <= 374  # one cell a line, the card's width
-        context.close()
-    assert texts[390] == texts[1280] and len(texts[390]) == 3 * 10  # three words, ten columns
+    wide, phone = visit(SHOT_PAGES["explore"], 1280), visit(SHOT_PAGES["explore"], 390)
+    assert phone["cell_table"] == []
+    assert phone["head_display"] == "none"
+    cells = phone["cell_widths"]
+    assert cells and min(cells) == max(cells) <= 374  # one cell a line, the card's width
+    assert phone["cells"] == wide["cells"] and len(phone["cells"]) == 3 * 10  # three words, ten columns
 
 
 REPORT_TABLES = """() => [...document.querySelectorAll('section table')].map(t => ({
@@ -571,25 +673,16 @@ REPORT_TABLES = """() => [...document.querySelectorAll('section table')].map(t =
   texts: [...t.querySelectorAll('td')].map(td => td.textContent)}))"""
 
 
-def test_on_a_phone_the_demo_reports_wide_tables_are_cards_and_none_scrolls_sideways(browser, demo_run):
+def test_on_a_phone_the_demo_reports_wide_tables_are_cards_and_none_scrolls_sideways(demo_report):
     """The report's tables were their own scrolling boxes (display: block): at 390 px the cost table
     was 540 px and the static methods' 921 px in 374. Now a table of five columns or more is a card
     table there (each row a card of "label: value" lines, every cell named by its column's header), no
     table is wider than its box, and the cells say what they say at 1280 px, where every table is an
     ordinary one (its header row shown, each row's cells side by side on one line)."""
-    out, folder = demo_run
-    assert out.returncode == 0, out.stderr
-    seen = {}
-    for width, extra in ((1280, {"viewport": {"width": 1280, "height": 900}}), (390, PHONE)):
-        context = browser.new_context(**extra)
-        pg = context.new_page()
-        pg.goto((folder / "report.html").as_uri())
-        pg.wait_for_selector("section table")
-        seen[width] = pg.evaluate(REPORT_TABLES)
-        if width == 390:
-            assert pg.evaluate(TABLE_PROBLEMS, "section table") == []
-            assert pg.evaluate("document.documentElement.scrollWidth") <= 391
-        context.close()
+    phone = demo_report(390)
+    assert phone["table_problems"] == []
+    assert phone["scroll_width"] <= 391
+    seen = {width: demo_report(width)["tables"] for width in (390, 1280)}
     wide, desk = seen[390], seen[1280]
     assert [t["texts"] for t in wide] == [t["texts"] for t in desk] and len(desk) == 5
     assert all(t["display"] == "table" and t["head"] == "table-row" and set(t["lines"]) == {1} for t in desk)
@@ -612,19 +705,12 @@ PROBE_NOTE_OVERLAPS = """() => {
 }"""
 
 
-def test_the_probe_charts_random_words_note_clears_its_bars(browser, server):
+def test_the_probe_charts_random_words_note_clears_its_bars(visit):
     """The note that names the grey band sat at the band's top, over the bars that rise above it (on a
     phone over most of them): it is above the plot now, at 390 px (wrapped) and at 1280 px."""
-    for extra in (PHONE, {"viewport": {"width": 1280, "height": 900}}):
-        context = browser.new_context(**extra)
-        pg = context.new_page()
-        pg.goto(server + SHOT_PAGES["probe"])
-        pg.wait_for_selector(".js-plotly-plot .barlayer .point path", timeout=BROWSER_WAIT_MS)
-        pg.wait_for_load_state("networkidle")
-        overlaps = pg.evaluate(PROBE_NOTE_OVERLAPS)
-        fit = pg.evaluate(FIT_PROBLEMS)
-        context.close()
-        assert overlaps == [] and fit == [], extra["viewport"]
+    for width in (390, 1280):
+        seen = visit(SHOT_PAGES["probe"], width)
+        assert seen["note_overlaps"] == [] and seen["fit"] == [], width
 
 
 # elements wider than the window, or reaching past either side of it: "TAG#id.class (left..right px)";
@@ -637,37 +723,23 @@ TOO_WIDE = """() => [...document.querySelectorAll('body *')].flatMap(e => {
 
 
 @pytest.mark.parametrize("width", sorted(WIDTHS))
-def test_every_navigation_link_with_no_parameters_opens_clean_at_both_widths(browser, server, width):
+def test_every_navigation_link_with_no_parameters_opens_clean_at_both_widths(visit, width):
     """Every link of the navigation bar, opened bare as a learner's first click does: no answer
     (the page, its scripts, figures and favicon) of status 400 or more, no element wider than the
     window, no console error or uncaught exception. (The same-sense link answered 500 on every
     first visit, and no test opened every link.)"""
-    extra = dict(WIDTHS[width])
-    height = extra.pop("height")
-    context = browser.new_context(viewport={"width": width, "height": height}, **extra)
-    pg = context.new_page()
-    failed: list[str] = []
-    errors: list[str] = []
-    pg.on("response", lambda r: failed.append(f"{r.status} {r.url}") if r.status >= 400 else None)
-    pg.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    pg.on("pageerror", lambda e: errors.append(str(e)))
-    pg.goto(server + "/")
-    links = pg.eval_on_selector_all("nav a", "as => as.map(a => a.getAttribute('href'))")
+    links = visit("/", width)["links"]
     assert "/lesson" in links and "/model-view" in links and len(links) >= 10, links
     problems = {}
     for link in links:
-        failed.clear()
-        errors.clear()
-        answer = pg.goto(server + link)
-        pg.wait_for_load_state("networkidle")
-        pg.wait_for_timeout(300)  # plotly's resize to the figure's box (page.js) is asynchronous
-        found = ([f"status {answer.status}"] if answer.status >= 400 else []) + failed + errors
-        found += [f"wider than the window: {w}" for w in pg.evaluate(TOO_WIDE)]
-        if pg.evaluate("document.documentElement.scrollWidth") > width + 1:
-            found.append(f"the page lays out {pg.evaluate('document.documentElement.scrollWidth')} px wide")
+        seen = visit(link, width)
+        loaded = seen["loaded"]
+        found = ([f"status {seen['status']}"] if seen["status"] >= 400 else []) + loaded["failed"] + loaded["errors"]
+        found += [f"wider than the window: {w}" for w in seen["too_wide"]]
+        if seen["scroll_width"] > width + 1:
+            found.append(f"the page lays out {seen['scroll_width']} px wide")
         if found:
             problems[link] = found
-    context.close()
     assert problems == {}
 
 
@@ -683,7 +755,7 @@ DONE = "() => (document.getElementById('work-status') || {}).textContent.startsW
 
 
 @pytest.mark.parametrize("width", sorted(WIDTHS))
-def test_the_lesson_sent_first_then_its_parts_opens_clean_at_both_widths(browser, server, width, monkeypatch):
+def test_the_lesson_sent_first_then_its_parts_opens_clean_at_both_widths(tabs, server, width, monkeypatch):
     """The lesson's page first (web/lesson.py: every section's text, the status line, an empty part per
     section and one for the quiz), its parts fetched from /result/<token> into their places: once the
     status line says "done", every part holds what the whole page holds there (its figures drawn, its
@@ -692,16 +764,9 @@ def test_the_lesson_sent_first_then_its_parts_opens_clean_at_both_widths(browser
     from contextlens.web import deferred, lesson
 
     monkeypatch.setattr(deferred, "SHOW_PAGE_AFTER_S", 0)  # every visit is sent first, as a model's first one
-    extra = dict(WIDTHS[width])
-    height = extra.pop("height")
-    context = browser.new_context(viewport={"width": width, "height": height}, **extra)
-    pg = context.new_page()
-    leaks = abort_requests_leaving(pg, lambda url: urlsplit(url).netloc == urlsplit(server).netloc)
-    failed: list[str] = []
-    errors: list[str] = []
-    pg.on("response", lambda r: failed.append(f"{r.status} {r.url}") if r.status >= 400 else None)
-    pg.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    pg.on("pageerror", lambda e: errors.append(str(e)))
+    tab = tabs(width)
+    pg = tab.page
+    mark = tab.fresh()
     answer = pg.goto(f"{server}/lesson")
     first = answer.text()
     assert answer.status < 400 and 'data-result="/result/' in first, first[:2000]
@@ -714,7 +779,8 @@ def test_the_lesson_sent_first_then_its_parts_opens_clean_at_both_widths(browser
     wide = pg.evaluate(TOO_WIDE)
     scroll = pg.evaluate("document.documentElement.scrollWidth")
     whole = pg.request.get(f"{server}/lesson").text()  # not a browser's Accept: the whole page at once
-    context.close()
+    seen = tab.since(mark)
+    failed, errors, leaks = seen["failed"], seen["errors"], seen["leaks"]
     assert 0 not in got["parts"] and len(got["parts"]) == len(lesson.SECTIONS) + 1, got  # and the quiz
     assert got["figures"] == whole.count('class="plotly-graph-div"') > 0 and got["drawn"] >= got["figures"], got
     assert got["tables"] == whole.count("<table") > 0 and got["questions"] == whole.count('class="question"') > 0
@@ -752,26 +818,16 @@ def test_own_sentences_typed_beside_the_example_words_are_what_the_explorer_show
 FIGURE_LAYOUTS = "JSON.stringify([...document.querySelectorAll('.js-plotly-plot')].map(d => [d.layout, d.data.length]))"
 
 
-@pytest.mark.parametrize("path", ["/lesson", SHOT_PAGES["explore"]], ids=["lesson", "explore views"])
-def test_a_page_narrowed_to_a_phone_after_it_was_drawn_refits_its_figures(browser, server, path):
+NARROWED = ["/lesson", SHOT_PAGES["explore"]]
+
+
+@pytest.mark.parametrize("path", NARROWED, ids=["lesson", "explore views"])
+def test_a_page_narrowed_to_a_phone_after_it_was_drawn_refits_its_figures(visit, path):
     """A page drawn at 1280 px and then narrowed to 390 px (a desktop window made narrow, a tablet
     turned) kept its wide figures: their titles and panel titles reached past the window's edge. Now
     fit.js (and page.js for the slider pages' views) refits them from the figure as given; widened
     again, each figure is as it was first drawn."""
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    pg = context.new_page()
-    pg.goto(server + path)
-    pg.wait_for_selector(".js-plotly-plot .main-svg", timeout=BROWSER_WAIT_MS)
-    pg.wait_for_load_state("networkidle")
-    pg.wait_for_timeout(300)
-    first = pg.evaluate(FIGURE_LAYOUTS)
-    seen = {}
-    for width in (390, 1280):
-        pg.set_viewport_size({"width": width, "height": 900})
-        pg.wait_for_function(f"() => innerWidth === {width}")
-        pg.wait_for_timeout(1000)  # the refit waits for the window to settle (150 ms), then plotly redraws
-        seen[width] = (pg.evaluate(TOO_WIDE), pg.evaluate(FIT_PROBLEMS) if width == 390 else [])
-    again = pg.evaluate(FIGURE_LAYOUTS)
-    context.close()
-    assert seen == {390: ([], []), 1280: ([], [])}, seen
-    assert again == first
+    seen = visit(path, 1280)
+    assert seen["drawn"] > 0
+    assert seen["narrowed"] == {390: ([], []), 1280: ([], [])}, seen["narrowed"]
+    assert seen["layouts_again_as_first"]

@@ -19,7 +19,7 @@ from tests.helpers import (
     CHROMIUM,
     FIT_PROBLEMS,
     TABLE_PROBLEMS,
-    abort_requests_leaving,
+    KeptTab,
     free_port,
     run_cli,
     served_in_thread,
@@ -89,16 +89,38 @@ def client(minilm, corpus):
     return TestClient(create_app("minilm", corpora={"demo": str(corpus)}), base_url="http://127.0.0.1")
 
 
-@pytest.fixture()
-def page(browser, server):
-    """A fresh page; every non-local request is aborted and remembered, and fails the test."""
+PHONE = {"viewport": {"width": 390, "height": 844}, "is_mobile": True, "has_touch": True}
+
+
+@pytest.fixture(scope="module")
+def tabs(browser, server):
+    """``tabs("desk")`` (1280 x 900) or ``tabs("phone")`` (390 x 844, mobile, touch): the module's one
+    kept tab of that kind (helpers.KeptTab: a new tab per test cost Chromium a renderer and plotly.js
+    compiled again); every request that leaves 127.0.0.1 is recorded there."""
     local = urlsplit(server).netloc
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    pg = context.new_page()
-    leaks = abort_requests_leaving(pg, lambda url: urlsplit(url).netloc == local)
-    yield pg
+    kinds = {"desk": {"viewport": {"width": 1280, "height": 900}}, "phone": PHONE}
+    made: dict[str, KeptTab] = {}
+
+    def tab(kind: str) -> KeptTab:
+        if kind not in made:
+            on_server = lambda url: urlsplit(url).netloc == local  # noqa: E731
+            made[kind] = KeptTab(browser, on_server, f"{server}/favicon.ico", **kinds[kind])
+        return made[kind]
+
+    yield tab
+    for kept in made.values():
+        kept.context.close()
+
+
+@pytest.fixture()
+def page(tabs):
+    """The kept 1280 px tab, its session forgotten (KeptTab.fresh); a request of the test that leaves
+    127.0.0.1 fails it."""
+    tab = tabs("desk")
+    mark = tab.fresh()
+    yield tab.page
+    leaks = tab.since(mark)["leaks"]
     assert leaks == [], f"requests left localhost: {leaks}"
-    context.close()
 
 
 # --- the model view ---------------------------------------------------------------------------
@@ -146,12 +168,13 @@ def test_model_view_click_a_token_then_a_cell_opens_that_heads_token_map(page, s
 
 
 @needs_chromium
-def test_model_view_on_a_phone_scales_every_head_to_the_width_and_keeps_hover(browser, server):
+def test_model_view_on_a_phone_scales_every_head_to_the_width_and_keeps_hover(tabs, server):
     """At 390 px the 72 strips (76 px each, the grid 1,109 px in a 374 px box) scale to their cells
     (SVG viewBox): the grid fits, every strip lies inside the window, a strip under the pointer is its
     own link (outlined on hover, its title the tooltip) and a token click still lights its bars."""
-    context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
-    pg = context.new_page()
+    tab = tabs("phone")
+    mark = tab.fresh()
+    pg = tab.page
     pg.goto(f"{server}/model-view?sentence=The+river+[bank]+flooded.")
     assert pg.evaluate(TABLE_PROBLEMS, "#model-view") == []
     strips = pg.eval_on_selector_all(
@@ -168,8 +191,8 @@ def test_model_view_on_a_phone_scales_every_head_to_the_width_and_keeps_hover(br
     assert cell.get_attribute("title").startswith("layer 3, head 5: ")
     pg.click("#tokens .tok:text-is('river')")
     bar = pg.eval_on_selector("#cell-1-0 rect.t2", "r => [getComputedStyle(r).fill, r.getBoundingClientRect().width]")
-    context.close()
     assert bar[0] == "rgb(220, 38, 38)" and bar[1] > 0
+    assert tab.since(mark)["leaks"] == []
 
 
 # --- the sense map ----------------------------------------------------------------------------
@@ -337,9 +360,10 @@ def test_the_sense_tables_wordnet_cell_is_the_apis_label_candidates_and_all(page
 
 
 @needs_chromium
-def test_the_sense_map_on_a_phone_fits_and_its_title_clears_the_toolbar(browser, server):
-    context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
-    pg = context.new_page()
+def test_the_sense_map_on_a_phone_fits_and_its_title_clears_the_toolbar(tabs, server):
+    tab = tabs("phone")
+    mark = tab.fresh()
+    pg = tab.page
     pg.goto(f"{server}/sense-map?corpus=demo&word=bank")
     pg.wait_for_selector("#sense-map .main-svg", timeout=BROWSER_WAIT_MS)
     assert pg.evaluate("document.documentElement.scrollWidth") <= 391
@@ -351,23 +375,27 @@ def test_the_sense_map_on_a_phone_fits_and_its_title_clears_the_toolbar(browser,
     pg.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)  # its nearest occurrences
     pg.wait_for_selector("#nearest-table", timeout=BROWSER_WAIT_MS)
     nearest = pg.evaluate(TABLE_PROBLEMS, "#nearest-table")
-    context.close()
     assert problems == [] and senses == [] and nearest == []
+    assert tab.since(mark)["leaks"] == []
 
 
 # --- the lesson's two new sections ------------------------------------------------------------
 
 
 @needs_chromium
-def test_the_lessons_kinds_and_cost_tables_show_and_fit_a_phone(browser, server):
+def test_the_lessons_kinds_and_cost_tables_show_and_fit_a_phone(tabs, server):
     texts = {}
-    for width in (1280, 390):
-        context = browser.new_context(viewport={"width": width, "height": 900})
-        pg = context.new_page()
+    tab = tabs("desk")
+    pg = tab.page
+    for width in (1280, 390):  # a desktop window, then the same narrowed to 390 px before the page opens
+        tab.fresh()
+        pg.set_viewport_size({"width": width, "height": 900})
         pg.goto(f"{server}/lesson")
-        # a slow lesson sends its text first and these tables after (web/deferred.py): wait for them
+        # a slow lesson sends its text first and these tables after (web/deferred.py): wait for them (a
+        # function: a bare expression is evaluated by eval() on each poll, which the page's CSP refuses)
         pg.wait_for_function(
-            "document.querySelectorAll('#kinds tr').length > 0 && document.querySelectorAll('#cost tr').length > 0",
+            "() => document.querySelectorAll('#kinds tr').length > 0"
+            " && document.querySelectorAll('#cost tr').length > 0",
             timeout=BROWSER_WAIT_MS,
         )
         kinds = pg.query_selector_all("#kinds tr")
@@ -391,7 +419,7 @@ def test_the_lessons_kinds_and_cost_tables_show_and_fit_a_phone(browser, server)
                 )
                 clip = {"x": 0, "y": top - 40, "width": width, "height": bottom - top + 50}
                 pg.screenshot(path=str(Path(SHOTS) / f"web-lesson-{name}-{width}.png"), clip=clip, full_page=True)
-        context.close()
+    pg.set_viewport_size({"width": 1280, "height": 900})
     assert texts[390] == texts[1280]  # the cards say what the table says
 
 
