@@ -481,6 +481,28 @@ def test_ray_blocks_are_sized_by_the_matches_they_hold(tmp_path):
     assert [len(r["chunks"]) for r in rare[:-1]] == [16, 16, 8]  # no match: closed at the chunk cap
 
 
+def test_a_relative_corpus_path_is_read_where_the_driver_works(tmp_path, monkeypatch):
+    """The Ray read task runs in a worker that works in another folder: docs/corpus.md's `corpus
+    extract news/ ... --engine ray` stopped with "corpus 'news/' is neither a file, a folder nor
+    an installed corpus". The source takes the driver's folder with it; a corpus name stays one."""
+    import pyarrow as pa
+
+    from contextlens.analyses.corpus.ray_engine import END, CorpusSource, read_blocks
+    from contextlens.analyses.corpus.stream import PendingChunks
+    from contextlens.analyses.corpus.targets import Matcher, form_table
+
+    (tmp_path / "news").mkdir()
+    _corpus(tmp_path / "news" / "a.txt", 3)
+    matcher = Matcher(form_table(["bank"], False))
+    monkeypatch.chdir(tmp_path)
+    source = CorpusSource(PendingChunks("news/", 1, "skip", frozenset(), "lines"), matcher)
+    assert CorpusSource(PendingChunks("lee", 1), matcher).pending.source == "lee"
+    monkeypatch.chdir(tmp_path.parent)  # where a worker might work
+    rows = pa.concat_tables(read_blocks(source.pending, source.matcher, 100, 64)).to_pylist()
+    assert rows[-1]["chunks"] == [END] and json.loads(rows[-1]["docs"][0])["documents"] == 1  # a file a document
+    assert [n for r in rows[:-1] for n in r["chunks"]] == [0] and "bank raised its rates" in rows[0]["docs"][0]
+
+
 def test_a_ray_actor_answers_a_block_with_one_row_its_chunks_tables_inside(tmp_path):
     """A Ray Data task that yields a block per chunk held its actor ~60 ms a block before the next
     task could start (0.43 s between 1-second calls of 7 chunks: a quarter of a job's time with
