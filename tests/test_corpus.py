@@ -434,6 +434,32 @@ def test_a_ray_job_on_a_cluster_started_apart_resumes_after_its_driver_is_killed
     assert sum(n["actors"] for n in cluster["nodes"]) == 1  # the actor that finished it, on one of them
 
 
+@pytest.mark.slow
+def test_the_documented_ray_line_runs_on_the_session_cluster(tmp_path, monkeypatch, ray_cluster):
+    """docs/corpus.md's Ray line, taken from the doc, run in this process, which the session's
+    two-node cluster already holds (a connected process is reused: no --address), on two short
+    files and with minilm (its variant there): every occurrence, the local engine's rows."""
+    from tests.test_doc_commands import documented
+
+    words, _ = documented(
+        "docs/corpus.md", "corpus extract news/ --words-file words.txt --out runs/news --engine ray --actors 2"
+    )
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "news").mkdir()
+    (tmp_path / "news" / "a.txt").write_text("The bank raised rates.\n\nA fire reached the river bank.\n")
+    (tmp_path / "news" / "b.txt").write_text("Fire crews worked all night. The bank stayed shut.\n")
+    (tmp_path / "words.txt").write_text("bank\nfire\n")
+    done = run_cli(*words)
+    assert done.returncode == 0, done.stderr
+    manifest = json.loads((tmp_path / "runs" / "news" / "manifest.json").read_text())
+    assert manifest["complete"] and len(manifest["cluster"]["nodes"]) == 2  # on Ray: the session's two nodes
+    rows = read_rows(tmp_path / "runs" / "news")
+    assert rows.num_rows == 5  # bank 3 times, fire twice
+    local = extract_corpus("news", ["bank", "fire"], tmp_path / "local", model="minilm", layers=manifest["layers"])
+    assert sorted(keys(rows)) == sorted(keys(read_rows(tmp_path / "local")))
+    assert local.manifest.counts == manifest["counts"]
+
+
 def test_unreachable_ray_address_is_one_line(tmp_path, capsys):
     pytest.importorskip("ray")
     corpus = _corpus(tmp_path / "c.txt", 2)
