@@ -434,6 +434,32 @@ def test_a_ray_job_on_a_cluster_started_apart_resumes_after_its_driver_is_killed
     assert sum(n["actors"] for n in cluster["nodes"]) == 1  # the actor that finished it, on one of them
 
 
+@pytest.mark.slow
+def test_the_documented_ray_line_runs_on_the_session_cluster(tmp_path, monkeypatch, ray_cluster):
+    """docs/corpus.md's Ray line, taken from the doc, run in this process, which the session's
+    two-node cluster already holds (a connected process is reused: no --address), on two short
+    files and with minilm (its variant there): every occurrence, the local engine's rows."""
+    from tests.test_doc_commands import documented
+
+    words, _ = documented(
+        "docs/corpus.md", "corpus extract news/ --words-file words.txt --out runs/news --engine ray --actors 2"
+    )
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "news").mkdir()
+    (tmp_path / "news" / "a.txt").write_text("The bank raised rates.\n\nA fire reached the river bank.\n")
+    (tmp_path / "news" / "b.txt").write_text("Fire crews worked all night. The bank stayed shut.\n")
+    (tmp_path / "words.txt").write_text("bank\nfire\n")
+    done = run_cli(*words)
+    assert done.returncode == 0, done.stderr
+    manifest = json.loads((tmp_path / "runs" / "news" / "manifest.json").read_text())
+    assert manifest["complete"] and len(manifest["cluster"]["nodes"]) == 2  # on Ray: the session's two nodes
+    rows = read_rows(tmp_path / "runs" / "news")
+    assert rows.num_rows == 5  # bank 3 times, fire twice
+    local = extract_corpus("news", ["bank", "fire"], tmp_path / "local", model="minilm", layers=manifest["layers"])
+    assert sorted(keys(rows)) == sorted(keys(read_rows(tmp_path / "local")))
+    assert local.manifest.counts == manifest["counts"]
+
+
 def test_unreachable_ray_address_is_one_line(tmp_path, capsys):
     pytest.importorskip("ray")
     corpus = _corpus(tmp_path / "c.txt", 2)
@@ -479,6 +505,28 @@ def test_ray_blocks_are_sized_by_the_matches_they_hold(tmp_path):
     assert [n for b in blocks for n in b] == list(range(40))  # every chunk once, in order
     rare = pa.concat_tables(read_blocks(pending, Matcher(form_table(["absent"], False)), 5, 16)).to_pylist()
     assert [len(r["chunks"]) for r in rare[:-1]] == [16, 16, 8]  # no match: closed at the chunk cap
+
+
+def test_a_relative_corpus_path_is_read_where_the_driver_works(tmp_path, monkeypatch):
+    """The Ray read task runs in a worker that works in another folder: docs/corpus.md's `corpus
+    extract news/ ... --engine ray` stopped with "corpus 'news/' is neither a file, a folder nor
+    an installed corpus". The source takes the driver's folder with it; a corpus name stays one."""
+    import pyarrow as pa
+
+    from contextlens.analyses.corpus.ray_engine import END, CorpusSource, read_blocks
+    from contextlens.analyses.corpus.stream import PendingChunks
+    from contextlens.analyses.corpus.targets import Matcher, form_table
+
+    (tmp_path / "news").mkdir()
+    _corpus(tmp_path / "news" / "a.txt", 3)
+    matcher = Matcher(form_table(["bank"], False))
+    monkeypatch.chdir(tmp_path)
+    source = CorpusSource(PendingChunks("news/", 1, "skip", frozenset(), "lines"), matcher)
+    assert CorpusSource(PendingChunks("lee", 1), matcher).pending.source == "lee"
+    monkeypatch.chdir(tmp_path.parent)  # where a worker might work
+    rows = pa.concat_tables(read_blocks(source.pending, source.matcher, 100, 64)).to_pylist()
+    assert rows[-1]["chunks"] == [END] and json.loads(rows[-1]["docs"][0])["documents"] == 1  # a file a document
+    assert [n for r in rows[:-1] for n in r["chunks"]] == [0] and "bank raised its rates" in rows[0]["docs"][0]
 
 
 def test_a_ray_actor_answers_a_block_with_one_row_its_chunks_tables_inside(tmp_path):

@@ -18,14 +18,18 @@ models: ``eval`` and ``same-sense`` with ``--quick``, the static models a reader
 (``w2v-sg``, ``ft-sg``, ``m2v-minilm``) as conftest's ``made_statics`` makes them, the reader's
 files made small (Lee's first 40 documents as ``lee_background.txt``), ``serve`` with its server
 replaced by one that prepares the app and returns. A line long by nature runs as the smaller
-variant its doc shows beside it (:data:`VARIANTS`); a line no test here can run names the test
-that does (:data:`NOT_RUN`); :func:`test_every_documented_line_is_run_or_says_where_it_is` fails
-on a new line that is neither. Each exits 0 or, where its doc shows the error it prints, exits 2
-with that very line (numbers and made names aside where the inputs were made smaller).
+variant its doc shows beside it (:data:`VARIANTS`); a line that needs what another test file sets
+up (the session's PostgreSQL or Ray cluster, a tuned model) is run there, taken from here with
+:func:`documented` (:data:`ELSEWHERE`); :func:`test_every_documented_line_is_run_or_says_where_it_is`
+fails on a new line that is neither. ``static distill`` distills minilm's first
+:data:`DISTILLED_TOKENS` vocabulary tokens (the whole vocabulary is a forward pass per token). Each
+exits 0 or, where its doc shows the error it prints, exits 2 with that very line (numbers and made
+names aside where the inputs were made smaller).
 """
 
 from __future__ import annotations
 
+import ast
 import re
 import shlex
 from pathlib import Path
@@ -137,46 +141,60 @@ VARIANTS: dict[tuple[str, str], str] = {
         "static train lee --name w2v-sg --epochs 1 --dim 16",
     ("docs/web.md", "corpus extract CORPUS --words bank --out ./bank-x --model minilm --layers 0,2,4,6"):
         "corpus extract lee --words bank --out ./bank-x --model minilm --layers 0,2,4,6",
+    ("docs/corpus.md", "corpus extract news/ --words-file words.txt --out runs/news --engine ray --actors 2"):
+        "corpus extract news/ --words-file words.txt --out runs/news --engine ray --actors 2 --model minilm",
+    ("docs/search.md", "capacity --engine pgvector -n 20000 -d 384 --index hnsw --dtype binary --measure"):
+        "capacity --engine pgvector -n 2000 -d 384 --index hnsw --dtype binary --measure",
+    ("docs/tuning.md", "tune minilm --name minilm-senses"):
+        "tune minilm --name minilm-senses --layer 1 --max-lemmas 6 --max-steps 1 --lemmas-per-step 2 --no-onnx",
 }  # fmt: skip
 
-# Documented lines no test of this file runs, and where they are run instead.
-NOT_RUN = {
-    ("docs/static.md", "rank -m minilm"): "its output is rank's with w2v-sg made on enwiki: test_ranking",
+# Documented lines another test file runs, where what they need is already set up (the session's
+# PostgreSQL or Ray cluster, a tuned model, a made word2vec in a cache of its own) -> that test, as
+# ``file::function``. It takes the line from here with :func:`documented` (its variant where
+# :data:`VARIANTS` has one), and :func:`test_each_line_run_elsewhere_is_run_by_the_test_it_names`
+# fails when it stops doing so.
+ELSEWHERE = {
+    ("docs/static.md", "rank -m minilm"):
+        "tests/test_static_lesson.py::test_rank_uses_a_made_word2vec_and_names_the_pairs_it_leaves_out",
     ("docs/corpus.md", "corpus extract news/ --words-file words.txt --out runs/news --engine ray --actors 2"):
-        "a Ray cluster: tests/test_corpus_ray_placement.py starts one",
+        "tests/test_corpus.py::test_the_documented_ray_line_runs_on_the_session_cluster",
     ("docs/search.md", "index build docs.txt --out idx --model minilm --engine pgvector --index hnsw --dtype float16"):
-        "the embedded PostgreSQL: tests/test_pgvector.py",
-    ("docs/search.md", 'index search idx "fire threatens houses" -k 3'): "pgvector: tests/test_pgvector.py",
+        "tests/test_pgvector.py::test_the_documented_pgvector_lines",
+    ("docs/search.md", 'index search idx "fire threatens houses" -k 3'):
+        "tests/test_pgvector.py::test_the_documented_pgvector_lines",
     ("docs/search.md", "capacity --engine pgvector -n 20000 -d 384 --index hnsw --dtype binary --measure"):
-        "the embedded PostgreSQL: tests/test_pg_hnsw_pages.py, tests/test_pg_measured.py",
-    ("docs/static.md", "static distill minilm --name m2v-minilm"):
-        "a forward per vocabulary token (minutes): conftest's made_statics distills minilm's first 4,000",
-    ("docs/tuning.md", "tune minilm --name minilm-senses"): "9-10 minutes: tests/test_tune.py tunes a few steps",
-    ("docs/tuning.md", "eval wic -m minilm-senses"): "a tuned model: tests/test_tune.py",
+        "tests/test_pgvector.py::test_the_documented_pgvector_lines",
+    ("docs/tuning.md", "tune minilm --name minilm-senses"):
+        "tests/test_tune.py::test_the_command_tunes_and_says_what_it_made",
+    ("docs/tuning.md", "eval wic -m minilm-senses"):
+        "tests/test_tune.py::test_the_documented_lines_run_on_a_tuned_model",
     ("docs/tuning.md", 'same-sense "The [bank] approved it." "We fished from the [bank]." -m minilm-senses'):
-        "a tuned model: tests/test_tune.py",
+        "tests/test_tune.py::test_the_documented_lines_run_on_a_tuned_model",
 }  # fmt: skip
 
 # The static models a doc's reader makes first, as the shared fixture makes them (smaller, same kind).
 MADE = {"w2v-sg": "word2vec", "ft-sg": "fasttext", "m2v-minilm": "distilled"}
 TRAINED = "doc-test-w2v"  # `static train`'s name here, removed after (other tests list the made models)
+DISTILLED = "doc-test-m2v"  # `static distill`'s, likewise
+DISTILLED_TOKENS = 400  # the vocabulary tokens it distills: more than --pca-dims' 256, a second of forwards
 QUICK = frozenset({"eval", "same-sense"})  # run with --quick, their documented smaller variant
 # The reader's own files a line reads, made small in the doc's folder (senses.tsv as the doc shows it).
 SMALL_INPUTS = frozenset({"lee_background.txt", "big.txt"})
 
 
 def _key(where: str, line: str) -> tuple[str, str]:
-    """How :data:`VARIANTS` and :data:`NOT_RUN` name a line: its doc and the words after `contextlens`."""
+    """How :data:`VARIANTS` and :data:`ELSEWHERE` name a line: its doc and the words after `contextlens`."""
     return where.split(":")[0], line.removeprefix("contextlens ")
 
 
 def _planned() -> list[tuple[str, str, str | None]]:
     """(where, the line to run, the output shown after the documented line) for every documented
-    line that is no synopsis and not in :data:`NOT_RUN`."""
+    line that is no synopsis and not in :data:`ELSEWHERE`."""
     return [
         (where, "contextlens " + VARIANTS.get(_key(where, line), _key(where, line)[1]), shown)
         for where, line, shown in SHOWN
-        if not is_synopsis(line) and _key(where, line) not in NOT_RUN
+        if not is_synopsis(line) and _key(where, line) not in ELSEWHERE
     ]
 
 
@@ -184,16 +202,67 @@ PLANNED = _planned()
 
 
 def test_every_documented_line_is_run_or_says_where_it_is():
-    """A new documented line is run here unless it is listed in NOT_RUN with the test that runs it;
+    """A new documented line is run here unless it is listed in ELSEWHERE with the test that runs it;
     a variant is shown in its doc, and no entry outlives its line."""
     concrete = {_key(where, line) for where, line in LINES if not is_synopsis(line)}
-    stale = [key for key in (*VARIANTS, *NOT_RUN) if key not in concrete]
+    stale = [key for key in (*VARIANTS, *ELSEWHERE) if key not in concrete]
     assert not stale, f"no longer in the docs: {stale}"
     for (doc, _), variant in VARIANTS.items():
         text = " ".join((ROOT / doc).read_text(encoding="utf-8").split())
         assert variant in text, f"{doc}: show {variant!r} beside its line"
-    assert len(PLANNED) + len(NOT_RUN) == len(concrete), "a line is neither run nor listed"
+    assert len(PLANNED) + len(ELSEWHERE) == len(concrete), "a line is neither run nor listed"
     assert len(PLANNED) >= 40, PLANNED
+
+
+def documented(doc: str, line: str) -> tuple[list[str], list[str]]:
+    """For the test :data:`ELSEWHERE` names: the words after `contextlens` it runs for ``line`` (its
+    variant where it has one, ``--quick`` added as here) and the output the doc shows after it;
+    fails once ``doc`` no longer shows the line."""
+    key = (doc, line)
+    assert key in ELSEWHERE, f"list {key} in tests/test_doc_commands.py's ELSEWHERE with the test that runs it"
+    where = next((where for where, shown in LINES if _key(where, shown) == key), None)
+    assert where is not None, f"{doc} no longer shows `contextlens {line}`"
+    words = shlex.split(VARIANTS.get(key, line))
+    quick = ["--quick"] if words[0] in QUICK and "--quick" not in words else []
+    return [*words, *quick], _shown_output(where)
+
+
+def _shown_output(where: str) -> list[str]:
+    """The lines shown after the line at ``where`` in its block, up to the next command; ``...`` (a
+    part left out) dropped."""
+    doc, number = where.split(":")
+    text = (ROOT / doc).read_text(encoding="utf-8").splitlines()[int(number) :]
+    shown: list[str] = []
+    for raw in text:
+        if raw.lstrip().startswith(("```", "$ ", "contextlens ")):
+            break
+        if raw.strip() and not raw.strip().startswith(("...", "…")):
+            shown.append(raw.strip())
+    return shown
+
+
+def masked(text: str) -> str:
+    """``text`` with its numbers (a sign too: a τ-b of -0.05) as N and its runs of white space as one space."""
+    return re.sub(r"(?:(?<![\w-])-)?\d[\d,.]*", "N", " ".join(text.split()))
+
+
+def _calls(test: str) -> list[list[object]]:
+    """The constant arguments of every ``documented(...)`` call in ``test`` (``file::function``)."""
+    path, name = test.split("::")
+    tree = ast.parse((ROOT / path).read_text(encoding="utf-8"))
+    function = next((n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == name), None)
+    assert function is not None, f"{path} has no function {name}"
+    return [
+        [a.value for a in call.args if isinstance(a, ast.Constant)]
+        for call in ast.walk(function)
+        if isinstance(call, ast.Call) and getattr(call.func, "id", None) == "documented"
+    ]
+
+
+def test_each_line_run_elsewhere_is_run_by_the_test_it_names():
+    """The test ELSEWHERE names takes that very line from the doc (``documented(DOC, LINE)``)."""
+    for (doc, line), test in ELSEWHERE.items():
+        assert [doc, line] in _calls(test), f"{test} does not run documented({doc!r}, {line!r})"
 
 
 def _inputs(folder: Path) -> None:
@@ -245,8 +314,9 @@ def no_port(monkeypatch):
 
 def _words(line: str, made: dict[str, str]) -> list[str]:
     words = [made.get(w, w) for w in shlex.split(line)[1:]]
-    if words[:2] == ["static", "train"]:  # made under a name of its own, not the shared fixture's
-        words[words.index("--name") + 1] = TRAINED
+    own = {"train": TRAINED, "distill": DISTILLED}
+    if words[0] == "static" and words[1] in own:  # made under a name of its own, not the shared fixture's
+        words[words.index("--name") + 1] = own[words[1]]
         words.append("--force")
     if words[0] in QUICK and "--quick" not in words:
         words.append("--quick")
@@ -278,23 +348,25 @@ def _forget(name: str) -> None:
     shutil.rmtree(made_root() / name, ignore_errors=True)
 
 
-def _masked(text: str) -> str:
-    return re.sub(r"\d[\d,.]*", "N", " ".join(text.split()))
-
-
 @pytest.mark.parametrize(("where", "line", "shown"), PLANNED, ids=[w for w, _, _ in PLANNED])
 def test_the_documented_command_lines_run(where, line, shown, doc_folders, made_statics, no_port, monkeypatch):
     """Each runs on the shipped models (the made ones as conftest makes them), in its doc's folder,
     and exits 0 or, where the doc shows the error it prints, exits 2 with that line. A line run as
     written on the reader's inputs prints the block's first output line; one run on smaller inputs
     or made models prints its error with only the numbers and names changed."""
+    from contextlens.analyses.static import distill
+
     folder = doc_folders(where.split(":")[0])
     monkeypatch.chdir(folder)  # a --plot two.png, an --out runs/bank is written here
+    if line.startswith("contextlens static distill "):  # minilm's first tokens, as conftest's made_statics
+        full = distill.vocabulary_tokens
+        monkeypatch.setattr(distill, "vocabulary_tokens", lambda tokenizer: full(tokenizer)[:DISTILLED_TOKENS])
     made = {name: made_statics[kind] for name, kind in MADE.items()}
     try:
         done = _run_planned(where, line, folder, made)
     finally:
         _forget(TRAINED)
+        _forget(DISTILLED)
     documented = next(d for w, d, _ in SHOWN if w == where)
     as_written = line == documented and not any(name in f"{line} {shown}" for name in (*SMALL_INPUTS, *MADE))
     if shown is not None and shown.startswith("error:"):
@@ -304,7 +376,7 @@ def test_the_documented_command_lines_run(where, line, shown, doc_folders, made_
         else:
             for name, fixture in made.items():
                 shown = shown.replace(name, fixture)
-            assert _masked(done.stderr) == _masked(shown), f"{where}: {done.stderr}"
+            assert masked(done.stderr) == masked(shown), f"{where}: {done.stderr}"
     else:
         assert done.returncode == 0, f"{where}: {line!r}: {done.stderr}"
         if not as_written or shown is None or "..." in shown or "…" in shown:  # no output shown, an excerpt

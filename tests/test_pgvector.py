@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -256,6 +257,41 @@ def test_cli_build_search_and_refusals(pg, tmp_path):
         proc = run_cli(*args)
         assert proc.returncode == 2 and needle in proc.stderr, proc.stderr
         assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
+
+
+def test_the_documented_pgvector_lines(pg, tmp_path, monkeypatch):
+    """docs/search.md's pgvector lines, taken from the doc, run here where the server already runs:
+    the build and search as written on five documents, the capacity measurement on 2,000 vectors
+    (its variant there). What they print is what the doc shows, numbers and the table's name aside."""
+    from tests.test_doc_commands import documented, masked
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "docs.txt").write_text(
+        "Fire threatens houses on the edge of Sydney.\nThe central bank raised interest rates.\n"
+        "A chocolate cake recipe.\nThe striker scored twice in the final.\nRain is due on Sunday.\n"
+    )
+    build = documented(
+        "docs/search.md", "index build docs.txt --out idx --model minilm --engine pgvector --index hnsw --dtype float16"
+    )
+    search = documented("docs/search.md", 'index search idx "fire threatens houses" -k 3')
+    capacity = documented(
+        "docs/search.md", "capacity --engine pgvector -n 20000 -d 384 --index hnsw --dtype binary --measure"
+    )
+    assert capacity[0][capacity[0].index("-n") + 1] == "2000"  # the doc's variant: 2,000 vectors, not 20,000
+
+    def plain(text: str) -> str:  # without the numbers and the table's name, which differ run to run
+        text = masked(re.sub(r"cl_[0-9a-f]+_[0-9a-z_]+", "TABLE", text))
+        return re.sub(r"(, N on level N)+;", ";", text)  # a smaller index draws fewer levels
+
+    printed = {}
+    for name, (words, shown) in {"build": build, "search": search, "capacity": capacity}.items():
+        done = run_cli(*words)
+        assert done.returncode == 0, f"{words}: {done.stderr}"
+        printed[name] = done.stdout + done.stderr
+        assert shown, f"docs/search.md shows no output after {words}"
+        for line in shown:
+            assert plain(line) in plain(printed[name]), f"{line!r} is not in what it printed: {printed[name][:800]}"
+    assert "Fire threatens houses" in printed["search"].split("recall@3")[0]  # the top hits hold the fire
 
 
 # --- a build killed half-way, and two at once -----------------------------------------------------

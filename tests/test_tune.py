@@ -17,6 +17,7 @@ from contextlens.core.resources import REGISTRY, cache_dir, resolve_contextual
 from contextlens.core.tuned_store import tuned_models
 from contextlens.errors import InputError, ParameterError
 from helpers import run_cli
+from tests.test_doc_commands import documented
 
 # blocks 1..2 learn, for 3 steps of 3 lemmas; the last step's weights are kept, so that equal weights
 # prove equal training (the best dev evaluation could be the base model's own)
@@ -122,6 +123,22 @@ def test_the_tuned_folder_takes_the_lean_path(tiny):
     assert summary["fp32"] is not None and summary["fp32"]["max_abs_diff"] < EXACT
 
 
+def test_the_documented_lines_run_on_a_tuned_model(tiny):
+    """docs/tuning.md's `eval wic` (with --quick) and `same-sense` lines, taken from the doc, on the
+    tuned model of this file in the place of minilm-senses."""
+    for words, _ in (
+        documented("docs/tuning.md", "eval wic -m minilm-senses"),
+        documented(
+            "docs/tuning.md", 'same-sense "The [bank] approved it." "We fished from the [bank]." -m minilm-senses'
+        ),
+    ):
+        words = [NAME if w == "minilm-senses" else w for w in words]
+        done = run_cli(*words)
+        assert done.returncode == 0, f"{words}: {done.stderr}"
+        assert NAME in done.stdout + done.stderr, f"{words}: {done.stdout}"  # it ran the tuned model, and said so
+    assert "same sense:" in done.stdout or "different senses:" in done.stdout, done.stdout
+
+
 @pytest.mark.parametrize(
     ("args", "says"),
     [
@@ -153,8 +170,10 @@ def test_names_and_models_that_cannot_be_tuned_are_refused(tiny):
 
 
 def test_the_command_tunes_and_says_what_it_made():
-    args = ["--layer", "1", "--max-lemmas", "6", "--max-steps", "1", "--lemmas-per-step", "2", "--no-onnx"]
-    done = run_cli("tune", "minilm", "--name", NAME + "-cli", "--force", "--restart", *args, "--json")
+    """docs/tuning.md's `tune` line as the doc's one-step variant, under a test name."""
+    words, _ = documented("docs/tuning.md", "tune minilm --name minilm-senses")
+    words[words.index("--name") + 1] = NAME + "-cli"
+    done = run_cli(*words, "--force", "--restart", "--json")
     assert done.returncode == 0, done.stderr
     made = json.loads(done.stdout)
     assert made["name"] == NAME + "-cli" and made["layer"] == 1 and made["steps"] == 1

@@ -25,7 +25,7 @@ import pickle
 import socket
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import asdict
+from dataclasses import asdict, replace
 
 import pyarrow as pa
 
@@ -60,7 +60,9 @@ class CorpusSource:
     the block sizes are the driver's, read when the source is made)."""
 
     def __init__(self, pending: PendingChunks, matcher: Matcher):
-        self.pending = pending
+        # a Ray worker does not work in the driver's folder: a relative path (`news/`) is the driver's
+        local = os.path.exists(pending.source)
+        self.pending = replace(pending, source=os.path.abspath(pending.source)) if local else pending
         self.matcher = matcher
         self.sizes = (BLOCK_OCCURRENCES, BLOCK_CHUNKS)
 
