@@ -17,7 +17,7 @@ def made(made_statics):
     return [made_statics["word2vec"], made_statics["fasttext"], made_statics["distilled"]]
 
 
-def test_static_models_are_at_chance_on_wic_and_much_faster_than_the_teacher(made, minilm):
+def test_static_models_are_at_chance_on_wic_and_a_small_table_beside_the_teacher(made, minilm):
     result = evaluate_static(made, [minilm], "quick", wic_teachers=False)
     chance = result.value(system="chance", task="wic", metric="accuracy")
     for name in made:
@@ -35,9 +35,12 @@ def test_static_models_are_at_chance_on_wic_and_much_faster_than_the_teacher(mad
     assert result.value(system="random", task="lee", metric="ndcg@10") < result.value(
         system="minilm", task="lee", metric="ndcg@10"
     )
-    student = result.value(system=M2V, task="speed", metric="documents_per_s")
-    teacher = result.value(system="minilm", task="speed", metric="documents_per_s")
-    assert student > 20 * teacher  # measured ~300x on the full run (docs/static.md)
+    # The speed ratio (~300x on the full run, docs/static.md) is a timing, which a loaded machine
+    # changes: benchmarks/static_speed.py measures it. Here, what makes it, which no load changes:
+    # the student is a table a small fraction of its teacher's weights (4,000 x 64 here: ~1 MB, 90x less).
+    student = result.value(system=M2V, task="memory", metric="bytes")
+    teacher = result.value(system="minilm", task="memory", metric="bytes")
+    assert 0 < 20 * student < teacher
     kept = kept_share(result, M2V, "minilm")
     assert set(kept) == {"simlex999:spearman", "wordsim353:spearman", "lee:spearman", "lee:ndcg@10"}
     json.dumps(result.to_dict(), allow_nan=False)
