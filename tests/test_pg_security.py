@@ -20,6 +20,7 @@ import psycopg
 import pytest
 
 from contextlens.analyses.search import pg_cluster, pg_keeper, pg_server
+from tests.helpers import HANG_SECONDS
 
 AS_ROOT = os.geteuid() == 0
 NOBODY = 65534
@@ -259,7 +260,7 @@ def test_a_cluster_an_older_version_made_is_taken_over_and_its_tables_kept(tmp_p
             hba = (root / "cluster" / "data" / "pg_hba.conf").read_text()
             assert "trust" not in hba and "peer map=" in hba
             if AS_ROOT:
-                deadline = time.time() + 10  # pg_ctl stop -w returns as the postmaster removes its pid file
+                deadline = time.time() + HANG_SECONDS  # pg_ctl stop -w returns as the postmaster removes its pid file
                 while Path(f"/proc/{old_pid}").exists() and time.time() < deadline:
                     time.sleep(0.05)
                 assert pid != old_pid and not Path(f"/proc/{old_pid}").exists()  # the old one was stopped
