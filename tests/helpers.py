@@ -89,8 +89,12 @@ def link_test_cache(shared: Path, dest: Path, *parts: str) -> None:
     ``shared_test_cache``; e.g. ``wordnet``, ``onnx/minilm-*``) into the empty cache ``dest``: a test
     that needs its own cache then reads what the suite already made (a WordNet scan, an ONNX export)
     instead of making it again. The cache's writes are atomic (a new file renamed into place), so a
-    write in ``dest`` never reaches the shared file."""
+    write in ``dest`` never reaches the shared file. Never ``nltk_data``: NLTK 3.10 refuses to open a
+    file with a second hard link, so a link made while another worker's reader is open breaks that
+    reader (seen: the sense map's WordNet lookups failed on another worker)."""
     for part in parts:
+        if part.split("/")[0] == "nltk_data":
+            raise ValueError("nltk_data cannot be linked: NLTK refuses multiply-linked files")
         for source in sorted(shared.glob(part)):
             target = dest / source.relative_to(shared)
             if source.is_dir() and not target.exists():

@@ -91,7 +91,7 @@ def test_bad_arguments_name_their_parameter(own_cache, kwargs, parameter):
 def test_cli_train_then_neighbors_compare_and_list_take_the_name(own_cache, shared_test_cache, minilm_onnx):
     # compare's lean path and random-word baseline read the suite's minilm export and WordNet scan
     # (linked; the export and the scan were most of this test's CPU, issue 30), not made again here
-    link_test_cache(shared_test_cache, own_cache, "wordnet", "nltk_data", "onnx/minilm-*")
+    link_test_cache(shared_test_cache, own_cache, "wordnet", "onnx/minilm-*")
     done = run_cli("static", "train", "lee", "--name", "w2v", "--epochs", "2", "--min-count", "2", "--json")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["tokens"] == 60302
