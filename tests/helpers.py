@@ -277,3 +277,34 @@ class KeptTab:
         lists = (self.leaks, self.failed, self.errors, self.popups)
         names = ("leaks", "failed", "errors", "popups")
         return {name: list(seen[start:]) for name, seen, start in zip(names, lists, mark, strict=True)}
+
+
+@contextlib.contextmanager
+def kept_server_tabs(browser: Any, server: str, kinds: dict[Any, dict[str, Any]]) -> Iterator[Callable[[Any], KeptTab]]:
+    """``tab(kind)``: a test module's one :class:`KeptTab` per kind of window (``kinds``: each kind's
+    context settings: viewport, mobile, touch) on ``server``'s pages, made when first asked for and
+    closed at the end; a request that leaves the server's address is a leak."""
+    local = urlsplit(server).netloc
+    made: dict[Any, KeptTab] = {}
+
+    def tab(kind: Any) -> KeptTab:
+        if kind not in made:
+            on_server = lambda url: urlsplit(url).netloc == local  # noqa: E731
+            made[kind] = KeptTab(browser, on_server, f"{server}/favicon.ico", **kinds[kind])
+        return made[kind]
+
+    try:
+        yield tab
+    finally:
+        for kept in made.values():
+            kept.context.close()
+
+
+@contextlib.contextmanager
+def fresh_page(tab: KeptTab) -> Iterator[Any]:
+    """The kept tab's page for one test, its session forgotten (:meth:`KeptTab.fresh`); a request of
+    the test that leaves the server fails it."""
+    mark = tab.fresh()
+    yield tab.page
+    leaks = tab.since(mark)["leaks"]
+    assert leaks == [], f"requests left localhost: {leaks}"

@@ -10,7 +10,6 @@ import contextlib
 import os
 import shutil
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import pytest
 
@@ -21,6 +20,8 @@ from tests.helpers import (
     TABLE_PROBLEMS,
     KeptTab,
     abort_requests_leaving,
+    fresh_page,
+    kept_server_tabs,
     served_in_thread,
 )
 
@@ -47,31 +48,20 @@ WIDTHS = {390: {"is_mobile": True, "has_touch": True, "height": 844}, 1280: {"he
 def tabs(browser, server):
     """``tabs(width)``: the module's one kept tab for the server's pages at 390 px (a phone) or 1280
     px (helpers.KeptTab: a new tab per test cost Chromium a renderer and plotly.js compiled again)."""
-    local = urlsplit(server).netloc
-    made: dict[int, KeptTab] = {}
-
-    def tab(width: int) -> KeptTab:
-        if width not in made:
-            extra = dict(WIDTHS[width])
-            viewport = {"width": width, "height": extra.pop("height")}
-            on_server = lambda url: urlsplit(url).netloc == local  # noqa: E731
-            made[width] = KeptTab(browser, on_server, f"{server}/favicon.ico", viewport=viewport, **extra)
-        return made[width]
-
-    yield tab
-    for kept in made.values():
-        kept.context.close()
+    kinds = {}
+    for width, settings in WIDTHS.items():
+        extra = dict(settings)
+        kinds[width] = {"viewport": {"width": width, "height": extra.pop("height")}, **extra}
+    with kept_server_tabs(browser, server, kinds) as tab:
+        yield tab
 
 
 @pytest.fixture()
 def page(tabs):
-    """The kept 1280 px tab, its session forgotten (helpers.KeptTab.fresh): no request of the test
+    """The kept 1280 px tab, its session forgotten (helpers.fresh_page): no request of the test
     may leave localhost."""
-    tab = tabs(1280)
-    mark = tab.fresh()
-    yield tab.page
-    leaks = tab.since(mark)["leaks"]
-    assert leaks == [], f"requests left localhost: {leaks}"
+    with fresh_page(tabs(1280)) as pg:
+        yield pg
 
 
 def test_type_sentences_submit_and_a_plot_appears_then_the_url_reproduces_it(page, server):

@@ -19,8 +19,9 @@ from tests.helpers import (
     CHROMIUM,
     FIT_PROBLEMS,
     TABLE_PROBLEMS,
-    KeptTab,
     free_port,
+    fresh_page,
+    kept_server_tabs,
     run_cli,
     served_in_thread,
 )
@@ -97,30 +98,17 @@ def tabs(browser, server):
     """``tabs("desk")`` (1280 x 900) or ``tabs("phone")`` (390 x 844, mobile, touch): the module's one
     kept tab of that kind (helpers.KeptTab: a new tab per test cost Chromium a renderer and plotly.js
     compiled again); every request that leaves 127.0.0.1 is recorded there."""
-    local = urlsplit(server).netloc
     kinds = {"desk": {"viewport": {"width": 1280, "height": 900}}, "phone": PHONE}
-    made: dict[str, KeptTab] = {}
-
-    def tab(kind: str) -> KeptTab:
-        if kind not in made:
-            on_server = lambda url: urlsplit(url).netloc == local  # noqa: E731
-            made[kind] = KeptTab(browser, on_server, f"{server}/favicon.ico", **kinds[kind])
-        return made[kind]
-
-    yield tab
-    for kept in made.values():
-        kept.context.close()
+    with kept_server_tabs(browser, server, kinds) as tab:
+        yield tab
 
 
 @pytest.fixture()
 def page(tabs):
-    """The kept 1280 px tab, its session forgotten (KeptTab.fresh); a request of the test that leaves
-    127.0.0.1 fails it."""
-    tab = tabs("desk")
-    mark = tab.fresh()
-    yield tab.page
-    leaks = tab.since(mark)["leaks"]
-    assert leaks == [], f"requests left localhost: {leaks}"
+    """The kept 1280 px tab, its session forgotten (helpers.fresh_page); a request of the test that
+    leaves 127.0.0.1 fails it."""
+    with fresh_page(tabs("desk")) as pg:
+        yield pg
 
 
 # --- the model view ---------------------------------------------------------------------------
