@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -160,8 +161,13 @@ def test_the_first_onnx_use_exports_once_then_starts_lean(monkeypatch: pytest.Mo
     folder = tmp_path / "onnx" / "minilm-fresh"
     monkeypatch.setattr(onnx_graphs, "export_folder", lambda *_args: folder)
     name, source, revision = resolve_contextual("minilm")
-    first = Backbone(name, source, revision, "fp32", "onnx")
-    assert first.exported_now and (folder / "fp32-check.json").is_file() and (folder / "lean.json").is_file()
+    # two first uses at once (threads here, test workers on a cold cache in CI): one exports, the
+    # other waits for the finished folder (onnx_graphs.export_lock); before the lock both exported,
+    # and a second process once opened the folder before its lean.json was written
+    with ThreadPoolExecutor(2) as pool:
+        both = list(pool.map(lambda _: Backbone(name, source, revision, "fp32", "onnx"), range(2)))
+    assert sorted(b.exported_now for b in both) == [False, True]
+    assert (folder / "fp32-check.json").is_file() and (folder / "lean.json").is_file()
     attention = json.loads((folder / "fp32-attention-check.json").read_text())  # kept, not refused
     assert attention["ok"] and max(attention["attention_max_abs_diff"]) <= ATTENTION_EXACT
     again = Backbone(name, source, revision, "fp32", "onnx")

@@ -26,7 +26,7 @@ from contextlens.core import arguments
 from contextlens.core.backend import Backend
 from contextlens.core.held_interrupts import held_interrupts
 from contextlens.core.model_facts import checked_layers, loaded_is_decoder, loaded_window
-from contextlens.core.onnx_graphs import fp32_check_diff, lean_ready, require_onnxruntime
+from contextlens.core.onnx_graphs import export_lock, fp32_check_diff, lean_ready, require_onnxruntime
 from contextlens.core.progress import Progress, progress_bar
 from contextlens.errors import InputError
 
@@ -103,7 +103,9 @@ class Backbone:
         loaded for that, once, and :attr:`exported_now` says it happened)."""
         require_onnxruntime()
         if not lean_ready(self.name, str(self.source), self.precision):
-            self._export_once()
+            with export_lock(self.name, str(self.source)):  # another process may be exporting it now
+                if not lean_ready(self.name, str(self.source), self.precision):
+                    self._export_once()
         from contextlens.core.lean_net import LeanNet
 
         return LeanNet(self.name, str(self.source), self.precision, self.backend.device)
@@ -291,7 +293,8 @@ class Backbone:
             if getattr(self, "_onnx", None) is None:
                 from contextlens.core.onnx_runtime import OnnxForward
 
-                self._onnx = OnnxForward(self.torch_reference())
+                with export_lock(self.name, str(self.source)):  # one export per machine at a time
+                    self._onnx = OnnxForward(self.torch_reference())
             return self._onnx
 
     def require_torch(self, what: str) -> None:

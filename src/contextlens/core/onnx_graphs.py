@@ -13,13 +13,15 @@ lean path finds the same folder the export wrote.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import importlib.metadata
 import importlib.util
 import json
 import sys
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -107,6 +109,22 @@ def lean_ready(name: str, source: str, precision: str) -> bool:
     made = check_file(folder, precision).is_file() and (folder / LEAN_FILE).is_file()
     # fp32 also has its attention graph tried (kept or refused), so one export makes both
     return made and (precision != "fp32" or check_file(folder, ATTENTION).is_file())
+
+
+@contextlib.contextmanager
+def export_lock(name: str, source: str) -> Iterator[None]:
+    """Held while this model's graphs are exported, checked and completed (lean tables, attention
+    graph): one process at a time on this machine. Without it, a process that found the exported
+    folder before another had finished it opened it half-made (seen with two test workers on a cold
+    cache: ``lean.json`` missing); the caller checks :func:`lean_ready` again once it holds the lock."""
+    folder = export_folder(name, source)
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    with open(folder.parent / f".{folder.name}.lock", "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def attention_check(name: str, source: str) -> dict | None:
