@@ -7,15 +7,21 @@ and say so in one line when it found a damaged entry.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
 import os
+import shutil
+import threading
+import time
+import zipfile
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
 
-from contextlens.core import disk_cache, resources, static_models
+from contextlens.core import disk_cache, onnx_graphs, resources, static_models
 from contextlens.core.vectors import Vector
 
 DEAD_PID = 999_999_999  # above any pid_max: a temporary of a process that no longer runs
@@ -145,7 +151,6 @@ def test_the_old_layouts_and_dead_temporaries_are_cleaned(cache):
 
 
 def _zip_parts(tmp_path):
-    import zipfile
 
     src = tmp_path / "whole.zip"
     with zipfile.ZipFile(src, "w") as zf:
@@ -201,6 +206,37 @@ def test_an_incomplete_mpnet_folder_is_detected_and_rebuilt(cache, monkeypatch, 
     assert rebuilt == [target] and found == target
     (note,) = _rebuilt_notes(caplog)
     assert "tokenizer.json" in note
+
+
+def test_two_first_uses_at_once_assemble_mpnet_once_and_keep_the_zips_dates(cache, tmp_path, monkeypatch):
+    """Two processes' first use on a cold cache (two test workers in CI): the second once swapped a
+    fresh copy in under the first, whose weights then had new dates, so mpnet's export key moved
+    between the export and its opening ("lean.json" missing). One assembles now; the other waits."""
+    dated = (2021, 8, 30, 12, 0, 0)
+    src = tmp_path / "dated.zip"
+    with zipfile.ZipFile(src, "w") as zf:
+        for name in resources.MPNET_FILES:
+            zf.writestr(zipfile.ZipInfo(f"model/{name}", date_time=dated), name)
+    parts = [src]
+    monkeypatch.setattr(resources, "_mpnet_parts", lambda: parts)
+    real, assembled, overlap = resources._assemble_split_zip, [], threading.Barrier(2, timeout=5)
+
+    def assemble(parts, where):
+        assembled.append(where)
+        with contextlib.suppress(threading.BrokenBarrierError):
+            overlap.wait()  # without the lock both threads meet here and both assemble
+        real(parts, where)
+
+    monkeypatch.setattr(resources, "_assemble_split_zip", assemble)
+    with ThreadPoolExecutor(2) as pool:
+        found = list(pool.map(lambda _: resources._locate_mpnet(), range(2)))
+    target = cache / "models" / "all-mpnet-base-v2-e8c3b32"
+    assert found == [target, target] and assembled == [target]
+    stamp = time.mktime((*dated, 0, 0, -1))
+    assert all((target / name).stat().st_mtime == stamp for name in resources.MPNET_FILES)
+    key = onnx_graphs.export_folder("mpnet", str(target))
+    shutil.rmtree(target)  # a cleared model folder, assembled again later: the same export key
+    assert resources._locate_mpnet() == target and onnx_graphs.export_folder("mpnet", str(target)) == key
 
 
 # --- the array cache ------------------------------------------------------------------------

@@ -14,14 +14,13 @@ lean path finds the same folder the export wrote.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import importlib.metadata
 import importlib.util
 import json
 import sys
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +30,7 @@ from contextlens.core import atomic_files
 from contextlens.core.atomic_files import atomic_path
 from contextlens.core.devices import CUDA_PROVIDER, cuda_index
 from contextlens.core.disk_cache import cache_key
-from contextlens.core.resources import cache_dir, clean_leftovers
+from contextlens.core.resources import build_lock, cache_dir, clean_leftovers
 from contextlens.core.threads import current_threads
 from contextlens.errors import DeviceError, ModelNotInstalledError
 
@@ -111,20 +110,12 @@ def lean_ready(name: str, source: str, precision: str) -> bool:
     return made and (precision != "fp32" or check_file(folder, ATTENTION).is_file())
 
 
-@contextlib.contextmanager
-def export_lock(name: str, source: str) -> Iterator[None]:
+def export_lock(name: str, source: str) -> contextlib.AbstractContextManager[None]:
     """Held while this model's graphs are exported, checked and completed (lean tables, attention
-    graph): one process at a time on this machine. Without it, a process that found the exported
-    folder before another had finished it opened it half-made (seen with two test workers on a cold
-    cache: ``lean.json`` missing); the caller checks :func:`lean_ready` again once it holds the lock."""
-    folder = export_folder(name, source)
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    with open(folder.parent / f".{folder.name}.lock", "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    graph): one process at a time on this machine (:func:`~contextlens.core.resources.build_lock`).
+    Without it, a process that found the exported folder before another had finished it opened it
+    half-made; the caller checks :func:`lean_ready` again once it holds the lock."""
+    return build_lock(export_folder(name, source))
 
 
 def attention_check(name: str, source: str) -> dict | None:

@@ -14,6 +14,8 @@ match are refused. Any other Hugging Face id or local folder is accepted as give
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import importlib.metadata
 import importlib.util
@@ -21,8 +23,9 @@ import json
 import logging
 import os
 import shutil
+import time
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -54,6 +57,22 @@ def cache_dir() -> Path:
 # A cache entry is either absent or complete: files are written through core.atomic_files,
 # folders under a temporary name in the same folder and renamed into place (os.replace is atomic). An interrupted
 # run leaves at most a temporary, which the next run removes and rebuilds.
+
+
+@contextlib.contextmanager
+def build_lock(target: Path) -> Iterator[None]:
+    """Held while ``target`` is built (an assembled model, an ONNX export): one builder per machine
+    at a time, threads included (an flock on a file beside it, ``.NAME.lock``). Two first uses at
+    once otherwise both build, and the second swaps its copy in under the first's readers (a new
+    folder, new file dates: a model's export key moved and its graph folder was "missing"). The
+    caller checks again, once it holds the lock, whether the target is complete."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with open(target.parent / f".{target.name}.lock", "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def temp_dir_for(target: Path) -> Path:
@@ -165,12 +184,28 @@ def _locate_minilm() -> Path | None:
 
 def _locate_mpnet() -> Path | None:
     target = cache_dir() / "models" / "all-mpnet-base-v2-e8c3b32"
-    clean_leftovers(target)  # a killed extraction leaves up to 1.7 GB under a hidden name
-    if target.is_dir():
-        missing = [f for f in MPNET_FILES if not (target / f).is_file()]
-        if not missing:
+    clean_leftovers(target)  # a killed extraction leaves up to 1.7 GB under a hidden name (dead pids only)
+    if _mpnet_complete(target):
+        return target
+    parts = _mpnet_parts()
+    if parts is None:
+        return None
+    with build_lock(target):  # another process may be assembling it now
+        if _mpnet_complete(target):
             return target
-        note_rebuild(target, f"missing {', '.join(missing)}")
+        if target.is_dir():
+            missing = [f for f in MPNET_FILES if not (target / f).is_file()]
+            note_rebuild(target, f"missing {', '.join(missing)}")
+        _assemble_split_zip(parts, target)
+    return target
+
+
+def _mpnet_complete(target: Path) -> bool:
+    return target.is_dir() and all((target / f).is_file() for f in MPNET_FILES)
+
+
+def _mpnet_parts() -> list[Path] | None:
+    """The zip's parts, in order, from the five installed wheels; None if one is missing."""
     parts = []
     for dist_name in MPNET_PARTS:
         try:
@@ -181,8 +216,7 @@ def _locate_mpnet() -> Path | None:
         if len(zips) != 1:
             return None
         parts.append(Path(dist.locate_file(zips[0])))
-    _assemble_split_zip(parts, target)
-    return target
+    return parts
 
 
 def _assemble_split_zip(parts: list[Path], target: Path) -> None:
@@ -197,6 +231,7 @@ def _assemble_split_zip(parts: list[Path], target: Path) -> None:
         extract = tmp / "extract"
         with zipfile.ZipFile(joined) as zf:
             zf.extractall(extract)
+            _keep_zip_dates(zf, extract)
         joined.unlink()
         (top,) = [p for p in extract.iterdir() if p.is_dir()]
         for junk in top.rglob("desktop.ini"):
@@ -204,6 +239,16 @@ def _assemble_split_zip(parts: list[Path], target: Path) -> None:
         replace_dir(top, target)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _keep_zip_dates(zf: zipfile.ZipFile, extract: Path) -> None:
+    """Give each extracted file its date in the zip (``extractall`` leaves the time of extraction):
+    an export is keyed by its weights' size and date, so every assembly of the same zip keeps it."""
+    for info in zf.infolist():
+        path = extract / info.filename
+        if not info.is_dir() and path.is_file():
+            stamp = time.mktime((*info.date_time, 0, 0, -1))
+            os.utime(path, (stamp, stamp))
 
 
 def _locate_smollm2(build: bool = True) -> Path | None:
@@ -225,7 +270,9 @@ def _locate_smollm2(build: bool = True) -> Path | None:
     gguf_path = Path(dist.locate_file(ggufs[0]))
     if not build:
         return gguf_path
-    _dequantize_gguf(gguf_path, target)
+    with build_lock(target):  # another process may be dequantizing it now
+        if not (target / "model.safetensors").is_file():
+            _dequantize_gguf(gguf_path, target)
     return target
 
 
