@@ -280,17 +280,17 @@ class KeptTab:
 
 
 @contextlib.contextmanager
-def kept_server_tabs(browser: Any, server: str, kinds: dict[Any, dict[str, Any]]) -> Iterator[Callable[[Any], KeptTab]]:
+def kept_tabs(
+    browser: Any, allowed: Callable[[str], bool], kinds: dict[Any, dict[str, Any]], home: str = ""
+) -> Iterator[Callable[[Any], KeptTab]]:
     """``tab(kind)``: a test module's one :class:`KeptTab` per kind of window (``kinds``: each kind's
-    context settings: viewport, mobile, touch) on ``server``'s pages, made when first asked for and
-    closed at the end; a request that leaves the server's address is a leak."""
-    local = urlsplit(server).netloc
+    context settings: viewport, mobile, touch), made when first asked for and closed at the end; a
+    request to an address ``allowed`` refuses is a leak."""
     made: dict[Any, KeptTab] = {}
 
     def tab(kind: Any) -> KeptTab:
         if kind not in made:
-            on_server = lambda url: urlsplit(url).netloc == local  # noqa: E731
-            made[kind] = KeptTab(browser, on_server, f"{server}/favicon.ico", **kinds[kind])
+            made[kind] = KeptTab(browser, allowed, home, **kinds[kind])
         return made[kind]
 
     try:
@@ -298,6 +298,23 @@ def kept_server_tabs(browser: Any, server: str, kinds: dict[Any, dict[str, Any]]
     finally:
         for kept in made.values():
             kept.context.close()
+
+
+def kept_server_tabs(
+    browser: Any, server: str, kinds: dict[Any, dict[str, Any]]
+) -> contextlib.AbstractContextManager[Callable[[Any], KeptTab]]:
+    """:func:`kept_tabs` on ``server``'s pages: a request that leaves the server's address is a leak."""
+    local = urlsplit(server).netloc
+    return kept_tabs(browser, lambda url: urlsplit(url).netloc == local, kinds, f"{server}/favicon.ico")
+
+
+def width_kinds(widths: dict[int, dict[str, Any]]) -> dict[int, dict[str, Any]]:
+    """Browser context settings per window width, from ``{width: {"height": H, **more}}``."""
+    kinds = {}
+    for width, settings in widths.items():
+        extra = dict(settings)
+        kinds[width] = {"viewport": {"width": width, "height": extra.pop("height")}, **extra}
+    return kinds
 
 
 @contextlib.contextmanager

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import statistics
 
 import pytest
 
@@ -19,7 +20,14 @@ def test_cost_measures_both_and_scales_to_documents(minilm, glove) -> None:
     texts = corpus_texts("builtin", 16)
     report = measure_cost(minilm, glove, texts, count=1000, repeats=2)
     assert report.lookup_seconds_per_token > 0 and report.forward_seconds_per_token > 0
-    assert report.forward_seconds_per_token > 10 * report.lookup_seconds_per_token
+    # what is timed, not how fast (a ratio of two timings is the command's output, not a test's
+    # claim: under load either side may stall): the median of each side's own runs
+    assert len(report.lookup_runs) == 5 and len(report.forward_runs) == 3  # at least 5 and 3 runs
+    assert report.lookup_seconds_per_token == statistics.median(report.lookup_runs)
+    assert report.forward_seconds_per_token == statistics.median(report.forward_runs)
+    assert report.ratio == report.forward_seconds_per_token / report.lookup_seconds_per_token
+    encoded = minilm.tokenizer(texts, truncation=True, max_length=minilm.max_length)["input_ids"]
+    assert report.tokens == sum(len(ids) for ids in encoded)
     assert report.static_table_bytes == glove.kv.vectors.nbytes
     params = sum(p.numel() for p in minilm.model.parameters())
     assert report.model_weight_bytes == 4 * params  # fp32

@@ -22,7 +22,9 @@ from tests.helpers import (
     abort_requests_leaving,
     fresh_page,
     kept_server_tabs,
+    kept_tabs,
     served_in_thread,
+    width_kinds,
 )
 
 SHOTS = os.environ.get("CONTEXTLENS_WEB_SCREENSHOTS")  # folder: also write docs screenshots
@@ -48,11 +50,7 @@ WIDTHS = {390: {"is_mobile": True, "has_touch": True, "height": 844}, 1280: {"he
 def tabs(browser, server):
     """``tabs(width)``: the module's one kept tab for the server's pages at 390 px (a phone) or 1280
     px (helpers.KeptTab: a new tab per test cost Chromium a renderer and plotly.js compiled again)."""
-    kinds = {}
-    for width, settings in WIDTHS.items():
-        extra = dict(settings)
-        kinds[width] = {"viewport": {"width": width, "height": extra.pop("height")}, **extra}
-    with kept_server_tabs(browser, server, kinds) as tab:
+    with kept_server_tabs(browser, server, width_kinds(WIDTHS)) as tab:
         yield tab
 
 
@@ -527,18 +525,8 @@ def file_tabs(browser):
     """``file_tabs(width)``: the module's kept tab for written reports (file://, every other request a
     leak) at 390 or 1280 px: a file:// page and the server's are different sites, and each switch
     between them in one tab starts a renderer, as a new tab does."""
-    made: dict[int, KeptTab] = {}
-
-    def tab(width: int) -> KeptTab:
-        if width not in made:
-            extra = dict(WIDTHS[width])
-            viewport = {"width": width, "height": extra.pop("height")}
-            made[width] = KeptTab(browser, lambda url: url.startswith("file://"), viewport=viewport, **extra)
-        return made[width]
-
-    yield tab
-    for kept in made.values():
-        kept.context.close()
+    with kept_tabs(browser, lambda url: url.startswith("file://"), width_kinds(WIDTHS)) as tab:
+        yield tab
 
 
 @pytest.fixture(scope="module")
