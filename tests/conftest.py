@@ -336,7 +336,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
             if proc.poll() is None:
                 proc.kill()  # its writes are atomic: a killed warmer leaves no half entry
     if not hasattr(session.config, "workerinput"):  # the main process, once every fixture is torn down
-        left = _left_running()
+        left = _left_running(str(session.config._tmp_path_factory.getbasetemp()))
         if left:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
             print(f"\n{len(left)} process(es) of the tests still running after the session:", *left, sep="\n  ")
@@ -346,15 +346,16 @@ LEFT_RUNNING_GRACE = 60  # seconds for an idle reaper (CONTEXTLENS_PG_IDLE_SECON
 SERVICE_WORDS = ("ray", "raylet", "gcs_server", "postgres", "pg_ctl", "chrom", "reaper", "pg_server")
 
 
-def _left_running() -> list[str]:
+def _left_running(basetemp: str) -> list[str]:
     """Ray, PostgreSQL (and its reaper) or Chromium processes the tests started that are still alive:
-    this process's descendants, and any process that works in the test cache or a pytest tmp folder
-    (the embedded server detaches from the command that started it)."""
+    this process's descendants, and any process that works in the test cache or in this session's
+    tmp folders, ``basetemp`` (the embedded server detaches from the command that started it; any
+    pytest's tmp folder counted another run's servers, started beside this one, as left by this one)."""
     import time
 
     import psutil
 
-    marks = (str(TEST_CACHE), "/pytest-of-", *_RAY_TEMP_DIRS)
+    marks = (str(TEST_CACHE), f"{basetemp.rstrip('/')}/", *_RAY_TEMP_DIRS)
     me = psutil.Process()
     deadline = time.monotonic() + LEFT_RUNNING_GRACE
     while True:
