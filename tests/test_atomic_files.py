@@ -110,7 +110,7 @@ def test_text_and_bytes_and_modes(tmp_path):
 
 
 def test_the_temporary_carries_the_pid_last_so_leftovers_are_cleaned(tmp_path):
-    from contextlens.core.resources import clean_leftovers
+    from contextlens.core.cache_folders import clean_leftovers
 
     path = tmp_path / "entry.npz"
     with atomic_files.atomic_path(path) as tmp:

@@ -326,4 +326,3 @@ def test_a_killed_commands_create_index_is_cancelled(root, build):
         assert conn.execute("SELECT to_regclass('slow_idx')").fetchone()[0] is None  # aborted, not finished
         conn.execute("DROP TABLE slow")
         conn.execute("DROP FUNCTION IF EXISTS slow_key(integer)")
-

@@ -95,7 +95,7 @@ def test_concurrent_first_starts_share_one_server(tmp_path):
     script = textwrap.dedent(f"""
         import sys; sys.path.insert(0, {SRC!r})
         from contextlens.analyses.search import pg_server
-        with pg_server.embedded_server({str(tmp_path / 'cl')!r}, idle=0) as ci, pg_server.connect(ci) as c:
+        with pg_server.embedded_server({str(tmp_path / "cl")!r}, idle=0) as ci, pg_server.connect(ci) as c:
             print(c.execute("SELECT 1 + 1").fetchone()[0])
     """)
     procs = [subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -471,10 +471,13 @@ def test_own_database_by_dsn_is_recorded_without_its_password(pg, tmp_path):
     theirs); the manifest keeps the DSN without a password, and a search without --dsn reuses it."""
     from contextlens.analyses.search.pg_dsn import dsn_parameters, without_secrets
 
-    assert dsn_parameters(without_secrets("postgresql://app:s3cret@db.example:5432/vec?sslmode=require&password=X")) \
-        == {"user": "app", "host": "db.example", "port": "5432", "dbname": "vec", "sslmode": "require"}
-    assert without_secrets("host=db user=app password='SECRET PW2' dbname=vec sslpassword=k") == \
-        "user=app dbname=vec host=db"
+    assert dsn_parameters(
+        without_secrets("postgresql://app:s3cret@db.example:5432/vec?sslmode=require&password=X")
+    ) == {"user": "app", "host": "db.example", "port": "5432", "dbname": "vec", "sslmode": "require"}
+    assert (
+        without_secrets("host=db user=app password='SECRET PW2' dbname=vec sslpassword=k")
+        == "user=app dbname=vec host=db"
+    )
     docs = tmp_path / "docs.txt"
     docs.write_text("The river flooded the village.\nThe central bank raised interest rates.\n")
     out = tmp_path / "idx"
@@ -559,8 +562,10 @@ def test_ivfflat_build_memory_is_pgvectors_own_threshold(pg, dim, dtype):
     result = pg_measure(PgIndexConfig("ivfflat", {}, dtype), 2000, dim)
     m = result.measured
     predicted = m["build_memory_predicted_on_heap_pages"]["bytes"]
-    print(f"d={dim} {dtype}: IVFFlat build memory predicted {predicted:,} (estimate {result.build_memory_bytes:,}), "
-          f"{m['memory_probe_kb'][0]} kB: {m['build_below']}; {m['memory_probe_kb'][1]} kB: {m['build_above']}")
+    print(
+        f"d={dim} {dtype}: IVFFlat build memory predicted {predicted:,} (estimate {result.build_memory_bytes:,}), "
+        f"{m['memory_probe_kb'][0]} kB: {m['build_below']}; {m['memory_probe_kb'][1]} kB: {m['build_above']}"
+    )
     assert m["build_below"].startswith("memory required is") and m["build_above"] == "built"
     assert m["error_mb"] == predicted // 2**20 + 1  # pgvector's own figure, rounded up to MB
     assert abs(result.build_memory_bytes - predicted) <= 0.10 * predicted

@@ -58,8 +58,20 @@ def test_cli_eval_static_json_and_table(made, tmp_path):
     assert doc["benchmark"] == "static" and {r["system"] for r in doc["rows"]} >= {W2V, M2V, "minilm", "chance"}
     png = tmp_path / "static.png"
     table = run_cli(
-        "eval", "static", "-s", W2V, "-s", M2V, "-s", FT, "-m", "minilm", "--quick", "--no-wic-teacher",
-        "--plot", str(png),
+        "eval",
+        "static",
+        "-s",
+        W2V,
+        "-s",
+        M2V,
+        "-s",
+        FT,
+        "-m",
+        "minilm",
+        "--quick",
+        "--no-wic-teacher",
+        "--plot",
+        str(png),
     )
     assert table.returncode == 0 and f"{M2V} keeps of minilm" in table.stderr
     assert "skipped)" in table.stdout and "composed)" in table.stdout and "common" in table.stdout

@@ -340,4 +340,3 @@ def test_a_request_the_http_parser_refuses_gets_the_error_shape_and_the_headers(
             assert "Host header" in json.loads(body)["error"]
             for name, value in HEADERS:
                 assert headers[name.decode()] == value.decode(), (raw, name)
-

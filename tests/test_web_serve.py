@@ -297,7 +297,7 @@ def test_serve_prints_its_address_when_it_listens_then_says_ready(minilm, tmp_pa
     said = [i for i, line in enumerate(lines) if "serving minilm on" in line]
     ready = [i for i, line in enumerate(lines) if line.startswith("ready:")]
     assert said and ready and said[0] < ready[0] and answered in (200, 503), "".join(lines)
-    assert any(line.startswith("preparing: loading minilm") for line in lines[said[0]:ready[0]]), "".join(lines)
+    assert any(line.startswith("preparing: loading minilm") for line in lines[said[0] : ready[0]]), "".join(lines)
 
 
 def _processes_using(cache: str) -> list[int]:

@@ -322,8 +322,10 @@ def test_an_unlabelled_clusters_label_names_its_two_candidates():
     with the two closest candidates, as `senses induce` does (one line, sense_labels.label_text)."""
     from contextlens.analyses.corpus.sense_labels import label_text
 
-    candidates = [{"synset": "bank.n.01", "definition": "sloping land", "cosine": 0.41, "share": 0.5},
-                  {"synset": "bank.n.02", "definition": "a financial institution", "cosine": 0.405, "share": 0.5}]
+    candidates = [
+        {"synset": "bank.n.01", "definition": "sloping land", "cosine": 0.41, "share": 0.5},
+        {"synset": "bank.n.02", "definition": "a financial institution", "cosine": 0.405, "share": 0.5},
+    ]
     line = label_text(None, candidates)
     assert line.startswith("unlabelled") and "bank.n.01 0.410 (sloping land)" in line and "bank.n.02 0.405" in line
     gloss = {"synset": "bank.n.01", "definition": "sloping land", "cosine": 0.41}

@@ -214,9 +214,11 @@ def refuse_repeated_options(args: list[str]) -> None:
     for param in dict.fromkeys(single):
         if single.count(param) > 1:
             name = max(param.opts, key=len)
-            extra = " (two models side by side: compare, explore and same-sense take --model twice)" if (
-                name == "--model"
-            ) else ""
+            extra = (
+                " (two models side by side: compare, explore and same-sense take --model twice)"
+                if (name == "--model")
+                else ""
+            )
             raise UsageError(f"{name} was given {single.count(param)} times; it takes one value: give it once{extra}")
 
 

@@ -296,8 +296,11 @@ def choose_auto_layer(model: ContextualModel, layer: int | str, task: str = "sen
     if layer != "auto":
         return
     from contextlens.analyses.measures.layer_choice import choose_layer
+
     with encoding_progress(model.name) as progress:
         choose_layer(model, task, progress=progress, announce=note)
+
+
 TemplateOpt = Annotated[
     str, typer.Option("--template", help="Neutral sentence for a lone word; '[{word}]' marks where it goes.")
 ]

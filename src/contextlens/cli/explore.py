@@ -103,9 +103,7 @@ def render_exploration(result: Exploration, matrices: bool = False) -> None:
     for w in result.words:
         if w.no_gap_reason:
             console.print(f"[dim]{escape(w.word)}: no gap: {escape(w.no_gap_reason)}[/dim]")
-    console.print(
-        f"spread = 1 − mean pairwise cosine; p: {result.p_floor_note()}"
-    )
+    console.print(f"spread = 1 − mean pairwise cosine; p: {result.p_floor_note()}")
     if matrices:
         for w in result.words:
             _print_matrix(w)

@@ -92,9 +92,7 @@ DocsArg = Annotated[
         "'text' column (.gz/.bz2 too)."
     ),
 ]
-BuildModelOpt = Annotated[
-    str | None, typer.Option("--model", "-m", help=f"Contextual model: {MODEL_NAMES}, ...")
-]
+BuildModelOpt = Annotated[str | None, typer.Option("--model", "-m", help=f"Contextual model: {MODEL_NAMES}, ...")]
 DtypeOpt = Annotated[
     str | None,
     typer.Option(

@@ -170,7 +170,7 @@ def _report(name: str | None, quick: bool, threads: int | None, json_out: bool) 
         cost.add_row(f"{row['dataset']} Spearman ({row['reduction']}, best layer)", f"{row['base_spearman']:.4f}",
                      "-" if row["tuned_spearman"] is None else f"{row['tuned_spearman']:.4f}")  # fmt: skip
     console.print(cost)
-    lesson = Table(title='the lesson\'s "bank" (money vs river sentence) and each model\'s random-word mean')
+    lesson = Table(title="the lesson's \"bank\" (money vs river sentence) and each model's random-word mean")
     for column in ("layer", "cosine base", "cosine tuned", "− random base", "− random tuned", "random mean base",
                    "random mean tuned"):  # fmt: skip
         lesson.add_column(column, justify="right")

@@ -93,6 +93,7 @@ class ArrayVectors:
         self.index_to_key = words
         self.key_to_index = key_to_index if key_to_index is not None else {w: i for i, w in enumerate(words)}
         self._norms: np.ndarray | None = None
+
     @property
     def vector_size(self) -> int:
         return int(self.vectors.shape[1])

@@ -4,7 +4,7 @@ Every file contextlens writes (figures, pages, manifests, cache entries, index p
 through here: it is written under a hidden temporary name in the same folder (same file system)
 and moved over the target with :func:`os.replace`, which is atomic. A kill during the write
 leaves the old file untouched and at most the hidden temporary, named ``.<name>.<random>.tmp-<pid>``
-(so :func:`contextlens.core.resources.clean_leftovers` can tell whose it is) and removed on
+(so :func:`contextlens.core.cache_folders.clean_leftovers` can tell whose it is) and removed on
 failure. Writers that want a path of their own (matplotlib, pyarrow, ONNX) use
 :func:`atomic_path`; the temporary does not end in the target's suffix, so a writer that picks
 its format from the name (matplotlib's ``savefig``) is given the format explicitly.

@@ -17,7 +17,8 @@ from typing import Any
 import numpy as np
 
 from contextlens.core.atomic_files import atomic_path
-from contextlens.core.resources import cache_dir, clean_leftovers, note_rebuild
+from contextlens.core.cache_folders import clean_leftovers
+from contextlens.core.resources import cache_dir, note_rebuild
 
 
 def cache_key(*parts: Any) -> str:

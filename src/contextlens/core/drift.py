@@ -62,10 +62,7 @@ class Drift:
                     f"{head}: largest |difference| {largest:.1e}; "
                     f"cosine at least {lowest:.5f} at every layer{attention}"
                 )
-            return (
-                f"{head}: largest |difference| {largest:.1e}; "
-                f"cosine per layer mean/min: {pairs}{attention}"
-            )
+            return f"{head}: largest |difference| {largest:.1e}; cosine per layer mean/min: {pairs}{attention}"
         return f"{what} drift vs fp32{cpu} ({self.model}, cosine per layer mean/min over {self.tokens} tokens): {pairs}"
 
     def to_dict(self) -> dict:

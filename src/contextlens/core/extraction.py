@@ -242,9 +242,7 @@ def encode_occurrences(
         toks = tokenize_many(model, [o for _, o in todo])
         hidden, rows = extract_targets(model, toks, wanted, pooling, batch_size, show_progress_bar)
         for k, ((i, occ), tok) in enumerate(zip(todo, toks, strict=True)):
-            enc = OccurrenceEncoding(
-                model.name, tok, wanted, hidden[k].copy(), rows[k].copy(), pooling, model.backend
-            )
+            enc = OccurrenceEncoding(model.name, tok, wanted, hidden[k].copy(), rows[k].copy(), pooling, model.backend)
             results[i] = enc
             if cache is not None:
                 cache.put((occ.text, occ.start, occ.end, wanted, pooling), enc)

@@ -48,8 +48,8 @@ class FolderTokenizer:
         config = _json(folder / "tokenizer_config.json")
         names = config | _json(folder / "special_tokens_map.json")
         limit = config.get("model_max_length")
-        self.model_max_length = int(limit) if isinstance(limit, int | float) and limit < VERY_LARGE_LENGTH else (
-            VERY_LARGE_LENGTH
+        self.model_max_length = (
+            int(limit) if isinstance(limit, int | float) and limit < VERY_LARGE_LENGTH else (VERY_LARGE_LENGTH)
         )
         self.special_tokens: dict[str, str] = {}
         for name in SPECIAL_NAMES:
@@ -104,9 +104,11 @@ class FolderTokenizer:
         return {token.content: i for i, token in self.backend_tokenizer.get_added_tokens_decoder().items()}
 
     def num_special_tokens_to_add(self, pair: bool = False) -> int:
-        return self.backend_tokenizer.post_processor.num_special_tokens_to_add(pair) if (
-            self.backend_tokenizer.post_processor is not None
-        ) else 0
+        return (
+            self.backend_tokenizer.post_processor.num_special_tokens_to_add(pair)
+            if (self.backend_tokenizer.post_processor is not None)
+            else 0
+        )
 
     def __len__(self) -> int:
         return self.backend_tokenizer.get_vocab_size(with_added_tokens=True)

@@ -28,9 +28,10 @@ import numpy as np
 
 from contextlens.core import atomic_files
 from contextlens.core.atomic_files import atomic_path
+from contextlens.core.cache_folders import build_lock, clean_leftovers
 from contextlens.core.devices import CUDA_PROVIDER, cuda_index
 from contextlens.core.disk_cache import cache_key
-from contextlens.core.resources import build_lock, cache_dir, clean_leftovers
+from contextlens.core.resources import cache_dir
 from contextlens.core.threads import current_threads
 from contextlens.errors import DeviceError, ModelNotInstalledError
 
@@ -112,7 +113,7 @@ def lean_ready(name: str, source: str, precision: str) -> bool:
 
 def export_lock(name: str, source: str) -> contextlib.AbstractContextManager[None]:
     """Held while this model's graphs are exported, checked and completed (lean tables, attention
-    graph): one process at a time on this machine (:func:`~contextlens.core.resources.build_lock`).
+    graph): one process at a time on this machine (:func:`~contextlens.core.cache_folders.build_lock`).
     Without it, a process that found the exported folder before another had finished it opened it
     half-made; the caller checks :func:`lean_ready` again once it holds the lock."""
     return build_lock(export_folder(name, source))

@@ -42,6 +42,7 @@ import numpy as np
 import torch
 
 from contextlens.core import atomic_files
+from contextlens.core.cache_folders import temp_dir_for
 from contextlens.core.choices import RUNTIMES, check_runtime  # noqa: F401 (the names callers import from here)
 from contextlens.core.model_facts import position_offset
 from contextlens.core.onnx_graphs import (  # noqa: F401 (the names callers import from here)
@@ -61,7 +62,6 @@ from contextlens.core.onnx_graphs import (  # noqa: F401 (the names callers impo
     write_lean_tables,
 )
 from contextlens.core.precision import compare_states, drift_batch, drift_sentences
-from contextlens.core.resources import temp_dir_for
 from contextlens.errors import InputError, ModelLoadError
 
 

@@ -39,6 +39,7 @@ class Batches(Protocol):
 
     def pad(self, sequences: Sequence[Sequence[int]]) -> tuple[torch.Tensor, torch.Tensor]: ...
 
+
 DRIFT_SENTENCES = 64
 
 

@@ -18,8 +18,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from contextlens.core.array_vectors import load_array_vectors, save_array_vectors
+from contextlens.core.cache_folders import clean_leftovers, replace_dir, temp_dir_for
 from contextlens.core.numerals import is_digits
-from contextlens.core.resources import REGISTRY, cache_dir, clean_leftovers, note_rebuild, replace_dir, temp_dir_for
+from contextlens.core.resources import REGISTRY, cache_dir, note_rebuild
 from contextlens.core.static_distilled import DistilledStaticModel
 from contextlens.core.static_store import NO_STATIC, TOKENIZER, VECTORS, made_dir, read_provenance
 from contextlens.core.static_word_model import StaticModel

@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from contextlens.core import atomic_files
-from contextlens.core.resources import REGISTRY, cache_dir, clean_leftovers, replace_dir, temp_dir_for
+from contextlens.core.cache_folders import clean_leftovers, replace_dir, temp_dir_for
+from contextlens.core.resources import REGISTRY, cache_dir
 from contextlens.errors import ParameterError, StaticModelError
 
 PROVENANCE = "provenance.json"

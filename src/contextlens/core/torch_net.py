@@ -183,4 +183,3 @@ class TorchNet:
 
     def weight_bytes(self) -> int:
         return weight_bytes(self.model)
-

@@ -271,14 +271,30 @@ def _static_methods_section(lesson: Lesson) -> Section:
         "encode speed.",
         numbers + ".",
         [static_methods_figure(m)] if here else [],
-        [["method", "how it learns (seeds)", "what it captures (seeds)", "limitation (seeds)", "model here",
-          "SimLex-999", "WordSim-353", "MB", "an unseen word"]]
+        [
+            [
+                "method",
+                "how it learns (seeds)",
+                "what it captures (seeds)",
+                "limitation (seeds)",
+                "model here",
+                "SimLex-999",
+                "WordSim-353",
+                "MB",
+                "an unseen word",
+            ]
+        ]
         + [
             [
-                r.method, r.how, r.captures, r.limitation,
+                r.method,
+                r.how,
+                r.captures,
+                r.limitation,
                 f"{r.model}: {r.made}" if r.model else r.made,
-                _spearman_cell(r.scores.get("simlex999")), _spearman_cell(r.scores.get("wordsim353")),
-                "-" if r.megabytes is None else f"{r.megabytes:,.1f}", r.unseen or "-",
+                _spearman_cell(r.scores.get("simlex999")),
+                _spearman_cell(r.scores.get("wordsim353")),
+                "-" if r.megabytes is None else f"{r.megabytes:,.1f}",
+                r.unseen or "-",
             ]
             for r in m.rows
         ],  # fmt: skip

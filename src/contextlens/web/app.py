@@ -262,6 +262,7 @@ def result_html(
     show (web/views.py), or its figures; and the numbers beside them (web/tables.py)."""
     link = pages.request_to_query(page.name, values)
     if type(result).__name__ == "TwoModels":  # model_b: each answer as the page shows one, then the pair's
+
         def answer_view(answer) -> str:
             divs = "".join(f'<div class="figure">{f}</div>' for f in figure_divs(page, answer))
             return divs + tables.numbers(page, answer)

@@ -22,8 +22,8 @@ from contextlens.analyses.corpus.chunks import table_counts
 from contextlens.analyses.corpus.manifest import MANIFEST
 from contextlens.analyses.corpus.targets import ScanCounts
 from contextlens.core.atomic_files import atomic_path
+from contextlens.core.cache_folders import clean_leftovers
 from contextlens.core.folder_files import own_file
-from contextlens.core.resources import clean_leftovers
 from contextlens.errors import DataFileError, InputError
 
 SHARD_GLOB = "part-*.parquet"

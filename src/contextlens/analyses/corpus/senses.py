@@ -214,8 +214,16 @@ def induce_senses(
 
 
 def _cluster_label(
-    manifest: Manifest, word: str, x: np.ndarray, centrality: np.ndarray, members: np.ndarray, rows: list[dict],
-    senses: list[Sense], pos: str, chosen_pos: str | None, margin: float,
+    manifest: Manifest,
+    word: str,
+    x: np.ndarray,
+    centrality: np.ndarray,
+    members: np.ndarray,
+    rows: list[dict],
+    senses: list[Sense],
+    pos: str,
+    chosen_pos: str | None,
+    margin: float,
 ) -> ClusterLabel | None:
     """The cluster's label by its occurrences' vote (:func:`label_cluster`), among the senses of its
     part of speech (``--pos auto``: its own nearest one, or noun where its sentences' grammar says

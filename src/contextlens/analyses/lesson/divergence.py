@@ -59,6 +59,7 @@ class Comparison:
     def display_target_tokens(self) -> list[list[str]]:
         """Each target's tokens for reading (Ġbank -> ␣bank); ``target_tokens`` stay raw."""
         return [display_tokens(t, self.byte_level) for t in self.target_tokens]
+
     static_composed: list[str] = field(default_factory=list)  # how an unseen word's static vector was made
 
     @property

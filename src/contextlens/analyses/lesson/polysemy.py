@@ -405,8 +405,11 @@ def _wanted_words(
         if w not in by_word:
             raise InputError(
                 f"no sentences for {w!r} in {source or 'the sentences'}; words there: {', '.join(sorted(by_word))}; "
-                + ("name one of those in `words`, or leave `words` empty to explore them all" if own_given else
-                   "give your own in `sentences`")
+                + (
+                    "name one of those in `words`, or leave `words` empty to explore them all"
+                    if own_given
+                    else "give your own in `sentences`"
+                )
             )
         if len(by_word[w]) < 2:
             raise InputError(f"{w!r} has only one sentence in {source or 'the sentences'}; give at least two")

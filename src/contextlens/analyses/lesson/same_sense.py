@@ -144,7 +144,8 @@ class SameSenseAnswer:
             "cosine": self.cosine,
             "layer": self.rule.layer,
             "random_word_baseline": {
-                "mean": self.baseline_mean, "percentile": self.baseline_percentile,
+                "mean": self.baseline_mean,
+                "percentile": self.baseline_percentile,
                 "made_on": None if self.baseline_made_on is None else self.baseline_made_on.to_dict(),
             },
             "rule": self.rule.to_dict(),

@@ -225,9 +225,7 @@ def random_word_baseline(
     return _cached(model, pooling, n_sentences, seed)
 
 
-def baseline_or_reason(
-    model: ContextualModel, pooling: Pooling = "mean"
-) -> tuple[CosineBaseline | None, str | None]:
+def baseline_or_reason(model: ContextualModel, pooling: Pooling = "mean") -> tuple[CosineBaseline | None, str | None]:
     """The baseline, or None and why there is none (WordNet not installed): a result then says so
     instead of failing, since its cosines stand without it."""
     try:

@@ -158,9 +158,7 @@ def pg_estimate(config: PgIndexConfig, count: int, dim: int, elements: int | Non
     makes (:mod:`.distinct_vectors`: identical vectors fold into one), when known; None: every row
     distinct. The table holds every row either way; IVFFlat keeps every row too."""
     if not isinstance(config, PgIndexConfig):
-        raise InputError(
-            f"`config` must be a PgIndexConfig (e.g. PgIndexConfig('hnsw')), got {type(config).__name__}"
-        )
+        raise InputError(f"`config` must be a PgIndexConfig (e.g. PgIndexConfig('hnsw')), got {type(config).__name__}")
     count, dim = check_limits(count, dim, config.dtype)
     if elements is not None:
         elements = whole_number(elements, "elements", minimum=1)

@@ -143,9 +143,7 @@ class PageDistribution:
     overflow_probability: float | None  # bound on any page leaving the pattern (when exact)
 
 
-def page_draws(
-    count: int, element: int, m: int, draws: int = DRAWS, seed: int = 0
-) -> PageDistribution:
+def page_draws(count: int, element: int, m: int, draws: int = DRAWS, seed: int = 0) -> PageDistribution:
     """The distribution of the page count over pgvector's random levels, by simulating its rule on
     ``draws`` independent level sequences (all at once). Past ``SIMULATED`` elements the pages per
     element and their spread are scaled from that many (greedy packing of independent sizes is a

@@ -202,8 +202,8 @@ class PgVectorIndex:
             "dtype": self.config.dtype,
             "count": len(self.documents),
             "normalized": True,
-            "metric": "cosine (pgvector <=>)" + (", candidates by Hamming distance" if self.config.dtype == "binary"
-                                                  else ""),  # fmt: skip
+            "metric": "cosine (pgvector <=>)"
+            + (", candidates by Hamming distance" if self.config.dtype == "binary" else ""),  # fmt: skip
             "index": self.config.to_dict(),
             "database": {
                 "server": "dsn" if self.dsn else "embedded",

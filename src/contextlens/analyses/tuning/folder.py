@@ -15,7 +15,8 @@ from typing import Any
 
 from contextlens.analyses.tuning.data import DATA_NAME, TuningData
 from contextlens.core import tuned_store
-from contextlens.core.resources import REGISTRY, cache_dir, sha256_file, temp_dir_for
+from contextlens.core.cache_folders import temp_dir_for
+from contextlens.core.resources import REGISTRY, cache_dir, sha256_file
 from contextlens.errors import ParameterError
 
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin", "tf_model.h5", "rust_model.ot", "flax_model.msgpack")
