@@ -33,9 +33,12 @@ from contextlens.analyses.corpus.chunks import JobSpec, encode_scanned, scan_chu
 from contextlens.analyses.corpus.readers import ReadStats
 from contextlens.analyses.corpus.stream import PendingChunks, merge_read_stats
 from contextlens.analyses.corpus.targets import Matcher
+from contextlens.core.backend import check_combination
+from contextlens.core.choices import CPU_ONLY_PRECISIONS
+from contextlens.core.devices import AUTO, CPU, check_device_choice, cuda_index, is_cuda
 from contextlens.core.numerals import is_digits
 from contextlens.core.process_memory import rss_bytes
-from contextlens.errors import ContextlensError, InputError
+from contextlens.errors import ContextlensError, DeviceError, InputError
 
 # A block of the stream = the chunks an actor encodes in ONE extraction call (their occurrences
 # sorted into batches together, as the local engine groups chunks). Its size is a trade: a call
@@ -132,8 +135,9 @@ class ChunkEncoder:
         torch.set_num_threads(threads)
         self.spec = spec
         self.failed: ContextlensError | None = None
-        try:  # the driver did not load it (torch fp32: extract.ActorsModel), so a bad model shows here
-            self.model = load_contextual(spec.model, spec.precision, spec.runtime)
+        try:  # the driver did not load it (torch fp32, or any GPU job: extract.ActorsModel), so a bad model shows here
+            # on spec.device: cpu, or cuda:0, the one GPU Ray gave this actor (its CUDA_VISIBLE_DEVICES)
+            self.model = load_contextual(spec.model, spec.precision, spec.runtime, spec.device)
         except ContextlensError as exc:  # reported with the first block (an actor that dies in its
             self.failed = exc  # constructor is retried by Ray, its error printed as tracebacks)
         self.ready = time.time()
@@ -329,26 +333,48 @@ def actor_threads(actors: int, threads: int | None, address: str | None = None, 
     # (a job on two 1-CPU nodes waited forever for a 2-CPU actor)
     threads = threads or max(1, min(total // actors, max(nodes) or total))
     check_threads(actors, threads, nodes)
-    check_gpus(actors, [int(n["gpus"]) for n in live])
     return threads
 
 
-def actor_placement(threads: int, gpus: int) -> dict[str, object]:
+def actor_placement(threads: int, device: str) -> dict[str, object]:
     """What each actor asks Ray for (``map_batches``' resources): ``threads`` CPUs, and one whole GPU
-    when the cluster has ``gpus`` > 0 (Ray then hands the actor its own device, CUDA_VISIBLE_DEVICES).
-    Ray Data places an actor pool SPREAD over the nodes by default (DataContext.scheduling_strategy;
-    Ray 2.60 deprecates passing it to ``map_batches``)."""
+    when the job runs on ``device`` cuda (Ray then hands the actor its own device as its cuda:0,
+    CUDA_VISIBLE_DEVICES). Ray Data places an actor pool SPREAD over the nodes by default
+    (DataContext.scheduling_strategy; Ray 2.60 deprecates passing it to ``map_batches``)."""
     placement: dict[str, object] = {"num_cpus": threads}
-    if gpus > 0:
+    if is_cuda(device):
         placement["num_gpus"] = 1
     return placement
 
 
+def actor_device(device: str, precision: str, actors: int, nodes: list[int], where: str = "the Ray cluster") -> str:
+    """The device the actors load the model on, from the cluster's GPUs (``nodes``: each node's),
+    not the driver's (a head node often has none): ``auto`` is a GPU per actor where the cluster
+    has GPUs (int8 stays on the CPU), else the CPU; ``cuda`` asks for one; ``cpu`` takes none.
+    Each actor is given one whole GPU, which it sees as its cuda:0, so ``cuda:N`` (N > 0) names
+    nothing an actor can see. Refused in one line before any actor starts."""
+    choice = check_device_choice(device)
+    gpus = sum(nodes)
+    if choice == CPU or (choice == AUTO and (precision in CPU_ONLY_PRECISIONS or gpus == 0)):
+        return CPU
+    if choice != AUTO:
+        if precision in CPU_ONLY_PRECISIONS:
+            check_combination(precision, "torch", choice)  # int8 on a GPU: that refusal, whatever the cluster
+        if gpus == 0:
+            raise DeviceError(f"device {choice} asked for, but {where} has no GPU; use `device` cpu (or auto)")
+        if cuda_index(choice) != 0:
+            raise DeviceError(
+                f"device {choice}: on Ray each actor is given one whole GPU, which it sees as cuda:0; use `device` cuda"
+            )
+    check_gpus(actors, nodes)
+    return "cuda:0"
+
+
 def check_gpus(actors: int, nodes: list[int]) -> None:
-    """On a cluster with GPUs each actor takes one (``nodes``: each node's GPUs): more actors than
-    GPUs would wait for a place forever."""
+    """On a GPU job each actor takes one GPU (``nodes``: each node's GPUs): more actors than GPUs
+    would wait for a place forever."""
     total = sum(nodes)
-    if 0 < total < actors:
+    if total < actors:
         raise InputError(
             f"{actors} actor(s) take a GPU each; the Ray cluster has {total}: lower `actors` to at most {total}"
         )
@@ -404,7 +430,9 @@ def run_ray(
     threads = actor_threads(actors, threads, address, cpus)
     ray = start_ray(address, cpus)
     nodes = cluster_nodes(ray)
-    placement = actor_placement(threads, sum(int(n["gpus"]) for n in nodes))
+    if is_cuda(spec.device):
+        check_gpus(actors, [int(n["gpus"]) for n in nodes])
+    placement = actor_placement(threads, spec.device)
     ds = _dataset(ray, spec, pending, actors, threads, placement)
     try:
         for row in ds.iter_rows():
