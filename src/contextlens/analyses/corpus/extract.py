@@ -116,7 +116,7 @@ class ExtractConfig:
     # paragraphs (blank lines separate them, wrapped lines joined) or lines; None: the folder's own
     # when continuing one (an old folder's is lines), else paragraphs
     line_breaks: str | None = None
-    # cpu (the reference), cuda, cuda:N or auto; on Ray the actors' (ray_engine.actor_device)
+    # cpu (the reference), cuda, cuda:N or auto; on Ray the actors' (ray_placement.actor_device)
     device: str = "cpu"
 
 
@@ -235,7 +235,7 @@ class ActorsModel:
     facts: ModelFacts
     precision: str
     runtime: str
-    device: str = "cpu"  # the actors' (ray_engine.actor_device)
+    device: str = "cpu"  # the actors' (ray_placement.actor_device)
 
     @property
     def name(self) -> str:
