@@ -133,7 +133,8 @@ def test_plan_and_estimate_print_every_number_and_write_nothing(tmp_path, minilm
     assert proc.returncode == 0, proc.stderr
     assert not out.exists()
     stated = ("5,000 tokens/s (stated, not measured here)", "on 2 Ray actors at 5,000 tokens/s each (stated)")
-    for part in ("occurrences expected: 16", "rows x", "time here:", "(measured here on cpu, ", "on 2 Ray actors", *stated):
+    parts = ("occurrences expected: 16", "rows x", "time here:", "(measured here on cpu, ", "on 2 Ray actors")
+    for part in (*parts, *stated):
         assert part in proc.stdout.replace("\n", " "), part
     plan = run_cli("corpus", "plan", str(corpus), "--words", "bank", "-m", "minilm", "--layers", "6", "--json")
     assert plan.returncode == 0, plan.stderr
