@@ -318,14 +318,7 @@ def estimate_extraction(
         rows=occurrences,
         row_bytes=row_bytes,
         shard_bytes=occurrences * row_bytes,
-        forward=forward
-        | {
-            "model": model.name,
-            "precision": spec.precision,
-            "runtime": spec.runtime,
-            "device": model.backend.device,
-            "threads": current_threads(),
-        },
+        forward=forward | _measured_on(model, spec),
         seconds_here=seconds_scan + seconds_forward,
         seconds_scan=seconds_scan,
         seconds_forward=seconds_forward,
@@ -333,6 +326,12 @@ def estimate_extraction(
         rate=None if rate is None else _stated(rate, tokens_total, seconds_scan, actors),
         basis=_basis(sample, spec, model.hidden_size, width, keys),
     )
+
+
+def _measured_on(model, spec: JobSpec) -> dict:
+    """What the forward rate was measured with, here: the model, its backend, this process's threads."""
+    where = {"precision": spec.precision, "runtime": spec.runtime, "device": model.backend.device}
+    return {"model": model.name, **where, "threads": current_threads()}
 
 
 def _stated(rate: float, tokens: float, seconds_scan: float, actors: Sequence[int]) -> dict:

@@ -267,8 +267,7 @@ def search_occurrences(
     ``senses induce`` numbers them); ``senses``: each hit's induced sense; ``baseline``: each
     cosine's percentile among the model's random-word cosines at the layer. ``runtime``: the
     example's (default: ``auto``, the lean path, for an fp32 folder; the folder's own at int8).
-    ``device``: the example's (default the CPU for an fp32 or int8 folder, whose vectors agree across
-    devices within the printed check; else the folder's own: fp16/bf16 across devices is refused)."""
+    ``device``: the example's (:func:`example_device`)."""
     import time
 
     from contextlens.core.occurrences import parse_marked
@@ -282,9 +281,8 @@ def search_occurrences(
     word = _example_word(manifest, example, folder) if sense is not None else None
     if sense is not None:
         sense = whole_number(sense, "sense", minimum=0)
-    device = example_device(manifest, device, folder)
-    if model is None:
-        model = _load_folder_model(manifest, loader, runtime, device)
+    if model is None:  # (where the example runs is checked against the folder before it loads)
+        model = _load_folder_model(manifest, loader, runtime, example_device(manifest, device, folder))
     check_model_is_the_folders(manifest, model, folder)
     found = open_index(folder, layer)
     labelled: dict[str, Any] = {}
@@ -312,8 +310,9 @@ def search_occurrences(
 
 def example_device(manifest: Manifest, device: str | None, folder: Path) -> str:
     """Where the example is encoded: ``device``, else :func:`reading_device`'s choice for the
-    folder; one whose vectors would not agree with the folder's within fp32's check is refused
-    (before any model loads)."""
+    folder (the CPU for an fp32 or int8 folder, else the folder's own); one whose vectors would not
+    agree with the folder's within fp32's check (fp16/bf16 across a GPU and the CPU) is refused
+    before any model loads."""
     chosen = reading_device(manifest.precision, manifest.device) if device is None else check_device_choice(device)
     if chosen != "auto" and not devices_agree(manifest.precision, manifest.device, chosen):
         raise InputError(
