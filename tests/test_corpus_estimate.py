@@ -103,6 +103,9 @@ def test_time_is_the_measured_forward_and_the_stated_scalings(tmp_path, minilm):
     assert e.actors[2] == pytest.approx(e.seconds_scan + e.seconds_forward / TWO_ACTORS_SPEEDUP)
     assert e.actors[3] == pytest.approx(e.seconds_scan + e.seconds_forward / (3 * TWO_ACTORS_SPEEDUP / 2))
     assert e.rate["seconds"] == pytest.approx(e.seconds_scan + f["tokens"] / 1000)
+    # a stated rate is per actor (a GPU each): N actors at N x the rate; the measured one names its device
+    assert e.rate["actors"][3] == pytest.approx(e.seconds_scan + f["tokens"] / 3000)
+    assert f["device"] == "cpu" and "stated, not measured here" in e.basis["rate"]
     with pytest.raises(InputError, match="rate"):
         price_job(str(corpus), ["bank"], minilm, rate=0)
 
@@ -126,10 +129,12 @@ def test_plan_and_estimate_print_every_number_and_write_nothing(tmp_path, minilm
     corpus.write_text(BLOCK)
     out = tmp_path / "out"
     proc = run_cli("corpus", "extract", str(corpus), "--words", "bank", "--out", str(out), "-m", "minilm",
-                   "--layers", "6", "--estimate", "--rate", "5000")  # fmt: skip
+                   "--layers", "6", "--estimate", "--rate", "5000", "--actors", "1")  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert not out.exists()
-    for part in ("occurrences expected: 16", "rows x", "time here:", "on 2 Ray actors", "5,000 tokens/s (stated)"):
+    stated = ("5,000 tokens/s (stated, not measured here)", "on 2 Ray actors at 5,000 tokens/s each (stated)")
+    parts = ("occurrences expected: 16", "rows x", "time here:", "(measured here on cpu, ", "on 2 Ray actors")
+    for part in (*parts, *stated):
         assert part in proc.stdout.replace("\n", " "), part
     plan = run_cli("corpus", "plan", str(corpus), "--words", "bank", "-m", "minilm", "--layers", "6", "--json")
     assert plan.returncode == 0, plan.stderr

@@ -61,12 +61,14 @@ class FakeCluster:
         ]  # fmt: skip
 
 
-def _run(monkeypatch, cluster: FakeCluster, actors: int, tmp_path, threads: int | None = None) -> dict:
+def _run(
+    monkeypatch, cluster: FakeCluster, actors: int, tmp_path, threads: int | None = None, device: str = "cuda:0"
+) -> dict:
     monkeypatch.setattr(ray_engine, "start_ray", lambda address, cpus=None: cluster)
     corpus = tmp_path / "c.txt"
     corpus.write_text("The bank.\n")
     matcher = Matcher(form_table(["bank"], False))
-    spec = JobSpec("minilm", matcher, (6,), "mean", "float16")
+    spec = JobSpec("minilm", matcher, (6,), "mean", "float16", device=device)
     pending = PendingChunks(str(corpus), 1, "skip", frozenset(), "lines")
     return ray_engine.run_ray(
         spec, pending, lambda n, t: None, ReadStats(), address="10.0.0.0:6379", actors=actors, threads=threads
@@ -83,9 +85,15 @@ def test_on_gpu_nodes_each_actor_asks_for_a_gpu(monkeypatch, tmp_path):
     assert [(n["node_id"], n["cpus"], n["gpus"]) for n in record["nodes"]] == [("n0", 8, 1), ("n1", 8, 1)]
 
 
+def test_a_cpu_job_asks_for_no_gpu_even_where_there_are_some(monkeypatch, tmp_path):
+    cluster = FakeCluster((8, 1), (8, 1))
+    record = _run(monkeypatch, cluster, 2, tmp_path, device="cpu")
+    assert "num_gpus" not in cluster.data.asked and record["actor_resources"] == {"num_cpus": 8}
+
+
 def test_without_gpus_no_actor_asks_for_one(monkeypatch, tmp_path):
     cluster = FakeCluster((2, 0), (2, 0))
-    record = _run(monkeypatch, cluster, 2, tmp_path)
+    record = _run(monkeypatch, cluster, 2, tmp_path, device="cpu")
     assert "num_gpus" not in cluster.data.asked and cluster.data.asked["num_cpus"] == 2
     assert record["actor_resources"] == {"num_cpus": 2} and record["address"] == "10.0.0.0:6379"
 
@@ -95,3 +103,22 @@ def test_more_actors_than_gpus_is_refused_before_anything_runs(monkeypatch, tmp_
     with pytest.raises(InputError, match=r"3 actor\(s\) take a GPU each; the Ray cluster has 1"):
         _run(monkeypatch, cluster, 3, tmp_path, threads=2)  # the CPUs allow 3 actors of 2 threads
     assert cluster.data.asked == {}
+
+
+def test_the_actors_device_comes_from_the_clusters_gpus_not_the_drivers():
+    from contextlens.analyses.corpus.ray_placement import actor_device
+    from contextlens.errors import DeviceError
+
+    assert actor_device("auto", "fp32", 2, [1, 1]) == "cuda:0"  # each actor's own GPU is its cuda:0
+    assert actor_device("auto", "fp32", 2, [0, 0]) == "cpu"
+    assert actor_device("auto", "int8", 2, [1, 1]) == "cpu"  # int8's kernels are the CPU's
+    assert actor_device("cpu", "fp16", 2, [1, 1]) == "cpu"
+    assert actor_device("cuda", "bf16", 1, [0, 2]) == "cuda:0"
+    with pytest.raises(DeviceError, match="the Ray cluster at h:1 has no GPU; use `device` cpu"):
+        actor_device("cuda", "fp32", 1, [0, 0], "the Ray cluster at h:1")
+    with pytest.raises(DeviceError, match="sees as cuda:0; use `device` cuda"):
+        actor_device("cuda:1", "fp32", 1, [2])
+    with pytest.raises(DeviceError, match="CPU only"):
+        actor_device("cuda", "int8", 1, [2])
+    with pytest.raises(InputError, match=r"3 actor\(s\) take a GPU each; the Ray cluster has 2"):
+        actor_device("auto", "fp32", 3, [1, 1])

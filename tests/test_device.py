@@ -185,19 +185,84 @@ def test_an_index_made_on_a_gpu_is_queried_here_at_fp32_and_refused_at_fp16(mini
         search_index(tmp_path / "index", "money", k=1, model="minilm", precision="fp16", device="cpu")
 
 
-def test_a_corpus_folder_made_on_a_gpu_is_not_continued_on_the_cpu(tmp_path) -> None:
+def test_a_corpus_folder_continues_on_another_device_only_where_its_vectors_agree(tmp_path) -> None:
+    """fp32 continues across devices (within the printed check), the first run's device kept and the
+    others recorded; fp16/bf16 never cross from a GPU to the CPU."""
     from contextlens.analyses.corpus.manifest import Manifest, read_manifest
 
     settings = dict(corpus="c.txt", targets=["bank"], model="minilm", revision=None, weights_sha256=None,
                     layers=[3], pooling="mean", dtype="float16", chunk_chars=32_000, hidden_size=384)  # fmt: skip
     cpu = Manifest(**settings)
-    assert "device" not in cpu.to_dict()  # a CPU folder's manifest is what it was before devices
+    assert "device" not in cpu.to_dict() and "continued_on" not in cpu.to_dict()  # a CPU folder's is as before
     Manifest(**settings, device="cuda:0").write(tmp_path)
     gpu = read_manifest(tmp_path)
     assert gpu.device == "cuda:0" and gpu.backend == Backend("fp32", "torch", "cuda:0")
-    with pytest.raises(InputError, match="device='cuda:0', not 'cpu'"):
-        cpu.check_same_job(gpu, tmp_path)
-    gpu.check_same_job(read_manifest(tmp_path), tmp_path)  # the same device continues
+    cpu.check_same_job(gpu, tmp_path)  # fp32: agrees within the check, continues
+    cpu.continue_from(gpu)
+    assert (cpu.device, cpu.continued_on) == ("cuda:0", ["cpu"])
+    cpu.write(tmp_path)
+    assert read_manifest(tmp_path).continued_on == ["cpu"]
+    half = {**settings, "precision": "fp16"}
+    Manifest(**half, device="cuda:1").check_same_job(Manifest(**half, device="cuda:0"), tmp_path)  # same kind
+    with pytest.raises(InputError, match="device='cuda:0', not 'cpu': fp16 vectors of a GPU and of the CPU"):
+        Manifest(**half).check_same_job(Manifest(**half, device="cuda:0"), tmp_path)
+
+
+def test_a_corpus_job_on_gpus_hands_its_actors_the_device_and_loads_no_model(tmp_path, monkeypatch) -> None:
+    """A Ray job on GPUs (the cluster's, faked: no Ray starts): the driver loads no model, even at
+    fp16 (a head node often has no GPU), each actor is handed cuda:0 (its own GPU), and the
+    manifest says cuda:0."""
+    from contextlens.analyses.corpus import engines, extract
+
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("The bank of the river.\n")
+    handed: dict = {}
+    monkeypatch.setattr(engines, "prepare", lambda *a: 1)
+    monkeypatch.setattr(engines, "job_device", lambda engine, address, actors, device, precision: "cuda:0")
+    monkeypatch.setattr(engines, "run", lambda engine, spec, *a, **k: handed.update(spec=spec))
+
+    def loader(*args):  # noqa: ANN002, ANN202
+        raise AssertionError(f"the driver loaded {args}")
+
+    with pytest.raises(InputError):  # the stand-in engine read nothing: an empty corpus, said after
+        extract.extract_corpus(str(corpus), ["bank"], tmp_path / "out", model="minilm", engine="ray",
+                               address="10.0.0.1:6379", precision="fp16", device="cuda", layers=[6],
+                               loader=loader)  # fmt: skip
+    assert (handed["spec"].device, handed["spec"].precision) == ("cuda:0", "fp16")
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert (manifest["device"], manifest["precision"]) == ("cuda:0", "fp16")
+
+
+def test_a_folder_made_on_a_gpu_is_continued_here_at_fp32_and_says_so(minilm, tmp_path) -> None:
+    from contextlens.analyses.corpus.extract import extract_corpus
+
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("\n\n".join(["The river bank flooded.", "She paid the bank back."] * 20) + "\n")
+    out = tmp_path / "out"
+    job = dict(model="minilm", layers=[6], chunk_chars=200, loader=lambda *a: minilm)
+    whole = extract_corpus(str(corpus), ["bank"], out, **job)
+    shards = sorted(out.glob("part-*.parquet"))
+    assert len(shards) > 2
+    manifest = json.loads((out / "manifest.json").read_text())
+    (out / "manifest.json").write_text(json.dumps(manifest | {"device": "cuda:0", "complete": False}))
+    shards[-1].unlink()  # a job killed on the GPU box, finished here
+    done = extract_corpus(str(corpus), ["bank"], out, **job)
+    assert done.stats.chunks_skipped == len(shards) - 1 and done.manifest.counts == whole.manifest.counts
+    written = json.loads((out / "manifest.json").read_text())
+    assert (written["device"], written["continued_on"]) == ("cuda:0", ["cpu"])
+
+
+def test_a_corpus_searchs_example_runs_where_the_folders_vectors_agree(tmp_path) -> None:
+    from contextlens.analyses.corpus.manifest import Manifest
+    from contextlens.analyses.corpus.occurrence_search import example_device
+
+    settings = dict(corpus="c.txt", targets=["bank"], model="minilm", revision=None, weights_sha256=None,
+                    layers=[3], pooling="mean", dtype="float16", chunk_chars=32_000, hidden_size=384)  # fmt: skip
+    assert example_device(Manifest(**settings, device="cuda:0"), None, tmp_path) == "cpu"  # fp32: here
+    half = Manifest(**settings, precision="bf16", device="cuda:0")
+    assert example_device(half, None, tmp_path) == "cuda:0" and example_device(half, "cuda:1", tmp_path) == "cuda:1"
+    with pytest.raises(InputError, match="bf16 vectors made on cuda:0, but the example would run on cpu"):
+        example_device(half, "cpu", tmp_path)
 
 
 def test_the_cpu_vectors_are_the_same_whatever_the_device_plumbing(minilm) -> None:
@@ -271,9 +336,8 @@ def test_device_cuda_without_a_gpu_is_one_line_and_exit_2(command: tuple[str, ..
     _one_line_error(run_cli(*command, "-m", "minilm", "--device", "gpu"), "unknown device 'gpu'")
 
 
-def test_every_command_with_a_precision_takes_a_device_too() -> None:
-    """The one shared option (cli/common.py's DeviceOpt) wherever --precision is, corpus aside (its
-    commands are being restructured; the lead adds it there)."""
+def test_every_command_with_a_precision_or_a_runtime_takes_a_device_too() -> None:
+    """A --device wherever --precision or --runtime is, the corpus commands included."""
     from contextlens.cli import click_app
 
     def commands(group, path=()):  # noqa: ANN001, ANN202
@@ -281,9 +345,28 @@ def test_every_command_with_a_precision_takes_a_device_too() -> None:
             yield from commands(command, (*path, name)) if hasattr(command, "commands") else [((*path, name), command)]
 
     found = {path: {opt for p in cmd.params for opt in p.opts} for path, cmd in commands(click_app())}
-    with_precision = [path for path, opts in found.items() if "--precision" in opts and path[0] != "corpus"]
-    assert len(with_precision) >= 15, with_precision
+    with_precision = [path for path, opts in found.items() if opts & {"--precision", "--runtime"}]
+    assert len(with_precision) >= 18, with_precision
+    assert {("corpus", "extract"), ("corpus", "plan"), ("corpus", "search")} <= set(with_precision)
     assert [path for path in with_precision if "--device" not in found[path]] == []
+
+
+@needs_cpu_torch
+@pytest.mark.parametrize("engine", ["local", "ray"])
+def test_corpus_device_cuda_without_a_gpu_is_one_line_exit_2_and_writes_nothing(engine: str, tmp_path) -> None:
+    """On Ray too: a local Ray's GPUs are this machine's, so no Ray starts to find none."""
+    from tests.helpers import run_cli
+
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("The river bank flooded.\n")
+    job = (str(corpus), "--words", "bank", "-m", "minilm", "--layers", "6")
+    out = tmp_path / "out"
+    r = run_cli("corpus", "extract", *job, "--out", str(out), "--engine", engine, "--device", "cuda")
+    _one_line_error(r, "device cuda:0 asked for")
+    assert "--device cpu" in r.stderr and not out.exists()
+    if engine == "local":
+        _one_line_error(run_cli("corpus", "plan", *job, "--device", "cuda"), "device cuda:0 asked for")
+        _one_line_error(run_cli("corpus", "plan", *job, "--device", "gpu"), "unknown device 'gpu'")
 
 
 def test_token_batches_fill_the_budget_with_every_sequence_once() -> None:

@@ -657,3 +657,24 @@ def test_an_index_build_lock_is_private_to_its_owner(tmp_path):
     _folder_lock(tmp_path / "idx").close()
     assert path.stat().st_mode & 0o777 == 0o600
     assert locks.stat().st_mode & 0o777 == 0o700 and (cache_dir() / "pgvector").stat().st_mode & 0o077 == 0
+
+
+def test_a_pgvector_search_takes_a_device_as_a_faiss_one_does(lee, minilm, pg, tmp_path):
+    """``device=`` on the pgvector search as on FAISS's (no GPU here: the index is *said* to be made
+    on one): an fp32 index made on cuda:0 is queried on the CPU with the same answer, an fp16 one is
+    refused on the CPU, and so through ``contextlens.search_index`` (either engine)."""
+    from contextlens.analyses.search.folders import search_index
+    from contextlens.analyses.search.pg_index import search_pg_index
+    from tests.test_device import _say_made_on
+
+    docs, encoder, _, _ = lee
+    folder = tmp_path / "idx"
+    PgVectorIndex.build(docs[:20], encoder, folder, PgIndexConfig("flat"))
+    here = search_pg_index(folder, docs[3].text, k=3, model=minilm, device="cpu")
+    _say_made_on(folder, device="cuda:0")
+    there = search_pg_index(folder, docs[3].text, k=3, model=minilm, device="cpu")
+    assert [h.id for h in there.hits] == [h.id for h in here.hits] and here.hits[0].id == docs[3].id
+    _say_made_on(folder, device="cuda:0", precision="fp16")
+    for search in (search_pg_index, search_index):
+        with pytest.raises(IndexMismatchError, match="made on cuda:0 but the query runs on cpu"):
+            search(folder, "a query", k=1, model="minilm", precision="fp16", device="cpu")

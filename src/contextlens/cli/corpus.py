@@ -30,9 +30,11 @@ from contextlens.cli.corpus_options import (
     AddressOpt,
     ChunkOpt,
     CorpusArg,
+    CorpusDeviceOpt,
     DtypeOpt,
     EngineOpt,
     EstimateOpt,
+    ExampleDeviceOpt,
     ExampleRuntimeOpt,
     ExportOutOpt,
     ExportSensesOpt,
@@ -51,6 +53,7 @@ from contextlens.cli.corpus_options import (
     PlanFormsOpt,
     PlanOnErrorOpt,
     PoolingOpt,
+    PriceDeviceOpt,
     RateOpt,
     SampleOpt,
     SenseOpt,
@@ -100,6 +103,7 @@ def extract_cmd(  # noqa: PLR0913 - a command: one parameter per option
     model: ModelOpt = DEFAULT_MODEL,
     precision: PrecisionOpt = "fp32",
     runtime: RuntimeOpt = "torch",
+    device: CorpusDeviceOpt = "auto",
     threads: ThreadsOpt = None,
     layers: LayersOpt = "all",
     pooling: PoolingOpt = "mean",
@@ -122,7 +126,8 @@ def extract_cmd(  # noqa: PLR0913 - a command: one parameter per option
     targets = target_words(words, words_file)
     if estimate:
         job = {"layers": layers, "pooling": pooling, "dtype": dtype, "forms": forms, "line_breaks": line_breaks}
-        _price(corpus, targets, model, precision, runtime, threads, job, on_error, actors, rate, sample_bytes, json_out)
+        run = {"model": model, "precision": precision, "runtime": runtime, "device": device, "threads": threads}
+        _price(corpus, targets, run, job, on_error, actors, rate, sample_bytes, json_out)
         return
     if rate is not None or sample_bytes != DEFAULT_SAMPLE_BYTES:
         raise InputError("--rate and --sample-bytes price a job: add --estimate (or run `corpus plan`)")
@@ -135,16 +140,16 @@ def extract_cmd(  # noqa: PLR0913 - a command: one parameter per option
     )
     show = plain_lines_too(live)
 
-    def load(name: str, precision: str, runtime: str):  # the job's one model, its drift on stderr
+    def load(name: str, precision: str, runtime: str, device: str):  # the job's one model, its drift on stderr
         live("loading model...")  # the terminal's line only: a log's clock starts at the scan
-        return contextual_option(name, precision, threads if engine == "local" else None, runtime)
+        return contextual_option(name, precision, threads if engine == "local" else None, runtime, device=device)
 
     with progress, as_flags(**EXTRACT_FLAGS):
         result = extract_corpus(
             corpus, targets, out, model=model, layers=parse_layers(layers), pooling=pooling, dtype=dtype,
             chunk_chars=chunk, engine=engine, address=address, actors=actors, on_error=on_error, forms=forms,
             precision=precision, runtime=runtime, threads=threads, progress=lambda s: show(scan_line(s)),
-            force=force, loader=load, line_breaks=line_breaks,
+            force=force, loader=load, line_breaks=line_breaks, device=device,
         )  # fmt: skip
     print_extraction(result, json_out)
 
@@ -158,6 +163,7 @@ def plan_cmd(  # noqa: PLR0913 - a command: one parameter per option
     model: ModelOpt = DEFAULT_MODEL,
     precision: PrecisionOpt = "fp32",
     runtime: RuntimeOpt = "torch",
+    device: PriceDeviceOpt = "auto",
     threads: ThreadsOpt = None,
     layers: LayersOpt = "all",
     pooling: PoolingOpt = "mean",
@@ -172,11 +178,13 @@ def plan_cmd(  # noqa: PLR0913 - a command: one parameter per option
     """What `corpus extract` of these words would find, write and take, from a sample (nothing written)."""
     job = {"layers": layers, "pooling": pooling, "dtype": dtype, "forms": forms, "line_breaks": line_breaks}
     targets = target_words(words, words_file)
-    _price(corpus, targets, model, precision, runtime, threads, job, on_error, actors, rate, sample_bytes, json_out)
+    run = {"model": model, "precision": precision, "runtime": runtime, "device": device, "threads": threads}
+    _price(corpus, targets, run, job, on_error, actors, rate, sample_bytes, json_out)
 
 
-def _price(corpus, targets, model, precision, runtime, threads, job, on_error, actors, rate, sample_bytes, json_out):
-    """Load the job's model, price the job (analyses/corpus/estimate.py), print every number with its basis."""
+def _price(corpus, targets, run, job, on_error, actors, rate, sample_bytes, json_out):
+    """Load the job's model (``run``: model, precision, runtime, device, threads), price the job
+    (analyses/corpus/estimate.py), print every number with its basis."""
     from contextlens.analyses.corpus.estimate import price_job
 
     if sample_bytes < 1:
@@ -185,7 +193,8 @@ def _price(corpus, targets, model, precision, runtime, threads, job, on_error, a
         raise InputError(f"--actors must be at least 1, got {actors}")
     progress, live = status_line("pricing the job: loading the model...")
     with progress, as_flags(rate="--rate", sample_bytes="--sample-bytes", **EXTRACT_FLAGS):
-        loaded = contextual_option(model, precision, threads, runtime)
+        model = run["model"]
+        loaded = contextual_option(model, run["precision"], run["threads"], run["runtime"], device=run["device"])
         live(f"pricing the job: reading a sample of {corpus} and measuring {model}'s forward...")
         e = price_job(
             corpus, targets, loaded, parse_layers(job["layers"]), job["pooling"], job["dtype"], job["forms"],
@@ -205,6 +214,7 @@ def search_cmd(
     senses: SensesOpt = False,
     threads: ThreadsOpt = None,
     runtime: ExampleRuntimeOpt = None,
+    device: ExampleDeviceOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """The occurrences in FOLDER most like an example occurrence (cosine at the folder's layer,
@@ -219,13 +229,14 @@ def search_cmd(
         )
     from contextlens.analyses.corpus.occurrence_search import search_occurrences
 
-    def load(name: str, precision: str, runtime: str):  # the folder's model, its drift on stderr
-        return contextual_option(name, precision, threads, runtime)
+    def load(name: str, precision: str, runtime: str, device: str):  # the folder's model, its drift on stderr
+        return contextual_option(name, precision, threads, runtime, device=device)
 
-    with as_flags(top="--top", layer="--layer", like="--like", sense="--sense", runtime="--runtime"):
+    flags = {"top": "--top", "layer": "--layer", "like": "--like", "sense": "--sense", "runtime": "--runtime"}
+    with as_flags(**flags, device="--device"):
         result = search_occurrences(
             folder, like, None if layer is None else layer_text(layer), top, loader=load, sense=sense, senses=senses,
-            runtime=runtime,
+            runtime=runtime, device=device,
         )  # fmt: skip
     print_search(result, like, json_out)
 

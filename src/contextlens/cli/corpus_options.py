@@ -124,6 +124,32 @@ ExportSensesOpt = Annotated[
     ),
 ]
 
+CorpusDeviceOpt = Annotated[
+    str,
+    typer.Option(
+        "--device",
+        help="auto (default: a GPU where there is one, else the CPU; int8 stays on the CPU), cpu, cuda or cuda:N. "
+        "--engine ray: the actors' device, from the cluster's GPUs (one whole GPU each, its cuda:0; the driver "
+        "loads no model). A folder continues on another device only at fp32 (within the printed check).",
+    ),
+]
+ExampleDeviceOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--device",
+        help="Where the example runs: auto, cpu, cuda or cuda:N (default: the CPU for an fp32 or int8 folder, "
+        "whose vectors agree across devices within the printed check; else the folder's own device).",
+    ),
+]
+PriceDeviceOpt = Annotated[
+    str,
+    typer.Option(
+        "--device",
+        help="auto (default), cpu, cuda or cuda:N: where the forward rate is measured (this machine's; price "
+        "another machine's GPU with --rate).",
+    ),
+]
+
 EXTRACT_FLAGS = {
     "source": "CORPUS",
     "out": "--out",
@@ -143,6 +169,7 @@ EXTRACT_FLAGS = {
     "force": "--force",
     "precision": "--precision",
     "runtime": "--runtime",
+    "device": "--device",
 }
 """Each keyword of :func:`extract_corpus` as the option a user typed (an error names the option)."""
 

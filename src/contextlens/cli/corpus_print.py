@@ -123,21 +123,29 @@ def print_price(e: ExtractEstimate, json_out: bool) -> None:
 
 def _print_price_time(e: ExtractEstimate) -> None:
     f = e.forward
+    on = f"{f['device']}, {f['threads']} threads" if f.get("device", "cpu") == "cpu" else f["device"]
     console.print(
-        f"time here: {e.seconds_here:,.0f} s = read and scan {e.seconds_scan:,.1f} s + forward "
-        f"{e.seconds_forward:,.0f} s ({e.occurrences:,} occurrences in about {f['job_sentences']:,.0f} "
+        f"time here: {e.seconds_here:,.0f} s (measured here on {on}) = read and scan {e.seconds_scan:,.1f} s + "
+        f"forward {e.seconds_forward:,.0f} s ({e.occurrences:,} occurrences in about {f['job_sentences']:,.0f} "
         f"sentences, each encoded once: {f['job_padded_tokens']:,.0f} tokens in the job's batches, padding included, "
         f"at {f['seconds_per_padded_token'] * 1e6:,.0f} us a token, measured on {f['sentences']} of the sample's "
-        f"sentences: {f['model']} {f['precision']} {f['runtime']}, {f['threads']} threads); model load not counted"
+        f"sentences: {f['model']} {f['precision']} {f['runtime']}); model load not counted"
     )
     for n, seconds in e.actors.items():
         if n > 1:
-            console.print(f"on {n} Ray actors: {seconds:,.0f} s [dim]({escape(e.basis['actors'])})[/dim]")
+            console.print(
+                f"on {n} Ray actors like this machine: {seconds:,.0f} s [dim]({escape(e.basis['actors'])})[/dim]"
+            )
     if e.rate is not None:
+        r = e.rate
         console.print(
-            f"at {e.rate['tokens_per_s']:,.0f} tokens/s (stated): {e.rate['seconds']:,.0f} s for "
-            f"{e.rate['tokens']:,.0f} tokens [dim]({escape(e.basis['rate'])})[/dim]"
+            f"at {r['tokens_per_s']:,.0f} tokens/s (stated, not measured here): {r['seconds']:,.0f} s for "
+            f"{r['tokens']:,.0f} tokens [dim]({escape(e.basis['rate'])})[/dim]"
         )
+        for n, seconds in r["actors"].items():
+            if n > 1:
+                rate = f"{r['tokens_per_s']:,.0f} tokens/s"
+                console.print(f"  on {n} Ray actors at {rate} each (stated): {seconds:,.0f} s")
 
 
 def print_search(result: OccurrenceSearch, like: str, json_out: bool) -> None:

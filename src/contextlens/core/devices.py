@@ -147,3 +147,18 @@ def no_gpu_reason(runtime: str) -> str:
         installed = importlib.util.find_spec("torch") is not None
         return "the installed torch is a CPU-only build" if installed else "torch is not installed"
     return "torch finds no CUDA GPU (torch.cuda.is_available() is False)"
+
+
+def devices_agree(precision: str, device: str, other_device: str) -> bool:
+    """Whether vectors made on two devices may meet (in one index, one corpus folder): the same kind
+    of device (the CPU, or CUDA GPUs), or fp32 (a GPU's fp32 is checked against the CPU's within
+    the printed drift line, as ONNX Runtime's is); never fp16 or bf16 across kinds, whose kernels
+    round and accumulate differently by more than that."""
+    return device.split(":")[0] == other_device.split(":")[0] or precision == "fp32"
+
+
+def reading_device(precision: str, made_on: str) -> str:
+    """Where a query against vectors made on ``made_on`` runs when the caller does not say: the CPU
+    for fp32 or int8 (their vectors agree across devices, or were made on the CPU), else the
+    vectors' own device (fp16/bf16 agree only with their own kind of device)."""
+    return CPU if precision in ("fp32", "int8") else made_on

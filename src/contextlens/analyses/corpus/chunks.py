@@ -40,6 +40,7 @@ class JobSpec:
     precision: str = "fp32"
     batch_size: int = 32
     runtime: str = "torch"
+    device: str = "cpu"  # where a Ray actor loads the model: cpu, or cuda:0 (the GPU Ray gave it)
 
 
 def layer_column(layer: int) -> str:

@@ -14,10 +14,11 @@ from collections.abc import Callable, Iterator
 
 import pyarrow as pa
 
-from contextlens.analyses.corpus import ray_engine
+from contextlens.analyses.corpus import ray_engine, ray_placement
 from contextlens.analyses.corpus.chunks import JobSpec, ScannedChunk, encode_scanned, scan_chunk
 from contextlens.analyses.corpus.readers import ReadStats
 from contextlens.analyses.corpus.stream import Chunk, PendingChunks
+from contextlens.core.devices import CPU, check_device_choice, is_cuda, resolve_device
 from contextlens.errors import InputError
 
 ENGINES = ("local", "ray")
@@ -33,8 +34,9 @@ GROUP_CHUNKS = 256
 Written = Callable[[int, pa.Table], None]
 
 
-def check(engine: str, address: str | None, actors: int, threads: int | None) -> None:
-    """Refuse an engine setting that cannot run, or one the engine would ignore, before any start."""
+def check(engine: str, address: str | None, actors: int, threads: int | None, device: str = CPU) -> None:
+    """Refuse an engine setting that cannot run, or one the engine would ignore, before any start
+    (a GPU asked of a local Ray on a machine without one too: the local Ray's GPUs are this one's)."""
     if engine not in ENGINES:
         raise InputError(f"unknown `engine` {engine!r}; use {' or '.join(ENGINES)}")
     if threads is not None and threads < 1:
@@ -47,15 +49,31 @@ def check(engine: str, address: str | None, actors: int, threads: int | None) ->
         if address is not None:
             raise InputError(f"`address` {address!r} is a Ray cluster; pass `engine` ray with it, or drop it")
         return
-    if address is None:  # a local Ray gets this machine's CPUs: check them before starting it
+    if address is None:  # a local Ray gets this machine's CPUs (and GPUs): check them before starting it
         total = os.cpu_count() or 1
-        ray_engine.check_threads(actors, threads or max(1, total // actors), [total])
+        ray_placement.check_threads(actors, threads or max(1, total // actors), [total])
+        if is_cuda(check_device_choice(device)):
+            resolve_device(device, "torch")  # the one-line refusal of a GPU that is not there
 
 
-def prepare(engine: str, address: str | None, actors: int, threads: int | None) -> int | None:
+def job_device(engine: str, address: str | None, actors: int, device: str, precision: str) -> str | None:
+    """The device a Ray job's actors load the model on (:func:`.ray_placement.actor_device`, from the
+    cluster's GPUs: Ray is started by :func:`prepare` first); None for the local engine, whose
+    device is its loaded model's. ``cpu`` needs no cluster."""
+    if engine == "local":
+        return None
+    if check_device_choice(device) == CPU:
+        return CPU
+    ray = ray_engine.start_ray(address)  # the connection :func:`prepare` made
+    gpus = [int(n["gpus"]) for n in ray_engine.cluster_nodes(ray)]
+    where = "the Ray cluster" if address is None else f"the Ray cluster at {address}"
+    return ray_placement.actor_device(device, precision, actors, gpus, where)
+
+
+def prepare(engine: str, address: str | None, actors: int, threads: int | None, device: str = CPU) -> int | None:
     """Start what the engine needs; returns the threads to use (Ray: per actor, settled against
     the cluster's CPUs)."""
-    check(engine, address, actors, threads)
+    check(engine, address, actors, threads, device)
     if engine == "local":
         return threads
     return ray_engine.actor_threads(actors, threads, address)

@@ -16,7 +16,10 @@ scan time scaled like the counts, plus the occurrences over a forward rate measu
 :data:`FORWARD_SAMPLE` of the sample's occurrences with the job's model, runtime and precision.
 N Ray actors are priced by a stated scaling: 1.89x for 2 actors was measured on a forward-bound job
 (docs/corpus.md, "On Ray"); beyond 2 it is assumed to continue at that efficiency per actor (not
-measured). A GPU (or any other machine) is priced only from a rate the user states, in tokens/s.
+measured). A GPU (or any other machine) is priced only from a rate the user states, in tokens/s
+of real (unpadded) tokens as ``benchmarks/device.py`` reports them, per actor: N actors at a stated
+rate are N times it (each actor has a GPU of its own, so none shares another's cores; assumed,
+not measured here). Every time says what it rests on: measured here (on which device), or stated.
 """
 
 from __future__ import annotations
@@ -190,6 +193,12 @@ def row_key_bytes(found: Sequence[Found]) -> float:
     return strings / len(found) + 4 * STRING_OFFSET + 4 * INT32
 
 
+def stated_seconds(tokens: float, rate: float, seconds_scan: float, actors: int = 1) -> float:
+    """The rule for a stated rate: the tokens over ``actors`` x the rate (one GPU each, none
+    sharing another's: linear, assumed), plus the scan at this machine's reading pace."""
+    return seconds_scan + tokens / (rate * actors)
+
+
 def actor_seconds(seconds_forward: float, seconds_scan: float, actors: int) -> float:
     """The stated scaling: 2 actors encode at 1.89x one (measured); N at N x (1.89 / 2) (assumed).
     The scan stays on the driver's reading pace."""
@@ -309,17 +318,30 @@ def estimate_extraction(
         rows=occurrences,
         row_bytes=row_bytes,
         shard_bytes=occurrences * row_bytes,
-        forward=forward
-        | {"model": model.name, "precision": spec.precision, "runtime": spec.runtime, "threads": current_threads()},
+        forward=forward | _measured_on(model, spec),
         seconds_here=seconds_scan + seconds_forward,
         seconds_scan=seconds_scan,
         seconds_forward=seconds_forward,
         actors={n: actor_seconds(seconds_forward, seconds_scan, n) for n in actors},
-        rate=None
-        if rate is None
-        else {"tokens_per_s": rate, "tokens": tokens_total, "seconds": seconds_scan + tokens_total / rate},  # fmt: skip
+        rate=None if rate is None else _stated(rate, tokens_total, seconds_scan, actors),
         basis=_basis(sample, spec, model.hidden_size, width, keys),
     )
+
+
+def _measured_on(model, spec: JobSpec) -> dict:
+    """What the forward rate was measured with, here: the model, its backend, this process's threads."""
+    where = {"precision": spec.precision, "runtime": spec.runtime, "device": model.backend.device}
+    return {"model": model.name, **where, "threads": current_threads()}
+
+
+def _stated(rate: float, tokens: float, seconds_scan: float, actors: Sequence[int]) -> dict:
+    """The job at a stated rate: on one actor, and on each of ``actors`` (:func:`stated_seconds`)."""
+    return {
+        "tokens_per_s": rate,
+        "tokens": tokens,
+        "seconds": stated_seconds(tokens, rate, seconds_scan),
+        "actors": {n: stated_seconds(tokens, rate, seconds_scan, n) for n in actors},
+    }
 
 
 def _scan_sample(
@@ -348,8 +370,9 @@ def _basis(sample: Sample, spec: JobSpec, hidden_size: int, width: int, keys: fl
         "actors": f"2 actors = {TWO_ACTORS_SPEEDUP}x 1 actor on the forward (measured, docs/corpus.md); "
         f"N actors = N x {TWO_ACTORS_SPEEDUP / 2:.3f} (assumed beyond 2); each actor with this "
         "process's threads; the scan as here",
-        "rate": "tokens of the sentences to encode (the sample's, scaled like the counts) / the stated rate, "
-        "+ the scan as here",
+        "rate": "stated, not measured here: tokens of the sentences to encode (the sample's, scaled like the "
+        "counts, no padding: a rate as benchmarks/device.py reports it) / the stated rate, + the scan as here; "
+        "N actors: N x the stated rate (a GPU each; assumed linear, not measured)",
     }
 
 

@@ -44,6 +44,7 @@ from contextlens.analyses.corpus.readers import (
 from contextlens.analyses.corpus.stream import PendingChunks
 from contextlens.analyses.corpus.targets import Matcher, ScanCounts, form_table, parse_targets
 from contextlens.core import arguments
+from contextlens.core.devices import check_device_choice
 from contextlens.core.model_facts import ModelFacts, model_facts
 from contextlens.core.resources import DEFAULT_CONTEXTUAL
 from contextlens.errors import InputError, TargetNotFoundError
@@ -115,9 +116,11 @@ class ExtractConfig:
     # paragraphs (blank lines separate them, wrapped lines joined) or lines; None: the folder's own
     # when continuing one (an old folder's is lines), else paragraphs
     line_breaks: str | None = None
+    # cpu (the reference), cuda, cuda:N or auto; on Ray the actors' (ray_placement.actor_device)
+    device: str = "cpu"
 
 
-Loader = Callable[[str, str, str], object]  # (model, precision, runtime) -> a loaded ContextualModel
+Loader = Callable[[str, str, str, str], object]  # (model, precision, runtime, device) -> a loaded ContextualModel
 
 
 def model_identity(name: str) -> tuple[str | None, str | None]:
@@ -149,16 +152,21 @@ def extract_corpus(
     force: bool = False,
     loader: Loader | None = None,
     line_breaks: str | None = None,
+    device: str = "cpu",
 ) -> ExtractResult:
     """Extract every occurrence of ``targets`` (with ``forms``: and of their inflected forms) in
     ``source`` into Parquet shards under ``out``. ``threads``: torch threads of the local engine,
     or of each Ray actor (default there: the cluster's CPUs shared among the actors).
     ``line_breaks``: ``paragraphs`` (blank lines separate paragraphs; a wrapped line's break is a
     space) or ``lines`` (one sentence or paragraph per line); default the folder's own when it
-    continues a job, else ``paragraphs``. The keyword form of :func:`run_extraction`."""
+    continues a job, else ``paragraphs``. ``device``: ``cpu`` (default, the reference), ``cuda``,
+    ``cuda:N`` or ``auto``; on Ray, the actors' (a GPU each where the cluster has them, not the
+    driver's). A folder continues on another device only where the vectors agree within fp32's
+    printed check (fp32; never fp16/bf16 across a GPU and the CPU), and records it. The keyword
+    form of :func:`run_extraction`."""
     config = ExtractConfig(
         model, None if layers is None else tuple(layers), pooling, dtype, chunk_chars, forms, precision,
-        runtime, engine, address, actors, threads, on_error, force, line_breaks,
+        runtime, engine, address, actors, threads, on_error, force, line_breaks, device,
     )  # fmt: skip
     return run_extraction(source, targets, out, config, progress, loader)
 
@@ -181,7 +189,8 @@ def run_extraction(
     else:
         check_fresh_folder(folder, config.force)
     if existing is not None and existing.complete:  # nothing to encode: check it is the same job, whole
-        manifest = _manifest(source, words, config, _job_model(config, loader))
+        on_ray = None if config.engine == "local" else _named_actors_device(config.device, existing.device)
+        manifest = _manifest(source, words, config, _job_model(config, loader, on_ray), on_ray)
         manifest.check_same_job(existing, folder)
         done = done_shards(folder, schema(existing.layers, existing.hidden_size, existing.dtype))
         if len(done) != existing.counts.get("shards", len(done)):
@@ -191,11 +200,13 @@ def run_extraction(
             )
         return ExtractResult(folder, existing, True, ExtractStats())
     check_readable(source, config.on_error, config.line_breaks)
-    threads = engines.prepare(config.engine, config.address, config.actors, config.threads)
-    loaded = _job_model(config, loader)
-    manifest = _manifest(source, words, config, loaded)
+    threads = engines.prepare(config.engine, config.address, config.actors, config.threads, config.device)
+    actors_device = engines.job_device(config.engine, config.address, config.actors, config.device, config.precision)
+    loaded = _job_model(config, loader, actors_device)
+    manifest = _manifest(source, words, config, loaded, actors_device)
     if existing is not None:
         manifest.check_same_job(existing, folder)
+        manifest.continue_from(existing)
     stats = ExtractStats()
     spec = JobSpec(
         loaded.name,
@@ -205,6 +216,7 @@ def run_extraction(
         config.dtype,
         loaded.precision,
         runtime=loaded.runtime,
+        device=actors_device or loaded.backend.device,
     )
     folder.mkdir(parents=True, exist_ok=True)
     clean_temporaries(folder)
@@ -223,6 +235,7 @@ class ActorsModel:
     facts: ModelFacts
     precision: str
     runtime: str
+    device: str = "cpu"  # the actors' (ray_placement.actor_device)
 
     @property
     def name(self) -> str:
@@ -236,24 +249,39 @@ class ActorsModel:
         return self.facts.check_layers(arguments.layer_numbers(layers))
 
 
-def _job_model(config: ExtractConfig, loader: Loader | None):
-    """The loaded model, or for a Ray job on the reference backend (torch fp32) its facts alone.
-    Any other backend still loads here: the face reports its measured drift from torch fp32, and
-    an ONNX graph is exported once, before the actors need it."""
-    if config.engine == "ray" and config.precision == "fp32":
+def _job_model(config: ExtractConfig, loader: Loader | None, actors_device: str | None = None):
+    """The loaded model, or for a Ray job on torch fp32 or on GPUs (``actors_device`` cuda) its
+    facts alone: the driver holds no model (a head node often has no GPU). Any other Ray backend
+    still loads here, on the CPU: the face reports its measured drift from torch fp32, and an ONNX
+    graph is exported once, before the actors need it."""
+    if config.engine == "ray":
+        from contextlens.core.devices import is_cuda
         from contextlens.core.runtime_choice import resolve_runtime
 
-        if resolve_runtime(config.model, config.precision, config.runtime) == "torch":
+        device = actors_device or "cpu"
+        gpu = is_cuda(device)
+        if (config.precision == "fp32" or gpu) and resolve_runtime(
+            config.model, config.precision, config.runtime, device=device
+        ) == "torch":
             facts = model_facts(config.model)
             if facts is not None:  # (a hub id not on disk has none: it loads, and downloads, here)
-                return ActorsModel(facts, config.precision, "torch")
-    return _load(config, loader)
+                return ActorsModel(facts, config.precision, "torch", device)
+        return _load(config, loader, "cpu")
+    return _load(config, loader, config.device)
 
 
-def _load(config: ExtractConfig, loader: Loader | None):
+def _named_actors_device(device: str, folder_device: str) -> str:
+    """A Ray job's device without starting Ray (a complete folder is checked, not continued): cpu,
+    cuda:0 (each actor's own GPU), or for ``auto`` the folder's own."""
+    if device == "auto":
+        return folder_device
+    return "cpu" if device == "cpu" else "cuda:0"
+
+
+def _load(config: ExtractConfig, loader: Loader | None, device: str):
     if loader is None:
         from contextlens.core.contextual_models import load_contextual as loader  # torch: only when a job runs
-    return loader(config.model, config.precision, config.runtime)
+    return loader(config.model, config.precision, config.runtime, device)
 
 
 def _checked(
@@ -267,11 +295,16 @@ def _checked(
         raise InputError(f"unknown `dtype` {config.dtype!r}; use float16 or float32")
     if config.chunk_chars < 1:
         raise InputError(f"`chunk_chars` must be at least 1 character, got {config.chunk_chars}")
-    engines.check(config.engine, config.address, config.actors, config.threads)
+    engines.check(config.engine, config.address, config.actors, config.threads, config.device)
     if config.line_breaks is not None:
         check_line_breaks(config.line_breaks)
     check_pooling(config.pooling)
-    config = replace(config, precision=check_precision(config.precision), runtime=check_runtime(config.runtime))
+    config = replace(
+        config,
+        precision=check_precision(config.precision),
+        runtime=check_runtime(config.runtime),
+        device=check_device_choice(config.device),
+    )
     words = parse_targets(targets)
     if not str(out).strip():
         raise InputError("`out` is empty; give the folder for the shards (new, or one from the same job)")
@@ -305,8 +338,12 @@ def _known_settings(source: str, words: tuple[str, ...], config: ExtractConfig) 
     return known
 
 
-def _manifest(source: str, words: tuple[str, ...], config: ExtractConfig, loaded) -> Manifest:
+def _manifest(
+    source: str, words: tuple[str, ...], config: ExtractConfig, loaded, actors_device: str | None = None
+) -> Manifest:
+    """The job's manifest; its device is the actors' on Ray (``actors_device``), else the loaded model's."""
     wanted = loaded.check_layers(None if config.layers is None else list(config.layers))
+    device = actors_device or loaded.backend.device
     revision, sha = model_identity(loaded.name)
     return Manifest(
         corpus=describe(source),
@@ -323,6 +360,7 @@ def _manifest(source: str, words: tuple[str, ...], config: ExtractConfig, loaded
         line_breaks=config.line_breaks,
         precision=loaded.precision,
         runtime=loaded.runtime,
+        device=device,
     )
 
 

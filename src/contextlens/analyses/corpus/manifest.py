@@ -22,6 +22,7 @@ from pathlib import Path
 from contextlens.core.arguments import path_argument
 from contextlens.core.atomic_files import write_text as atomic_write_text
 from contextlens.core.backend import Backend
+from contextlens.core.devices import devices_agree
 from contextlens.core.folder_files import own_file
 from contextlens.errors import InputError
 
@@ -67,8 +68,10 @@ class Manifest:
     precision: str = "fp32"
     runtime: str = "torch"  # torch, or onnx (ONNX Runtime; see core/onnx_runtime.py)
     # cpu or cuda:N; written only when not cpu (a folder made before devices were recorded ran on
-    # the CPU, and its manifest stays byte for byte what it was). Part of the job: a folder made on
-    # one kind of device is not continued on another (its vectors would mix two devices' kernels)
+    # the CPU, and its manifest stays byte for byte what it was). Part of the job, compared as
+    # core.devices.devices_agree compares it: a folder continues on another device only where the
+    # vectors agree within fp32's printed check (fp32 on either; fp16/bf16 on its own kind of
+    # device), the device of the job's first run staying here and the others in `continued_on`
     device: str = "cpu"
     # how a file's line breaks were read (readers.LINE_BREAKS); absent in folders made before the
     # choice existed, which read every line as its own paragraph
@@ -80,6 +83,8 @@ class Manifest:
     # for the local engine; on Ray the cluster's address, its nodes (id, address, CPUs, GPUs, the
     # actors that answered from each) and what each actor asked for (ray_engine.run_ray)
     cluster: dict[str, object] | None = None
+    # the other devices that encoded shards of this folder, in order (absent when none)
+    continued_on: list[str] = field(default_factory=list)
 
     @property
     def backend(self) -> Backend:
@@ -90,6 +95,8 @@ class Manifest:
         out = asdict(self)
         if self.device == "cpu":
             del out["device"]
+        if not self.continued_on:
+            del out["continued_on"]
         return out
 
     def write(self, folder: Path) -> None:
@@ -99,12 +106,28 @@ class Manifest:
         """Refuse to continue ``other`` (the folder's) with different job settings."""
         check_settings(other, {key: getattr(self, key) for key in JOB_KEYS}, folder)
 
+    def continue_from(self, existing: Manifest) -> None:
+        """This run continues ``existing`` (checked the same job): the folder keeps the device of
+        its first run, and a run on another device is recorded in ``continued_on``."""
+        devices = [*existing.continued_on]
+        if self.device != existing.device and self.device not in devices:
+            devices.append(self.device)
+        self.device, self.continued_on = existing.device, devices
+
 
 def check_settings(existing: Manifest, settings: dict[str, object], folder: Path) -> None:
     """Refuse a folder whose job differs in any of ``settings`` (checked before a model loads with
     the settings known from the arguments, then again with all of them)."""
     for key, mine in settings.items():
         theirs = getattr(existing, key)
+        if key == "device" and devices_agree(existing.precision, str(theirs), str(mine)):
+            continue  # (another device whose vectors agree within the printed check: continue_from records it)
+        if key == "device" and mine != theirs:
+            raise InputError(
+                f"{folder} holds an extraction with device={theirs!r}, not {mine!r}: {existing.precision} vectors of "
+                "a GPU and of the CPU differ by more than fp32's check, and one folder never mixes them; continue "
+                f"it on {str(theirs).split(':')[0]} or use another `out` folder"
+            )
         if mine != theirs:
             raise InputError(
                 f"{folder} holds an extraction with {key}={theirs!r}, not {mine!r}; "
@@ -148,6 +171,8 @@ def check_fields(manifest: Manifest) -> None:
         ("complete", m.complete, isinstance(m.complete, bool), "true or false"),
         ("counts", m.counts, isinstance(m.counts, dict), "an object"),
         ("cluster", m.cluster, m.cluster is None or isinstance(m.cluster, dict), "an object or null"),
+        ("continued_on", m.continued_on, isinstance(m.continued_on, list) and all(map(_text, m.continued_on)),
+         "a list of devices"),
         *((f"counts.{k}", counts[k], _count(counts[k]), "a whole number") for k in ("rows", "shards") if k in counts),
     ]  # fmt: skip
     for key, value, ok, what in checks:

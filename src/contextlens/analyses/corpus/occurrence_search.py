@@ -44,6 +44,7 @@ from contextlens.analyses.corpus.manifest import Manifest, pick_layer
 from contextlens.analyses.corpus.targets import form_table
 from contextlens.core import atomic_files
 from contextlens.core.arguments import flag, path_argument, whole_number
+from contextlens.core.devices import check_device_choice, devices_agree, reading_device
 from contextlens.errors import DataFileError, InputError, ProvenanceMismatchError
 
 INDEX_FORMAT = "contextlens-occurrence-index/1"
@@ -257,6 +258,7 @@ def search_occurrences(
     senses: bool = False,
     baseline: bool = True,
     runtime: str | None = None,
+    device: str | None = None,
 ) -> OccurrenceSearch:
     """The ``top`` occurrences of ``folder`` nearest (cosine) to the example ``like`` (marker syntax:
     ``"The river [bank] flooded."``), encoded by the folder's model (``model``: an already loaded
@@ -264,7 +266,8 @@ def search_occurrences(
     ``sense``: only the occurrences of the example's word induced into that sense (0..k-1, as
     ``senses induce`` numbers them); ``senses``: each hit's induced sense; ``baseline``: each
     cosine's percentile among the model's random-word cosines at the layer. ``runtime``: the
-    example's (default: ``auto``, the lean path, for an fp32 folder; the folder's own at int8)."""
+    example's (default: ``auto``, the lean path, for an fp32 folder; the folder's own at int8).
+    ``device``: the example's (:func:`example_device`)."""
     import time
 
     from contextlens.core.occurrences import parse_marked
@@ -278,8 +281,8 @@ def search_occurrences(
     word = _example_word(manifest, example, folder) if sense is not None else None
     if sense is not None:
         sense = whole_number(sense, "sense", minimum=0)
-    if model is None:
-        model = _load_folder_model(manifest, loader, runtime)
+    if model is None:  # (where the example runs is checked against the folder before it loads)
+        model = _load_folder_model(manifest, loader, runtime, example_device(manifest, device, folder))
     check_model_is_the_folders(manifest, model, folder)
     found = open_index(folder, layer)
     labelled: dict[str, Any] = {}
@@ -305,13 +308,28 @@ def search_occurrences(
     )  # fmt: skip
 
 
-def _load_folder_model(manifest: Manifest, loader, runtime: str | None):
-    """The folder's model at its precision; at fp32 on ``runtime`` or the lean path (fp32 runtimes agree
-    within 1e-4), at int8 on the folder's own runtime unless one is asked for."""
+def example_device(manifest: Manifest, device: str | None, folder: Path) -> str:
+    """Where the example is encoded: ``device``, else :func:`reading_device`'s choice for the
+    folder (the CPU for an fp32 or int8 folder, else the folder's own); one whose vectors would not
+    agree with the folder's within fp32's check (fp16/bf16 across a GPU and the CPU) is refused
+    before any model loads."""
+    chosen = reading_device(manifest.precision, manifest.device) if device is None else check_device_choice(device)
+    if chosen != "auto" and not devices_agree(manifest.precision, manifest.device, chosen):
+        raise InputError(
+            f"{folder} holds {manifest.precision} vectors made on {manifest.device}, but the example would run on "
+            f"{chosen}: {manifest.precision} results of a GPU and of the CPU differ by more than fp32's check; give "
+            f"`device` {manifest.device.split(':')[0]} (or leave it out)"
+        )
+    return chosen
+
+
+def _load_folder_model(manifest: Manifest, loader, runtime: str | None, device: str = "cpu"):
+    """The folder's model at its precision on ``device``; at fp32 on ``runtime`` or the lean path
+    (fp32 runtimes agree within 1e-4), at int8 on the folder's own runtime unless one is asked for."""
     if loader is None:
         from contextlens.core.contextual_models import load_contextual as loader
     lean = "auto" if manifest.precision == "fp32" else manifest.runtime
-    return loader(manifest.model, manifest.precision, runtime or lean)
+    return loader(manifest.model, manifest.precision, runtime or lean, device)
 
 
 def _rows_of_sense(labelled: WordSenses, word: str, sense: int, folder: Path, layer: int) -> np.ndarray:

@@ -30,9 +30,11 @@ from dataclasses import asdict, replace
 import pyarrow as pa
 
 from contextlens.analyses.corpus.chunks import JobSpec, encode_scanned, scan_chunk
+from contextlens.analyses.corpus.ray_placement import actor_placement, check_gpus, check_threads
 from contextlens.analyses.corpus.readers import ReadStats
 from contextlens.analyses.corpus.stream import PendingChunks, merge_read_stats
 from contextlens.analyses.corpus.targets import Matcher
+from contextlens.core.devices import is_cuda
 from contextlens.core.numerals import is_digits
 from contextlens.core.process_memory import rss_bytes
 from contextlens.errors import ContextlensError, InputError
@@ -132,8 +134,9 @@ class ChunkEncoder:
         torch.set_num_threads(threads)
         self.spec = spec
         self.failed: ContextlensError | None = None
-        try:  # the driver did not load it (torch fp32: extract.ActorsModel), so a bad model shows here
-            self.model = load_contextual(spec.model, spec.precision, spec.runtime)
+        try:  # the driver did not load it (torch fp32, or any GPU job: extract.ActorsModel), so a bad model shows here
+            # on spec.device: cpu, or cuda:0, the one GPU Ray gave this actor (its CUDA_VISIBLE_DEVICES)
+            self.model = load_contextual(spec.model, spec.precision, spec.runtime, spec.device)
         except ContextlensError as exc:  # reported with the first block (an actor that dies in its
             self.failed = exc  # constructor is retried by Ray, its error printed as tracebacks)
         self.ready = time.time()
@@ -329,29 +332,7 @@ def actor_threads(actors: int, threads: int | None, address: str | None = None, 
     # (a job on two 1-CPU nodes waited forever for a 2-CPU actor)
     threads = threads or max(1, min(total // actors, max(nodes) or total))
     check_threads(actors, threads, nodes)
-    check_gpus(actors, [int(n["gpus"]) for n in live])
     return threads
-
-
-def actor_placement(threads: int, gpus: int) -> dict[str, object]:
-    """What each actor asks Ray for (``map_batches``' resources): ``threads`` CPUs, and one whole GPU
-    when the cluster has ``gpus`` > 0 (Ray then hands the actor its own device, CUDA_VISIBLE_DEVICES).
-    Ray Data places an actor pool SPREAD over the nodes by default (DataContext.scheduling_strategy;
-    Ray 2.60 deprecates passing it to ``map_batches``)."""
-    placement: dict[str, object] = {"num_cpus": threads}
-    if gpus > 0:
-        placement["num_gpus"] = 1
-    return placement
-
-
-def check_gpus(actors: int, nodes: list[int]) -> None:
-    """On a cluster with GPUs each actor takes one (``nodes``: each node's GPUs): more actors than
-    GPUs would wait for a place forever."""
-    total = sum(nodes)
-    if 0 < total < actors:
-        raise InputError(
-            f"{actors} actor(s) take a GPU each; the Ray cluster has {total}: lower `actors` to at most {total}"
-        )
 
 
 def cluster_nodes(ray) -> list[dict[str, object]]:
@@ -366,24 +347,6 @@ def cluster_nodes(ray) -> list[dict[str, object]]:
         for n in ray.nodes()
         if n.get("Alive")
     ]
-
-
-def check_threads(actors: int, threads: int, nodes: list[int]) -> None:
-    """Refuse actors that could not all be placed: an actor takes ``threads`` CPUs of one node
-    (``nodes``: each node's CPUs), and Ray would wait for a place forever, saying nothing."""
-    total = sum(nodes)
-    if threads * actors > total:
-        raise InputError(
-            f"{actors} actor(s) x {threads} thread(s) need {threads * actors} CPUs; the Ray cluster has {total}: "
-            "lower `actors` or `threads`"
-        )
-    places = sum(n // threads for n in nodes)
-    if places < actors:
-        sizes = ", ".join(str(n) for n in sorted(nodes, reverse=True))
-        raise InputError(
-            f"{actors} actor(s) of {threads} thread(s) each fit on {places} place(s) only: an actor runs on one node, "
-            f"and the nodes have {sizes} CPUs; lower `threads` (at most {max(nodes)}) or `actors`"
-        )
 
 
 def run_ray(
@@ -404,7 +367,9 @@ def run_ray(
     threads = actor_threads(actors, threads, address, cpus)
     ray = start_ray(address, cpus)
     nodes = cluster_nodes(ray)
-    placement = actor_placement(threads, sum(int(n["gpus"]) for n in nodes))
+    if is_cuda(spec.device):
+        check_gpus(actors, [int(n["gpus"]) for n in nodes])
+    placement = actor_placement(threads, spec.device)
     ds = _dataset(ray, spec, pending, actors, threads, placement)
     try:
         for row in ds.iter_rows():

@@ -40,6 +40,7 @@ import numpy as np
 
 from contextlens.core import arguments
 from contextlens.core.choices import check_precision, check_runtime
+from contextlens.core.devices import reading_device
 from contextlens.core.disk_cache import cache_key, cached_arrays
 from contextlens.core.vectors import Provenance
 from contextlens.errors import InputError
@@ -132,20 +133,9 @@ def runtimes_agree(precision: str, runtime: str, other_precision: str, other_run
     return runtime == other_runtime or precision == other_precision == "fp32"
 
 
-def devices_agree(precision: str, device: str, other_device: str) -> bool:
-    """Whether vectors made on two devices may meet in one index: the same kind of device (the
-    CPU, or CUDA GPUs), or fp32 (a GPU's fp32 is checked against the CPU's within the printed
-    drift line, as ONNX Runtime's is); never fp16 or bf16 across devices, whose kernels round and
-    accumulate differently by more than that."""
-    return device.split(":")[0] == other_device.split(":")[0] or precision == "fp32"
-
-
 def query_device(index: Provenance, device: str | None) -> str:
-    """The device a query runs on: the one asked for, else the CPU for an fp32 or int8 index
-    (its vectors agree across devices, or were made on the CPU), else the index's own device."""
-    if device is not None:
-        return device
-    return "cpu" if index.precision in ("fp32", "int8") else index.device
+    """The device a query runs on: the one asked for, else :func:`reading_device`'s."""
+    return device if device is not None else reading_device(index.precision, index.device)
 
 
 def device_refusal(index: Provenance, device: str) -> str:

@@ -30,13 +30,15 @@ def search_index(
     precision: str | None = None,
     runtime: str | None = None,
     static: StaticModel | str | None = None,
+    device: str | None = None,
 ) -> SearchResult:
     """Rank the documents of the index in ``folder`` for ``query``, with the index's own encoder, in
-    the engine its manifest names (a pgvector index by the DSN it records, or the embedded server)."""
+    the engine its manifest names (a pgvector index by the DSN it records, or the embedded server).
+    ``device``: where the query runs (default the CPU for an fp32 or int8 index, else the index's)."""
     query = one_text(query, "query")
     if engine_of(path_argument(folder, "folder")) == "pgvector":
-        return search_pg_index(folder, query, k, model, kind, layer, precision, runtime, static=static)
-    return search_faiss_index(folder, query, k, model, kind, layer, precision, runtime, static)
+        return search_pg_index(folder, query, k, model, kind, layer, precision, runtime, static=static, device=device)
+    return search_faiss_index(folder, query, k, model, kind, layer, precision, runtime, static, device)
 
 
 def load_folder(folder: Path | str) -> VectorIndex | PgVectorIndex:

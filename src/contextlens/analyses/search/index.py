@@ -47,7 +47,6 @@ from contextlens.analyses.search.encoders import (
     TextEncoder,
     describe_encoder,
     device_refusal,
-    devices_agree,
     encoder_dict,
     encoder_kind,
     make_encoder,
@@ -76,6 +75,7 @@ from contextlens.analyses.search.index_files import (
 )
 from contextlens.core.arguments import whole_number
 from contextlens.core.choices import check_runtime
+from contextlens.core.devices import devices_agree
 from contextlens.core.vectors import Provenance
 from contextlens.errors import ContextlensError, InputError
 

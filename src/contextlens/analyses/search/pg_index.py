@@ -332,11 +332,14 @@ def search_pg_index(
     runtime: str | None = None,
     dsn: str | None = None,
     static: StaticModel | str | None = None,
+    device: str | None = None,
 ) -> PgSearchResult:
-    """:func:`~contextlens.analyses.search.index.search_index` for an index in pgvector."""
+    """:func:`~contextlens.analyses.search.index.search_index` for an index in pgvector; ``device``
+    as there (the query's device: default the CPU for an fp32 or int8 index, else the index's;
+    fp16/bf16 across devices refused)."""
     checked_dsn(dsn)  # before the model encodes the query
     index, encoder = open_for_query(
-        folder, model, kind, layer, precision, runtime, lambda f: PgVectorIndex.load(f, dsn), static
+        folder, model, kind, layer, precision, runtime, lambda f: PgVectorIndex.load(f, dsn), static, device
     )
     (result,) = index.search(encoder, [query], k)
     return result
