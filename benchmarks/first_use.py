@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import socket
 import subprocess
 import sys
@@ -50,12 +51,21 @@ def _cli(*args: str) -> list[str]:
 
 
 def _timed(cmd: list[str], cache: Path) -> float:
-    started = time.perf_counter()
+    """Wall seconds of one run; its CPU seconds (user + sys) and the load average go to stderr, since
+    on a shared machine the wall says more of the neighbours than of the command."""
+    started, cpu = time.perf_counter(), _children_cpu()
     done = subprocess.run(cmd, env=_env(cache), capture_output=True, text=True)
     seconds = time.perf_counter() - started
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(cmd[2:])} failed ({done.returncode}): {done.stderr.strip()[-400:]}")
+    used, load = _children_cpu() - cpu, os.getloadavg()[0]
+    print(f"  {' '.join(cmd[3:5])}: wall {seconds:.1f} s, CPU {used:.1f} s, load {load:.1f}", file=sys.stderr)
     return seconds
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def _free_port() -> int:

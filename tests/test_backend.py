@@ -135,7 +135,7 @@ def test_a_faces_request_is_checked_and_resolved_once_then_passed_down(
     loaded = []
     counts = _calls_during(lambda: loaded.append(load_model(model_choice("minilm", "fp32", runtime))))
     assert loaded[0] is expected  # the one instance per name and backend
-    assert counts["check_runtime_choice"] == counts["chosen_runtime"] == counts["model_facts"] == 1, counts
+    assert counts["check_runtime_choice"] == counts["auto_runtime"] == counts["model_facts"] == 1, counts
     # the request's precision, then the resolved Backend's invariant (made once, never again below)
     assert (counts["check_precision"], counts["check_runtime"], counts["__post_init__"]) == (2, 1, 1), counts
     assert counts["resolve_runtime"] == counts["check_model"] == 0, counts

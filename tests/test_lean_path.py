@@ -148,8 +148,8 @@ def _assert_close(a: object, b: object, where: str) -> None:
 
 
 def test_auto_picks_onnx_for_encoders_and_torch_otherwise(monkeypatch: pytest.MonkeyPatch) -> None:
-    assert resolve_runtime("minilm", "fp32", "auto") == "onnx"
     load_contextual("minilm", runtime="onnx")  # its export, attention graph included, exists
+    assert resolve_runtime("minilm", "fp32", "auto") == "onnx"
     assert resolve_runtime("minilm", "fp32", "auto", attention=True) == "onnx"  # the checked attention graph
     assert resolve_runtime("minilm", "int8", "auto", attention=True) == "torch"  # no int8 attention graph
     assert resolve_runtime("minilm", "int8", "torch") == "torch"  # asked for: kept
@@ -157,10 +157,24 @@ def test_auto_picks_onnx_for_encoders_and_torch_otherwise(monkeypatch: pytest.Mo
     assert resolve_runtime("minilm", "fp32", "auto") == "torch"
 
 
-def test_the_first_onnx_use_exports_once_then_starts_lean(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+def test_the_first_onnx_use_exports_once_then_starts_lean(monkeypatch: pytest.MonkeyPatch, tmp_path, capsys) -> None:
+    from contextlens.cli.common import load_model
+    from contextlens.core.runtime_choice import ModelBackend
+
     folder = tmp_path / "onnx" / "minilm-fresh"
     monkeypatch.setattr(onnx_graphs, "export_folder", lambda *_args: folder)
     name, source, revision = resolve_contextual("minilm")
+    # no export here: auto runs torch on every face, builds nothing, and the CLI says how to prepare
+    for attention in (False, True):
+        face = ModelBackend.checked("minilm", "fp32", "auto", weights=attention)
+        assert (face.backend.runtime, face.export_missing) == ("torch", True)
+        assert resolve_runtime("minilm", "fp32", "auto", attention=attention) == "torch"
+    assert ModelBackend.resolve("minilm", "fp32", "auto") == face  # the API's auto (the web's) alike
+    assert ModelBackend.resolve("minilm", "int8", "auto").backend.runtime == "torch"  # no int8 export either
+    assert not ModelBackend.checked("minilm", "fp32", "torch").export_missing  # asked for torch: nothing to say
+    assert load_model(face).runtime == "torch"
+    assert "contextlens prepare -m minilm" in " ".join(capsys.readouterr().err.split())
+    assert not folder.exists()  # nothing exported by auto
     # two first uses at once (threads here, test workers on a cold cache in CI): one exports, the
     # other waits for the finished folder (onnx_graphs.export_lock); before the lock both exported,
     # and a second process once opened the folder before its lean.json was written
@@ -172,6 +186,9 @@ def test_the_first_onnx_use_exports_once_then_starts_lean(monkeypatch: pytest.Mo
     assert attention["ok"] and max(attention["attention_max_abs_diff"]) <= ATTENTION_EXACT
     again = Backbone(name, source, revision, "fp32", "onnx")
     assert not again.exported_now and again._reference is None
+    # once the export exists (prepare, or this explicit onnx use), auto runs on it, attention included
+    face = ModelBackend.checked("minilm", "fp32", "auto", weights=True)
+    assert (face.backend.runtime, face.export_missing) == ("onnx", False)
 
 
 def test_glove_is_a_table_with_gensims_neighbours(glove) -> None:

@@ -227,7 +227,7 @@ def test_a_static_encoder_in_pgvector_is_recorded_and_a_contextual_query_refused
         search_pg_index(folder, "a query", model="minilm")
 
 
-def test_cli_build_search_and_refusals(pg, tmp_path):
+def test_cli_build_search_and_refusals(pg, tmp_path, minilm_onnx):  # auto is the lean path where the export exists
     docs = tmp_path / "docs.txt"
     docs.write_text("The river flooded the village.\nThe central bank raised interest rates.\n"
                     "A chocolate cake recipe.\nThe striker scored twice in the final.\n")  # fmt: skip
@@ -242,7 +242,7 @@ def test_cli_build_search_and_refusals(pg, tmp_path):
     assert found.returncode == 0, found.stderr
     result = json.loads(found.stdout)
     assert set(result) == {"query", "encoder", "index", "hits", "engine", "recall_vs_exact_scan", "query_runtime"}
-    assert result["query_runtime"] == "onnx"  # the lean path by default: the query on ONNX Runtime at fp32
+    assert result["query_runtime"] == "onnx"  # auto, the export made (minilm_onnx): the query on ONNX Runtime at fp32
     assert result["hits"][0]["text"] == "The central bank raised interest rates." and result["index"] == "hnsw"
     assert result["recall_vs_exact_scan"] == 1.0
     shown = run_cli("index", "search", str(out), "football", "-k", "2")

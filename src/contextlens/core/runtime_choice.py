@@ -1,11 +1,16 @@
 """``runtime="auto"``: which forward pass runs when the caller does not say.
 
-The rule, decided on the start-up costs measured in ``benchmarks/startup.py`` (docs/speed.md):
-an encoder runs on ONNX Runtime, whose checked graph starts without torch or transformers
-(:mod:`contextlens.core.lean_net`), exporting and checking it first if this machine has no export
-yet (once, said on stderr); attention weights come from its attention graph where that graph was
-exported and passed its check (fp32, within 1e-5 of torch's eager attention), else from torch;
-torch runs everything else: decoders (no export) and any machine without the ``runtimes`` extra. Whatever
+The rule, decided on the start-up costs measured in ``benchmarks/startup.py`` and
+``benchmarks/first_use.py`` (docs/speed.md): ``auto`` runs what this machine has ready and builds
+nothing. An encoder runs on ONNX Runtime, whose checked graph starts without torch or transformers
+(:mod:`contextlens.core.lean_net`), where its export at that precision was made and checked here
+(``contextlens prepare``, which ``make setup`` runs, or a ``runtime="onnx"`` run); where none was,
+it runs on torch (the reference) and the face says how to prepare the export (issue 30: exporting
+inside the first command cost mpnet's first ``same-sense`` its export and checks, ~40 s, to save
+about a tenth of the encoding). Attention weights come from the attention graph where that graph
+was exported and passed its check (fp32, within 1e-5 of torch's eager attention), else from
+torch; torch runs everything else: decoders (no export) and any machine without the ``runtimes``
+extra. Whatever
 is chosen, the result records the runtime it came from, and an ONNX result its export check.
 torch stays the reference: ``runtime="torch"`` gives plain transformers' numbers exactly.
 
@@ -39,6 +44,7 @@ class ModelBackend:
 
     model: str
     backend: Backend
+    export_missing: bool = False  # auto chose torch only because this machine has no checked export yet
 
     @classmethod
     def resolve(cls, model: str, precision: str = "fp32", runtime: str = "torch", device: str = CPU) -> ModelBackend:
@@ -46,8 +52,8 @@ class ModelBackend:
         resolved when the model loads)."""
         check_precision(precision)
         device = check_device_choice(device)
-        chosen = chosen_runtime(model, precision, check_runtime_choice(runtime), device=device)
-        return cls(model, Backend(precision, chosen, chosen_device(device, chosen, precision)))
+        chosen, missing = auto_runtime(model, precision, check_runtime_choice(runtime), device=device)
+        return cls(model, Backend(precision, chosen, chosen_device(device, chosen, precision)), missing)
 
     @classmethod
     def checked(
@@ -68,8 +74,8 @@ class ModelBackend:
         facts = check_request(model, precision, runtime, layers, attention)
         device = check_device_choice(device)
         weights = weights or attention is not None
-        chosen = chosen_runtime(model, precision, runtime, attention=weights, facts=facts, device=device)
-        return cls(model, Backend(precision, chosen, chosen_device(device, chosen, precision)))
+        chosen, missing = auto_runtime(model, precision, runtime, attention=weights, facts=facts, device=device)
+        return cls(model, Backend(precision, chosen, chosen_device(device, chosen, precision)), missing)
 
     def export_pending(self) -> bool:
         """Whether loading this must first export the model's ONNX graph (once per machine)."""
@@ -103,26 +109,42 @@ def chosen_runtime(
     facts: ModelFacts | None = None,
     device: str = CPU,
 ) -> str:
-    """The rule above, on a runtime choice already checked; ``facts`` when the caller read them.
-    fp16 and bf16 are torch's; asked for a GPU (``device`` not cpu) that torch can use and ONNX
-    Runtime cannot (no ``onnxruntime-gpu``), ``auto`` runs torch on it rather than ONNX on the CPU."""
+    """The rule above, on a runtime choice already checked; ``facts`` when the caller read them."""
+    return auto_runtime(name_or_path, precision, runtime, attention=attention, facts=facts, device=device)[0]
+
+
+def auto_runtime(
+    name_or_path: str,
+    precision: str,
+    runtime: str,
+    *,
+    attention: bool = False,
+    facts: ModelFacts | None = None,
+    device: str = CPU,
+) -> tuple[str, bool]:
+    """The runtime :func:`chosen_runtime` names, and whether ``auto`` chose torch only for want of
+    a checked export here (what a face tells the user to prepare). fp16 and bf16 are torch's; asked
+    for a GPU (``device`` not cpu) that torch can use and ONNX Runtime cannot (no
+    ``onnxruntime-gpu``), ``auto`` runs torch on it rather than ONNX on the CPU."""
     if runtime == "onnx" and attention and precision != "fp32":  # said before an int8 export is made for nothing
         raise InputError("attention weights come from the torch runtime; run this with `runtime` torch, not onnx "
                          f"(ONNX {precision} has no attention graph)")  # fmt: skip
     if runtime != AUTO:
-        return runtime
+        return runtime, False
     if not onnxruntime_installed() or precision in HALF_PRECISIONS:
-        return "torch"
+        return "torch", False
     gpu_wanted = device != CPU and precision not in CPU_ONLY_PRECISIONS
     if gpu_wanted and (device != AUTO or torch_cuda_count()) and not onnx_cuda_count():
-        return "torch"  # a GPU that ONNX Runtime cannot use: torch's (or, for a named one, its refusal)
+        return "torch", False  # a GPU that ONNX Runtime cannot use: torch's (or, for a named one, its refusal)
     facts = facts or model_facts(name_or_path)
     if facts is None or facts.is_decoder:  # a hub id not on disk, or a decoder: no export
-        return "torch"
+        return "torch", False
+    name, source, _revision = resolve_contextual(name_or_path)
+    if not lean_ready(name, str(source), precision):  # none made here: torch now; a command never exports on auto
+        return "torch", True
     if attention:  # only from an attention graph already exported and checked (fp32)
-        name, source, _revision = resolve_contextual(name_or_path)
-        return "onnx" if precision == "fp32" and attention_ready(name, str(source)) else "torch"
-    return "onnx"
+        return ("onnx" if precision == "fp32" and attention_ready(name, str(source)) else "torch"), False
+    return "onnx", False
 
 
 def export_pending(name_or_path: str, precision: str) -> bool:

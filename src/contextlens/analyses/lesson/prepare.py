@@ -1,9 +1,10 @@
 """``contextlens prepare``: build, once, what the first command for a shipped encoder would build.
 
-Why (issue 30): after the README's set-up every first command should run at warm speed. A first
-``compare`` otherwise exports and checks the ONNX graphs (the attention graph too) and computes the
-random-word baseline on them; a first ``same-sense`` (on ONNX Runtime, the runtime every face
-uses for it: the CLI's ``auto`` and the web server's) encodes eval wic's pairs and the train pairs,
+Why (issue 30): after the README's set-up every first command should run at warm speed, on
+ONNX Runtime's lean path: ``--runtime auto`` runs ONNX Runtime only where the export is already
+made and checked (it builds nothing; without it a command runs on torch), and this makes it. A
+first ``compare`` otherwise runs on torch and computes the random-word baseline there; a first
+``same-sense`` (on ``auto``, the CLI's and the web server's) encodes eval wic's pairs and the train pairs,
 chooses the sense layer and fits its rule; a first ``--runtime torch`` command computes the
 baseline on torch. Each step here calls the very function the command calls, so the command then reads the
 same cache entries; a step whose entries exist only reads them (seconds).
