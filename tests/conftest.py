@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -36,6 +37,10 @@ TEST_CACHE = Path(
 os.environ["CONTEXTLENS_CACHE"] = str(TEST_CACHE)
 # the embedded PostgreSQL of a CLI subprocess stops when its last user leaves: no server outlives the tests
 os.environ.setdefault("CONTEXTLENS_PG_IDLE_SECONDS", "0")
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    # a suite started with Ctrl-C ignored (nohup, a background job of a script) passes that on to
+    # every command it starts: the Ctrl-C tests could not interrupt them (their commands exited 0)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 import pytest  # noqa: E402
 import torch  # noqa: E402
