@@ -279,8 +279,8 @@ def test_extract_loads_one_model_with_its_runtime(tmp_path, monkeypatch):
     class Stop(InputError):
         pass
 
-    def record(name, precision="fp32", threads=None, runtime="torch"):
-        calls.append((name, precision, runtime))
+    def record(name, precision="fp32", threads=None, runtime="torch", device="auto"):
+        calls.append((name, precision, runtime, device))
         raise Stop("stop after the load")
 
     def other_load(*_a, **_k):
@@ -291,7 +291,7 @@ def test_extract_loads_one_model_with_its_runtime(tmp_path, monkeypatch):
     corpus = corpus_file(tmp_path)
     proc = run_cli(*extract_args(corpus, tmp_path / "o", "--runtime", "onnx", "--precision", "int8"))
     assert "stop after the load" in one_line(proc)
-    assert calls == [("minilm", "int8", "onnx")]
+    assert calls == [("minilm", "int8", "onnx", "auto")]  # --device's default
 
 
 def test_many_absent_words_are_listed_bounded(tmp_path, minilm):

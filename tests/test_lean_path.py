@@ -158,7 +158,7 @@ def test_auto_picks_onnx_for_encoders_and_torch_otherwise(monkeypatch: pytest.Mo
 
 
 def test_the_first_onnx_use_exports_once_then_starts_lean(monkeypatch: pytest.MonkeyPatch, tmp_path, capsys) -> None:
-    from contextlens.cli.common import load_model
+    from contextlens.cli.common import load_model, notes_after_result
     from contextlens.core.runtime_choice import ModelBackend
 
     folder = tmp_path / "onnx" / "minilm-fresh"
@@ -173,6 +173,7 @@ def test_the_first_onnx_use_exports_once_then_starts_lean(monkeypatch: pytest.Mo
     assert ModelBackend.resolve("minilm", "int8", "auto").backend.runtime == "torch"  # no int8 export either
     assert not ModelBackend.checked("minilm", "fp32", "torch").export_missing  # asked for torch: nothing to say
     assert load_model(face).runtime == "torch"
+    notes_after_result(True)  # the note comes after the result (a bad-input error stays one line)
     assert "contextlens prepare -m minilm" in " ".join(capsys.readouterr().err.split())
     assert not folder.exists()  # nothing exported by auto
     # two first uses at once (threads here, test workers on a cold cache in CI): one exports, the

@@ -214,9 +214,9 @@ def load_model(chosen: ModelBackend, threads: int | None = None) -> ContextualMo
 
     set_threads(threads or default_threads())  # torch's count too, whenever torch loads
     name, backend = chosen.model, chosen.backend
-    if chosen.export_missing:
-        note(
-            f"{name} has no checked ONNX export on this machine, so this runs on torch (the reference; --runtime "
+    if chosen.export_missing:  # after the result, like the drift line: an error stays one line
+        AFTER_RESULT.append(
+            f"{name} has no checked ONNX export on this machine, so this ran on torch (the reference; --runtime "
             f"auto builds nothing). `contextlens prepare -m {name}` (make setup runs it) exports and checks it once, "
             "and later commands start in about a second without torch"
         )
