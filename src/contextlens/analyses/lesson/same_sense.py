@@ -177,6 +177,8 @@ def reliability_bins(prob: np.ndarray, same: np.ndarray, bins: int = ECE_BINS) -
     return float(ece), table
 
 
+# In memory only: each process refits the rule from the cached encoding and layer choice, whose
+# keys are unchanged by what the fit is on, so no disk entry can hold an older fit (nothing to version).
 _rules: dict[tuple[ContextualModel, int, bool, str], SameSenseRule] = {}  # rules made in this process
 _rules_lock = threading.Lock()
 
