@@ -8,6 +8,7 @@ import pytest
 import contextlens
 from contextlens import InputError
 from contextlens.analyses.lesson.same_sense import reliability_bins, same_sense, same_sense_rule
+from contextlens.core.similarity import cosine_values
 from tests.helpers import run_cli
 
 RIVER, MONEY = "The river [bank] flooded.", "I deposited cash at the [bank]."
@@ -89,41 +90,71 @@ def test_cli_plot_draws_the_reliability_diagram(tmp_path):
     assert png.read_bytes()[:4] == b"\x89PNG" and png.stat().st_size > 10_000
 
 
-def test_logistic_is_fitted_on_train_lemmas_that_dev_and_test_never_see(minilm):
-    """Issue 19: fit on train lemmas, layer and threshold on dev, accuracy and calibration on test;
-    eval wic's dev and test pairs are exactly those of the suite (its numbers unchanged)."""
+def test_logistic_is_platt_scaling_on_the_dev_pairs_and_ece_is_on_test(minilm):
+    """Issue 30: P(same) is fitted on the dev pairs that chose the layer and threshold (it was a fit on
+    separate train pairs, which a first same-sense had to encode too); its calibration error is still
+    measured on the held-out test pairs. eval wic's dev and test pairs are exactly those of the suite."""
     from contextlens.analyses.benchmarks.suite import build_suite
-    from contextlens.analyses.measures.datasets import build_wic
-    from contextlens.analyses.measures.sizes import SEED, SIZES
-    from contextlens.analyses.measures.wic_pairs import build_wic_train_set
-    from contextlens.core import wordnet as wn
+    from contextlens.analyses.measures.wic_pairs import encode_wic
 
-    suite = build_suite("quick")
-    assert suite.wic.pairs == build_wic(wn.usage_examples(), max_lemmas=SIZES["quick"].wic_lemmas, seed=SEED).pairs
-    train = build_wic_train_set("quick").wic
-    held = suite.wic.pairs
-    assert {p.split for p in train.pairs} == {"train"} and len(train.pairs) == 2 * SIZES["quick"].wic_train_lemmas
-    assert not {p.lemma for p in train.pairs} & {p.lemma for p in held}
-    held_texts = {t.lower() for p in held for t in (p.first.text, p.second.text)}
-    assert not {t.lower() for p in train.pairs for t in (p.first.text, p.second.text)} & held_texts
-    assert sum(p.same for p in train.pairs) == len(train.pairs) // 2  # balanced like dev and test
     rule = same_sense_rule(minilm, "auto", "quick")
-    assert rule.train_pairs == len(train.pairs) and rule.train_lemmas == SIZES["quick"].wic_train_lemmas
+    data, enc, _ = encode_wic(minilm, "quick")
+    assert data.wic.pairs == build_suite("quick").wic.pairs
+    layer = enc.hidden[:, rule.layer, :]
+    cos = np.array([float(cosine_values(layer[i], layer[j])) for i, j in data.rows])
+    same = np.array([p.same for p in data.wic.pairs], dtype=float)
+    dev = np.array([p.split == "dev" for p in data.wic.pairs])
+    test = np.array([p.split == "test" for p in data.wic.pairs])
+    p_same = 1 / (1 + np.exp(-(rule.coef * cos + rule.intercept)))
+    # the maximum-likelihood fit's score equations hold on the pairs it was fitted on: dev, not test
+    residual = same - p_same
+    assert abs(residual[dev].mean()) < 2e-3 and abs((residual * cos)[dev].mean()) < 2e-3
+    assert max(abs(residual[test].mean()), abs((residual * cos)[test].mean())) > 2e-3  # not the test pairs' fit
+    ece, table = reliability_bins(p_same[test], same[test].astype(bool))
+    assert rule.test_ece == pytest.approx(ece, abs=1e-6) and len(table) == len(rule.reliability)
+    assert sum(b["pairs"] for b in rule.reliability) == rule.test_pairs == int(test.sum())
+    assert rule.logistic_test_accuracy == pytest.approx(np.mean((p_same[test] >= 0.5) == same[test].astype(bool)))
     d = rule.to_dict()["logistic"]
-    assert d["fitted_on"].startswith("train pairs") and 0 <= d["test_accuracy_of_p_at_least_half"] <= 1
+    assert d["fitted_on"].startswith("dev pairs") and d["pairs"] == rule.dev_pairs == int(dev.sum())
+    assert d["lemmas"] == len({p.lemma for p in data.wic.pairs if p.split == "dev"}) > 0
 
 
-def test_full_train_set_is_disjoint_and_sized():
-    from contextlens.analyses.benchmarks.suite import build_suite
-    from contextlens.analyses.measures.wic_pairs import build_wic_train_set
+def test_first_rule_encodes_the_dev_and_test_pairs_and_nothing_else(minilm, tmp_path, monkeypatch):
+    """Issue 30: on an empty cache the rule's one forward pass is over eval wic's dev/test pair
+    sentences (the layer choice, the threshold and the logistic all read it); no train pairs are
+    encoded, so the cache holds exactly one span encoding, the one `prepare` checks for."""
+    from contextlens.analyses.lesson import same_sense as same_sense_module
+    from contextlens.analyses.lesson.same_sense import rule_cached
+    from contextlens.analyses.measures import layer_choice, span_encoding
+    from contextlens.analyses.measures.wic_pairs import build_wic_set, wic_is_encoded
+    from contextlens.core import disk_cache
 
-    train, suite = build_wic_train_set("full").wic, build_suite("full")
-    counts = train.counts["train"]
-    assert (counts["pairs"], counts["same"], counts["different"]) == (1000, 500, 500)  # 500 (lemma, pos)
-    assert 450 < counts["lemmas"] <= 500
-    assert train.counts["eligible_lemma_pos"] > 1000
-    assert suite.wic.counts["dev"]["pairs"] == 606 and suite.wic.counts["test"]["pairs"] == 1394  # as before
-    assert not {p.lemma for p in train.pairs} & {p.lemma for p in suite.wic.pairs}
+    monkeypatch.setattr(disk_cache, "cache_dir", lambda: tmp_path)
+    monkeypatch.setattr(same_sense_module, "_rules", {})
+    monkeypatch.setattr(layer_choice, "_memory", {})
+    encoded: list[list[str]] = []
+    inner = span_encoding._encode
+
+    def recorded(model, texts, spans, chunk_size, progress):  # noqa: ANN001, ANN202 - the forward, counted
+        encoded.append(list(texts))
+        return inner(model, texts, spans, chunk_size, progress)
+
+    monkeypatch.setattr(span_encoding, "_encode", recorded)
+    assert not rule_cached(minilm, "quick")
+    rule = same_sense_rule(minilm, "auto", "quick")
+    assert encoded == [build_wic_set("quick").texts]  # once, eval wic's dev and test sentences only
+    entries = sorted((tmp_path / "arrays").glob("spans-*/*.npz"))
+    assert len(entries) == 1 and wic_is_encoded(minilm, "quick") and rule_cached(minilm, "quick")
+    assert rule.dev_pairs + rule.test_pairs == len(build_wic_set("quick").wic.pairs)
+
+
+def test_full_dev_and_test_pairs_are_as_before():
+    """The data the rule is tuned, fitted and measured on (docs/benchmarks.md's numbers)."""
+    from contextlens.analyses.measures.wic_pairs import build_wic_set
+
+    counts = build_wic_set("full").wic.counts
+    assert counts["dev"]["pairs"] == 606 and counts["test"]["pairs"] == 1394
+    assert counts["dev"]["same"] == counts["dev"]["different"] == 303
 
 
 def test_this_pairs_line_stops_above_the_counts_at_the_bars_foot(minilm):

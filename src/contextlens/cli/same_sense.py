@@ -89,8 +89,8 @@ def render_answer(answer: SameSenseAnswer) -> None:
     console.print(
         f"this rule on {r.test_pairs:,} held-out test pairs ({r.test_lemmas:,} lemmas never seen in tuning): "
         f"accuracy {r.test_accuracy:.3f} (chance {r.chance:.3f}; dev {r.dev_accuracy:.3f} on {r.dev_pairs:,} pairs); "
-        f"P(same) from a logistic fit on {r.train_pairs:,} train pairs ({r.train_lemmas:,} lemmas in neither dev "
-        f"nor test), expected calibration error on test {r.test_ece:.3f}",
+        f"P(same) from a logistic fit on the {r.dev_pairs:,} dev pairs (Platt scaling), expected calibration error "
+        f"on test {r.test_ece:.3f}",
         soft_wrap=True,
     )
     if answer.baseline_mean is not None:

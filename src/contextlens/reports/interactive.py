@@ -126,7 +126,7 @@ def same_sense_figures(answer: SameSenseAnswer) -> list[go.Figure]:
             f"(chance {rule.chance:.3f}), ECE {rule.test_ece:.3f}"
         ),
         height=420,
-        xaxis={"title": "P(same sense), logistic fit on train lemmas (neither dev nor test)", "range": [0, 1]},
+        xaxis={"title": "P(same sense), logistic fit on the dev pairs", "range": [0, 1]},
         yaxis={"title": "share of test pairs that are the same sense", "range": [0, 1.05]},
     )
     return [fig]

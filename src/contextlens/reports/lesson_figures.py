@@ -354,7 +354,7 @@ def same_sense_figure(answer: SameSenseAnswer) -> plt.Figure:
                label=f"this pair: P(same) = {answer.probability:.2f}")  # fmt: skip
     ax.set_xlim(0, 1)
     ax.set_ylim(0, 1.05)
-    ax.set_xlabel("P(same sense), logistic fit on train lemmas (neither dev nor test)")
+    ax.set_xlabel("P(same sense), logistic fit on the dev pairs")
     ax.set_ylabel("share of test pairs that are the same sense")
     ax.set_title(
         f"same-sense rule — {rule.model}, layer {rule.layer}: test accuracy {rule.test_accuracy:.3f} "

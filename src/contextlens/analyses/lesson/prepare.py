@@ -4,7 +4,7 @@ Why (issue 30): after the README's set-up every first command should run at warm
 ONNX Runtime's lean path: ``--runtime auto`` runs ONNX Runtime only where the export is already
 made and checked (it builds nothing; without it a command runs on torch), and this makes it. A
 first ``compare`` otherwise runs on torch and computes the random-word baseline there; a first
-``same-sense`` (on ``auto``, the CLI's and the web server's) encodes eval wic's pairs and the train pairs,
+``same-sense`` (on ``auto``, the CLI's and the web server's) encodes eval wic's dev and test pairs,
 chooses the sense layer and fits its rule; a first ``--runtime torch`` command computes the
 baseline on torch. Each step here calls the very function the command calls, so the command then reads the
 same cache entries; a step whose entries exist only reads them (seconds).

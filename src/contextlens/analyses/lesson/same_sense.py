@@ -8,11 +8,12 @@ analyses/measures/layer_choice.py, or one given), its dev-tuned cosine threshold
 the answer the rule's dev and test accuracy and chance, so the answer comes with how often the
 rule is right; the decision is the threshold's, so its test accuracy is `eval wic`'s.
 
-The probability is a logistic fit of "same" on the cosine (at that layer) over *train* pairs:
-the same construction over WordNet lemmas in neither dev nor test, whose texts occur in no dev
-or test pair (datasets.build_wic_train; `eval wic`'s dev and test are untouched). Its expected
-calibration error is measured on the test pairs. Train lemmas for the fit, dev lemmas for the
-layer and threshold, test lemmas for the accuracy and the calibration.
+The probability is a logistic fit of "same" on the cosine (at that layer) over the *dev* pairs,
+the very pairs that chose the layer and the threshold: Platt scaling on the validation set. Its
+expected calibration error is measured on the held-out test pairs. Dev lemmas for the layer, the
+threshold and the fit; test lemmas for the accuracy and the calibration. The fit needs no
+encoding beyond eval wic's own (issue 30: a first same-sense encodes only the dev and test
+pairs); it was a fit on 1,000 separate train pairs until 6 Dec (docs/lesson.md has both).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from contextlens.analyses.lesson.left_context import left_context_note
 from contextlens.analyses.measures.layer_choice import TASKS, resolve_layer
 from contextlens.analyses.measures.sense_threshold import accuracy, best_dev_layer, layer_scores
 from contextlens.analyses.measures.span_encoding import MadeOn, Progress
-from contextlens.analyses.measures.wic_pairs import encode_wic, encode_wic_train
+from contextlens.analyses.measures.wic_pairs import encode_wic
 from contextlens.analyses.measures.word_baseline import random_word_baseline
 from contextlens.core import arguments
 from contextlens.core.backend import Backend
@@ -61,8 +62,7 @@ class SameSenseRule:
     intercept: float
     test_ece: float  # expected calibration error of P(same) on the test pairs (10 equal-width bins)
     reliability: list[dict[str, float]] = field(default_factory=list, repr=False)
-    train_pairs: int = 0  # the logistic's pairs: lemmas in neither dev nor test
-    train_lemmas: int = 0
+    dev_lemmas: int = 0  # the dev pairs' lemmas: the layer's, the threshold's and the logistic's
     logistic_test_accuracy: float = float("nan")  # P(same) >= 0.5 as the decision, on the test pairs
     made_on: MadeOn | None = None  # which backend encoded the pairs (fp32 on torch and ONNX Runtime share them)
 
@@ -86,9 +86,9 @@ class SameSenseRule:
             "logistic": {
                 "coef": self.coef,
                 "intercept": self.intercept,
-                "fitted_on": "train pairs: WordNet lemmas in neither dev nor test, texts in no dev or test pair",
-                "train_pairs": self.train_pairs,
-                "train_lemmas": self.train_lemmas,
+                "fitted_on": "dev pairs: the pairs that chose the layer and threshold (Platt scaling)",
+                "pairs": self.dev_pairs,
+                "lemmas": self.dev_lemmas,
                 "test_accuracy_of_p_at_least_half": self.logistic_test_accuracy,
             },
             "test_ece": self.test_ece,
@@ -177,6 +177,8 @@ def reliability_bins(prob: np.ndarray, same: np.ndarray, bins: int = ECE_BINS) -
     return float(ece), table
 
 
+# In memory only: each process refits the rule from the cached encoding and layer choice, whose
+# keys are unchanged by what the fit is on, so no disk entry can hold an older fit (nothing to version).
 _rules: dict[tuple[ContextualModel, int, bool, str], SameSenseRule] = {}  # rules made in this process
 _rules_lock = threading.Lock()
 
@@ -203,9 +205,7 @@ def _make_rule(model: ContextualModel, chosen: int, auto: bool, size: str, progr
     split = np.array([p.split for p in pairs])
     same = np.array([p.same for p in pairs], dtype=bool)
     dev, test = split == "dev", split == "test"
-    train, train_enc = encode_wic_train(model, size, progress)
-    train_same = np.array([p.same for p in train.wic.pairs], dtype=bool)
-    coef, intercept = _fit_logistic(_pair_cosines(train_enc.hidden, train.rows, chosen), train_same)
+    coef, intercept = _fit_logistic(cos[dev], same[dev])  # Platt scaling on the pairs that tuned the rule
     prob = 1.0 / (1.0 + np.exp(-(coef * cos[test] + intercept)))
     ece, table = reliability_bins(prob, same[test])
     threshold = score.threshold
@@ -228,17 +228,10 @@ def _make_rule(model: ContextualModel, chosen: int, auto: bool, size: str, progr
         intercept=intercept,
         test_ece=ece,
         reliability=table,
-        train_pairs=len(train.wic.pairs),
-        train_lemmas=train.wic.counts["train"]["lemmas"],
+        dev_lemmas=len({p.lemma for p in pairs if p.split == "dev"}),
         logistic_test_accuracy=float(np.mean((prob >= 0.5) == same[test])),
-        made_on=_joined(enc.made_on, train_enc.made_on),
+        made_on=enc.made_on,
     )
-
-
-def _joined(first: MadeOn | None, second: MadeOn | None) -> MadeOn | None:
-    if first is None or second is None:
-        return first or second
-    return first.joined(second)
 
 
 def _pair_cosines(hidden: np.ndarray, rows: list[tuple[int, int]], layer: int) -> np.ndarray:
@@ -253,8 +246,8 @@ def same_sense_rule(
 ) -> SameSenseRule:
     """The dev-tuned rule for ``model`` at ``layer`` (``"auto"``: the layer `eval wic` picks on dev).
 
-    The first call for a model encodes eval wic's pairs and the train pairs (cached on
-    disk afterwards); ``progress`` follows that encoding.
+    The first call for a model encodes eval wic's dev and test pairs (cached on disk afterwards;
+    nothing else: the logistic is fitted on the dev pairs); ``progress`` follows that encoding.
     """
     if size not in ("full", "quick"):
         raise InputError(f"`size` must be 'full' or 'quick', got {size!r}")
@@ -264,12 +257,12 @@ def same_sense_rule(
 
 
 def rule_cached(model: ContextualModel, size: str = "full") -> bool:
-    """Whether the auto rule for ``model`` is read from disk: the layer choice and both encodings it
-    fits on (eval wic's pairs, the train pairs) are cached; what `contextlens prepare` reports."""
+    """Whether the auto rule for ``model`` is read from disk: the layer choice and the one encoding
+    it is tuned and fitted on (eval wic's dev and test pairs) are cached; what `contextlens prepare` reports."""
     from contextlens.analyses.measures.layer_choice import choice_cached
-    from contextlens.analyses.measures.wic_pairs import wic_is_encoded, wic_train_is_encoded
+    from contextlens.analyses.measures.wic_pairs import wic_is_encoded
 
-    return choice_cached(model, "sense", size) and wic_is_encoded(model, size) and wic_train_is_encoded(model, size)
+    return choice_cached(model, "sense", size) and wic_is_encoded(model, size)
 
 
 def check_same_word(occurrence_a: Occurrence, occurrence_b: Occurrence) -> None:

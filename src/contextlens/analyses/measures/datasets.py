@@ -123,35 +123,6 @@ def _split_counts(pairs: Sequence[WicPair]) -> dict[str, int]:
     }
 
 
-def build_wic_train(
-    examples: Sequence[UsageExample], held_out: WicData, *, max_lemmas: int | None = None, seed: int = 0
-) -> WicData:
-    """Train pairs beside a dev/test set, for a fit (same-sense's logistic) that dev and test never see.
-
-    The same construction as :func:`build_wic` (one same- and one different-sense pair per lemma,
-    seeded by the lemma) over the qualifying (lemma, pos) that ``held_out`` did not draw, keeping
-    only lemmas in neither its dev nor its test split and pairs whose texts occur in none of its
-    pairs; ``max_lemmas`` keeps a seeded sample. ``held_out`` itself is untouched, so `eval wic`'s
-    numbers stay exactly what they were.
-    """
-    groups = group_by_lemma(examples)
-    used_lemmas = {p.lemma for p in held_out.pairs}
-    used_texts = {t.lower() for p in held_out.pairs for t in (p.first.text, p.second.text)}
-    candidates = []
-    for key in _qualifying(groups):
-        if key[0] in used_lemmas:
-            continue
-        pairs = _lemma_pairs(groups, key, seed, "train")
-        if all(t.lower() not in used_texts for p in pairs for t in (p.first.text, p.second.text)):
-            candidates.append((key, pairs))
-    eligible = len(candidates)
-    if max_lemmas is not None and len(candidates) > max_lemmas:
-        picked = set(random.Random(f"{seed}|train").sample(range(len(candidates)), max_lemmas))
-        candidates = [c for i, c in enumerate(candidates) if i in picked]
-    pairs = [p for _, ps in candidates for p in ps]
-    return WicData(pairs, {"train": _split_counts(pairs), "eligible_lemma_pos": eligible})
-
-
 # --- word sense disambiguation ------------------------------------------------------------
 
 

@@ -18,10 +18,9 @@ class SuiteSize:
     contexts_per_word: int
     contextuality_words: int
     contextuality_sentences: int
-    wic_train_lemmas: int = 500  # same-sense's logistic fit: lemmas in neither dev nor test
 
 
 SIZES = {
     "full": SuiteSize(1000, 500, 3, None, 5, 200, 300),
-    "quick": SuiteSize(30, 12, 2, 30, 2, 12, 12, wic_train_lemmas=30),
+    "quick": SuiteSize(30, 12, 2, 30, 2, 12, 12),
 }

@@ -66,11 +66,6 @@ class MadeOn:
     backend: str  # "torch fp32", "onnx fp32", "torch int8", "onnx int8"
     export_check: float | None = None
 
-    def joined(self, other: MadeOn) -> MadeOn:
-        """Two parts of one calibration (e.g. the dev/test and the train encodings)."""
-        names = dict.fromkeys(self.backend.split(" + ") + other.backend.split(" + "))
-        return MadeOn(" + ".join(names), self.export_check if self.export_check is not None else other.export_check)
-
     @property
     def note(self) -> str:
         check = "" if self.export_check is None else f", export check max diff {self.export_check:.2g}"

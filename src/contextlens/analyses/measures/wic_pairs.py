@@ -1,5 +1,4 @@
-"""`eval wic`'s dev/test pairs and same-sense's train pairs, each over their own texts and encoded
-apart (disk-cached).
+"""`eval wic`'s dev/test pairs over their own texts, encoded apart from the suite (disk-cached).
 
 Why a measure: the sense choice of ``--layer auto``, same-sense's rule and `eval wic` need only these
 pairs' spans; encoding them alone costs a fraction of the whole suite (docs/speed.md, issue 30), and
@@ -16,21 +15,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from contextlens.analyses.measures.datasets import WicData, build_wic, build_wic_train
+from contextlens.analyses.measures.datasets import WicData, build_wic
 from contextlens.analyses.measures.sizes import SEED, SIZES
 from contextlens.analyses.measures.span_encoding import Progress, Span, SpanEncoding, SpanRows, encode_spans, is_encoded
 from contextlens.core import wordnet as wn
 from contextlens.core.contextual_models import ContextualModel, as_contextual
-
-
-@dataclass
-class WicTrain:
-    """Word-in-context train pairs (lemmas in neither the suite's dev nor test) over their own texts."""
-
-    wic: WicData
-    texts: list[str]
-    spans: list[Span]
-    rows: list[tuple[int, int]]  # each pair's two rows in ``spans``
 
 
 @dataclass
@@ -84,27 +73,3 @@ def wic_is_encoded(model: ContextualModel, size: str) -> bool:
     """Whether :func:`encode_wic` would read its cache (no encoding) for ``model``."""
     wic = build_wic_set(size)
     return is_encoded(model, wic.texts, wic.spans, shared=True)
-
-
-@functools.cache
-def build_wic_train_set(size: str = "full") -> WicTrain:
-    """The train pairs beside the suite's WiC dev/test (:func:`datasets.build_wic_train`): a set
-    of its own, encoded apart, so the suite (and every cached benchmark encoding) is unchanged."""
-    dev_test = build_wic_set(size).wic  # the suite's own pairs, without building the whole suite
-    wic = build_wic_train(wn.usage_examples(), dev_test, max_lemmas=SIZES[size].wic_train_lemmas, seed=SEED)
-    texts, spans, rows = _own_rows(wic)
-    return WicTrain(wic, texts, spans, rows)
-
-
-def encode_wic_train(
-    model: ContextualModel, size: str, progress: Progress | None = None
-) -> tuple[WicTrain, SpanEncoding]:
-    """The train pairs' spans through ``model`` (disk-cached like the suite)."""
-    train = build_wic_train_set(size)
-    return train, encode_spans(model, train.texts, train.spans, progress=progress, shared=True)
-
-
-def wic_train_is_encoded(model: ContextualModel, size: str) -> bool:
-    """Whether :func:`encode_wic_train` would read its cache (no encoding) for ``model``."""
-    train = build_wic_train_set(size)
-    return is_encoded(model, train.texts, train.spans, shared=True)
