@@ -87,7 +87,8 @@ def resolve_runtime(
 ) -> str:
     """``torch`` or ``onnx`` for ``runtime`` (``auto``, ``torch`` or ``onnx``) on this model."""
     device = check_device_choice(device)
-    return chosen_runtime(name_or_path, precision, check_runtime_choice(runtime), attention=attention, device=device)
+    checked = check_runtime_choice(runtime)
+    return auto_runtime(name_or_path, precision, checked, attention=attention, device=device)[0]
 
 
 def chosen_device(device: str, runtime: str, precision: str) -> str:
@@ -100,19 +101,6 @@ def chosen_device(device: str, runtime: str, precision: str) -> str:
     return resolve_device(device, runtime)
 
 
-def chosen_runtime(
-    name_or_path: str,
-    precision: str,
-    runtime: str,
-    *,
-    attention: bool = False,
-    facts: ModelFacts | None = None,
-    device: str = CPU,
-) -> str:
-    """The rule above, on a runtime choice already checked; ``facts`` when the caller read them."""
-    return auto_runtime(name_or_path, precision, runtime, attention=attention, facts=facts, device=device)[0]
-
-
 def auto_runtime(
     name_or_path: str,
     precision: str,
@@ -122,7 +110,8 @@ def auto_runtime(
     facts: ModelFacts | None = None,
     device: str = CPU,
 ) -> tuple[str, bool]:
-    """The runtime :func:`chosen_runtime` names, and whether ``auto`` chose torch only for want of
+    """The rule above, on a runtime choice already checked (``facts`` when the caller read them): the
+    runtime, and whether ``auto`` chose torch only for want of
     a checked export here (what a face tells the user to prepare). fp16 and bf16 are torch's; asked
     for a GPU (``device`` not cpu) that torch can use and ONNX Runtime cannot (no
     ``onnxruntime-gpu``), ``auto`` runs torch on it rather than ONNX on the CPU."""
