@@ -8,6 +8,8 @@ from contextlens.analyses.lesson import same_sense
 from contextlens.analyses.lesson.same_sense import rule_cached
 from contextlens.analyses.measures import layer_choice, span_encoding, word_baseline
 from contextlens.analyses.measures.word_baseline import baseline_cached
+from contextlens.analyses.search import builtin_index
+from contextlens.analyses.search.index import VectorIndex
 from contextlens.core.contextual_models import load_contextual
 from contextlens.core.onnx_runtime import OnnxForward
 from contextlens.core.runtime_choice import export_pending
@@ -38,6 +40,11 @@ def _forbid_building(monkeypatch: pytest.MonkeyPatch) -> None:
     for module in (span_encoding, word_baseline, layer_choice):
         monkeypatch.setattr(module, "cached_arrays", read_only(module.cached_arrays))
 
+    def no_index(*args, **kwargs):
+        raise AssertionError("serve's built-in index was built, not read from the prepared cache")
+
+    monkeypatch.setattr(VectorIndex, "build", no_index)
+
     def no_export(self, *args):
         raise AssertionError("the ONNX graphs were exported again")
 
@@ -57,15 +64,17 @@ def test_first_compare_and_same_sense_read_what_prepare_built(monkeypatch):
         "random-word baseline (onnx)",
         "random-word baseline (torch)",
         "sense layer + same-sense rule (onnx)",
+        "serve's built-in index (Lee, onnx)",
     }
     assert result["models"] == ["minilm"] and all(s["seconds"] >= 0 for s in result["steps"])
     lean, reference = load_contextual("minilm", "fp32", "onnx"), load_contextual("minilm", "fp32", "torch")
     assert not export_pending("minilm", "fp32")
     assert baseline_cached(lean) and baseline_cached(reference)
     assert rule_cached(lean, "full")  # on the runtime every face's same-sense uses (issue 33)
+    assert builtin_index.lee_index_ready(lean)  # what the first `serve` after set-up indexed before it was ready
 
     again = _prepare_minilm()  # idempotent: every checked step reads its cache
-    assert [s["cached"] for s in again["steps"] if s["cached"] is not None] == [True] * 4
+    assert [s["cached"] for s in again["steps"] if s["cached"] is not None] == [True] * 5
 
     _forbid_building(monkeypatch)
     compare = run_cli("compare", RIVER, MONEY, "-m", "minilm", "--json")
@@ -77,6 +86,8 @@ def test_first_compare_and_same_sense_read_what_prepare_built(monkeypatch):
     answered = json.loads(answer.stdout)
     assert answered["rule"]["runtime"] == "onnx"
     assert answered["rule"]["test_accuracy"] == pytest.approx(same_sense.same_sense_rule(lean).test_accuracy)
+    served = load_contextual("minilm", "fp32", "auto")  # what `serve` loads: auto, the export made
+    assert builtin_index.lee_index(served) == builtin_index.lee_folder(lean)  # read, not built
 
 
 @pytest.mark.parametrize("name", ["glove-50d", "smollm2", "nope"])

@@ -5,9 +5,10 @@ ONNX Runtime's lean path: ``--runtime auto`` runs ONNX Runtime only where the ex
 made and checked (it builds nothing; without it a command runs on torch), and this makes it. A
 first ``compare`` otherwise runs on torch and computes the random-word baseline there; a first
 ``same-sense`` (on ``auto``, the CLI's and the web server's) encodes eval wic's dev and test pairs,
-chooses the sense layer and fits its rule; a first ``--runtime torch`` command computes the
-baseline on torch. Each step here calls the very function the command calls, so the command then reads the
-same cache entries; a step whose entries exist only reads them (seconds).
+chooses the sense layer and fits its rule; a first ``serve`` indexes the Lee corpus for its
+built-in search; a first ``--runtime torch`` command computes the baseline on torch. Each step
+here calls the very function the command calls, so the command then reads the same cache
+entries; a step whose entries exist only reads them (seconds).
 """
 
 from __future__ import annotations
@@ -106,6 +107,7 @@ def _prepare_model(name: str, step: Step, progress: Progress | None) -> None:
     """One model's steps, each the call its first command would make."""
     from contextlens.analyses.lesson.same_sense import rule_cached, same_sense_rule
     from contextlens.analyses.measures.word_baseline import baseline_cached, random_word_baseline
+    from contextlens.analyses.search.builtin_index import lee_index, lee_index_ready
     from contextlens.core.contextual_models import load_contextual
     from contextlens.core.runtime_choice import export_pending
 
@@ -118,5 +120,7 @@ def _prepare_model(name: str, step: Step, progress: Progress | None) -> None:
     step(name, "random-word baseline (onnx)", baseline_cached(lean), lambda: random_word_baseline(lean))
     step(name, "sense layer + same-sense rule (onnx)", rule_cached(lean, SIZE),
          lambda: same_sense_rule(lean, "auto", SIZE, progress))  # fmt: skip
+    # serve's built-in index (the lesson's kind (c)): the first `serve` after set-up built it, ~12 s on mpnet
+    step(name, "serve's built-in index (Lee, onnx)", lee_index_ready(lean), lambda: lee_index(lean))
     reference = step(name, "model load (torch)", None, lambda: load_contextual(name, "fp32", "torch"))
     step(name, "random-word baseline (torch)", baseline_cached(reference), lambda: random_word_baseline(reference))

@@ -44,6 +44,11 @@ def lee_index(model: ContextualModel | str) -> Path:
     return folder
 
 
+def lee_index_ready(model: ContextualModel) -> bool:
+    """Whether ``model``'s built-in index is in the cache (what `contextlens prepare` reports)."""
+    return _complete(lee_folder(model))
+
+
 def _complete(folder: Path) -> bool:
     """Whether ``folder`` holds a complete index (its manifest reads)."""
     if not folder.exists():
