@@ -63,7 +63,7 @@ def clean_leftovers(target: Path) -> None:
     """Remove the temporaries that an interrupted build of ``target`` left (dead processes only)."""
     for stale in target.parent.glob(f".{target.name}.*-*"):
         pid = stale.name.rsplit("-", 1)[-1]
-        if is_digits(pid) and int(pid) != os.getpid() and _alive(int(pid)):
+        if is_digits(pid) and running_elsewhere(int(pid)):
             continue
         if stale.is_dir():
             shutil.rmtree(stale, ignore_errors=True)
@@ -71,11 +71,17 @@ def clean_leftovers(target: Path) -> None:
             stale.unlink(missing_ok=True)
 
 
-def _alive(pid: int) -> bool:
+def running_elsewhere(pid: int) -> bool:
+    """Whether another live process has this id: a temporary named by it may still be written. Our
+    own id's leftovers are from an earlier, failed try in this process, so they are not kept."""
+    if pid == os.getpid():
+        return False
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
+    except OSError:
+        return False
     return True

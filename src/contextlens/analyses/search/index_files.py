@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from contextlens.core import atomic_files
+from contextlens.core.cache_folders import running_elsewhere
 from contextlens.errors import DataFileError, InputError
 
 CURRENT = "CURRENT"
@@ -119,30 +120,15 @@ def clean_leftovers(folder: Path) -> None:
     for path in folder.iterdir():
         version, tmp = VERSION_RE.match(path.name), POINTER_TMP_RE.match(path.name)
         superseded = current is not None and path.name in LEGACY_FILES and path.is_file()
-        if version and path.is_dir() and path.name != current and not _running(int(version.group(1))):
+        if version and path.is_dir() and path.name != current and not running_elsewhere(int(version.group(1))):
             shutil.rmtree(path, ignore_errors=True)
-        elif (tmp and not _running(int(tmp.group(1)))) or superseded:
+        elif (tmp and not running_elsewhere(int(tmp.group(1)))) or superseded:
             path.unlink(missing_ok=True)
     old_layout = re.compile(rf"^\.{re.escape(folder.name)}\.(?:tmp|old)-(\d+)$")
     for path in folder.parent.iterdir():
         match = old_layout.match(path.name)
-        if match and path.is_dir() and not _running(int(match.group(1))):
+        if match and path.is_dir() and not running_elsewhere(int(match.group(1))):
             shutil.rmtree(path, ignore_errors=True)
-
-
-def _running(pid: int) -> bool:
-    """Whether another live process has this id (our own leftovers are from an earlier, failed try)."""
-    if pid == os.getpid():
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    except OSError:
-        return False
-    return True
 
 
 def _write_durably(path: Path, blob: bytes) -> None:

@@ -65,6 +65,7 @@ from contextlens.analyses.search.pg_table import (  # noqa: F401 - named here to
     vector_literal,
 )
 from contextlens.core.arguments import given, whole_number
+from contextlens.core.cache_folders import running_elsewhere
 from contextlens.core.private_files import open_lock, private_folder
 from contextlens.core.resources import cache_dir
 from contextlens.core.vectors import Provenance
@@ -99,7 +100,7 @@ def drop_unreferenced(conn, folder: Path, keep: str | None) -> list[str]:
     dropped = []
     for (name,) in rows:
         match = TABLE_RE.match(name)
-        if name == keep or match is None or index_files._running(int(match.group(3))):
+        if name == keep or match is None or running_elsewhere(int(match.group(3))):
             continue
         conn.execute(f"DROP TABLE IF EXISTS {name}")
         dropped.append(name)
