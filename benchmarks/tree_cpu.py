@@ -36,7 +36,8 @@ def main() -> None:
     if ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
         sys.exit("tree_cpu.py: prctl(PR_SET_CHILD_SUBREAPER) failed: Linux only")
     start = time.monotonic()
-    code = subprocess.Popen(command).wait()
+    main_pid = subprocess.Popen(command).pid
+    code = _reap_until(main_pid)
     wall = time.monotonic() - start
     deadline = time.monotonic() + args.wait
     while time.monotonic() < deadline:  # the orphans, reparented here: reap them as they end
@@ -54,6 +55,16 @@ def main() -> None:
         file=sys.stderr,
     )
     sys.exit(code)
+
+
+def _reap_until(main_pid: int) -> int:
+    """Reap every child (the command and the orphans reparented here) until the command ends; its
+    exit code. An orphan must be reaped as it ends, not after the command: a zombie keeps its
+    /proc entry, and a test that waits for a stopped server's pid to go would wait out its guard."""
+    while True:
+        pid, status = os.waitpid(-1, 0)
+        if pid == main_pid:
+            return os.waitstatus_to_exitcode(status)
 
 
 def _parent(pid: str) -> int:

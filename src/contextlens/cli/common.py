@@ -204,15 +204,22 @@ def contextual_option(
     return load_model(chosen, threads)
 
 
+def use_threads(threads: int | None = None) -> None:
+    """The threads every command's work uses: ``--threads``, default the core count (torch's count
+    too, whenever torch loads; :mod:`contextlens.core.threads`)."""
+    from contextlens.core.threads import set_threads
+
+    set_threads(threads or default_threads())
+
+
 def load_model(chosen: ModelBackend, threads: int | None = None) -> ContextualModel:
     """A resolved request loaded, with the threads set once, before the model loads (--threads,
     default the core count; :mod:`contextlens.core.threads`). Any result that is not torch fp32 has
     its measured drift from it on stderr (an ONNX graph's is the check made when it was exported),
     so no such result is read without it."""
     from contextlens.core.contextual_models import load_resolved
-    from contextlens.core.threads import set_threads
 
-    set_threads(threads or default_threads())  # torch's count too, whenever torch loads
+    use_threads(threads)
     name, backend = chosen.model, chosen.backend
     if chosen.export_missing:  # after the result, like the drift line: an error stays one line
         AFTER_RESULT.append(

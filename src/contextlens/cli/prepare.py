@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from contextlens.cli.common import JsonOpt, console, encoding_progress, note, print_json
+from contextlens.cli.common import JsonOpt, console, encoding_progress, note, print_json, use_threads
 from contextlens.cli.registry import app
 
 if TYPE_CHECKING:
@@ -23,10 +23,9 @@ def prepare_cmd(
 ) -> None:
     """Build the ONNX exports, baselines and same-sense rules the first commands need (make setup runs it)."""
     from contextlens.analyses.lesson.prepare import check_models, prepare
-    from contextlens.core.threads import default_threads, set_threads
 
     names = check_models(model)  # a wrong name answers before anything loads
-    set_threads(default_threads())
+    use_threads()
     with encoding_progress("eval wic's pairs") as progress:
         result = prepare(names, progress=progress, on_step=None if json_out else render_step)
     if json_out:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.table import Table
 
-from contextlens.cli.common import JsonOpt, ThreadsOpt, console, err_console, note, print_json
+from contextlens.cli.common import JsonOpt, ThreadsOpt, console, err_console, note, print_json, use_threads
 from contextlens.cli.registry import app
 
 if TYPE_CHECKING:
@@ -58,7 +58,6 @@ def tune_cmd(  # noqa: PLR0913 - a command: one parameter per option
         raise typer.BadParameter(f"tune takes one MODEL, got {tuned!r} too; for a report: contextlens tune report NAME")
     from contextlens.analyses.tuning.folder import check_new_name
     from contextlens.analyses.tuning.settings import TuneSettings, check_base
-    from contextlens.core.threads import default_threads, set_threads
 
     settings = dict(
         layer=layer, epochs=epochs, max_steps=max_steps, lemmas_per_step=lemmas_per_step, learning_rate=learning_rate,
@@ -67,7 +66,7 @@ def tune_cmd(  # noqa: PLR0913 - a command: one parameter per option
     )  # fmt: skip
     check_new_name(name, force)  # every refusal before torch loads
     TuneSettings(**settings).checked(check_base(model).num_layers)
-    set_threads(threads or default_threads())
+    use_threads(threads)
     from contextlens.analyses.tuning.train import tune
 
     with _loss_bar(name) as told:
@@ -134,14 +133,13 @@ def _render(result: TuneResult) -> None:
 
 def _report(name: str | None, quick: bool, threads: int | None, json_out: bool) -> None:
     from contextlens.core.resources import cache_dir
-    from contextlens.core.threads import default_threads, set_threads
     from contextlens.core.tuned_store import read_record
 
     if name is None or read_record(cache_dir(), name) is None:
         raise typer.BadParameter(
             f"`tune report` needs a tuned model's name, got {name!r} (`contextlens models` lists them)"
         )
-    set_threads(threads or default_threads())
+    use_threads(threads)
     from contextlens.analyses.tuning.report import tune_report
 
     report = tune_report(name, "quick" if quick else "full")
