@@ -28,11 +28,12 @@ system:
 demo: setup
 	$(BIN)/contextlens demo
 
-# the suite on TEST_WORKERS processes (pytest-xdist; tests/conftest.py keeps each file on one worker
-# and the embedded-PostgreSQL files together): most of a test's time is a subprocess, a server or a
-# browser waiting, so three workers on two cores finish sooner than one; the 25 slowest are printed
-# after every run (CI's log too), so a test that grew is seen where it grew
-TEST_WORKERS ?= 3
+# the suite on TEST_WORKERS processes, one a core (pytest-xdist; tests/file_scheduling.py keeps each
+# file on one worker, the embedded-PostgreSQL files together, the longest first). The suite is
+# CPU-bound: on 2 cores, 2 workers took 618 s and 937 CPU s, 3 workers 645-653 s and 1,075-1,086
+# CPU s (docs/speed.md). The 25 slowest are printed after every run (CI's log too), so a test that
+# grew is seen where it grew
+TEST_WORKERS ?= $(shell nproc 2>/dev/null || echo 2)
 
 test: setup
 	$(BIN)/ruff check src tests benchmarks

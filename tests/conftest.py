@@ -47,6 +47,7 @@ import torch  # noqa: E402
 
 from contextlens.core.contextual_models import ContextualModel, load_contextual  # noqa: E402
 from contextlens.core.static_models import StaticModel, load_static  # noqa: E402
+from tests.file_scheduling import make_scheduler, record_durations  # noqa: E402
 
 torch.set_num_threads(TEST_THREADS)  # also when torch was imported before this file set the variable
 
@@ -60,6 +61,20 @@ def _test_threads():
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(common, "default_threads", lambda: TEST_THREADS)
         yield
+
+
+@pytest.fixture(autouse=True)
+def _threads_put_back():
+    """A command run in this process (helpers.run_cli) sets the process's threads as a real one
+    would. The next test gets TEST_THREADS back: a float sum's last bits depend on the thread
+    count, so an answer compared across two runs must not depend on which test ran before it on
+    the worker (test_tune's `--threads`-less tune left 2, and test_cli_faces's API and CLI answers
+    then differed by 2e-8), and a second thread waits for a core under load (above)."""
+    yield
+    if torch.get_num_threads() != TEST_THREADS:
+        from contextlens.core.threads import set_threads
+
+        set_threads(TEST_THREADS)
 
 
 @pytest.fixture(scope="session")
@@ -108,6 +123,8 @@ def ray_cluster(tmp_path_factory: pytest.TempPathFactory):
     try:
         assert started.returncode == 0, f"scripts/ray-cluster.sh start failed: {started.stderr}"
         cluster = RayCluster(started.stdout.strip().splitlines()[-1], folder)
+        if ray.is_initialized():  # a local Ray that Ray Data started for an earlier test (read_blocks)
+            ray.shutdown()
         ray.init(address=cluster.address, include_dashboard=False, log_to_driver=False)
         yield cluster
     finally:
@@ -240,36 +257,12 @@ def pytest_configure(config: pytest.Config) -> None:
     from cpu_ledger import register
 
     register(config, _worker_id(config))
-
-
-# pytest-xdist (make test runs the suite on TEST_WORKERS processes): each test file stays on one
-# worker (its module fixtures are made once), and the files that share the embedded PostgreSQL go
-# to one worker together, since some of them stop it or time its idle limit. The grouping is a
-# scheduler of our own (xdist's hook for one): xdist 3.8's `xdist_group` marks do nothing under
-# pytest 9.2, which keeps a test's id where xdist no longer writes the group into it, so each
-# file's tests were spread over every worker, its module fixtures made on each, and test_tune's
-# tuned model re-made by one worker while another exported it (issue 30).
-PG_FILES = frozenset({"test_pgvector.py", "test_pg_security.py", "test_pg_measured.py", "test_pg_hnsw_pages.py",
-                      "test_pg_lifetime.py"})  # fmt: skip
-
-
-def worker_group(nodeid: str) -> str:
-    """The worker group of a test: its file, or "pg" for the files that share the server."""
-    path = nodeid.split("::", 1)[0]
-    return "pg" if path.rsplit("/", 1)[-1] in PG_FILES else path
+    record_durations(config, _worker_id(config))
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
-    """``--dist loadgroup`` or ``loadfile``: whole groups (:func:`worker_group`) to one worker each."""
-    if config.getvalue("dist") not in ("loadgroup", "loadfile"):
-        return None
-    from xdist.scheduler import LoadScopeScheduling
-
-    class FileGroups(LoadScopeScheduling):
-        def _split_scope(self, nodeid: str) -> str:
-            return worker_group(nodeid)
-
-    return FileGroups(config, log)
+    """Each file (the PostgreSQL files together) on one worker, the longest first: tests/file_scheduling.py."""
+    return make_scheduler(config, log)
 
 
 def _worker_id(config: pytest.Config) -> str | None:

@@ -101,3 +101,21 @@ def test_every_token_states(minilm):
     (states,) = minilm.token_states(["The river bank flooded."], layers=[0, -1])
     assert states.tokens == ("the", "river", "bank", "flooded", ".")
     assert states.states.shape == (2, 5, 384)
+
+
+def test_a_model_still_held_is_handed_out_again_not_loaded_twice(minilm):
+    """The load cache keeps the 6 latest models; one it dropped that somebody still holds (here the
+    session's minilm) comes back as that instance, with its occurrence cache, not as a second copy."""
+    from contextlens.core import contextual_models
+    from contextlens.core.contextual_models import forget_loaded, load_contextual
+
+    contextual_models._load_once.cache_clear()  # as if six other models had been loaded since
+    assert load_contextual("minilm") is minilm
+    try:
+        forget_loaded("minilm")  # another model under that name now (tune --force): read again
+        again = load_contextual("minilm")
+        assert again is not minilm and again.name == "minilm"
+    finally:  # the session's instance again, for the tests after this one
+        forget_loaded("minilm")
+        contextual_models._LIVE[("minilm", minilm.backend)] = minilm
+    assert load_contextual("minilm") is minilm

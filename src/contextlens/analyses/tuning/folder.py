@@ -117,8 +117,6 @@ def _readme(name: str, record: dict[str, Any]) -> str:
 def _forget_loaded(name: str) -> None:
     """A model loaded earlier in this process under ``name`` is another model now: drop the cached
     load so the next ``load_contextual(name)`` reads the new folder."""
-    from contextlens.core import contextual_models
+    from contextlens.core.contextual_models import forget_loaded
 
-    loaded = getattr(contextual_models, "_load_once", None)
-    if loaded is not None and hasattr(loaded, "cache_clear"):
-        loaded.cache_clear()
+    forget_loaded(name)
