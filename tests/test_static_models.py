@@ -106,3 +106,12 @@ def test_a_vectors_file_rewritten_in_the_same_process_is_read_anew(tmp_path):
     again = load_static(str(path), fmt="glove")
     assert again.vector("bank").values.tolist() == pytest.approx([0.9, 0.8, 0.7])
     assert load_static(str(path), fmt="glove") is again  # unchanged file: the cached copy
+
+
+def test_a_static_model_still_held_is_handed_out_again_not_read_twice(glove):
+    """The static load cache keeps the 4 latest models; one it dropped that is still held (the
+    session's glove) comes back as that instance (core/held_models.py)."""
+    from contextlens.core import static_models
+
+    static_models._load_static_cached.cache_clear()  # as if four other models had been loaded since
+    assert static_models.load_static("glove-50d") is glove

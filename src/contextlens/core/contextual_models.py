@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import os
 import threading
-import weakref
 from collections.abc import Sequence
 from functools import lru_cache
 
@@ -35,6 +34,7 @@ from contextlens.core.extraction import (
     Pooling,
     TokenStates,
 )
+from contextlens.core.held_models import ReusedWhileHeld
 from contextlens.core.occurrences import Occurrence
 from contextlens.core.resources import DEFAULT_CONTEXTUAL, resolve_contextual
 from contextlens.core.runtime_choice import ModelBackend
@@ -205,26 +205,17 @@ def load_resolved(chosen: ModelBackend) -> ContextualModel:
 _LOADING = threading.Lock()
 
 
-# Every loaded model something still holds (a server's session, a caller's variable): the cache
-# below keeps the latest 6 alive, and one it dropped but somebody holds is handed out again rather
-# than loaded a second time (two copies cost the memory twice, and their encodings may differ in
-# the last bits: each keeps its own occurrence cache, filled in other batches).
-_LIVE: weakref.WeakValueDictionary[tuple[str, Backend], ContextualModel] = weakref.WeakValueDictionary()
-
-
 def _load(name_or_path: str, backend: Backend) -> ContextualModel:
     """One load per (name, backend) however many threads ask for it at once."""
     with _LOADING:
         return _load_once(name_or_path, backend)
 
 
-@lru_cache(maxsize=6)
+@lru_cache(maxsize=6)  # the latest 6; one it dropped that is still held is handed out again
+@ReusedWhileHeld
 def _load_once(name_or_path: str, backend: Backend) -> ContextualModel:
-    model = _LIVE.get((name_or_path, backend))
-    if model is None:
-        name, source, revision = resolve_contextual(name_or_path)
-        model = _LIVE[(name_or_path, backend)] = ContextualModel(name, source, revision, backend=backend)
-    return model
+    name, source, revision = resolve_contextual(name_or_path)
+    return ContextualModel(name, source, revision, backend=backend)
 
 
 def forget_loaded(name: str) -> None:
@@ -232,9 +223,7 @@ def forget_loaded(name: str) -> None:
     now (``tune --force``): the next load reads it again. Other models stay loaded."""
     with _LOADING:
         _load_once.cache_clear()
-        for key, model in list(_LIVE.items()):
-            if name in (key[0], model.name):
-                del _LIVE[key]
+        _load_once.__wrapped__.forget(lambda key, model: name in (key[0], model.name))
 
 
 def as_contextual(model: ContextualModel | str | os.PathLike) -> ContextualModel:

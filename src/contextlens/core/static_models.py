@@ -19,6 +19,7 @@ import numpy as np
 
 from contextlens.core.array_vectors import load_array_vectors, save_array_vectors
 from contextlens.core.cache_folders import clean_leftovers, replace_dir, temp_dir_for
+from contextlens.core.held_models import ReusedWhileHeld
 from contextlens.core.numerals import is_digits
 from contextlens.core.resources import REGISTRY, cache_dir, note_rebuild
 from contextlens.core.static_distilled import DistilledStaticModel
@@ -75,7 +76,8 @@ def _file_stamp(name_or_path: str) -> tuple[int, int] | None:
     return (info.st_size, info.st_mtime_ns)
 
 
-@lru_cache(maxsize=4)
+@lru_cache(maxsize=4)  # the latest 4; one it dropped that is still held is handed out again
+@ReusedWhileHeld
 def _load_static_cached(name_or_path: str, fmt: str | None, _stamp: tuple[int, int] | None = None) -> StaticModel:
     spec = REGISTRY.get(name_or_path)
     if spec is not None:
@@ -122,6 +124,7 @@ def _load_static_cached(name_or_path: str, fmt: str | None, _stamp: tuple[int, i
 
 
 @lru_cache(maxsize=4)
+@ReusedWhileHeld
 def _load_made_cached(folder: Path, _stamp: int) -> StaticModel:
     """A model made by ``static train`` or ``static distill`` (core.static_store's folder)."""
     from gensim.models import KeyedVectors
