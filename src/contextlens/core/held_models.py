@@ -12,26 +12,26 @@ from __future__ import annotations
 import functools
 import weakref
 from collections.abc import Callable, Hashable
-from typing import Any, TypeVar
+from typing import Generic, TypeVar
 
 Model = TypeVar("Model")
 
 
-class ReusedWhileHeld:
+class ReusedWhileHeld(Generic[Model]):
     """``load(*key)``, answered with the instance loaded for ``key`` while anything still holds it."""
 
     def __init__(self, load: Callable[..., Model]) -> None:
         functools.update_wrapper(self, load)
         self.load = load
-        self.live: weakref.WeakValueDictionary[tuple[Hashable, ...], Any] = weakref.WeakValueDictionary()
+        self.live: weakref.WeakValueDictionary[tuple[Hashable, ...], Model] = weakref.WeakValueDictionary()
 
-    def __call__(self, *key: Hashable) -> Any:
+    def __call__(self, *key: Hashable) -> Model:
         model = self.live.get(key)
         if model is None:
             model = self.live[key] = self.load(*key)
         return model
 
-    def forget(self, drop: Callable[[tuple[Hashable, ...], Any], bool]) -> None:
+    def forget(self, drop: Callable[[tuple[Hashable, ...], Model], bool]) -> None:
         """The next load of each key ``drop(key, model)`` picks is read anew (the model there changed)."""
         for key, model in list(self.live.items()):
             if drop(key, model):
