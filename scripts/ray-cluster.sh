@@ -5,6 +5,8 @@
 #   scripts/ray-cluster.sh start DIR [NODES] [CPUS]   # prints the address HOST:PORT (also DIR/address)
 #   scripts/ray-cluster.sh stop DIR                   # every process of that cluster, gone
 #
+# No log monitor: a contextlens driver joins with log_to_driver=False and reads no worker's output
+# through it, and it polls every log of its node (5-8 CPU s a node over the test suite).
 # NODES (default 2) nodes of CPUS (default 1) CPUs each. Each node is one `ray start --block` in a
 # session of its own (setsid): its Ray processes (GCS, raylet, agents, workers) are in that process
 # group, and `ray start --block` stops them when it is terminated. `stop` terminates the groups,
@@ -69,7 +71,7 @@ start_node() {  # start_node DIR N ARGS...: one node, its `ray start` pid in DIR
     shift 2
     for try in $(seq 1 "$TRIES"); do
         log="$dir/node-$n.log"
-        setsid "$RAY" start --block --disable-usage-stats --num-cpus="$CPUS" --temp-dir="$(cat "$dir/temp")" "$@" \
+        setsid "$RAY" start --block --disable-usage-stats --include-log-monitor=False --num-cpus="$CPUS" --temp-dir="$(cat "$dir/temp")" "$@" \
             </dev/null >"$log" 2>&1 &
         pid=$!
         echo "$pid" >"$dir/node-$n.pid"
