@@ -104,17 +104,18 @@ def test_the_cka_is_measured_once_then_kept_in_memory_and_on_disk(minilm, mpnet,
     from contextlens.analyses.representations import cka
     from contextlens.core import disk_cache
 
+    fewest = cka.MIN_TEXTS  # what is kept, not the CKA's value, is under test: the fewest sentences it takes
     monkeypatch.setattr(disk_cache, "cache_dir", lambda: tmp_path)  # an empty disk cache
     monkeypatch.setattr(two_models, "_KEPT", OrderedDict())  # and nothing kept in this process
     calls, real = [], cka.compare_layers
     monkeypatch.setattr(cka, "compare_layers", lambda *a, **k: calls.append(a[:2]) or real(*a, **k))
-    first = two_models.kept_cka(minilm, mpnet, 40)
-    assert len(calls) == 1 and two_models.kept_cka(minilm, mpnet, 40) is first  # in memory: no second measure
+    first = two_models.kept_cka(minilm, mpnet, fewest)
+    assert len(calls) == 1 and two_models.kept_cka(minilm, mpnet, fewest) is first  # in memory: no second measure
     two_models._KEPT.clear()  # as a new process: the disk answers, the same numbers
-    again = two_models.kept_cka(minilm, mpnet, 40)
+    again = two_models.kept_cka(minilm, mpnet, fewest)
     assert len(calls) == 1 and again is not first and again.to_dict() == first.to_dict()
-    np.testing.assert_array_equal(again.matrix, real(minilm, mpnet, corpus="wordnet", limit=40).matrix)
-    two_models.kept_cka(mpnet, minilm, 40)  # another order, another size: another key, measured
-    two_models.kept_cka(minilm, mpnet, 30)
+    np.testing.assert_array_equal(again.matrix, real(minilm, mpnet, corpus="wordnet", limit=fewest).matrix)
+    two_models.kept_cka(mpnet, minilm, fewest)  # another order, another size: another key, measured
+    two_models.kept_cka(minilm, mpnet, fewest + 1)
     measured = [tuple(m.name for m in pair) for pair in calls]
     assert measured == [("minilm", "mpnet"), ("mpnet", "minilm"), ("minilm", "mpnet")]
