@@ -117,5 +117,5 @@ def test_a_model_still_held_is_handed_out_again_not_loaded_twice(minilm):
         assert again is not minilm and again.name == "minilm"
     finally:  # the session's instance again, for the tests after this one
         forget_loaded("minilm")
-        contextual_models._load_once.__wrapped__.live[("minilm", minilm.backend)] = minilm
+        contextual_models._held.live[("minilm", minilm.backend)] = minilm
     assert load_contextual("minilm") is minilm

@@ -211,11 +211,13 @@ def _load(name_or_path: str, backend: Backend) -> ContextualModel:
         return _load_once(name_or_path, backend)
 
 
-@lru_cache(maxsize=6)  # the latest 6; one it dropped that is still held is handed out again
-@ReusedWhileHeld
-def _load_once(name_or_path: str, backend: Backend) -> ContextualModel:
+def _read(name_or_path: str, backend: Backend) -> ContextualModel:
     name, source, revision = resolve_contextual(name_or_path)
     return ContextualModel(name, source, revision, backend=backend)
+
+
+_held = ReusedWhileHeld(_read)  # one that the cache below dropped, still held, is handed out again
+_load_once = lru_cache(maxsize=6)(_held)  # the latest 6
 
 
 def forget_loaded(name: str) -> None:
@@ -223,7 +225,7 @@ def forget_loaded(name: str) -> None:
     now (``tune --force``): the next load reads it again. Other models stay loaded."""
     with _LOADING:
         _load_once.cache_clear()
-        _load_once.__wrapped__.forget(lambda key, model: name in (key[0], model.name))
+        _held.forget(lambda key, model: name in (key[0], model.name))
 
 
 def as_contextual(model: ContextualModel | str | os.PathLike) -> ContextualModel:
