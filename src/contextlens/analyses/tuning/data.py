@@ -83,8 +83,8 @@ class TuningData:
 @functools.cache
 def held_out(test_only: bool = False) -> HeldOut:
     """The lemmas and texts of every benchmark split (or of the test splits alone). Kept for the
-    process: each is a pass of the WSD builder over WordNet's 43k usage examples per benchmark size
-    (~0.5-1.5 CPU s), asked twice by every :func:`build_tuning_data`, and fixed by the installed data."""
+    process: each is a pass of the WSD builder over WordNet's 43k usage examples per benchmark size,
+    asked twice by every :func:`build_tuning_data`, and fixed by the installed data."""
     examples = wn.usage_examples()
     lemmas: set[str] = set()
     texts: set[str] = set()
