@@ -2,7 +2,7 @@
 
 Issue 20: every step of the slider was a page reload (the form submitted on each arrow key). Now a
 page carries every view (web/views.py) and static/page.js redraws it. This serves minilm on
-127.0.0.1, opens each slider page in Debian's headless Chromium, presses the left arrow key
+127.0.0.1, opens each slider page in Debian's Chromium headless shell, presses the left arrow key
 ``--steps`` times (timing each from the key to the next painted frame after the URL names the new
 layer), then times a full load of the same page at another layer, the old cost of one step.
 
@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import socket
 import statistics
+import sys
 import threading
 import time
 
@@ -38,7 +38,8 @@ def main() -> None:
 
     from contextlens.web.app import create_app
 
-    chromium = os.environ.get("CONTEXTLENS_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+    from tests.helpers import CHROMIUM as chromium  # the browser the tests drive
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -2,7 +2,9 @@
 a worker a core, ``--dist loadgroup``).
 
 Each test file stays on one worker, so its module fixtures are made once; the files that share the
-embedded PostgreSQL go to one worker together, since some of them stop it or time its idle limit.
+embedded PostgreSQL go to one worker together, since some of them stop it or time its idle limit,
+and so do the files that read the session's one demo run (conftest's ``demo_run``, a run of
+`contextlens demo` made once in each worker that asks for it).
 xdist 3.8's ``xdist_group`` marks do nothing under pytest 9.2 (it writes the group into a test id
 pytest no longer reads), so the grouping is a scheduler of our own.
 
@@ -28,12 +30,15 @@ PG_FILES = frozenset({"test_pgvector.py", "test_pg_security.py", "test_pg_measur
 SHIPPED_SECONDS = Path(__file__).with_name("group_seconds.json")
 CACHE_KEY = "contextlens/test_seconds"
 GUESS_PER_TEST = 0.5  # seconds, for a test no run has timed yet
+DEMO_FILES = frozenset({"test_web_browser.py", "test_report.py", "test_cli.py"})
 
 
 def worker_group(nodeid: str) -> str:
-    """The worker group of a test: its file (``tests/test_x.py``), or "pg" for the files that share the server."""
+    """The worker group of a test: its file (``tests/test_x.py``), "pg" for the files that share the
+    server, or "demo" for those that read the demo run."""
     path = nodeid.split("::", 1)[0]
-    return "pg" if path.rsplit("/", 1)[-1] in PG_FILES else path
+    name = path.rsplit("/", 1)[-1]
+    return "pg" if name in PG_FILES else "demo" if name in DEMO_FILES else path
 
 
 def group_seconds(groups: dict[str, dict[str, bool]], config: pytest.Config) -> dict[str, float]:

@@ -15,9 +15,10 @@ def _config(timed: dict[str, float] | None):
     return SimpleNamespace(cache=cache)
 
 
-def test_a_file_is_a_group_and_the_postgresql_files_are_one():
+def test_a_file_is_a_group_and_the_postgresql_files_are_one_and_the_demo_readers_one():
     assert worker_group("tests/test_corpus.py::test_x[a::b]") == "tests/test_corpus.py"
     assert worker_group("tests/test_pgvector.py::test_y") == worker_group("tests/test_pg_lifetime.py::test_z") == "pg"
+    assert worker_group("tests/test_cli.py::t") == worker_group("tests/test_web_browser.py::t") == "demo"
 
 
 def test_the_last_run_on_this_machine_then_the_shipped_table_then_a_guess(tmp_path, monkeypatch):
