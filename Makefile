@@ -34,10 +34,11 @@ demo: setup
 	$(BIN)/contextlens demo
 
 # the suite on TEST_WORKERS processes, one a core (pytest-xdist; tests/file_scheduling.py keeps each
-# file on one worker, the embedded-PostgreSQL files together, the longest first). The suite is
-# CPU-bound: on 2 quiet cores, warm, 2 workers took 456-474 s and 707-754 CPU s, 3 workers 539 s
-# and 927 CPU s (docs/speed.md, session 15; a cold clean clone is no faster on 2). The 25 slowest
-# are printed after every run (CI's log too), so a test that grew is seen where it grew
+# file on one worker, the embedded-PostgreSQL files together, the demo's readers together, the
+# longest first). The suite is CPU-bound: on 2 quiet cores, warm, 2 workers took 464-481 s and
+# 721-752 CPU s; a third that ran the Ray and PostgreSQL files alone, 457-471 s and 763-778 CPU s,
+# no gain beyond the machine's drift (docs/speed.md, session 16). The 25 slowest are printed after
+# every run (CI's log too), so a test that grew is seen where it grew
 TEST_WORKERS ?= $(shell nproc 2>/dev/null || echo 2)
 
 test: setup

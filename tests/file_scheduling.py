@@ -8,13 +8,13 @@ and so do the files that read the session's one demo run (conftest's ``demo_run`
 xdist 3.8's ``xdist_group`` marks do nothing under pytest 9.2 (it writes the group into a test id
 pytest no longer reads), so the grouping is a scheduler of our own.
 
-The groups are handed out longest first, so that the two longest (the Ray file, the browser file)
-start at once on two workers and the last to finish are short: xdist's own order (most tests
-first) can leave a long file for the end. On 2 cores the suite is CPU-bound, so the gain there is
-within the noise (3 workers: 645 s against 653 s; docs/speed.md). A group's length is the sum of
-its tests' seconds in their last run on this machine (pytest's cache, written at the end of each
-run), else its seconds in ``tests/group_seconds.json`` (a quiet run's, for a clean clone), else a
-guess from its number of tests.
+The groups are handed out longest first, so that the two longest (the demo group, which holds the
+browser file, and the Ray file) start at once on two workers and the last to finish are short:
+xdist's own order (most tests first) can leave a long file for the end. On 2 cores the suite is
+CPU-bound, so the gain there is within the noise (3 workers: 645 s against 653 s; docs/speed.md).
+A group's length is the sum of its tests' seconds in their last run on this machine (pytest's
+cache, written at the end of each run), else its seconds in ``tests/group_seconds.json`` (a quiet
+run's, for a clean clone), else a guess from its number of tests.
 """
 
 from __future__ import annotations
