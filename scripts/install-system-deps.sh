@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Debian packages the benchmarks and report tests need: WordNet 3.0 (with SemCor sense counts),
 # Chromium's headless shell (what the browser tests drive), and util-linux (setpriv: the embedded
-# PostgreSQL runs as its own system user when contextlens runs as root). Installs only what is missing; needs root or sudo.
+# PostgreSQL runs as its own system user when contextlens runs as root). Installs only what is
+# missing; needs root or sudo.
 # Then the system user contextlens-pg that runs the embedded PostgreSQL when contextlens runs as
 # root (no home, no login shell); made once, whether or not packages were missing.
 set -euo pipefail
