@@ -307,3 +307,23 @@ def test_leftovers_of_a_killed_extraction_are_removed_even_when_the_entry_is_com
     monkeypatch.setattr(resources, "_assemble_split_zip", must_not_rebuild)
     assert resources._locate_mpnet() == target
     assert sorted(p.name for p in target.parent.iterdir()) == sorted([target.name, alive.name])
+
+
+def test_two_first_corpus_counts_at_once_count_each_corpus_once(cache, monkeypatch):
+    """`prepare` and a `corpus list` at once (or two lists) count each installed corpus once: the
+    second waits on the count's lock, then reads the sizes the first stored. The count itself is
+    replaced by a slow stand-in (the real one reads enwiki and WordNet: 100 s); the lock is under test."""
+    from contextlens.analyses.corpus import catalogue
+
+    counted: list[str] = []
+
+    def slow_count(name: str) -> tuple[int, int, int]:
+        counted.append(name)
+        time.sleep(0.3)
+        return len(name), 2 * len(name), 3 * len(name)
+
+    monkeypatch.setattr(catalogue, "count", slow_count)
+    with ThreadPoolExecutor(2) as pool:
+        first, second = pool.map(lambda _: catalogue.installed_corpora(), range(2))
+    assert sorted(counted) == sorted(catalogue.INSTALLED)  # each once, not twice
+    assert first == second and [c.sentences for c in first] == [2 * len(n) for n in catalogue.INSTALLED]

@@ -67,6 +67,8 @@ def test_first_compare_and_same_sense_read_what_prepare_built(monkeypatch):
         "serve's built-in index (Lee, onnx)",
     }
     assert result["models"] == ["minilm"] and all(s["seconds"] >= 0 for s in result["steps"])
+    shared = {s["step"] for s in result["steps"] if s["model"] is None}
+    assert "installed corpora's sizes (corpus list)" in shared  # a first `corpus list` counted 100 s
     lean, reference = load_contextual("minilm", "fp32", "onnx"), load_contextual("minilm", "fp32", "torch")
     assert not export_pending("minilm", "fp32")
     assert baseline_cached(lean) and baseline_cached(reference)

@@ -88,8 +88,8 @@ def list_cmd(json_out: JsonOpt = False) -> None:
     """The installed corpora with their sizes (counted once, then cached)."""
     from contextlens.analyses.corpus.catalogue import installed_corpora
 
-    with err_console.status("counting corpora (once, then cached)..."):
-        infos = installed_corpora()
+    with err_console.status("counting corpora (once, then cached)...") as status:
+        infos = installed_corpora(lambda name: status.update(f"counting {name}'s sentences (once, then cached)..."))
     print_corpora(infos, json_out)
 
 

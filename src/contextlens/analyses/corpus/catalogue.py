@@ -50,7 +50,11 @@ def count(source: str) -> tuple[int, int, int]:
 
 
 def installed_corpora(progress: Callable[[str], None] | None = None) -> list[CorpusInfo]:
-    from contextlens.core.disk_cache import cache_key, cached_arrays
+    """Each installed corpus with its sizes; ``progress`` hears each corpus's name before it is
+    read or counted. A count holds a lock beside its cache entry, so two first uses at once (a
+    ``prepare`` and a ``corpus list``) count once: the second reads what the first wrote."""
+    from contextlens.core.cache_folders import build_lock
+    from contextlens.core.disk_cache import cache_key, cache_path, cached_arrays
 
     versions = [importlib.metadata.version(p) for p in ("gensim", "pysbd")]
     out = []
@@ -58,9 +62,9 @@ def installed_corpora(progress: Callable[[str], None] | None = None) -> list[Cor
         try:
             if progress:
                 progress(name)
-            arrays = cached_arrays(
-                "corpus-sizes", cache_key(name, versions, 1), lambda n=name: {"sizes": np.array(count(n))}
-            )
+            key = cache_key(name, versions, 1)
+            with build_lock(cache_path("corpus-sizes", key)):
+                arrays = cached_arrays("corpus-sizes", key, lambda n=name: {"sizes": np.array(count(n))})
             d, s, w = (int(x) for x in arrays["sizes"])
             out.append(CorpusInfo(name, DESCRIPTIONS[name], True, d, s, w))
         except ContextlensError as exc:

@@ -8,7 +8,8 @@ first ``compare`` otherwise runs on torch and computes the random-word baseline 
 chooses the sense layer and fits its rule; a first ``serve`` indexes the Lee corpus for its
 built-in search; a first ``--runtime torch`` command computes the baseline on torch. Each step
 here calls the very function the command calls, so the command then reads the same cache
-entries; a step whose entries exist only reads them (seconds).
+entries; a step whose entries exist only reads them (seconds). A first ``corpus list`` counts the
+installed corpora's sentences (pysbd over enwiki and WordNet): that count is a step too.
 """
 
 from __future__ import annotations
@@ -80,6 +81,7 @@ def prepare(
     """Build each model's ONNX export (and its checks), its random-word baselines on ONNX Runtime
     and torch, and its sense layer choice and same-sense rule on ONNX Runtime; ``on_step`` hears of each
     step as it ends, ``progress`` follows the one long encoding (eval wic's pairs)."""
+    from contextlens.analyses.corpus.catalogue import installed_corpora
     from contextlens.core import wordnet as wn
     from contextlens.core.resources import DEFAULT_STATIC
     from contextlens.core.static_models import as_static
@@ -98,6 +100,8 @@ def prepare(
 
     step(None, "WordNet usage examples", None, wn.usage_example_stats)
     step(None, f"{DEFAULT_STATIC} table", None, lambda: as_static(DEFAULT_STATIC))
+    # `corpus list`'s sizes: a first one counted enwiki's and WordNet's sentences, 103 s here
+    step(None, "installed corpora's sizes (corpus list)", None, installed_corpora)
     for name in names:
         _prepare_model(name, step, progress)
     return result
