@@ -5,6 +5,11 @@ STAMP := $(VENV)/.contextlens-installed
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
+# Python's bytecode caches (git-ignored __pycache__ folders) are written even where the environment
+# turns them off (PYTHONDONTWRITEBYTECODE, set on the machines this project is built on): without
+# them every test worker, every command and each of the ~90 Python processes the suite starts
+# compiles the package again, and pytest rewrites every test module again (docs/speed.md)
+unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: setup system demo test lint bench clean
 
