@@ -42,6 +42,22 @@ def test_extrapolated_measurement_matches_a_real_build():
     assert abs(extrapolated.measured_bytes - real) / real < 0.01
 
 
+def test_one_training_pass_gives_the_bytes_of_a_full_training():
+    """A measurement trains IVFPQ with one k-means pass: the bytes are those of FAISS's full training."""
+    import numpy as np
+
+    from contextlens.analyses.search.capacity import serialized_bytes
+    from contextlens.analyses.search.index_config import build_faiss_index
+    from contextlens.core.similarity import normalize_rows
+
+    for count, dim, nbits in ((1000, 32, 8), (600, 32, 4)):
+        request = config("ivfpq", "float32", nbits=nbits)
+        x = normalize_rows(np.random.default_rng(0).standard_normal((count, dim), dtype=np.float32))
+        full = build_faiss_index(x, request)
+        assert full.cp.niter == 10 and full.pq.cp.niter == 25  # FAISS's own training
+        assert serialized_size(request, count, dim) == len(serialized_bytes(full))
+
+
 def test_formulas_scale_as_documented():
     flat = estimate(config(), 1_000_000, 384)
     assert flat.bytes == 1_000_000 * 384 * 4 and flat.formula == "n*d*4"

@@ -27,7 +27,7 @@ from helpers import run_cli
 SRC = str(Path(__file__).resolve().parent.parent / "src")
 GUARD = 120  # seconds: a wait that ends a hang, never a deadline
 SLACK = 20  # seconds a stop may come after its idle limit (polls, a loaded machine)
-IDLE = 3.0
+IDLE = 1.5  # 5 x EARLY: a stop at the limit is told from one at once (it was 3.0 s: 4 tests wait it)
 EARLY = 0.3  # clock slack between time.time(), a file's mtime and PostgreSQL's log stamp
 
 
@@ -171,7 +171,7 @@ def test_status_tells_the_idle_time_as_the_reaper_counts_it(root, monkeypatch):
     and the limit is the one in effect (the last user's), not the status command's own."""
     root, users = root
     user = _user(root, 600, users)
-    time.sleep(4)  # a use that began 4 s before the kill
+    time.sleep(2)  # a use that began 2 s before the kill: an idle time counted from it fails the 1 s margin below
     killed = time.time()
     user.kill()
     user.wait(GUARD)

@@ -139,23 +139,25 @@ def create_table(
 
     conn.add_notice_handler(keep)
     start = time.perf_counter()
-    with conn.transaction():
-        conn.execute("SET LOCAL max_parallel_maintenance_workers = 0")  # a serial build: sizes and notices repeat
-        if maintenance_work_mem:
-            conn.execute("SELECT set_config('maintenance_work_mem', %s, true)", (maintenance_work_mem,))
-        conn.execute(f"CREATE TABLE {table} (pos integer NOT NULL, embedding {config.column(d)} NOT NULL)")
-        with conn.cursor().copy(f"COPY {table} (pos, embedding) FROM STDIN (FORMAT BINARY)") as copy:
-            copy.write(copy_payload(vectors, config.dtype))
-        if config.type != "flat":
-            p = config.params
-            with_ = f"m = {p['m']}, ef_construction = {p['ef_construction']}" if config.type == "hnsw" else (
-                f"lists = {p['lists']}")  # fmt: skip
-            conn.execute(
-                f"CREATE INDEX {table}_ann ON {table} USING {config.type} "
-                f"({index_expression(config, d)} {OPCLASS[config.dtype]}) WITH ({with_})"
-            )
+    try:
+        with conn.transaction():
+            conn.execute("SET LOCAL max_parallel_maintenance_workers = 0")  # a serial build: sizes and notices repeat
+            if maintenance_work_mem:
+                conn.execute("SELECT set_config('maintenance_work_mem', %s, true)", (maintenance_work_mem,))
+            conn.execute(f"CREATE TABLE {table} (pos integer NOT NULL, embedding {config.column(d)} NOT NULL)")
+            with conn.cursor().copy(f"COPY {table} (pos, embedding) FROM STDIN (FORMAT BINARY)") as copy:
+                copy.write(copy_payload(vectors, config.dtype))
+            if config.type != "flat":
+                p = config.params
+                with_ = f"m = {p['m']}, ef_construction = {p['ef_construction']}" if config.type == "hnsw" else (
+                    f"lists = {p['lists']}")  # fmt: skip
+                conn.execute(
+                    f"CREATE INDEX {table}_ann ON {table} USING {config.type} "
+                    f"({index_expression(config, d)} {OPCLASS[config.dtype]}) WITH ({with_})"
+                )
+    finally:
+        conn.remove_notice_handler(keep)  # a failed or cancelled build too: the connection lives on
     seconds = time.perf_counter() - start
-    conn.remove_notice_handler(keep)
     return BuildReport(table, seconds, notices, *relation_sizes(conn, table, config))
 
 
