@@ -111,12 +111,17 @@ def ray_cluster_command(action: str, folder: Path, *args: str) -> subprocess.Com
     )  # fmt: skip
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def ray_cluster(tmp_path_factory: pytest.TempPathFactory):
-    """The session's two-node Ray cluster, the test process joined to it; stopped when the session ends."""
+    """A two-node Ray cluster, the test process joined to it; stopped when the module that uses it
+    (test_corpus.py alone) is done: an idle one costs 3.5 CPU s a minute (its daemons, Ray Data's
+    helpers and idle workers), and a session's worker goes on for minutes after that file."""
     ray = pytest.importorskip("ray")
     folder = tmp_path_factory.mktemp("ray-cluster")
-    started = ray_cluster_command("start", folder, "2", "1")
+    with pytest.MonkeyPatch.context() as env:  # this process is the driver of most of the cluster's jobs: a
+        # worker they left idle (a read task's; ~2 CPU s to start one) waits 10 min for the next, not 1 s
+        env.setenv("RAY_idle_worker_killing_time_threshold_ms", "600000")
+        started = ray_cluster_command("start", folder, "2", "1")
     temp = folder / "temp"
     if temp.is_file():
         _RAY_TEMP_DIRS.append(temp.read_text().strip())
