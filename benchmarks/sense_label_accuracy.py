@@ -34,24 +34,31 @@ import numpy as np
 from contextlens.analyses.corpus.sense_labels import SenseEvidence, label_cluster
 from contextlens.analyses.corpus.senses import senses_of_synsets
 from contextlens.core.contextual_models import load_contextual
-from contextlens.core.wordnet import find_lemma, wordnet
+from contextlens.core.wordnet import find_lemma, synset_entries, wordnet
 
 EXCLUDED = {"bank", "spring", "plant", "key", "block", "state", "free", "copy"}
 MARGINS = (0.0, 0.005, 0.01, 0.02, 0.04, 0.08)
 
 
 def candidate_lemmas(count: int, seed: int) -> list[tuple[str, str]]:
-    """(lemma, pos) pairs with two or more senses of ``pos``, one with 2+ examples holding it."""
+    """(lemma, pos) pairs with two or more senses of ``pos``, one with 2+ examples holding it.
+
+    Read from the data files (``synset_entries``, ~1 CPU s), not NLTK's ``all_synsets`` and a
+    ``Synset`` per lookup (~13 CPU s); a lemma's senses are what ``reader.synsets(lemma, pos)``
+    returns: the offsets of each of its morphy base forms, in that order."""
     reader = wordnet()
+    index = reader._lemma_pos_offset_map
+    entries = {(e.pos, e.offset): e for e in synset_entries() if e.pos in ("n", "v")}
     found = []
     for pos in ("n", "v"):
-        for lemma in sorted({n for s in reader.all_synsets(pos) for n in s.lemma_names()}):
+        for lemma in sorted({n for (p, _), e in entries.items() if p == pos for n in e.lemma_names}):
             if "_" in lemma or not lemma.isalpha() or lemma.lower() in EXCLUDED:
                 continue
-            synsets = [s for s in reader.synsets(lemma, pos) if s.pos() == pos]
+            forms = reader._morphy(lemma.lower(), pos)
+            synsets = [entries[(pos, offset)] for form in forms for offset in index[form].get(pos, [])]
             if len(synsets) < 2:
                 continue
-            if any(sum(find_lemma(e, lemma, pos) is not None for e in s.examples()) >= 2 for s in synsets):
+            if any(sum(find_lemma(e, lemma, pos) is not None for e in s.examples) >= 2 for s in synsets):
                 found.append((lemma, pos))
     random.Random(seed).shuffle(found)
     return found[:count]
@@ -71,9 +78,7 @@ def score(model, layer: int, lemmas: list[tuple[str, str]]) -> dict[str, object]
                 continue
             half = 1 + (held.examples + 1) // 2
             cluster, kept = held.evidence[1:half], np.concatenate([held.evidence[:1], held.evidence[half:]])
-            evidence = [
-                SenseEvidence(s.synset, s.pos, s.definition, kept if s is held else s.evidence) for s in senses
-            ]
+            evidence = [SenseEvidence(s.synset, s.pos, s.definition, kept if s is held else s.evidence) for s in senses]
             clusters += 1
             chance += 1 / len(senses)
             for m in MARGINS:

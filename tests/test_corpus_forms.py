@@ -38,9 +38,10 @@ def test_a_shared_form_goes_to_one_target():
 
 
 def _lee_bank_lines(path):
-    """Real news text: the Lee corpus' documents that hold any form of 'bank'."""
-    any_form = re.compile(r"\bbank(s|ed|ing)?\b", re.IGNORECASE)
-    lines = [" ".join(d.pieces) for d in read_corpus("lee") if any_form.search(" ".join(d.pieces))]
+    """Real news text: the Lee corpus' documents that hold an inflected form of 'bank' (8 of the 28
+    that hold any form; most hold 'bank' too): every form the test counts, at a third of the encoding."""
+    inflected = re.compile(r"\bbank(s|ed|ing)\b", re.IGNORECASE)
+    lines = [" ".join(d.pieces) for d in read_corpus("lee") if inflected.search(" ".join(d.pieces))]
     path.write_text("\n".join(lines) + "\n")
     return lines
 
@@ -54,7 +55,7 @@ def test_forms_find_banks_and_banking_in_lee(tmp_path, minilm, capsys):
     )
     text = "\n".join(lines)
     expected = {f: len(re.findall(rf"\b{f}\b", text, re.IGNORECASE)) for f in ("bank", "banks", "banking")}
-    assert expected["banks"] > 0 and expected["banking"] > 0
+    assert expected["bank"] > 0 and expected["banks"] > 0 and expected["banking"] > 0
     without, with_forms = read_rows(tmp_path / "plain"), read_rows(tmp_path / "forms")
     assert without.num_rows == plain.manifest.counts["rows"] == expected["bank"]
     assert set(without.column("form").to_pylist()) == {"bank"}

@@ -23,7 +23,7 @@ from contextlens.core.onnx_graphs import ATTENTION_EXACT, EXACT
 from contextlens.core.resources import resolve_contextual
 from contextlens.core.runtime_choice import resolve_runtime
 from contextlens.core.wordnet import usage_examples
-from tests.helpers import HANG_SECONDS, run_cli
+from tests.helpers import HANG_SECONDS, link_test_cache, run_cli
 
 BANK = ["The [bank] called about my account.", "The river [bank] flooded last night."]
 OCC = Occurrence("The river bank flooded last night.", 10, 14)
@@ -221,7 +221,9 @@ def test_the_unseen_word_hint_reads_one_range_of_the_sorted_words(glove) -> None
         assert (f"close words it knows: {', '.join(close)};" in message) if close else "close words" not in message
 
 
-def test_models_lists_the_exports_this_machine_holds(minilm_onnx: ContextualModel, monkeypatch, tmp_path) -> None:
+def test_models_lists_the_exports_this_machine_holds(
+    minilm_onnx: ContextualModel, monkeypatch, tmp_path, shared_test_cache
+) -> None:
     """`contextlens models` says which models run lean, with each graph's check against torch (the
     same figures the export stored), and that a fresh machine has none yet."""
     proc = run_cli("models", "--json")
@@ -235,7 +237,10 @@ def test_models_lists_the_exports_this_machine_holds(minilm_onnx: ContextualMode
     assert rows["glove-50d"]["onnx"] is None
     shown = run_cli("models")
     assert f"fp32 ±{fp32['max_abs_diff']:.1e}" in shown.stdout
-    monkeypatch.setenv("CONTEXTLENS_CACHE", str(tmp_path))  # a machine that exported nothing yet
+    # a machine that exported nothing yet; its mpnet folder linked from the suite's cache, or listing
+    # the models would assemble mpnet from its wheels' zip (~4 s) for a row this test does not read
+    link_test_cache(shared_test_cache, tmp_path, "models")
+    monkeypatch.setenv("CONTEXTLENS_CACHE", str(tmp_path))
     fresh = json.loads(run_cli("models", "--json").stdout)["models"]
     assert {r["name"]: r["onnx"] for r in fresh}["minilm"] == {"fp32": None, "int8": None, "attention": None}
 

@@ -15,6 +15,7 @@ import torch
 from contextlens.core import onnx_graphs, onnx_runtime
 from contextlens.core.contextual_models import ContextualModel, load_contextual
 from contextlens.core.drift import drift
+from contextlens.core.onnx_graphs import ATTENTION
 from contextlens.core.onnx_runtime import EXACT, OnnxForward, check_runtime, require_onnxruntime
 from contextlens.errors import InputError, ModelLoadError, ModelNotInstalledError
 
@@ -84,9 +85,15 @@ def test_an_export_beyond_the_bar_is_refused_and_not_kept(onnx_minilm, monkeypat
             shutil.copyfile(built / name, Path(out).parent / name)
         return {}
 
+    def attention_copy(forward: OnnxForward) -> None:
+        # likewise the session's checked attention graph, made after the refusal's test (~3 s)
+        for name in (f"{ATTENTION}.onnx", f"{ATTENTION}.onnx.data", f"{ATTENTION}-check.json"):
+            shutil.copyfile(built / name, forward.folder / name)
+
     monkeypatch.setattr(onnx_graphs, "export_folder", lambda *_args: tmp_path / "onnx" / "minilm-test")
     monkeypatch.setattr(onnx_runtime, "export_onnx", lambda *_args: None)
     monkeypatch.setattr(onnx_runtime, "optimize_onnx", optimized_copy)
+    monkeypatch.setattr(OnnxForward, "_export_attention", attention_copy)
     monkeypatch.setattr(onnx_runtime, "EXACT", 1e-9)  # the real graph differs from torch by ~1e-5
     torch_net = onnx_minilm.torch_reference()  # what an export is made from
     with pytest.raises(ModelLoadError, match="differs from torch"):

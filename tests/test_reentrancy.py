@@ -13,6 +13,7 @@ import random
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
+import numpy as np
 import pytest
 
 from contextlens.analyses.lesson.attention import attend
@@ -23,6 +24,7 @@ from contextlens.analyses.lesson.trace import trace
 from contextlens.core.contextual_models import ContextualModel
 from contextlens.core.occurrences import parse_marked
 from contextlens.core.static_models import StaticModel
+from tests.helpers import assert_plain_json
 
 THREADS = 8
 CALLS_PER_THREAD = 40
@@ -124,3 +126,24 @@ def test_a_stopped_forward_does_not_leak_into_the_next(minilm: ContextualModel, 
     minilm.forward_one(occ, through=through)
     again = minilm.forward_one(occ)
     assert (again.hidden_states == full.hidden_states).all()
+
+
+def test_an_arrays_plain_json_is_its_values_walked_one_by_one() -> None:
+    """Every answer above is dumped through jsonable, mostly arrays: a numeric array with no NaN or
+    infinity is its tolist() at once; one with them is walked value by value, and those are null."""
+    from contextlens.core.jsonable import jsonable
+
+    arrays = [
+        np.arange(6, dtype=np.int64).reshape(2, 3),
+        np.array([[0.5, -1.25], [3.0, 1e-8]], dtype=np.float32),
+        np.array([True, False]),
+        np.array([[1.0, np.nan], [np.inf, -np.inf]]),
+        np.zeros((0, 3)),
+    ]
+    for a in arrays:
+        got = jsonable(a)
+        assert got == jsonable(a.tolist())  # what walking each value gives
+        assert_plain_json(got, str(a.dtype))
+        json.dumps(got, allow_nan=False)
+    assert jsonable(arrays[3]) == [[1.0, None], [None, None]]
+    assert jsonable({"m": arrays[1]})["m"] == arrays[1].tolist()

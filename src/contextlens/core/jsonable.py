@@ -22,6 +22,8 @@ def jsonable(obj: Any) -> Any:
     if isinstance(obj, list | tuple):
         return [jsonable(v) for v in obj]
     if isinstance(obj, np.ndarray):
+        if obj.dtype.kind in "biu" or (obj.dtype.kind == "f" and np.isfinite(obj).all()):
+            return obj.tolist()  # Python bools, ints and finite floats already: no walk over each value
         return jsonable(obj.tolist())
     if isinstance(obj, np.generic):
         return jsonable(obj.item())

@@ -96,6 +96,18 @@ class StaticModel:
             raise OutOfVocabularyError(f"{word!r} has no n-grams known to {self.name}; try another spelling")
         return Vector(values, Provenance(self.name, "static"))
 
+    def vector_or_none(self, word: str) -> Vector | None:
+        """The word's vector, or None where :meth:`vector` raises OutOfVocabularyError; for the
+        callers that skip such words (a similarity dataset's, a benchmark's lemmas). A word out of
+        the vocabulary returns at once: the error's close-word hint, which nobody would read, is a
+        difflib search of the vocabulary (a lesson's 800 such words spent ~4 CPU s on it)."""
+        if not self.has_subwords and self._given_key(word) not in self.kv.key_to_index:
+            return None  # what key_for raises for
+        try:
+            return self.vector(word)
+        except OutOfVocabularyError:
+            return None
+
     def _raw(self, key: str) -> np.ndarray:
         """The vector of a vocabulary key (composed from n-grams for fastText)."""
         return self.kv.get_vector(key)

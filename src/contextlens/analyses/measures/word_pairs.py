@@ -16,7 +16,7 @@ from scipy.stats import spearmanr
 
 from contextlens.core.similarity import cosine_values
 from contextlens.core.static_models import StaticModel
-from contextlens.errors import DataFileError, OutOfVocabularyError
+from contextlens.errors import DataFileError
 
 DATASETS = {"simlex999": "simlex999.txt", "wordsim353": "wordsim353.tsv"}
 
@@ -76,8 +76,7 @@ def score_pairs(dataset: SimilarityDataset, vectors: dict[str, np.ndarray]) -> t
 def static_vectors(words: Sequence[str], static: StaticModel) -> dict[str, np.ndarray]:
     out = {}
     for w in words:
-        try:
-            out[w] = np.asarray(static.vector(w).values, dtype=np.float64)
-        except OutOfVocabularyError:
-            continue
+        vector = static.vector_or_none(w)  # an unknown word is skipped
+        if vector is not None:
+            out[w] = np.asarray(vector.values, dtype=np.float64)
     return out

@@ -42,7 +42,7 @@ from contextlens.core.arguments import given
 from contextlens.core.jsonable import plain_json
 from contextlens.core.static_models import StaticModel, as_static
 from contextlens.data.lee import load_lee
-from contextlens.errors import InputError, OutOfVocabularyError, ParameterError
+from contextlens.errors import InputError, ParameterError
 
 STATIC_WIC_NOTE = (
     "a static model has one vector per word, so both occurrences of a pair have cosine 1: the dev-tuned "
@@ -244,11 +244,8 @@ def static_pair_cosines_any(pairs: Sequence[WicPair], static: StaticModel) -> tu
     distilled), -2 (below every cosine) for the others; and the share with a vector."""
     cos = np.full(len(pairs), -2.0)
     for k, p in enumerate(pairs):
-        try:
-            static.vector(p.lemma)
-        except OutOfVocabularyError:
-            continue
-        cos[k] = 1.0  # the same vector in both sentences
+        if static.vector_or_none(p.lemma) is not None:
+            cos[k] = 1.0  # the same vector in both sentences
     return cos, float(np.mean(cos > -2)) if len(pairs) else 0.0
 
 
