@@ -161,3 +161,37 @@ def test_sessions_follow_the_thread_count_torch_has(onnx_minilm) -> None:
         assert forward.session(2) is not first  # made anew for the new count
     finally:
         torch.set_num_threads(before)
+
+
+def test_an_export_prunes_the_exports_of_gone_folders_and_of_earlier_weights(tmp_path):
+    """`tune --force` re-tunes in place, and each test run tunes again: every new set of weights got a
+    new export folder (about 220 MB each) that nothing read again. A new export removes those of a
+    model folder that is gone and those of its own folder's earlier weights, and nothing else."""
+    import json
+
+    from contextlens.core.onnx_graphs import SOURCE_FILE, _weights_fingerprint, prune_stale_exports
+
+    tuned, other = tmp_path / "tuned", tmp_path / "other"
+    for folder in (tuned, other):
+        folder.mkdir()
+        (folder / "model.safetensors").write_bytes(b"weights")
+    now = _weights_fingerprint(str(tuned))
+    exports = tmp_path / "onnx"
+    made = {  # export folder -> (the source it records, its weights), or None for no record
+        "tuned-current": (tuned, now),
+        "tuned-earlier": (tuned, [["model.safetensors", 3, 1]]),  # the folder's weights before a re-tune
+        "tuned-other-tools": (tuned, now),  # other torch/onnxruntime versions: another venv may read it
+        "gone-1": (tmp_path / "deleted", now),
+        "other-1": (other, [["model.safetensors", 3, 1]]),
+        "old-1": None,  # made before exports recorded their source
+        ".gone-2.tmp-1": (tmp_path / "deleted", now),  # another process's temporary
+    }
+    for name, record in made.items():
+        (exports / name).mkdir(parents=True)
+        (exports / name / "fp32.onnx").write_bytes(b"graph")
+        if record is not None:
+            source, weights = record
+            (exports / name / SOURCE_FILE).write_text(json.dumps({"source": str(source), "weights": weights}))
+    removed = prune_stale_exports(str(tuned), exports / "tuned-current")
+    assert sorted(p.name for p in removed) == ["gone-1", "tuned-earlier"]
+    assert sorted(p.name for p in exports.iterdir()) == sorted(set(made) - {"gone-1", "tuned-earlier"})

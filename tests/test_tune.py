@@ -4,6 +4,7 @@ the plumbing, the seed, the split check, the resume, the registration and the re
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 import torch
@@ -112,7 +113,7 @@ def test_registered_with_provenance_and_usable_as_model(tiny):
 
 def test_the_tuned_folder_takes_the_lean_path(tiny):
     from contextlens.core.contextual_models import load_contextual
-    from contextlens.core.onnx_graphs import EXACT, export_summary
+    from contextlens.core.onnx_graphs import EXACT, SOURCE_FILE, export_folder, export_summary
 
     lean = load_contextual(NAME, "fp32", "onnx")
     reference = load_contextual(NAME, "fp32", "torch")
@@ -121,6 +122,9 @@ def test_the_tuned_folder_takes_the_lean_path(tiny):
     assert float(abs(a.hidden[0] - b.hidden[0]).max()) < EXACT
     summary = export_summary(NAME, tiny.path)
     assert summary["fp32"] is not None and summary["fp32"]["max_abs_diff"] < EXACT
+    # the export says what it was made from, so that the next export prunes it once that is gone
+    record = json.loads((export_folder(NAME, tiny.path) / SOURCE_FILE).read_text())
+    assert Path(record["source"]) == Path(tiny.path) and record["weights"]
 
 
 def test_the_documented_lines_run_on_a_tuned_model(tiny):

@@ -17,6 +17,8 @@ import contextlib
 import importlib.metadata
 import importlib.util
 import json
+import os
+import shutil
 import sys
 import threading
 from collections import OrderedDict
@@ -42,6 +44,7 @@ EXPORT_RULE = "torchscript-opset17-bert-fusion-prepared-mask-v1"  # part of the 
 ORT_QUANT_RULE = "ort-dynamic-qint8-matmul-except-ffn-down-v1"  # part of an onnx int8 model's identity
 SESSIONS_KEPT = 3  # pruned graphs' sessions held at once (one per highest layer in use)
 INSTALL_HINT = "pip install 'contextlens[runtimes]' (onnxruntime, onnx), or use `runtime` torch"
+SOURCE_FILE = "source.json"  # the model folder and weights an export was made from (pruning)
 LEAN_FILE = "lean.json"  # written last: the input and position tables beside it are complete
 INPUT_ROWS = "input_rows.npy"
 POSITION_ROWS = "position_rows.npy"
@@ -96,6 +99,41 @@ def export_folder(name: str, source: str) -> Path:
         _version("onnxruntime"),
     )
     return cache_dir() / "onnx" / f"{name}-{key}"
+
+
+def source_record(source: str) -> str:
+    """What an export records of the model folder it was made from: its path and its weights."""
+    return json.dumps({"source": str(source), "weights": _weights_fingerprint(str(source))})
+
+
+def prune_stale_exports(source: str, keep: Path) -> list[Path]:
+    """Remove the exports nothing can read again: those of a model folder that is gone, and those
+    of this folder's earlier weights (`tune --force` re-tunes in place). Each holds the graphs and
+    the lean tables (about 220 MB for a minilm-sized model), and their keys never come back: the
+    test suite, which tunes into a new folder every run, had left 42 of them (11 GB). An export made
+    by other tool versions from the same weights is kept (another environment may share the
+    cache), and so is one made before exports recorded their source. The removed folders."""
+    removed = []
+    weights = json.loads(json.dumps(_weights_fingerprint(str(source))))  # as a record holds it
+    for folder in sorted(keep.parent.iterdir()):
+        record = folder / SOURCE_FILE
+        if folder == keep or folder.name.startswith(".") or not record.is_file():  # "." : another's temporary
+            continue
+        try:
+            made = json.loads(record.read_text())
+            made_from, made_of = Path(made["source"]), made["weights"]
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        if made_from.is_dir() and (made_from != Path(source) or made_of == weights):
+            continue
+        gone = folder.with_name(f".{folder.name}.stale-{os.getpid()}")
+        try:
+            os.replace(folder, gone)  # at once: a reader finds the whole export or none
+        except OSError:
+            continue
+        shutil.rmtree(gone, ignore_errors=True)
+        removed.append(folder)
+    return removed
 
 
 def check_file(folder: Path, precision: str) -> Path:

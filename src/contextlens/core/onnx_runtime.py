@@ -54,11 +54,14 @@ from contextlens.core.onnx_graphs import (  # noqa: F401 (the names callers impo
     LEAN_FILE,
     ORT_QUANT_RULE,
     SESSIONS_KEPT,
+    SOURCE_FILE,
     OnnxGraphs,
     check_file,
     export_folder,
+    prune_stale_exports,
     prune_to,
     require_onnxruntime,
+    source_record,
     write_lean_tables,
 )
 from contextlens.core.precision import compare_states, drift_batch, drift_sentences
@@ -360,11 +363,13 @@ class OnnxForward(OnnxGraphs):
                     f"(more than {EXACT:g}) on the drift set; use `runtime` torch"
                 )
             (tmp / "fp32-check.json").write_text(json.dumps(check))
+            (tmp / SOURCE_FILE).write_text(source_record(self.source))
             if self.folder.exists():  # another process built it meanwhile: keep theirs
                 return
             os.replace(tmp, self.folder)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
+        prune_stale_exports(self.source, self.folder)
 
     def _quantize(self) -> None:
         config = self.model.config
