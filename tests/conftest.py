@@ -117,6 +117,9 @@ def ray_cluster(tmp_path_factory: pytest.TempPathFactory):
     (test_corpus.py alone) is done: an idle one costs 3.5 CPU s a minute (its daemons, Ray Data's
     helpers and idle workers), and a session's worker goes on for minutes after that file."""
     ray = pytest.importorskip("ray")
+    # issue 30: one cluster per test session. Module-scoped, it is stopped when test_corpus.py is done;
+    # a second module asking for it would start a second one, so that is refused here
+    assert not _RAY_TEMP_DIRS, "a second module uses ray_cluster: make the fixture session-scoped again"
     folder = tmp_path_factory.mktemp("ray-cluster")
     with pytest.MonkeyPatch.context() as env:  # this process is the driver of most of the cluster's jobs: a
         # worker they left idle (a read task's; ~2 CPU s to start one) waits 10 min for the next, not 1 s
