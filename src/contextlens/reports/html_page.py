@@ -25,8 +25,9 @@ def figure_div(fig: go.Figure) -> str:
     return fig.to_html(full_html=False, include_plotlyjs=False, include_mathjax=False, config=PLOT_CONFIG)
 
 
-# On a phone each figure is redrawn to fit the width: side-by-side panels stacked, the title below
-# the toolbar (reports/fit.js, the same script as the web pages').
+# On a phone each figure is fitted to the width: side-by-side panels stacked, the title below the
+# toolbar (reports/fit.js, the same script as the web pages'). fit.js comes in the head, after
+# plotly.js, so each figure is fitted before its first draw (drawn once); this line then finds them fitted.
 PHONE_JS = """
 document.querySelectorAll('.plotly-graph-div').forEach(function (d) { window.contextlensFit.fitDiv(d); });
 """
@@ -55,10 +56,11 @@ td, th {{ border: 1px solid #d1d5db; padding: .25em .6em; text-align: right; }}
 th {{ background: #f3f4f6; }} td.text {{ text-align: left; }}
 {card_tables.STYLE}</style>
 <script type="text/javascript">{get_plotlyjs()}</script>
+<script>{fit_js}</script>
 </head><body>
 <h1>{html.escape(title)}</h1>
 {body}
-<script>{fit_js}{PHONE_JS}</script>
+<script>{PHONE_JS}</script>
 </body></html>
 """
 
