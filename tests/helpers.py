@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -333,3 +334,12 @@ def fresh_page(tab: KeptTab) -> Iterator[Any]:
     yield tab.page
     leaks = tab.since(mark)["leaks"]
     assert leaks == [], f"requests left localhost: {leaks}"
+
+
+FIGURE_CALL = re.compile(r'Plotly\.newPlot\(\s*"')  # a figure's own call, its div's id first
+
+
+def figure_count(page: str) -> int:
+    """How many plotly figures a page draws: its ``Plotly.newPlot("<div id>", ...)`` calls. Not the
+    bare name: fit.js, in every page's head, hooks ``Plotly.newPlot`` and so names it too."""
+    return len(FIGURE_CALL.findall(page))

@@ -12,7 +12,7 @@ from contextlens.analyses.lesson.attention import attend, renormalise_without, r
 from contextlens.cli import app
 from contextlens.core.occurrences import parse_marked
 from contextlens.errors import InputError
-from tests.helpers import run_cli
+from tests.helpers import figure_count, run_cli
 
 FIN, RIVER = "The [bank] approved the loan.", "The river [bank] flooded."
 
@@ -81,7 +81,7 @@ def test_attention_cli_two_sentences_table_json_plot_html(tmp_path):
     assert doc["layer"] == 2 and len(doc["sentences"]) == 2
     assert len(doc["sentences"][1]["selected"]["matrix"]) == len(doc["sentences"][1]["tokens"])
     # three interactive figures: the heads, the head mean, the rollout
-    assert png.stat().st_size > 10_000 and page.read_text().count("Plotly.newPlot") == 3
+    assert png.stat().st_size > 10_000 and figure_count(page.read_text()) == 3
     table = runner.invoke(app, [*args, "--exclude-special"])
     assert table.exit_code == 0 and "rollout" in table.stdout and "[CLS]" not in table.stdout
 

@@ -14,7 +14,7 @@ from contextlens.cli.probe import split_anchor_words
 from contextlens.core.occurrences import in_template, parse_marked
 from contextlens.core.similarity import cosine_values
 from contextlens.errors import DataFileError, InputError, OutOfVocabularyError
-from tests.helpers import run_cli
+from tests.helpers import figure_count, run_cli
 
 RIVER, ACCOUNT = "We walked along the river [bank].", "I opened a [bank] account."
 
@@ -70,7 +70,7 @@ def test_probe_cli_table_json_plot_html(tmp_path):
     assert out.exit_code == 0, out.output
     doc = json.loads(out.stdout[out.stdout.index("{") :])
     assert [a["word"] for a in doc["anchors"]] == ["shore", "deposit"] and len(doc["sentences"]) == 2
-    assert png.stat().st_size > 10_000 and page.read_text().count("Plotly.newPlot") == 2
+    assert png.stat().st_size > 10_000 and figure_count(page.read_text()) == 2
     table = runner.invoke(app, args)
     assert table.exit_code == 0 and "closest anchor" in table.stdout
 

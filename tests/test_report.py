@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from contextlens.cli import app
 from contextlens.reports.interactive import remote_resources
-from tests.helpers import BROWSER_WAIT_MS, abort_requests_leaving
+from tests.helpers import BROWSER_WAIT_MS, abort_requests_leaving, figure_count
 
 FIN, RIVER = "The [bank] called about my account.", "The river [bank] flooded last night."
 
@@ -74,7 +74,7 @@ def test_demo_report_renders_every_figure_offline(demo_run, browser):
     ):
         assert section in document
     assert document.count("<section>") == 11
-    assert n_figures == document.count("Plotly.newPlot(") >= 14  # the cost and CKA sections add one figure each
+    assert n_figures == figure_count(document) >= 14  # the cost and CKA sections add one figure each
     assert "contextlens cka --model minilm --other mpnet" in document and "contextlens eval layers" in document
     slower = re.search(r"forward pass: ([\d,]+)× slower", document)
     assert slower and int(slower.group(1).replace(",", "")) > 10, "a forward pass must cost more than a lookup"
@@ -95,7 +95,7 @@ def test_compare_html_is_self_contained(tmp_path, browser):
     out = CliRunner().invoke(app, ["compare", FIN, RIVER, "-m", "minilm", "--html", str(page)])
     assert out.exit_code == 0, out.output
     document = page.read_text()
-    assert document.count("Plotly.newPlot(") == 1 and remote_resources(document) == []
+    assert figure_count(document) == 1 and remote_resources(document) == []
     rest = without_plotly_library(document)
     assert "http://" not in rest and "https://" not in rest
     assert render_dom(browser, page, 1).count('class="plot-container plotly"') == 1

@@ -12,7 +12,7 @@ from contextlens.analyses.lesson.trace import trace
 from contextlens.cli import app
 from contextlens.core.occurrences import parse_marked
 from contextlens.core.similarity import cosine_values
-from tests.helpers import run_cli
+from tests.helpers import figure_count, run_cli
 
 RIVER = "The river [bank] flooded."
 
@@ -47,7 +47,7 @@ def test_trace_cli_table_json_plot_html(tmp_path):
     assert out.exit_code == 0, out.output
     doc = json.loads(out.stdout[out.stdout.index("{") :])
     assert [x["token"] for x in doc["tokens"]][3] == "bank" and len(doc["layers"]) == 7
-    assert png.stat().st_size > 10_000 and "Plotly.newPlot" in page.read_text()
+    assert png.stat().st_size > 10_000 and figure_count(page.read_text()) >= 1
     table = runner.invoke(app, ["trace", "The bank by the bank.", "--word", "bank", "-n", "1", "-m", "minilm"])
     assert table.exit_code == 0 and "cosine to input row" in table.stdout and "positions" in table.stdout
 
