@@ -40,10 +40,11 @@ demo: setup
 
 # the suite on TEST_WORKERS processes, one a core (pytest-xdist; tests/file_scheduling.py keeps each
 # file on one worker, the embedded-PostgreSQL files together, the demo's readers together, the
-# longest first). The suite is CPU-bound: on 2 quiet cores, warm, 2 workers took 464-481 s and
-# 721-752 CPU s; a third that ran the Ray and PostgreSQL files alone, 457-471 s and 763-778 CPU s,
-# no gain beyond the machine's drift (docs/speed.md, session 16). The 25 slowest are printed after
-# every run (CI's log too), so a test that grew is seen where it grew
+# longest first). The suite is CPU-bound: on 2 quiet cores, warm, 2 workers took 428.7-441.0 s and
+# 780-809 CPU s, Ray's workers counted (benchmarks/tree_cpu.py's cgroup; docs/speed.md, session 17);
+# a third worker for the Ray and PostgreSQL files gained nothing beyond the machine's drift
+# (session 16). The 25 slowest are printed after every run (CI's log too), so a test that grew is
+# seen where it grew
 TEST_WORKERS ?= $(shell nproc 2>/dev/null || echo 2)
 
 test: setup
