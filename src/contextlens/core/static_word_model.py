@@ -84,29 +84,36 @@ class StaticModel:
     def key_for(self, word: str) -> str:
         """The vocabulary key a word maps to; raises OutOfVocabularyError when there is none."""
         key = self._given_key(word)
-        if key in self.kv.key_to_index or self.has_subwords:
+        if self._has_key(key):
             return key
         raise OutOfVocabularyError(self._oov_message(key))
 
+    def _has_key(self, key: str) -> bool:
+        """Whether a normalized key has a vector: in the vocabulary, or composed from n-grams."""
+        return key in self.kv.key_to_index or self.has_subwords
+
     def vector(self, word: str) -> Vector:
         """The word's static vector (composed from n-grams for fastText, never a zero vector)."""
-        key = self.key_for(word)
-        values = np.asarray(self._raw(key), dtype=np.float32)
-        if not np.any(values):
-            raise OutOfVocabularyError(f"{word!r} has no n-grams known to {self.name}; try another spelling")
-        return Vector(values, Provenance(self.name, "static"))
+        return self._vector_at(self.key_for(word), word)
 
     def vector_or_none(self, word: str) -> Vector | None:
         """The word's vector, or None where :meth:`vector` raises OutOfVocabularyError; for the
         callers that skip such words (a similarity dataset's, a benchmark's lemmas). A word out of
         the vocabulary returns at once: the error's close-word hint, which nobody would read, is a
         difflib search of the vocabulary (a lesson's 800 such words spent ~4 CPU s on it)."""
-        if not self.has_subwords and self._given_key(word) not in self.kv.key_to_index:
-            return None  # what key_for raises for
+        key = self._given_key(word)
+        if not self._has_key(key):
+            return None
         try:
-            return self.vector(word)
+            return self._vector_at(key, word)
         except OutOfVocabularyError:
             return None
+
+    def _vector_at(self, key: str, word: str) -> Vector:
+        values = np.asarray(self._raw(key), dtype=np.float32)
+        if not np.any(values):
+            raise OutOfVocabularyError(f"{word!r} has no n-grams known to {self.name}; try another spelling")
+        return Vector(values, Provenance(self.name, "static"))
 
     def _raw(self, key: str) -> np.ndarray:
         """The vector of a vocabulary key (composed from n-grams for fastText)."""
