@@ -165,7 +165,7 @@ def test_sessions_follow_the_thread_count_torch_has(onnx_minilm) -> None:
 
 def test_an_export_prunes_the_exports_of_gone_folders_and_of_earlier_weights(tmp_path):
     """`tune --force` re-tunes in place, and each test run tunes again: every new set of weights got a
-    new export folder (about 220 MB each) that nothing read again. A new export removes those of a
+    new export folder (its graphs and lean tables) that nothing read again. A new export removes those of a
     model folder that is gone and those of its own folder's earlier weights, and nothing else."""
     import json
 

@@ -84,7 +84,7 @@ def test_cli_eval_static_json_and_table(made, tmp_path):
 def test_vector_or_none_is_vector_without_the_unknown_words_hint(made, glove, monkeypatch):
     """The similarity scores and `eval static` skip unknown words through vector_or_none: the
     vector where `vector` gives one, None where it raises, and no close-word search of the
-    vocabulary for a message nobody reads (a lesson spent ~4 CPU s on 800 of them)."""
+    vocabulary for a message nobody reads."""
     from contextlens.analyses.measures.word_pairs import static_vectors
     from contextlens.core.static_models import load_static
     from contextlens.errors import OutOfVocabularyError

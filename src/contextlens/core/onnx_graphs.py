@@ -109,7 +109,7 @@ def source_record(source: str) -> str:
 def prune_stale_exports(source: str, keep: Path) -> list[Path]:
     """Remove the exports nothing can read again: those of a model folder that is gone, and those
     of this folder's earlier weights (`tune --force` re-tunes in place). Each holds the graphs and
-    the lean tables (about 220 MB for a minilm-sized model), and their keys never come back: the
+    the lean tables (hundreds of MB for a minilm-sized model), and their keys never come back: the
     test suite, which re-tunes its model in place every run, had left 42 of them. An export made
     by other tool versions from the same weights is kept (another environment may share the
     cache), and so is one made before exports recorded their source. The removed folders."""

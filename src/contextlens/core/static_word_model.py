@@ -100,7 +100,7 @@ class StaticModel:
         """The word's vector, or None where :meth:`vector` raises OutOfVocabularyError; for the
         callers that skip such words (a similarity dataset's, a benchmark's lemmas). A word out of
         the vocabulary returns at once: the error's close-word hint, which nobody would read, is a
-        difflib search of the vocabulary (a lesson's 800 such words spent ~4 CPU s on it)."""
+        difflib search of the vocabulary, repeated for every skipped word."""
         key = self._given_key(word)
         if not self._has_key(key):
             return None

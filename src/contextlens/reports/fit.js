@@ -228,7 +228,7 @@
 
   // On a narrow screen a figure that plotly.py's script draws after this script ran (the pages and
   // the HTML report load it in the head, after plotly.js) is fitted before its first draw: drawn
-  // once, not as given and then again fitted (the lesson page's renderer at 390 px: 2.5 -> 1.5 CPU s).
+  // once, not as given and then again fitted.
   // fitDiv then finds it fitted.
   var newPlot = root.Plotly && root.Plotly.newPlot;
   if (newPlot) {

@@ -228,7 +228,7 @@ LOCAL_RAY_ENV = {
     "RAY_health_check_failure_threshold": "20",
 }
 # While a job runs, in the driver: Ray Data records no usage of it. Its usage collection starts a
-# detached actor per cluster (one more process importing ray.data: 2.9 CPU s on the tests' cluster)
+# detached actor per cluster (one more process importing ray.data)
 # and a thread in the driver that polls Prometheus every 10 s, for a report that the nodes
 # contextlens starts never send (RAY_USAGE_STATS_ENABLED=0 above and in scripts/ray-cluster.sh).
 JOB_RAY_ENV = {"RAY_DATA_USAGE_DISABLED": "1"}
