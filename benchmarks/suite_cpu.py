@@ -30,7 +30,7 @@ def main() -> None:
     parser.add_argument("--write-groups", metavar="FILE", help="write each worker group's wall seconds (JSON)")
     args = parser.parse_args()
     rows = []
-    for path in sorted(glob.glob(args.ledger + ".*")):
+    for path in sorted(glob.glob(args.ledger + ".gw*") + glob.glob(args.ledger + ".main")):  # not a LEDGER.log beside
         with open(path) as fh:
             rows += [json.loads(line) for line in fh]
     if not rows:

@@ -14,8 +14,8 @@ from contextlens.analyses.benchmarks.suite import build_suite, build_wic_set
 from contextlens.analyses.tuning.data import build_tuning_data
 from contextlens.analyses.tuning.folder import work_dir
 from contextlens.analyses.tuning.train import tune
-from contextlens.core.resources import REGISTRY, cache_dir, resolve_contextual
-from contextlens.core.tuned_store import tuned_models
+from contextlens.core.resources import REGISTRY, cache_dir, resolve_contextual, sha256_file
+from contextlens.core.tuned_store import WEIGHTS_FILE, read_record, register, tuned_models
 from contextlens.errors import InputError, ParameterError
 from helpers import run_cli
 from tests.test_doc_commands import documented
@@ -109,6 +109,34 @@ def test_registered_with_provenance_and_usable_as_model(tiny):
     tuned = json.loads(ran.stdout)
     assert tuned["model"] == NAME
     assert json.dumps(tuned["layers"]) != json.dumps(shipped["layers"])  # the tuned weights ran, not minilm's
+
+
+def test_a_retune_to_the_same_bytes_keeps_the_weight_files_date_and_other_bytes_replace_it(tmp_path):
+    """The suite re-tunes its model in place every run (`force`), and the ONNX export is keyed on the
+    weight file's date: the same bytes keep the registered file (same inode, same date), so the
+    export is found again; a file whose bytes differ from its folder's digest is replaced."""
+
+    def built(payload: bytes) -> tuple[Path, str]:
+        folder = tmp_path / f"build-{len(list(tmp_path.iterdir()))}"
+        folder.mkdir()
+        (folder / WEIGHTS_FILE).write_bytes(payload)
+        (folder / "config.json").write_text("{}")
+        return folder, sha256_file(folder / WEIGHTS_FILE)
+
+    cache = tmp_path / "cache"
+    first, digest = built(b"tuned weights" * 100)
+    path = register(cache, "kept", first, digest, {"weights_sha256": digest})
+    before = (path / WEIGHTS_FILE).stat()
+    again, same = built(b"tuned weights" * 100)
+    assert same == digest and register(cache, "kept", again, same, {"weights_sha256": same}) == path
+    after = (path / WEIGHTS_FILE).stat()
+    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
+    assert read_record(cache, "kept")["weights_sha256"] == digest and not again.exists()
+    (path / WEIGHTS_FILE).write_bytes(b"damaged" * 100)  # the folder's name says `digest`, its file does not
+    damaged = (path / WEIGHTS_FILE).stat()
+    fixed, _ = built(b"tuned weights" * 100)
+    register(cache, "kept", fixed, digest, {"weights_sha256": digest})
+    assert sha256_file(path / WEIGHTS_FILE) == digest and (path / WEIGHTS_FILE).stat().st_ino != damaged.st_ino
 
 
 def test_the_tuned_folder_takes_the_lean_path(tiny):

@@ -80,8 +80,27 @@ def tuned_models(cache: Path) -> list[dict[str, Any]]:
     return [r for r in (read_record(cache, n) for n in names) if r is not None]
 
 
+WEIGHTS_FILE = "model.safetensors"  # what a tuned folder's digest is of
+
+
 def folder_name(name: str, digest: str) -> str:
     return f"{name}--{digest[:12]}"
+
+
+def keep_registered_weights(target: Path, built: Path, digest: str) -> bool:
+    """Whether ``built`` took the weight file of the registered folder ``target`` because a re-tune
+    (same base, data, settings and seed) made the very same bytes: moved, the file keeps its date,
+    and what is keyed on the weights' name, size and date (the ONNX export and its lean tables,
+    minutes to make and hundreds of MB) stays valid instead of being made again."""
+    from contextlens.core.resources import sha256_file  # resources reads this module's records
+
+    old, new = target / WEIGHTS_FILE, built / WEIGHTS_FILE
+    if not (old.is_file() and new.is_file()) or old.stat().st_size != new.stat().st_size:
+        return False
+    if sha256_file(old) != digest:  # the folder's name says digest; a damaged file is replaced
+        return False
+    old.replace(new)
+    return True
 
 
 def register(cache: Path, name: str, built: Path, digest: str, record: dict[str, Any]) -> Path:
@@ -95,6 +114,7 @@ def register(cache: Path, name: str, built: Path, digest: str, record: dict[str,
     except ModelLoadError:  # a damaged record is replaced
         old = None
     if target.exists():
+        keep_registered_weights(target, built, digest)
         shutil.rmtree(target)
     built.replace(target)
     body = {**record, "name": name, "folder": target.name}
