@@ -49,11 +49,13 @@ TEST_WORKERS ?= $(shell nproc 2>/dev/null || echo 2)
 
 test: setup
 	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff format --check src tests benchmarks scripts
 	$(BIN)/lint-imports
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --durations=25
 
 lint: setup
 	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff format --check src tests benchmarks scripts
 	$(BIN)/lint-imports
 
 bench: setup

@@ -486,10 +486,12 @@ def ray_beside_limit(
               f"{limit_n / b['seconds']:11.2f} {limit_n / max(b['seconds'] - loaded, 1e-9):18.2f} "
               f"{b['sentences_per_s']:7,.0f} {b['occurrences_per_s']:6,.0f} {b['driver_peak_rss_mib']:10,.0f} "
               f"{actors:>11}  {b['load_average'][0]:.1f}")  # fmt: skip
-    print(f"# Ray blocks of {opts.get('block_occurrences') or 'the default'} matches; job s: extract_corpus on Ray "
-          "(actor start and model loads inside, ray.init not: its own column); "
-          "limit: the single-process limit above; limit_N: read + scan + the forward at each actor's threads / N "
-          "actors; 'after load': the job's time once every actor had loaded its model")
+    print(
+        f"# Ray blocks of {opts.get('block_occurrences') or 'the default'} matches; job s: extract_corpus on Ray "
+        "(actor start and model loads inside, ray.init not: its own column); "
+        "limit: the single-process limit above; limit_N: read + scan + the forward at each actor's threads / N "
+        "actors; 'after load': the job's time once every actor had loaded its model"
+    )
 
 
 SCALING_WORDS = "time,make,take,give,get,go,come,run,set,put,line,point,light,work,hold,turn,break,head,play,cut"

@@ -88,8 +88,10 @@ def main() -> None:
     finally:
         for burner in burners:
             burner.kill()
-    print(f"{args.model} (contextual encoder), {args.sentences} WordNet sentences, every layer, 2 threads, "
-          f"{args.rounds} rounds, {args.burners} burners, load average {min(loads):.1f}-{max(loads):.1f}")
+    print(
+        f"{args.model} (contextual encoder), {args.sentences} WordNet sentences, every layer, 2 threads, "
+        f"{args.rounds} rounds, {args.burners} burners, load average {min(loads):.1f}-{max(loads):.1f}"
+    )
     print(f"{'runtime':<8}{'idle threads':<26}{'best wall s':>12}{'mean wall s':>12}{'mean CPU s':>12}")
     for (runtime, label), runs in results.items():
         walls, cpus = [r["wall"] for r in runs], [r["cpu"] for r in runs]

@@ -302,12 +302,17 @@ def main() -> None:
     parser.add_argument("--count", type=int, default=10_000)
     parser.add_argument("--dims", type=int, nargs="+", default=[384, 768, 1024, 1536])
     parser.add_argument("--memory", action="store_true", help="also measure the HNSW build memory (slow)")
-    parser.add_argument("--vectors", choices=["random", "wordnet"], default="random",
-                        help="wordnet: minilm sentence vectors of WordNet definitions (384-d; benchmarks/search.py)")
+    parser.add_argument(
+        "--vectors",
+        choices=["random", "wordnet"],
+        default="random",
+        help="wordnet: minilm sentence vectors of WordNet definitions (384-d; benchmarks/search.py)",
+    )
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--indexes", nargs="+", choices=["hnsw", "ivfflat"], default=["hnsw", "ivfflat"])
-    parser.add_argument("--server", action="store_true",
-                        help="time the embedded server kept up between commands vs stopped after each")
+    parser.add_argument(
+        "--server", action="store_true", help="time the embedded server kept up between commands vs stopped after each"
+    )
     parser.add_argument("--runs", type=int, default=5, help="--server: uses timed per mode")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
@@ -328,8 +333,11 @@ def main() -> None:
         sets = [(corpus, queries)]
     else:
         sets, what = random_sets(args.count, args.dims, args.queries), f"{args.count:,} random unit vectors"
-    print(f"{what}; predicted (capacity --engine pgvector) vs measured (pg_relation_size, pg_table_size); "
-          f"FAISS: serialized HNSW with the same m; recall@10 of {args.queries} queries vs FAISS flat", file=sys.stderr)
+    print(
+        f"{what}; predicted (capacity --engine pgvector) vs measured (pg_relation_size, pg_table_size); "
+        f"FAISS: serialized HNSW with the same m; recall@10 of {args.queries} queries vs FAISS flat",
+        file=sys.stderr,
+    )
     rows = run(sets, args.memory, tuple(args.indexes))
     if args.json:
         print(json.dumps(rows, indent=2))

@@ -276,14 +276,18 @@ def newer_commands(tmp: Path) -> list[tuple[str, list[str]] | tuple[str, list[st
     serve_corpus = ["serve", *M, "--port", str(free_port()), "--corpus"]
     pg_build = ["index", "build", str(river), "--out", str(tmp / "pg-ix"), "--engine", "pgvector", *M]
     return [
-        ("corpus search: a shard linked to a file outside the folder", [
-            "corpus", "search", str(linked), "--like", "The river [bank]."]),
+        (
+            "corpus search: a shard linked to a file outside the folder",
+            ["corpus", "search", str(linked), "--like", "The river [bank]."],
+        ),
         ("index build --dsn that libpq cannot read", [*pg_build, "--dsn", "garbage"]),
         ("index build --dsn with an unterminated quote", [*pg_build, "--dsn", "host='abc password=SECRET"]),
         ("index build --dsn an http URL", [*pg_build, "--dsn", "http://example.com/"]),
         ("index build --dsn empty", [*pg_build, "--dsn", ""]),
-        ("capacity --dsn without --measure", ["capacity", "--engine", "pgvector", "-n", "10", "-d", "8",
-                                              "--dsn", "host=/x"]),
+        (
+            "capacity --dsn without --measure",
+            ["capacity", "--engine", "pgvector", "-n", "10", "-d", "8", "--dsn", "host=/x"],
+        ),
         ("corpus search: an example without [brackets]", [*cs, "--like", "The river bank flooded."]),
         ("corpus search: --model other than the folder's", [*cs, "--like", "The river [bank].", "-m", "mpnet"]),
         ("corpus search: a layer not extracted", [*cs, "--like", "The river [bank].", "--layer", "99"]),
@@ -291,12 +295,18 @@ def newer_commands(tmp: Path) -> list[tuple[str, list[str]] | tuple[str, list[st
         ("corpus search: not an extraction folder", ["corpus", "search", str(tmp), "--like", "The [bank]."]),
         ("corpus export: an unknown --format", ["corpus", "export", str(good), "--format", "csv"]),
         ("corpus search: a shard with NaN vectors", ["corpus", "search", str(checked["nan"]), "--like", "The [bank]."]),
-        ("corpus search: a shard of all-zero vectors", [
-            "corpus", "search", str(checked["zeros"]), "--like", "The [bank]."]),
-        ("corpus search: a manifest that says mpnet over minilm's shards", [
-            "corpus", "search", str(checked["mpnet"]), "--like", "The [bank]."]),
-        ("corpus search: a manifest whose layers is a string", [
-            "corpus", "search", str(checked["layers"]), "--like", "The [bank]."]),
+        (
+            "corpus search: a shard of all-zero vectors",
+            ["corpus", "search", str(checked["zeros"]), "--like", "The [bank]."],
+        ),
+        (
+            "corpus search: a manifest that says mpnet over minilm's shards",
+            ["corpus", "search", str(checked["mpnet"]), "--like", "The [bank]."],
+        ),
+        (
+            "corpus search: a manifest whose layers is a string",
+            ["corpus", "search", str(checked["layers"]), "--like", "The [bank]."],
+        ),
         ("corpus export: a shard with NaN vectors", ["corpus", "export", str(checked["nan"])]),
         ("corpus export: a manifest whose layers is a string", ["corpus", "export", str(checked["layers"])]),
         ("serve --corpus: a zero-byte shard", [*serve_corpus, f"wiki={checked['zero-byte']}"], HANG),
@@ -407,8 +417,10 @@ def newer_commands(tmp: Path) -> list[tuple[str, list[str]] | tuple[str, list[st
         ("capacity --data with a --count it does not hold", ["capacity", "--data", str(vectors), "--count", "5"]),
         ("capacity --data with another --dim", ["capacity", "--data", str(vectors), "--dim", "384"]),
         ("capacity --data of documents without --dim", ["capacity", "--data", str(river)]),
-        ("capacity --data of documents with --measure",
-         ["capacity", "--engine", "pgvector", "--data", str(river), "--dim", "8", "--measure"]),  # fmt: skip
+        (
+            "capacity --data of documents with --measure",
+            ["capacity", "--engine", "pgvector", "--data", str(river), "--dim", "8", "--measure"],
+        ),  # fmt: skip
         ("capacity --data of a .npy that is not (n, d)", ["capacity", "--data", str(flat_npy)]),
         ("capacity --data of a file that is not .npy", ["capacity", "--data", str(fake_npy)]),
         ("capacity with neither --count nor --data", ["capacity", "--dim", "8"]),
@@ -418,30 +430,66 @@ def newer_commands(tmp: Path) -> list[tuple[str, list[str]] | tuple[str, list[st
         ),
         (
             "capacity on Vertex with a machine the shard size does not allow",
-            ["capacity", "--engine", "vertex", "-n", "1000", "-d", "768", "--shard-size", "large",
-             "--machine", "e2-standard-16"],
+            [
+                "capacity",
+                "--engine",
+                "vertex",
+                "-n",
+                "1000",
+                "-d",
+                "768",
+                "--shard-size",
+                "large",
+                "--machine",
+                "e2-standard-16",
+            ],
         ),
         (
             "capacity on OpenSearch with a method its engine does not document",
-            ["capacity", "--engine", "opensearch", "-n", "1000", "-d", "768", "--knn-engine", "lucene",
-             "--method", "ivf"],
+            [
+                "capacity",
+                "--engine",
+                "opensearch",
+                "-n",
+                "1000",
+                "-d",
+                "768",
+                "--knn-engine",
+                "lucene",
+                "--method",
+                "ivf",
+            ],
         ),
         ("capacity on Azure over its dimension limit", ["capacity", "--engine", "azure", "-n", "1000", "-d", "5000"]),
-        ("capacity on pgvector over its vector type's 16,000 dims",
-         ["capacity", "--engine", "pgvector", "-n", "1000", "-d", "70000", "--index", "flat"]),
-        ("capacity --measure on pgvector over its vector type's 16,000 dims",
-         ["capacity", "--engine", "pgvector", "-n", "1000", "-d", "70000", "--index", "flat", "--measure"]),
-        ("capacity on pgvector over the table's integer rows",
-         ["capacity", "--engine", "pgvector", "-n", str(10**30), "-d", "384"]),
-        ("capacity on pgvector past PostgreSQL's pages per relation",
-         ["capacity", "--engine", "pgvector", "-n", "2000000000", "-d", "16000"]),
-        ("capacity --measure on pgvector above --max-measure",
-         ["capacity", "--engine", "pgvector", "-n", "200000", "-d", "8", "--measure"]),
+        (
+            "capacity on pgvector over its vector type's 16,000 dims",
+            ["capacity", "--engine", "pgvector", "-n", "1000", "-d", "70000", "--index", "flat"],
+        ),
+        (
+            "capacity --measure on pgvector over its vector type's 16,000 dims",
+            ["capacity", "--engine", "pgvector", "-n", "1000", "-d", "70000", "--index", "flat", "--measure"],
+        ),
+        (
+            "capacity on pgvector over the table's integer rows",
+            ["capacity", "--engine", "pgvector", "-n", str(10**30), "-d", "384"],
+        ),
+        (
+            "capacity on pgvector past PostgreSQL's pages per relation",
+            ["capacity", "--engine", "pgvector", "-n", "2000000000", "-d", "16000"],
+        ),
+        (
+            "capacity --measure on pgvector above --max-measure",
+            ["capacity", "--engine", "pgvector", "-n", "200000", "-d", "8", "--measure"],
+        ),
         ("capacity --max-measure without --measure", ["capacity", "-n", "1000", "-d", "8", "--max-measure", "10"]),
-        ("capacity on Azure with --deleted-ratio 1.5",
-         ["capacity", "--engine", "azure", "-n", "1000", "-d", "768", "--deleted-ratio", "1.5"]),
-        ("capacity on OpenSearch with --heap-gib 0",
-         ["capacity", "--engine", "opensearch", "-n", "1000", "-d", "768", "--heap-gib", "0"]),
+        (
+            "capacity on Azure with --deleted-ratio 1.5",
+            ["capacity", "--engine", "azure", "-n", "1000", "-d", "768", "--deleted-ratio", "1.5"],
+        ),
+        (
+            "capacity on OpenSearch with --heap-gib 0",
+            ["capacity", "--engine", "opensearch", "-n", "1000", "-d", "768", "--heap-gib", "0"],
+        ),
         ("serve --workers 10**12", ["serve", "--workers", str(10**12)]),
         (
             "serve with the same --index name twice",
@@ -491,25 +539,35 @@ def static_commands(tmp: Path) -> list[tuple[str, list[str]]]:
         ("static distill --pca-dims 1", ["static", "distill", "minilm", "--name", "d", "--pca-dims", "1"]),
         ("static distill --sif 2", ["static", "distill", "minilm", "--name", "d", "--sif", "2"]),
         ("static distill --batch-size 0", ["static", "distill", "minilm", "--name", "d", "--batch-size", "0"]),
-        ("static distill --pca-dims above the hidden size",
-         ["static", "distill", "minilm", "--name", "d", "--pca-dims", "1000"]),  # fmt: skip
-        ("static distill --batch-size 10**12",
-         ["static", "distill", "minilm", "--name", "d", "--batch-size", "1000000000000"]),  # fmt: skip
+        (
+            "static distill --pca-dims above the hidden size",
+            ["static", "distill", "minilm", "--name", "d", "--pca-dims", "1000"],
+        ),  # fmt: skip
+        (
+            "static distill --batch-size 10**12",
+            ["static", "distill", "minilm", "--name", "d", "--batch-size", "1000000000000"],
+        ),  # fmt: skip
         ("static distill a static model", ["static", "distill", "glove-50d", "--name", "d"]),
         ("eval static with an unknown static model", ["eval", "static", "-s", "no-such-static", "--quick"]),
         ("eval static naming a model twice", ["eval", "static", "-s", "glove-50d", "-s", "glove-50d", "--quick"]),
         ("eval static naming a teacher twice", ["eval", "static", "-m", "minilm", "-m", "minilm", "--quick"]),
         ("eval static with an unknown teacher", ["eval", "static", "-m", "no-such-model", "--quick"]),
-        ("index build --static with --model", ["index", "build", str(corpus), "--out", str(tmp / "s1"),
-                                              "--static", "glove-50d", *M]),  # fmt: skip
+        (
+            "index build --static with --model",
+            ["index", "build", str(corpus), "--out", str(tmp / "s1"), "--static", "glove-50d", *M],
+        ),  # fmt: skip
         ("index build --kind static", ["index", "build", str(corpus), "--out", str(tmp / "s2"), "--kind", "static"]),
         ("index build --static unknown", ["index", "build", str(corpus), "--out", str(tmp / "s3"), "--static", "x"]),
         ("index search a static index with a contextual model", ["index", "search", str(static_index), "bank", *M]),
-        ("index search a static index with another static model",
-         ["index", "search", str(static_index), "bank", "--static", "other-static"]),  # fmt: skip
+        (
+            "index search a static index with another static model",
+            ["index", "search", str(static_index), "bank", "--static", "other-static"],
+        ),  # fmt: skip
         ("eval retrieval with an unknown --static", ["eval", "retrieval", *M, "--quick", "--static", "x"]),
-        ("eval retrieval naming a --static twice",
-         ["eval", "retrieval", *M, "--quick", "-s", "glove-50d", "-s", "glove-50d"]),  # fmt: skip
+        (
+            "eval retrieval naming a --static twice",
+            ["eval", "retrieval", *M, "--quick", "-s", "glove-50d", "-s", "glove-50d"],
+        ),  # fmt: skip
     ]
 
 
