@@ -324,27 +324,62 @@ def test_ray_streams_through_one_actor_pool_resumes_and_reports_reader_errors(tm
     assert (again.stats.chunks_written, again.stats.chunks_skipped) == (50, 100)
     assert again.manifest.counts == local.manifest.counts
     assert keys(read_rows(out)) == keys(read_rows(tmp_path / "local"))
-    bad = tmp_path / "bad.txt"
-    bad.write_bytes(b"The bank opened.\n\xff\xfe broken\n")
-    with pytest.raises(DataFileError, match=r"bad.txt:2: not UTF-8"):
-        extract_corpus(
-            str(bad), ["bank"], tmp_path / "bad", engine="ray", on_error="stop", **common, line_breaks="lines"
-        )
-    # the driver reads a torch fp32 model's facts and only the actors load it: a folder whose
-    # config is there but whose weights are not fails in them, and is still the typed error
-    weightless = tmp_path / "weightless"
-    weightless.mkdir()
-    source = Path(resolve_contextual("minilm")[1])
-    for name in ("config.json", "tokenizer.json", "tokenizer_config.json", "vocab.txt"):
-        (weightless / name).write_bytes((source / name).read_bytes())
-    with pytest.raises(UnknownModelError, match=r"could not load model .*weightless.*no file named model"):
-        extract_corpus(
-            str(corpus), ["bank"], tmp_path / "w", engine="ray", model=str(weightless), layers=[6], line_breaks="lines"
-        )
-    # every job on this file's cluster is a contextlens job, failed ones included: none recorded
-    # Ray Data's usage (its detached collector would be a process of ~3 CPU s; ray_engine.JOB_RAY_ENV)
     import ray
 
+    from contextlens.analyses.corpus import ray_engine
+    from contextlens.analyses.corpus.chunks import JobSpec
+    from contextlens.analyses.corpus.stream import PendingChunks
+    from contextlens.analyses.corpus.targets import Matcher, form_table
+
+    def no_ray_job(*args, **kwargs):
+        raise AssertionError("a Ray job started")
+
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"The bank opened.\n\xff\xfe broken\n")
+    with pytest.MonkeyPatch.context() as patch:  # the driver reads the first blocks: refused before Ray runs
+        patch.setattr(ray_engine, "_dataset", no_ray_job)
+        with pytest.raises(DataFileError, match=r"bad.txt:2: not UTF-8"):
+            extract_corpus(
+                str(bad), ["bank"], tmp_path / "bad", engine="ray", on_error="stop", **common, line_breaks="lines"
+            )
+    # past those blocks, the read task meets it: the same one line out of Ray's wrapping (a failed
+    # job, in the job's environment as run_ray runs it; no actor needed to read)
+    matcher = Matcher(form_table(["bank"], False))
+    source = ray_engine.CorpusSource(PendingChunks(str(bad), 1, "stop", frozenset(), "lines"), matcher)
+    with ray_engine._environment(ray_engine.JOB_RAY_ENV):
+        read = ray.data.read_datasource(source.datasource(), override_num_blocks=1, num_cpus=0)
+        with pytest.raises(DataFileError, match=r"bad.txt:2: not UTF-8"):
+            list(ray_engine._rows(read))
+    # the driver reads a torch fp32 model's facts and only the actors load it: a folder whose
+    # config is there but whose weights are not is refused by the driver before any actor starts,
+    # with the typed error and the line an actor's load gives (carried back as its answer's row)
+    weightless = tmp_path / "weightless"
+    weightless.mkdir()
+    model_source = Path(resolve_contextual("minilm")[1])
+    for name in ("config.json", "tokenizer.json", "tokenizer_config.json", "vocab.txt"):
+        (weightless / name).write_bytes((model_source / name).read_bytes())
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(ray_engine, "_dataset", no_ray_job)
+        with pytest.raises(
+            UnknownModelError, match=r"could not load model .*weightless.*no file named model"
+        ) as refused:
+            extract_corpus(
+                str(corpus),
+                ["bank"],
+                tmp_path / "w",
+                engine="ray",
+                model=str(weightless),
+                layers=[6],
+                line_breaks="lines",
+            )
+    spec = JobSpec(str(weightless), matcher, (6,), "mean", "float16")
+    block = next(ray_engine.read_blocks(PendingChunks(str(corpus), 1, "skip", frozenset(), "lines"), matcher))
+    (answer,) = ray_engine.ChunkEncoder(spec, 1)(block.to_pydict()).to_pylist()  # an actor's, in this process
+    with pytest.raises(UnknownModelError) as failed:
+        ray_engine._answer(answer, lambda n, t: None, ReadStats(), None)
+    assert str(failed.value) == str(refused.value)
+    # every job on this file's cluster is a contextlens job, failed ones included: none recorded
+    # Ray Data's usage (its detached collector would be a process of ~3 CPU s; ray_engine.JOB_RAY_ENV)
     named = {a["name"] for a in ray.util.list_named_actors(all_namespaces=True)}
     assert "DataUsageCollectionActor" not in named, named
 

@@ -62,16 +62,26 @@ class FakeCluster:
 
 
 def _run(
-    monkeypatch, cluster: FakeCluster, actors: int, tmp_path, threads: int | None = None, device: str = "cuda:0"
+    monkeypatch,
+    cluster: FakeCluster,
+    actors: int,
+    tmp_path,
+    threads: int | None = None,
+    device: str = "cuda:0",
+    lines: int | None = None,
+    done: frozenset[int] = frozenset(),
+    stats: ReadStats | None = None,
 ) -> dict:
+    """A job of ``lines`` one-match lines (default: one an actor), each its own block."""
     monkeypatch.setattr(ray_engine, "start_ray", lambda address, cpus=None: cluster)
+    monkeypatch.setattr(ray_engine, "BLOCK_OCCURRENCES", 1)
     corpus = tmp_path / "c.txt"
-    corpus.write_text("The bank.\n")
+    corpus.write_text("The bank.\n" * (actors if lines is None else lines))
     matcher = Matcher(form_table(["bank"], False))
     spec = JobSpec("minilm", matcher, (6,), "mean", "float16", device=device)
-    pending = PendingChunks(str(corpus), 1, "skip", frozenset(), "lines")
+    pending = PendingChunks(str(corpus), 1, "skip", done, "lines")
     return ray_engine.run_ray(
-        spec, pending, lambda n, t: None, ReadStats(), address="10.0.0.0:6379", actors=actors, threads=threads
+        spec, pending, lambda n, t: None, stats or ReadStats(), address="10.0.0.0:6379", actors=actors, threads=threads
     )
 
 
@@ -105,6 +115,42 @@ def test_more_actors_than_gpus_is_refused_before_anything_runs(monkeypatch, tmp_
     assert cluster.data.asked == {}
 
 
+def test_a_job_of_fewer_blocks_than_actors_starts_one_actor_a_block(monkeypatch, tmp_path):
+    """The driver counts the read task's first blocks before the pool starts: an actor that would
+    get no block (it imports torch and loads the model all the same) is not started."""
+    cluster = FakeCluster((4, 0), (4, 0))
+    record = _run(monkeypatch, cluster, 3, tmp_path, device="cpu", lines=2)
+    assert cluster.data.asked["compute"] == ("pool", 2)
+    assert record["actors"] == 3  # the manifest records the actors asked for, as before
+    cluster = FakeCluster((4, 0), (4, 0))
+    _run(monkeypatch, cluster, 3, tmp_path, device="cpu", lines=7)
+    assert cluster.data.asked["compute"] == ("pool", 3)
+
+
+def test_a_job_with_nothing_pending_starts_no_ray_job(monkeypatch, tmp_path):
+    """Every chunk has its shard (a job killed before it was marked complete): the reader's counts
+    come from the driver's own read, and no actor starts to encode nothing."""
+    cluster = FakeCluster((2, 0))
+    stats = ReadStats()
+    record = _run(monkeypatch, cluster, 2, tmp_path, device="cpu", lines=2, done=frozenset({0, 1}), stats=stats)
+    assert cluster.data.asked == {} and stats.documents == 2
+    assert record["actors"] == 2 and record["actor_resources"] == {"num_cpus": 1}
+
+
+def test_a_reader_error_in_the_first_blocks_stops_the_job_before_ray_runs_it(monkeypatch, tmp_path):
+    from contextlens.errors import DataFileError
+
+    cluster = FakeCluster((2, 0))
+    monkeypatch.setattr(ray_engine, "start_ray", lambda address, cpus=None: cluster)
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"The bank opened.\n\xff\xfe broken\n")
+    spec = JobSpec("minilm", Matcher(form_table(["bank"], False)), (6,), "mean", "float16")
+    pending = PendingChunks(str(bad), 1, "stop", frozenset(), "lines")
+    with pytest.raises(DataFileError, match=r"bad.txt:2: not UTF-8"):
+        ray_engine.run_ray(spec, pending, lambda n, t: None, ReadStats(), address="10.0.0.0:6379", actors=1)
+    assert cluster.data.asked == {}
+
+
 def test_the_actors_device_comes_from_the_clusters_gpus_not_the_drivers():
     from contextlens.analyses.corpus.ray_placement import actor_device
     from contextlens.errors import DeviceError
@@ -122,3 +168,30 @@ def test_the_actors_device_comes_from_the_clusters_gpus_not_the_drivers():
         actor_device("cuda", "int8", 1, [2])
     with pytest.raises(InputError, match=r"3 actor\(s\) take a GPU each; the Ray cluster has 2"):
         actor_device("auto", "fp32", 3, [1, 1])
+
+
+def test_a_model_folder_without_weights_is_refused_without_loading_it(tmp_path):
+    """The driver of a Ray job on torch fp32 reads only the model's facts: a folder with no weights
+    file is refused there (what each actor's load would say, tests/test_corpus.py compares the two),
+    and a folder with one, or whose config names its own, is left to the load."""
+    import json
+    from pathlib import Path
+
+    from contextlens.core.model_facts import check_weights
+    from contextlens.core.resources import resolve_contextual
+    from contextlens.errors import UnknownModelError
+
+    check_weights("minilm")
+    folder = tmp_path / "weightless"
+    folder.mkdir()
+    source = Path(resolve_contextual("minilm")[1])
+    for name in ("config.json", "tokenizer.json", "tokenizer_config.json", "vocab.txt"):
+        (folder / name).write_bytes((source / name).read_bytes())
+    with pytest.raises(UnknownModelError, match=r"could not load model .*weightless.*no file named model\.safetensors"):
+        check_weights(str(folder))
+    config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps(config | {"transformers_weights": "weights.safetensors"}))
+    check_weights(str(folder))
+    (folder / "config.json").write_text(json.dumps(config))
+    (folder / "pytorch_model.bin.index.json").write_text("{}")
+    check_weights(str(folder))

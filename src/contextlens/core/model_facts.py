@@ -18,10 +18,17 @@ from typing import Any
 
 from contextlens.core.choices import check_precision, check_runtime_choice
 from contextlens.core.resources import resolve_contextual
-from contextlens.errors import InputError, ModelLoadError
+from contextlens.errors import InputError, ModelLoadError, UnknownModelError
 
 DECODER_TYPES = frozenset({"llama", "gpt2", "mistral", "qwen2", "gemma", "phi", "gpt_neox", "smollm3"})
 NO_TOKENIZER_LIMIT = 100_000  # transformers' "no limit" is a huge integer; anything above this is one
+# the weights files transformers' from_pretrained looks for in a model folder, in its order
+WEIGHT_FILES = (
+    "model.safetensors",
+    "model.safetensors.index.json",
+    "pytorch_model.bin",
+    "pytorch_model.bin.index.json",
+)
 
 
 @dataclass(frozen=True)
@@ -91,6 +98,28 @@ def model_facts(name_or_path: str) -> ModelFacts | None:
     if not (folder / "config.json").is_file():
         return None
     return _read_facts(name, str(folder.resolve()))
+
+
+def load_failure(name: str, source: str, reason: str) -> UnknownModelError:
+    """The one line for a model that did not load (``reason``: transformers' first line)."""
+    return UnknownModelError(
+        f"could not load model {name!r} from {source} ({reason}); "
+        "check the name or folder, or install a shipped model (`contextlens models`)"
+    )
+
+
+def check_weights(name_or_path: str) -> None:
+    """Refuse a model folder that holds no weights file with the line loading it gives
+    (:func:`load_failure` of transformers' own reason), without loading it: a Ray job's driver
+    reads only the facts, and each actor would import torch and transformers to find it out."""
+    name, source, _revision = resolve_contextual(name_or_path)
+    folder = Path(source)
+    if not (folder / "config.json").is_file() or any((folder / f).is_file() for f in WEIGHT_FILES):
+        return
+    if _read_json(folder / "config.json").get("transformers_weights") is not None:
+        return  # the config names its own weights file: loading it decides
+    reason = f"Error no file named {WEIGHT_FILES[0]}, or {WEIGHT_FILES[2]}, found in directory {source}."
+    raise load_failure(name, source, reason)
 
 
 def check_request(

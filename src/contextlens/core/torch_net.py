@@ -16,7 +16,7 @@ import torch
 
 from contextlens.core import layer_forward, threads
 from contextlens.core.array_ops import TORCH, TorchOps
-from contextlens.core.model_facts import loaded_is_decoder, loaded_window, position_offset
+from contextlens.core.model_facts import load_failure, loaded_is_decoder, loaded_window, position_offset
 from contextlens.core.padding import pad_arrays
 from contextlens.core.precision import QUANT_RULE, quantize, weight_bytes
 from contextlens.errors import UnknownModelError
@@ -58,10 +58,7 @@ class TorchNet:
             except (ValueError, ImportError):
                 self.model = AutoModel.from_pretrained(source, revision=revision, attn_implementation="eager")
         except OSError as exc:
-            raise UnknownModelError(
-                f"could not load model {name!r} from {source} ({str(exc).splitlines()[0]}); "
-                "check the name or folder, or install a shipped model (`contextlens models`)"
-            ) from exc
+            raise load_failure(name, source, str(exc).splitlines()[0]) from exc
         if not getattr(self.tokenizer, "is_fast", False):
             raise UnknownModelError(f"model {name!r} has no fast tokenizer, so character offsets are unavailable")
         self.model.eval()

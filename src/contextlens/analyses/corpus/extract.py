@@ -45,7 +45,7 @@ from contextlens.analyses.corpus.stream import PendingChunks
 from contextlens.analyses.corpus.targets import Matcher, ScanCounts, form_table, parse_targets
 from contextlens.core import arguments
 from contextlens.core.devices import check_device_choice
-from contextlens.core.model_facts import ModelFacts, model_facts
+from contextlens.core.model_facts import ModelFacts, check_weights, model_facts
 from contextlens.core.resources import DEFAULT_CONTEXTUAL
 from contextlens.errors import InputError, TargetNotFoundError
 
@@ -265,6 +265,7 @@ def _job_model(config: ExtractConfig, loader: Loader | None, actors_device: str 
         ) == "torch":
             facts = model_facts(config.model)
             if facts is not None:  # (a hub id not on disk has none: it loads, and downloads, here)
+                check_weights(config.model)  # a folder without weights: refused here, not by each actor
                 return ActorsModel(facts, config.precision, "torch", device)
         return _load(config, loader, "cpu")
     return _load(config, loader, config.device)

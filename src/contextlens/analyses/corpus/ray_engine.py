@@ -12,7 +12,9 @@ each chunk's rows as an Arrow IPC buffer with the actor's memory (peak and curre
 Data's streaming executor bounds what is in flight between the reader, the actors and the
 driver (backpressure), so memory does not grow with the corpus. The driver writes the shards,
 so resuming works exactly as with the local engine; the read task's last row carries what the
-reader saw (documents, lines skipped), merged into the driver's counts.
+reader saw (documents, lines skipped), merged into the driver's counts. Before the pool starts,
+the driver reads the first blocks itself (:func:`blocks_ahead`): no actor is started for a block
+that is not there, and a reader's error there needs no Ray job.
 """
 
 from __future__ import annotations
@@ -375,16 +377,14 @@ def run_ray(
     if is_cuda(spec.device):
         check_gpus(actors, [int(n["gpus"]) for n in nodes])
     placement = actor_placement(threads, spec.device)
-    with _environment(JOB_RAY_ENV):  # read by Ray Data when the stream starts and ends
-        ds = _dataset(ray, spec, pending, actors, threads, placement)
-        try:
-            for row in ds.iter_rows():
+    source = CorpusSource(pending, spec.matcher)
+    pool, seen = blocks_ahead(source, actors)
+    if pool == 0:  # nothing pending (every shard written): no Ray job, no actor
+        merge_read_stats(read_stats, seen or ReadStats())
+    else:
+        with _environment(JOB_RAY_ENV):  # read by Ray Data when the stream starts and ends
+            for row in _rows(_dataset(ray, spec, source, pool, threads, placement)):
                 _answer(row, written, read_stats, memory)
-        except Exception as exc:
-            cause = _our_error(exc)
-            if cause is None:
-                raise
-            raise cause from None
     return {
         "address": address or "local",
         "nodes": nodes,
@@ -393,7 +393,35 @@ def run_ray(
     }
 
 
-def _dataset(ray, spec: JobSpec, pending: PendingChunks, actors: int, threads: int, placement: dict):
+def blocks_ahead(source: CorpusSource, actors: int) -> tuple[int, ReadStats | None]:
+    """The read task's blocks, read here in the driver before the pool starts and counted up to
+    ``actors``, and what the reader saw when it ended first: a job of fewer blocks starts only as
+    many actors (one with no block would import torch and load the model for nothing), and a
+    reader's error in them (``on_error`` stop) is raised here, before any Ray job."""
+    blocks = 0
+    with contextlib.closing(read_blocks(source.pending, source.matcher, *source.sizes)) as rows:
+        for row in rows:
+            numbers = row.column("chunks")[0].as_py()
+            if numbers == [END]:
+                return blocks, ReadStats(**json.loads(row.column("docs")[0].as_py()[0]))
+            blocks += 1
+            if blocks >= actors:
+                break
+    return blocks, None
+
+
+def _rows(ds) -> Iterator[dict]:
+    """The stream's rows; a contextlens error that a Ray task raised (the reader's) as itself."""
+    try:
+        yield from ds.iter_rows()
+    except Exception as exc:
+        cause = _our_error(exc)
+        if cause is None:
+            raise
+        raise cause from None
+
+
+def _dataset(ray, spec: JobSpec, source: CorpusSource, actors: int, threads: int, placement: dict):
     """The job's one stream: the corpus source -> ``map_batches`` on a fixed pool of ``actors``."""
     context = ray.data.DataContext.get_current()
     saved = context.target_max_block_size
@@ -404,7 +432,7 @@ def _dataset(ray, spec: JobSpec, pending: PendingChunks, actors: int, threads: i
     context.target_max_block_size = 1
     try:
         return ray.data.read_datasource(
-            CorpusSource(pending, spec.matcher).datasource(),
+            source.datasource(),
             override_num_blocks=1,
             num_cpus=0,  # reading takes no actor's CPU
         ).map_batches(
