@@ -195,3 +195,17 @@ def test_a_model_folder_without_weights_is_refused_without_loading_it(tmp_path):
     (folder / "config.json").write_text(json.dumps(config))
     (folder / "pytorch_model.bin.index.json").write_text("{}")
     check_weights(str(folder))
+
+
+def test_the_driver_reads_at_most_two_blocks_of_chunks_ahead(monkeypatch, tmp_path):
+    """Rare targets make blocks of BLOCK_CHUNKS chunks: the driver stops reading at AHEAD_BLOCKS of
+    them and starts every actor asked for, as before, rather than read far into a large corpus."""
+    monkeypatch.setattr(ray_engine, "BLOCK_CHUNKS", 2)
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("The bank.\n" * 5)  # blocks of 2, 2 and 1 chunks
+    matcher = Matcher(form_table(["absent"], False))
+    source = ray_engine.CorpusSource(PendingChunks(str(corpus), 1, "skip", frozenset(), "lines"), matcher)
+    assert ray_engine.blocks_ahead(source, 5) == (5, None)  # 4 chunks read: the cap
+    monkeypatch.setattr(ray_engine, "AHEAD_BLOCKS", 3)
+    blocks, seen = ray_engine.blocks_ahead(source, 5)
+    assert blocks == 3 and seen is not None and seen.documents == 5

@@ -51,6 +51,9 @@ from contextlens.errors import ContextlensError, InputError
 # matches (8 batches of 32) or at BLOCK_CHUNKS chunks (rare targets: 64 x 32 kB of text).
 BLOCK_OCCURRENCES = 256
 BLOCK_CHUNKS = 64
+# the driver reads at most this many blocks' most chunks before the pool starts (blocks_ahead):
+# 128 chunks, 4 MB of text at the default chunk size
+AHEAD_BLOCKS = 2
 END = -1  # the chunk number of the read task's last row: what the reader saw, as JSON
 FAILED = -2  # the chunk number of an actor's answer that carries its contextlens error (pickled)
 # (actor pid, peak RSS, RSS at its last chunk (bytes), the actor's start and model loaded (epoch s),
@@ -397,17 +400,19 @@ def blocks_ahead(source: CorpusSource, actors: int) -> tuple[int, ReadStats | No
     """The read task's blocks, read here in the driver before the pool starts and counted up to
     ``actors``, and what the reader saw when it ended first: a job of fewer blocks starts only as
     many actors (one with no block would import torch and load the model for nothing), and a
-    reader's error in them (``on_error`` stop) is raised here, before any Ray job."""
-    blocks = 0
+    reader's error in them (``on_error`` stop) is raised here, before any Ray job. It stops at
+    :data:`AHEAD_BLOCKS` blocks' most chunks (all ``actors`` then): a big pool's start does not
+    wait for the driver to read a large part of the corpus."""
+    blocks = chunks = 0
     with contextlib.closing(read_blocks(source.pending, source.matcher, *source.sizes)) as rows:
         for row in rows:
             numbers = row.column("chunks")[0].as_py()
             if numbers == [END]:
                 return blocks, ReadStats(**json.loads(row.column("docs")[0].as_py()[0]))
-            blocks += 1
-            if blocks >= actors:
-                break
-    return blocks, None
+            blocks, chunks = blocks + 1, chunks + len(numbers)
+            if blocks >= actors or chunks >= AHEAD_BLOCKS * source.sizes[1]:
+                return actors, None
+    return actors, None  # (read_blocks ends with its END row)
 
 
 def _rows(ds) -> Iterator[dict]:
