@@ -29,6 +29,7 @@ from pathlib import Path
 
 from contextlens.core import atomic_files
 from contextlens.core.cache_folders import build_lock, clean_leftovers, replace_dir, temp_dir_for
+from contextlens.core.file_digest import sha256_file
 from contextlens.core.tuned_store import tuned_folder
 from contextlens.errors import (
     InputError,
@@ -245,14 +246,6 @@ def _locate_glove() -> Path | None:
 
 
 # --- weights verification -----------------------------------------------------------------
-
-
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(8 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def verify_weights(path: Path, expected: str, name: str) -> None:

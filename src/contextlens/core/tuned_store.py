@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from contextlens.core import atomic_files
+from contextlens.core.file_digest import sha256_file
 from contextlens.errors import ModelLoadError, ParameterError
 
 RECORD_SUFFIX = ".json"
@@ -92,8 +93,6 @@ def keep_registered_weights(target: Path, built: Path, digest: str) -> bool:
     (same base, data, settings and seed) made the very same bytes: moved, the file keeps its date,
     and what is keyed on the weights' name, size and date (the ONNX export and its lean tables,
     minutes to make and hundreds of MB) stays valid instead of being made again."""
-    from contextlens.core.resources import sha256_file  # resources reads this module's records
-
     old, new = target / WEIGHTS_FILE, built / WEIGHTS_FILE
     if not (old.is_file() and new.is_file()) or old.stat().st_size != new.stat().st_size:
         return False
