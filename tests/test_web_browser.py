@@ -93,7 +93,10 @@ def test_the_quiz_accepts_a_right_answer_and_rejects_a_wrong_one(page, server):
     assert page.text_content("#quiz-1 #verdict") == "Right."
     page.wait_for_selector(
         "#quiz-1 .plotly-graph-div .main-svg", timeout=BROWSER_WAIT_MS
-    )  # explained with a live figure
+    )  # explained with a live figure, drawn once shown (fit.js held it back while hidden)
+    page.wait_for_function("() => document.querySelector('#quiz-1 .modebar-btn[aria-label]')")
+    labels = page.eval_on_selector_all("#quiz-1 .modebar-btn", "bs => bs.map(b => b.getAttribute('aria-label'))")
+    assert labels and None not in labels  # its buttons say what they do, as the figures drawn at load
     page.check("#quiz-3 input[name=a3][value='1']")
     page.click("#check-3")
     page.wait_for_selector("#quiz-3 #verdict")  # checked in the page (POST /api/quiz), no reload
@@ -743,6 +746,12 @@ LESSON_PARTS = """() => ({
   questions: document.querySelectorAll('#quiz-form .question').length,
 })"""
 DONE = "() => (document.getElementById('work-status') || {}).textContent.startsWith('done in')"
+SHOW_EVIDENCE = (
+    "() => document.querySelectorAll('.evidence[hidden]').forEach(e => { e.hidden = false; contextlensFit.show(e); })"
+)
+EVERY_FIGURE_DRAWN = (
+    "() => [...document.querySelectorAll('.plotly-graph-div')].every(d => d.querySelector('.main-svg'))"
+)
 
 
 @pytest.mark.parametrize("width", sorted(WIDTHS))
@@ -764,6 +773,10 @@ def test_the_lesson_sent_first_then_its_parts_opens_clean_at_both_widths(tabs, s
     assert '<div class="lesson-part" id="lesson-part-1"></div>' in first  # sent before its parts
     pg.wait_for_function(DONE, timeout=BROWSER_WAIT_MS)
     pg.wait_for_load_state("networkidle")
+    # the quiz's evidence, hidden until its question is answered, is drawn when shown (fit.js holds
+    # it back): every box shown as an answer shows it, so every figure of the parts is drawn and checked
+    pg.evaluate(SHOW_EVIDENCE)
+    pg.wait_for_function(EVERY_FIGURE_DRAWN, timeout=BROWSER_WAIT_MS)
     pg.wait_for_timeout(300)  # plotly's resize to the figure's box (page.js) is asynchronous
     got = pg.evaluate(LESSON_PARTS)
     fit = pg.evaluate(FIT_PROBLEMS) if width == 390 else []

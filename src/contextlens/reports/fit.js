@@ -3,6 +3,8 @@
 // and the title wraps and sits below the toolbar (modebar), so neither the page nor the figure's box
 // scrolls sideways and the toolbar never covers the title. Only the layout changes: every number,
 // point and label a figure shows stays the same. Served as /static/fit.js and inlined in the reports.
+// Each figure is drawn no more than it is seen: once per change of the window's width, and a figure
+// in a hidden box (the quiz's evidence) only once the box is shown (show).
 (function (root) {
   "use strict";
   var NARROW = 640;   // px: below this a figure is fitted (the pages' phone CSS uses the same width)
@@ -205,6 +207,33 @@
     div._contextlensWidth = null;  // drawn as given
     seen.push(div);
   }
+
+  // A window resized: each figure kept here drawn once for its new width, by this script's handler
+  // below (refitted, or sized again to its box), not by plotly's own resize (config.responsive) and
+  // then again refitted. Plotly adds its handler on a draw unless the div has one: after each draw
+  // the div is given one that does nothing (and plotly's is taken off the window).
+  function ignore() {}
+  function own(div) {
+    if (div._responsiveChartHandler && div._responsiveChartHandler !== ignore) {
+      root.removeEventListener("resize", div._responsiveChartHandler);
+    }
+    div._responsiveChartHandler = ignore;
+  }
+  // A drawn figure sized again to its box, as plotly's own handler does (not while hidden).
+  function resize(div) {
+    if (!div.layout || !div.clientWidth || !root.Plotly) return;
+    var done = root.Plotly.Plots.resize(div);
+    if (done && done.catch) done.catch(function () {});
+  }
+  // A figure drawn (again) by Plotly.react at its box's size now: plotly keeps the size it first
+  // measured unless told to measure again (and its own resize then drew the figure a second time).
+  function redraw(div, data, layout, config) {
+    if (div._fullLayout) div._fullLayout._initialAutoSizeIsDone = false;
+    var done = config === undefined
+      ? root.Plotly.react(div, data, layout) : root.Plotly.react(div, data, layout, config);
+    own(div);
+    return done;
+  }
   function widthFor(div) { return root.innerWidth < NARROW ? (div.clientWidth || root.innerWidth) : null; }
   // The figure to draw at `width` (null: as given), the div marked and sized for it.
   function prepare(div, width) {
@@ -217,29 +246,43 @@
     });
     return fig;
   }
+  // true where it drew the figure again
   function fitDiv(div) {
-    if (!root.Plotly || !div.layout) return;
-    if (!div._contextlensGiven) remember(div, div.data, div.layout);
+    if (!root.Plotly || !div.layout) return false;
+    if (!div._contextlensGiven) {
+      remember(div, div.data, div.layout);
+      own(div);
+    }
     var width = widthFor(div);
-    if (div._contextlensWidth === width) return;
+    if (div._contextlensWidth === width) return false;
     var fig = prepare(div, width);
-    root.Plotly.react(div, fig.data, fig.layout);  // the config it was drawn with is kept
+    redraw(div, fig.data, fig.layout);  // the config it was drawn with is kept
+    return true;
   }
 
   // On a narrow screen a figure that plotly.py's script draws after this script ran (the pages and
   // the HTML report load it in the head, after plotly.js) is fitted before its first draw: drawn
   // once, not as given and then again fitted.
   // fitDiv then finds it fitted.
+  // A figure in a hidden box (the lesson's quiz evidence, shown once its question is answered) is
+  // not drawn yet: plotly drew it at its default 700 px into a box nobody saw, and again to the
+  // box's width once shown. It is drawn once, when ``show`` is told its box is shown.
   var newPlot = root.Plotly && root.Plotly.newPlot;
   if (newPlot) {
     root.Plotly.newPlot = function (gd, data, layout, config) {
       var div = typeof gd === "string" ? document.getElementById(gd) : gd;
+      if (div && !div._contextlensGiven && Array.isArray(data) && div.closest && div.closest("[hidden]")) {
+        div._contextlensHeld = { data: data, layout: layout, config: config };
+        return Promise.resolve(div);
+      }
       if (!div || div._contextlensGiven || !Array.isArray(data) || !(root.innerWidth < NARROW)) {
         return newPlot.apply(this, arguments);
       }
       remember(div, data, layout || {});
       var fig = prepare(div, widthFor(div));
-      return newPlot.call(this, div, fig.data, fig.layout, config);
+      var done = newPlot.call(this, div, fig.data, fig.layout, config);
+      own(div);
+      return done;
     };
   }
 
@@ -248,9 +291,30 @@
     if (pending) root.clearTimeout(pending);
     pending = root.setTimeout(function () {
       pending = null;
-      seen.forEach(function (div) { if (div.isConnected) fitDiv(div); });
+      seen.forEach(function (div) { if (div.isConnected && !fitDiv(div)) resize(div); });
     }, 150);
   });
 
-  root.contextlensFit = { fitted: fitted, fitDiv: fitDiv, narrow: function () { return root.innerWidth < NARROW; } };
+  // A box just shown (its hidden attribute removed): each figure held back in it drawn now (fitted on a
+  // phone, then kept as given for a later change of width, as fitDiv keeps a figure drawn at load),
+  // each one drawn before sized again to the box. A promise of the figures drawn now.
+  function show(box) {
+    var drawn = [];
+    box.querySelectorAll(".plotly-graph-div").forEach(function (div) {
+      var held = div._contextlensHeld;
+      if (held) {
+        div._contextlensHeld = null;
+        drawn.push(Promise.resolve(root.Plotly.newPlot(div, held.data, held.layout, held.config))
+          .then(function () { fitDiv(div); return div; }));
+      } else if (div.layout) {
+        root.Plotly.Plots.resize(div);
+      }
+    });
+    return Promise.all(drawn);
+  }
+
+  root.contextlensFit = {
+    fitted: fitted, fitDiv: fitDiv, show: show, redraw: redraw, resize: resize,
+    narrow: function () { return root.innerWidth < NARROW; }
+  };
 })(window);

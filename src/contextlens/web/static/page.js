@@ -49,7 +49,8 @@
         if (!div || drawn[i] === f) return;
         var fig = doc.figures[f];
         if (window.contextlensFit) fig = window.contextlensFit.fitted(fig.data, fig.layout, div.clientWidth || window.innerWidth);
-        window.Plotly.react(div, fig.data, fig.layout || {}, doc.config);
+        if (window.contextlensFit) window.contextlensFit.redraw(div, fig.data, fig.layout || {}, doc.config);
+        else window.Plotly.react(div, fig.data, fig.layout || {}, doc.config);
         if (drawn[i] === undefined) showClicked(div);
         labelButtons(div);
         drawn[i] = f;
@@ -74,13 +75,21 @@
       });
     });
     draw();
-    var settle = null;  // a window narrowed or widened: the shown figures drawn again for its width (fit.js)
+    // a window narrowed or widened: the shown figures drawn again for its width (fit.js), once: not
+    // also by plotly's own resize (fit.js's own); wide before and now, each only sized to its box
+    var settle = null;
     var wide = !(window.contextlensFit && window.contextlensFit.narrow()), shownAt = window.innerWidth;
     window.addEventListener("resize", function () {
       if (settle) window.clearTimeout(settle);
       settle = window.setTimeout(function () {
         var nowWide = !(window.contextlensFit && window.contextlensFit.narrow());
-        if (nowWide && wide || window.innerWidth === shownAt) return;  // wide before and now: drawn as given
+        if (nowWide && wide || window.innerWidth === shownAt) {  // wide before and now: drawn as given
+          Object.keys(drawn).forEach(function (i) {
+            var div = document.getElementById("view-fig-" + i);
+            if (div && window.contextlensFit) window.contextlensFit.resize(div);
+          });
+          return;
+        }
         wide = nowWide;
         shownAt = window.innerWidth;
         drawn = {};
@@ -136,8 +145,12 @@
       out.appendChild(why);
       var evidence = box.querySelector(".evidence");
       if (evidence) {
-        evidence.hidden = false;
-        evidence.querySelectorAll(".plotly-graph-div").forEach(function (d) { if (window.Plotly) window.Plotly.Plots.resize(d); });
+        evidence.hidden = false;  // its figure drawn now, not while it was hidden (fit.js)
+        if (window.contextlensFit) {
+          window.contextlensFit.show(evidence).then(function (drawn) {
+            drawn.forEach(function (d) { showClicked(d); labelButtons(d); });
+          });
+        }
       }
       answers[q] = { answer: result.answer, correct: result.correct };
       window.sessionStorage.setItem("contextlens-quiz", JSON.stringify(answers));
