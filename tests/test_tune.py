@@ -15,7 +15,7 @@ from contextlens.analyses.tuning.data import build_tuning_data
 from contextlens.analyses.tuning.folder import work_dir
 from contextlens.analyses.tuning.train import tune
 from contextlens.core.resources import REGISTRY, cache_dir, resolve_contextual, sha256_file
-from contextlens.core.tuned_store import WEIGHTS_FILE, read_record, register, tuned_models
+from contextlens.core.tuned_store import WEIGHTS_FILE, keep_registered_weights, read_record, register, tuned_models
 from contextlens.errors import InputError, ParameterError
 from helpers import run_cli
 from tests.test_doc_commands import documented
@@ -132,6 +132,9 @@ def test_a_retune_to_the_same_bytes_keeps_the_weight_files_date_and_other_bytes_
     after = (path / WEIGHTS_FILE).stat()
     assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
     assert read_record(cache, "kept")["weights_sha256"] == digest and not again.exists()
+    spare, _ = built(b"tuned weights" * 100)  # until the switch, the registered folder keeps its file
+    assert keep_registered_weights(path, spare, digest) and (path / WEIGHTS_FILE).is_file()
+    assert (spare / WEIGHTS_FILE).stat().st_ino == after.st_ino
     (path / WEIGHTS_FILE).write_bytes(b"damaged" * 100)  # the folder's name says `digest`, its file does not
     damaged = (path / WEIGHTS_FILE).stat()
     fixed, _ = built(b"tuned weights" * 100)

@@ -16,6 +16,7 @@ owns the cache folder and asks this module, below it, for a made name.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 from pathlib import Path
@@ -92,13 +93,19 @@ def keep_registered_weights(target: Path, built: Path, digest: str) -> bool:
     """Whether ``built`` took the weight file of the registered folder ``target`` because a re-tune
     (same base, data, settings and seed) made the very same bytes: moved, the file keeps its date,
     and what is keyed on the weights' name, size and date (the ONNX export and its lean tables,
-    minutes to make and hundreds of MB) stays valid instead of being made again."""
+    minutes to make and hundreds of MB) stays valid instead of being made again. Hard-linked, not
+    moved: until the switch the registered folder keeps its weights, so a kill leaves it whole."""
     old, new = target / WEIGHTS_FILE, built / WEIGHTS_FILE
     if not (old.is_file() and new.is_file()) or old.stat().st_size != new.stat().st_size:
         return False
     if sha256_file(old) != digest:  # the folder's name says digest; a damaged file is replaced
         return False
-    old.replace(new)
+    linked = new.with_name(new.name + ".kept")
+    try:
+        os.link(old, linked)
+    except OSError:  # a file system without hard links: the new file, dated now
+        return False
+    linked.replace(new)
     return True
 
 

@@ -53,7 +53,7 @@ def write_tuned(name: str, run: Any, state: Any, stopped: str, data: TuningData,
             raise RuntimeError(f"tuned weights {unexpected[:3]} are not in {run.base_name}")
         full.save_pretrained(tmp, safe_serialization=True)
         _copy_base_files(run.base_source, tmp)
-        digest = sha256_file(tmp / "model.safetensors")
+        digest = sha256_file(tmp / tuned_store.WEIGHTS_FILE)  # the file the folder's name and record give
         record = _provenance(run, state, stopped, data, resumed, digest)
         (tmp / "README.md").write_text(_readme(name, record), encoding="utf-8")
         path = tuned_store.register(cache_dir(), name, tmp, digest, record)
