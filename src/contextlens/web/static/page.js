@@ -150,6 +150,8 @@
           window.contextlensFit.show(evidence).then(function (drawn) {
             drawn.forEach(function (d) { showClicked(d); labelButtons(d); });
           });
+        } else {  // without fit.js plotly drew it while hidden: sized to its box now
+          evidence.querySelectorAll(".plotly-graph-div").forEach(function (d) { if (window.Plotly) window.Plotly.Plots.resize(d); });
         }
       }
       answers[q] = { answer: result.answer, correct: result.correct };
