@@ -21,7 +21,10 @@ def test_each_kind_gives_its_own_shape_and_cosine(minilm, glove):
     assert [k.dimensions for k in result.kinds] == [50, 384, 384, 384]
     assert static.cosine == 1.0 and row.cosine == 1.0  # a lookup: the same vector in both texts
     assert result.layer == 6 and hidden.kind == "hidden state (layer 6)"
-    assert hidden.cosine == pytest.approx(compare(TEXTS, minilm, glove).matrices[-1][0, 1], abs=1e-9)
+    # the same cosine to float noise: an occurrence's states come from the model's cache when an
+    # earlier test encoded it, in a batch of another shape, and on an AVX-512 CPU that moves the
+    # cosine's 8th digit (4e-8 seen); a wrong layer or pooling moves its 3rd
+    assert hidden.cosine == pytest.approx(compare(TEXTS, minilm, glove).matrices[-1][0, 1], abs=1e-6)
     assert hidden.cosine < 0.9  # context moved the two banks apart
     want = minilm.embed_sentences([t.replace("[", "").replace("]", "") for t in TEXTS])
     assert sentence.cosine == pytest.approx(cosine_values(want[0], want[1]), abs=1e-9)
