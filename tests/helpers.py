@@ -234,6 +234,14 @@ def abort_requests_leaving(target: Any, allowed: Callable[[str], bool]) -> list[
     return leaks
 
 
+# a page's deferred result (web/static/page.js's setupDeferred) is in (its status line lost its
+# data-result) or failed (the status line says "error")
+DEFERRED_SETTLED = (
+    "() => !document.querySelector('#work-status[data-result]') || document.getElementById('work-status').className"
+    " === 'error'"
+)
+
+
 class KeptTab:
     """One browser tab kept open for a whole test module, at one viewport, which every test of that
     width navigates instead of opening its own: a new tab (or context) costs Chromium a renderer
@@ -258,6 +266,10 @@ class KeptTab:
         self.failed: list[str] = []  # answers of status 400 or more: "STATUS URL"
         self.errors: list[str] = []  # console errors and uncaught exceptions
         self.popups: list[str] = []
+        self.open_requests: set[Any] = set()  # sent and not yet answered or failed (``settle``)
+        self.page.on("request", lambda r: self.open_requests.add(r))
+        self.page.on("requestfinished", lambda r: self.open_requests.discard(r))
+        self.page.on("requestfailed", lambda r: self.open_requests.discard(r))
         self.page.on("response", self._answered)
         self.page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
         self.page.on("pageerror", lambda e: self.errors.append(str(e)))
@@ -266,6 +278,18 @@ class KeptTab:
     def _answered(self, response: Any) -> None:
         if response.status >= 400:
             self.failed.append(f"{response.status} {response.url}")
+
+    def settle(self) -> None:
+        """Wait until the page has loaded, its deferred result (web/deferred.py) is in or has failed,
+        and no request of the tab is open: what ``wait_for_load_state("networkidle")`` waited for,
+        without the 500 ms of quiet it also waits after the last request (a page visit of the
+        browser tests idled that long, about 40 visits a run)."""
+        self.page.wait_for_load_state("load")
+        self.page.wait_for_function(DEFERRED_SETTLED, timeout=BROWSER_WAIT_MS)
+        deadline = time.monotonic() + BROWSER_WAIT_MS / 1000
+        while self.open_requests:
+            assert time.monotonic() < deadline, f"requests still open: {[r.url for r in self.open_requests]}"
+            self.page.wait_for_timeout(20)  # events are delivered while Playwright waits
 
     def fresh(self) -> tuple[int, ...]:
         """Forget the last test's session (cookies, the server origin's sessionStorage) and put back

@@ -172,7 +172,7 @@ def _visit(tab: KeptTab, server: str, path: str, width: int) -> dict:
     pg = tab.page
     mark = tab.fresh()
     answer = pg.goto(server + path)
-    pg.wait_for_load_state("networkidle")
+    tab.settle()
     if pg.query_selector(".js-plotly-plot"):
         pg.wait_for_selector(".js-plotly-plot .main-svg", timeout=BROWSER_WAIT_MS)
     if path == SHOT_PAGES["probe"]:
@@ -772,7 +772,7 @@ def test_the_lesson_sent_first_then_its_parts_opens_clean_at_both_widths(tabs, s
     assert answer.status < 400 and 'data-result="/result/' in first, first[:2000]
     assert '<div class="lesson-part" id="lesson-part-1"></div>' in first  # sent before its parts
     pg.wait_for_function(DONE, timeout=BROWSER_WAIT_MS)
-    pg.wait_for_load_state("networkidle")
+    tab.settle()
     # the quiz's evidence, hidden until its question is answered, is drawn when shown (fit.js holds
     # it back): every box shown as an answer shows it, so every figure of the parts is drawn and checked
     pg.evaluate(SHOW_EVIDENCE)
