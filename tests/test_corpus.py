@@ -419,18 +419,29 @@ def test_a_job_joins_a_two_node_ray_cluster_by_address_one_actor_a_node(tmp_path
         assert ray.get_runtime_context().gcs_address == ray_cluster.address
         nodes = {n["NodeID"] for n in ray.nodes() if n["Alive"]}
         assert len(nodes) == 2
+        # the job's actor pool as the cluster's actor table keeps it (dead now the job is done)
+        job = ray.JobID.from_hex(ray.get_runtime_context().get_job_id())
+        pool = [a for a in ray._private.state.actors(job_id=job).values() if "ChunkEncoder" in a["ActorClassName"]]
     finally:
         if not ray.is_initialized():  # the session's other Ray tests run on the same cluster
             ray.init(address=ray_cluster.address, include_dashboard=False, log_to_driver=False)
-    assert len(done.stats.actor_rss) == 2  # two actor processes, 1 CPU each: one on each node
+    # two actor processes of 1 CPU each, one on each node (a node has 1 CPU)
+    assert sorted(a["Address"]["NodeID"] for a in pool) == sorted(nodes), pool
+    # which of them got blocks is Ray Data's choice, not ours: it hands a block to an actor on the
+    # node that read it while that one has room, so when the reader is slower than the actor (this
+    # suite on one worker, once) the other actor gets none. Each answer came from the pool
+    assert 1 <= len(done.stats.actor_rss) <= 2 and set(done.stats.actor_rss) <= {a["Pid"] for a in pool}
     assert keys(read_rows(out)) == keys(read_rows(tmp_path / "local"))
     assert done.manifest.counts == local.manifest.counts
     # the manifest names the cluster's nodes, each with the actor that answered from it
     cluster = json.loads((out / "manifest.json").read_text())["cluster"]
     assert cluster["address"] == ray_cluster.address and cluster["actor_resources"] == {"num_cpus": 1}
     assert sorted(n["node_id"] for n in cluster["nodes"]) == sorted(nodes)
-    assert [n["actors"] for n in cluster["nodes"]] == [1, 1] and {n["cpus"] for n in cluster["nodes"]} == {1}
-    assert set(done.stats.actor_nodes.values()) == set(nodes)
+    assert {n["cpus"] for n in cluster["nodes"]} == {1}
+    answered = [done.stats.actor_nodes[pid] for pid in done.stats.actor_rss]  # each answering actor's node
+    assert {n["node_id"]: n["actors"] for n in cluster["nodes"]} == {node: answered.count(node) for node in nodes}
+    placed = {a["Pid"]: a["Address"]["NodeID"] for a in pool}
+    assert {pid: placed[pid] for pid in done.stats.actor_nodes} == done.stats.actor_nodes  # answered from there
 
 
 @pytest.mark.slow
