@@ -165,6 +165,9 @@ def visit(tabs, server):
     return record
 
 
+TWO_FRAMES = "() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)))"
+
+
 def _visit(tab: KeptTab, server: str, path: str, width: int) -> dict:
     """Open ``path`` in the kept tab at ``width`` (a fresh session), let it settle, and record every
     read-only check any test makes of that page there; then, on the pages and at the width where a
@@ -179,7 +182,10 @@ def _visit(tab: KeptTab, server: str, path: str, width: int) -> dict:
         pg.wait_for_selector(".js-plotly-plot .barlayer .point path", timeout=BROWSER_WAIT_MS)
     if path == SHOT_PAGES["explore"]:
         pg.wait_for_selector("#numbers table", timeout=BROWSER_WAIT_MS)
-    pg.wait_for_timeout(400)  # plotly's resize to the figure's box (page.js) is asynchronous
+    # two animation frames: what the page drew at load is laid out and painted (fit.js fits a phone's
+    # figures before their first draw, so no resize is pending; a page that still resized its figures
+    # later would fail the fit and width checks below, not pass them)
+    pg.evaluate(TWO_FRAMES)
     got: dict = {"status": answer.status, "loaded": tab.since(mark)}  # what the loading did
     got["viewport_meta"] = pg.evaluate("document.querySelector('meta[name=viewport]') !== null")
     got["inner_width"] = pg.evaluate("window.innerWidth")
