@@ -40,8 +40,8 @@ demo: setup
 
 # the suite on TEST_WORKERS processes, one a core (pytest-xdist; tests/file_scheduling.py keeps each
 # file on one worker, the embedded-PostgreSQL files together, the demo's readers together, the
-# longest first). The suite is CPU-bound: warm, on 2 quiet cores, 2 workers took 206.6-215.8 s and
-# 347-349 CPU s on an Intel Xeon (AVX-512; session 19), 411-443 s and 738-812 CPU s on an AMD EPYC
+# longest first). The suite is CPU-bound: warm, on 2 quiet cores, 2 workers took 198.4-215.8 s and
+# 346-349 CPU s on an Intel Xeon (AVX-512; session 19), 411-443 s and 738-812 CPU s on an AMD EPYC
 # (session 18), Ray's workers counted (benchmarks/tree_cpu.py's cgroup; docs/speed.md);
 # a third worker for the Ray and PostgreSQL files gained nothing beyond the machine's drift
 # (session 16). The 25 slowest are printed after every run (CI's log too), so a test that grew is
