@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from contextlens.analyses.corpus import sentences
 from contextlens.analyses.corpus.readers import read_corpus
-from contextlens.analyses.corpus.sentences import split_sentences
+from contextlens.analyses.corpus.sentences import pysbd_sentences, split_sentences
 
 SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow], database=None)
 # words, numbers and single letters as list items are written ("1 the", "a b c", "IV"), joined by
@@ -27,22 +27,18 @@ TOKENS = st.one_of(
 JOINS = st.sampled_from([" ", "  ", ", ", ",", " - ", "-", " , "])
 
 
-def _pysbd(text: str) -> list[str]:
-    return [s.strip() for s in sentences._segmenter().segment(text) if s.strip()]
-
-
 @SETTINGS
 @given(st.lists(st.tuples(TOKENS, JOINS), min_size=1, max_size=12), st.sampled_from(["", " ", "  "]))
 def test_a_plain_piece_is_the_one_sentence_pysbd_finds(parts: list[tuple[str, str]], edge: str) -> None:
     text = edge + "".join(token + join for token, join in parts).rstrip(" ,-") + edge
     assert sentences._ONE_SENTENCE.fullmatch(text)
-    assert split_sentences(text) == _pysbd(text)
+    assert split_sentences(text) == pysbd_sentences(text)
 
 
 @SETTINGS
 @given(st.text(alphabet="AbZz09 ,-", max_size=40))
 def test_any_string_of_the_allowed_characters_is_pysbds_answer(text: str) -> None:
-    assert split_sentences(text) == (_pysbd(text) if text.strip() else [])
+    assert split_sentences(text) == (pysbd_sentences(text) if text.strip() else [])
 
 
 def test_a_plain_piece_does_not_reach_pysbd(monkeypatch) -> None:
@@ -58,7 +54,7 @@ def test_a_plain_piece_does_not_reach_pysbd(monkeypatch) -> None:
 def test_pieces_outside_the_shortcut_still_go_through_pysbd() -> None:
     for text in ["It rained. We stayed in.", "1) one 2) two", "a. first b. second", "He said 'no.' Then left"]:
         assert not sentences._ONE_SENTENCE.fullmatch(text)
-        assert split_sentences(text) == _pysbd(text)
+        assert split_sentences(text) == pysbd_sentences(text)
     assert split_sentences("It rained. We stayed in.") == ["It rained.", "We stayed in."]
 
 
@@ -67,6 +63,6 @@ def test_the_wordnet_pieces_that_take_the_shortcut_are_pysbds_sentences() -> Non
     plain = (p for doc in read_corpus("wordnet") for p in doc.pieces if sentences._ONE_SENTENCE.fullmatch(p))
     checked = 0
     for piece in itertools.islice(plain, 0, None, 40):
-        assert split_sentences(piece) == _pysbd(piece), piece
+        assert split_sentences(piece) == pysbd_sentences(piece), piece
         checked += 1
     assert checked > 3000

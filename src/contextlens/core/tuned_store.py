@@ -91,7 +91,7 @@ def folder_name(name: str, digest: str) -> str:
 
 def keep_registered_weights(target: Path, built: Path, digest: str) -> bool:
     """Whether ``built`` took the weight file of the registered folder ``target`` because a re-tune
-    (same base, data, settings and seed) made the very same bytes: moved, the file keeps its date,
+    (same base, data, settings and seed) made the very same bytes: taken over, the file keeps its date,
     and what is keyed on the weights' name, size and date (the ONNX export and its lean tables,
     minutes to make and hundreds of MB) stays valid instead of being made again. Hard-linked, not
     moved: until the switch the registered folder keeps its weights, so a kill leaves it whole."""

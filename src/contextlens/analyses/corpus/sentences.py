@@ -33,6 +33,13 @@ def split_sentences(text: str) -> list[str]:
         return []
     if _ONE_SENTENCE.fullmatch(text):
         return [text.strip()]
+    return pysbd_sentences(text)
+
+
+def pysbd_sentences(text: str) -> list[str]:
+    """pysbd's sentences of one NFC-normalised piece, stripped, blank ones dropped: what
+    :func:`split_sentences` gives a piece its one-sentence shortcut does not take, and what that
+    shortcut is checked against (tests/test_sentence_split.py, benchmarks/sentence_split.py)."""
     return [s.strip() for s in _segmenter().segment(text) if s.strip()]
 
 
